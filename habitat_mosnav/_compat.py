@@ -1,0 +1,117 @@
+"""Make ``import habitat`` / ``import habitat_baselines`` work without habitat-sim.
+
+habitat-lab 0.3.3 guards most of its habitat-sim imports with try/except, but a few import
+chains run unguarded at import time and die on ``magnum``/``habitat_sim``. When (and only
+when) habitat-sim is not importable, :func:`install` pre-seeds ``sys.modules`` with small
+placeholder modules for exactly those chains. Everything else in habitat-lab stays real.
+
+Placeholder attributes are classes that raise an ImportError naming habitat-sim as soon as
+anything instantiates or calls them, so nothing fails silently. Two attributes are used at
+import time and therefore get working no-ops: ``_try_register_rearrange_task`` (called by
+``habitat.tasks.registration``) and ``add_perf_timing_func`` (a decorator factory used by
+``habitat.gym.gym_wrapper``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from typing import Callable, Dict
+
+_HINT = (
+    "requires habitat-sim, which is not installed (install it with conda: "
+    "`conda install habitat-sim -c conda-forge -c aihabitat`); habitat_mosnav's CPU "
+    "simulator 'MosNavMeshSim-v0' works without it"
+)
+
+
+class _Unavailable:
+    """Base of every placeholder attribute: usable in ``isinstance``, fails when used."""
+
+    _qualname = "?"
+
+    def __new__(cls, *args, **kwargs):
+        raise ImportError(f"{cls._qualname} {_HINT}")
+
+    def __init_subclass__(cls, **kwargs):
+        # A subclass of a placeholder (``class X(RearrangeSim)``) is defined fine at import,
+        # and fails only when instantiated, like its base.
+        super().__init_subclass__(**kwargs)
+
+
+class _PlaceholderModule(types.ModuleType):
+    """A module whose unknown attributes are :class:`_Unavailable` subclasses."""
+
+    def __init__(self, name: str, attrs: Dict[str, object]):
+        super().__init__(name, f"habitat_mosnav placeholder: {name} {_HINT}")
+        self.__path__ = []  # lets placeholder packages hold placeholder submodules
+        self.__mosnav_placeholder__ = True
+        for key, value in attrs.items():
+            setattr(self, key, value)
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        cls = type(attr, (_Unavailable,), {"_qualname": f"{self.__name__}.{attr}"})
+        setattr(self, attr, cls)
+        return cls
+
+
+def _noop() -> None:
+    return None
+
+
+def _add_perf_timing_func(*_args, **_kwargs) -> Callable:
+    def decorator(func):
+        return func
+
+    return decorator
+
+
+#: module name -> attributes with real (no-op) values; other attributes are placeholders.
+PLACEHOLDERS: Dict[str, Dict[str, object]] = {
+    # habitat/__init__ -> core.env -> sims/habitat_simulator/__init__ -> object_state_machine
+    "habitat.sims.habitat_simulator.object_state_machine": {},
+    # core.env -> tasks/registration -> tasks.rearrange._try_register_rearrange_task()
+    "habitat.tasks.rearrange": {"_try_register_rearrange_task": _noop},
+    # core.vector_env -> core.batch_rendering.env_batch_renderer
+    "habitat.core.batch_rendering.env_batch_renderer": {},
+    # habitat.gym.gym_wrapper -> tasks.rearrange.rearrange_sim.add_perf_timing_func
+    "habitat.tasks.rearrange.rearrange_sim": {"add_perf_timing_func": _add_perf_timing_func},
+    # habitat_baselines rl/ddppo/policy/resnet_policy -> tasks.nav.instance_image_nav_task
+    "habitat.tasks.nav.instance_image_nav_task": {},
+    # habitat_baselines rl/ppo/habitat_evaluator -> rearrange_sensors, rearrange.utils
+    "habitat.tasks.rearrange.rearrange_sensors": {},
+    "habitat.tasks.rearrange.utils": {},
+    # habitat_baselines rl/ppo/single_agent_access_mgr -> rl.hrl.hierarchical_policy
+    "habitat_baselines.rl.hrl.hierarchical_policy": {},
+}
+
+
+def habitat_sim_available() -> bool:
+    """True when habitat-sim (and its magnum) can be imported."""
+    if "habitat_sim" in sys.modules and sys.modules["habitat_sim"] is not None:
+        return True
+    try:
+        return importlib.util.find_spec("habitat_sim") is not None and (
+            importlib.util.find_spec("magnum") is not None
+        )
+    except (ImportError, ValueError):
+        return False
+
+
+def install(force: bool = False) -> bool:
+    """Seed the placeholders if habitat-sim is missing (or ``force``). Returns True if seeded.
+
+    A no-op when habitat-sim is importable, and for any module already imported for real.
+    """
+    if not force and habitat_sim_available():
+        return False
+    for name, attrs in PLACEHOLDERS.items():
+        if name not in sys.modules:
+            sys.modules[name] = _PlaceholderModule(name, attrs)
+    return True
+
+
+def is_placeholder(module: types.ModuleType) -> bool:
+    return bool(getattr(module, "__dict__", {}).get("__mosnav_placeholder__", False))

@@ -1,0 +1,31 @@
+"""Structured config of the CPU simulator ``MosNavMeshSim-v0`` (``habitat.simulator``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from habitat.config.default_structured_configs import SimulatorConfig
+
+
+@dataclass
+class MosNavMeshOptions:
+    """Options of the CPU backend only; habitat-sim ignores them.
+
+    ``cell_size``: navigability / fast-marching grid resolution in metres.
+    ``navmesh``: a Recast/Detour ``.navmesh`` to read instead of voxelising the mesh
+    ("" = ``<scene>.navmesh`` beside the scene when present, else voxelise).
+    ``scene_cache_size`` / ``distance_field_cache_size``: LRU sizes (scenes per process,
+    goal-set distance fields per scene).
+    ``render``: build the GL renderer (False: no visual sensors, no EGL needed).
+    """
+
+    cell_size: float = 0.05
+    navmesh: str = ""
+    scene_cache_size: int = 4
+    distance_field_cache_size: int = 256
+    render: bool = True
+
+
+@dataclass
+class MosNavMeshSimConfig(SimulatorConfig):
+    type: str = "MosNavMeshSim-v0"
+    mosnav_mesh: MosNavMeshOptions = field(default_factory=MosNavMeshOptions)
