@@ -1,0 +1,8 @@
+"""Configs of habitat_mosnav: structured configs, the YAML search path and ``get_config``."""
+from habitat_mosnav.config.default import (  # noqa: F401
+    MOSNAV_CONFIG_DIR,
+    get_config,
+    package_path,
+    register_configs,
+)
+from habitat_mosnav.config import default_structured_configs  # noqa: F401

@@ -1,0 +1,39 @@
+"""``habitat_mosnav.get_config``: compose a mosnav YAML from any working directory.
+
+Like ``habitat_baselines.config.default.get_config``: registers the search-path plugins and
+passes this package's config directory as ``configs_dir``, so
+``get_config("benchmark/nav/mosnav/mos_demo.yaml")`` works wherever Python runs.
+"""
+from __future__ import annotations
+
+import os.path as osp
+from typing import List, Optional
+
+from habitat.config.default import get_config as _habitat_get_config
+from habitat.config.default_structured_configs import register_hydra_plugin
+from omegaconf import DictConfig, OmegaConf
+
+from habitat_mosnav.config.default_structured_configs import MosNavConfigPlugin
+
+MOSNAV_CONFIG_DIR = osp.dirname(osp.abspath(__file__))
+PACKAGE_DIR = osp.dirname(MOSNAV_CONFIG_DIR)
+
+
+def package_path(relative: str) -> str:
+    """Absolute path of a file shipped inside the package (resolver ``mosnav_pkg``)."""
+    return osp.join(PACKAGE_DIR, relative)
+
+
+def register_configs() -> None:
+    """Register the YAML search path and the ``${mosnav_pkg:...}`` resolver (idempotent)."""
+    register_hydra_plugin(MosNavConfigPlugin)
+    if not OmegaConf.has_resolver("mosnav_pkg"):
+        OmegaConf.register_new_resolver("mosnav_pkg", package_path)
+
+
+def get_config(config_path: str, overrides: Optional[List[str]] = None,
+               configs_dir: str = MOSNAV_CONFIG_DIR) -> DictConfig:
+    """Compose ``config_path`` (absolute, cwd-relative, or relative to this package's
+    config directory) with Hydra ``overrides`` such as ``["habitat.seed=1"]``."""
+    register_configs()
+    return _habitat_get_config(config_path, overrides, configs_dir)

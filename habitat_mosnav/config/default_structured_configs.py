@@ -1,0 +1,195 @@
+"""Structured configs of habitat_mosnav, stored in Hydra's ConfigStore.
+
+Modelled on ``habitat_baselines/config/default_structured_configs.py``: one dataclass per
+registered entity, stored under the groups that habitat's own ``TaskConfig`` and
+``HabitatConfig`` type-check against (``habitat/task/measurements``, ``habitat/task/
+lab_sensors``, ``habitat/task/actions``, ``habitat/dataset``, ``habitat/simulator``), plus a
+``SearchPathPlugin`` so that YAML ``defaults:`` lists find ``pkg://habitat_mosnav/config``.
+Every plugin-specific option starts with ``mosnav_`` where it sits inside a habitat node.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from habitat.config.default_structured_configs import (
+    ActionConfig,
+    DatasetConfig,
+    LabSensorConfig,
+    MeasurementConfig,
+    TaskConfig,
+)
+from hydra.core.config_search_path import ConfigSearchPath
+from hydra.core.config_store import ConfigStore
+from hydra.plugins.search_path_plugin import SearchPathPlugin
+from omegaconf import II
+
+from habitat_mosnav.config.simulator import MosNavMeshOptions, MosNavMeshSimConfig
+
+__all__ = [
+    "MultiObjectNavDatasetConfig",
+    "MultiObjectNavTaskConfig",
+    "MosNavConfigPlugin",
+    "MosNavMeshOptions",
+    "MosNavMeshSimConfig",
+]
+
+
+# ----------------------------------------------------------------------------- dataset
+@dataclass
+class MultiObjectNavDatasetConfig(DatasetConfig):
+    """``data_path`` is the ``dataset_semantic`` directory (``{split}`` is substituted);
+    ``scenes_dir`` holds ``<NNNNN-id>/<id>[.basis].glb``."""
+
+    type: str = "MultiObjectNav-v1"
+    split: str = "val"
+    data_path: str = "${mosnav_pkg:data/demo/dataset_semantic}"
+    scenes_dir: str = "${mosnav_pkg:data/demo/scenes}"
+    #: ``description`` (natural-language instruction) or ``object`` (category name,
+    #: pure-category queries only).
+    goal_type: str = "description"
+    #: Keep only these target modes (empty = all of single, any, many, all).
+    target_modes: List[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- task
+@dataclass
+class MultiObjectNavTaskConfig(TaskConfig):
+    type: str = "MultiObjectNav-v1"
+    #: A target is near when the geodesic distance to its nearest view point is <= this.
+    mosnav_success_distance: float = 1.0
+    #: Space oracle: navigable samples on the start's island (0 disables it) and the
+    #: radius within which the agent explores a sample.
+    mosnav_space_coverage_samples: int = 200
+    mosnav_space_coverage_radius: float = 1.5
+    #: The episode step limit T used by OER (follows the environment's limit).
+    mosnav_max_steps: int = II("habitat.environment.max_episode_steps")
+    goal_sensor_uuid: str = "mosnav_goal_text"
+
+
+# ----------------------------------------------------------------------------- actions
+@dataclass
+class TargetFoundActionConfig(ActionConfig):
+    """Claim one matching target near the agent (SPEC §3); id 6 after look_down."""
+
+    type: str = "TargetFoundAction"
+
+
+# ----------------------------------------------------------------------------- sensors
+@dataclass
+class GoalTextSensorConfig(LabSensorConfig):
+    """The goal text as fixed-length UTF-8 bytes (zero padded); see ``decode_goal_text``."""
+
+    type: str = "MosNavGoalTextSensor"
+    max_length: int = 256
+
+
+@dataclass
+class MosNavObjectGoalSensorConfig(LabSensorConfig):
+    """uuid ``objectgoal``: index of the goal category in the dataset's category list,
+    so habitat-baselines' PointNavResNetPolicy object-goal embedding works unchanged."""
+
+    type: str = "MosNavObjectGoalSensor"
+
+
+@dataclass
+class TargetModeSensorConfig(LabSensorConfig):
+    type: str = "MosNavTargetModeSensor"
+
+
+@dataclass
+class TargetCountSensorConfig(LabSensorConfig):
+    type: str = "MosNavTargetCountSensor"
+
+
+# ----------------------------------------------------------------------------- measures
+def _measure(type_name: str, doc: str):
+    cls = dataclass(
+        type(
+            f"{type_name}MeasurementConfig",
+            (MeasurementConfig,),
+            {"__annotations__": {"type": str}, "type": type_name, "__doc__": doc},
+        )
+    )
+    cls.__module__ = __name__
+    return cls
+
+
+#: measure config name -> (registered measure type, docstring)
+MEASURES = {
+    "mos_targets_found": ("MosTargetsFound", "Number of distinct targets claimed (F)."),
+    "mos_precision": ("MosPrecision", "tp / (tp + fp); 0 without claims."),
+    "mos_recall": ("MosRecall", "min(1, F / R)."),
+    "mos_f1": ("MosF1", "Harmonic mean of precision and recall."),
+    "mos_success": ("MosSuccess", "Per-mode success of SPEC §4."),
+    "trajectory_length": ("MosTrajectoryLength", "Path length p walked so far (m)."),
+    "optimal_subset_distance": ("OptimalSubsetDistance", "l of SPEC §4 (m)."),
+    "agent_subset_distance": ("AgentSubsetDistance", "a of SPEC §4; NaN without claims."),
+    "spl_multi": ("SPLMulti", "success * l / max(p, l)."),
+    "path_efficiency": ("PathEfficiency", "PE = a / max(p, a); NaN without claims."),
+    "target_selection_efficiency": ("TargetSelectionEfficiency", "TSE = l / a."),
+    "rtsr": ("RepeatedTargetSelectionRate", "Share of repeated target claims."),
+    "false_termination": ("FalseTermination", "MOC only: FINISH with F < R."),
+    "oer_target": ("OverExplorationTarget", "(finish - all found) / T."),
+    "oer_space": ("OverExplorationSpace", "(finish - space exhausted) / T."),
+    "space_coverage": ("SpaceCoverage", "Fraction of oracle samples explored."),
+    "distance_to_nearest_unclaimed_target": (
+        "DistanceToNearestUnclaimedTarget",
+        "Geodesic distance to the nearest view point of an unclaimed target.",
+    ),
+    "mos_report_events": ("MosReportEvents", "The claim events (a list, not a scalar)."),
+}
+
+_MEASURE_CONFIGS = {name: _measure(*spec) for name, spec in MEASURES.items()}
+
+
+@dataclass
+class MosRewardMeasurementConfig(MeasurementConfig):
+    """Dense reward: progress toward the nearest unclaimed target (metres), a bonus per
+    true claim, a penalty per false claim, a success bonus and a per-step slack."""
+
+    type: str = "MosReward"
+    progress_weight: float = 1.0
+    true_claim_reward: float = 2.5
+    false_claim_penalty: float = 1.0
+    success_reward: float = 5.0
+    slack_reward: float = -0.01
+
+
+# ----------------------------------------------------------------------------- store
+class MosNavConfigPlugin(SearchPathPlugin):
+    """Lets ``defaults:`` lists find this package's YAML files."""
+
+    def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+        search_path.append(provider="habitat_mosnav", path="pkg://habitat_mosnav/config")
+
+
+def _store() -> None:
+    cs = ConfigStore.instance()
+    cs.store(group="habitat/dataset", name="mosnav_dataset_schema", package="habitat.dataset",
+             node=MultiObjectNavDatasetConfig)
+    cs.store(group="habitat/task", name="mosnav_task_config_base", package="habitat.task",
+             node=MultiObjectNavTaskConfig)
+    cs.store(group="habitat/simulator", name="mosnav_mesh_sim", package="habitat.simulator",
+             node=MosNavMeshSimConfig)
+    actions = {
+        "target_found": TargetFoundActionConfig,
+    }
+    for name, node in actions.items():
+        cs.store(group="habitat/task/actions", name=name,
+                 package=f"habitat.task.actions.{name}", node=node)
+    sensors = {
+        "mosnav_goal_text": GoalTextSensorConfig,
+        "mosnav_objectgoal": MosNavObjectGoalSensorConfig,
+        "mosnav_target_mode": TargetModeSensorConfig,
+        "mosnav_target_count": TargetCountSensorConfig,
+    }
+    for name, node in sensors.items():
+        cs.store(group="habitat/task/lab_sensors", name=name,
+                 package=f"habitat.task.lab_sensors.{name}", node=node)
+    for name, node in {**_MEASURE_CONFIGS, "mos_reward": MosRewardMeasurementConfig}.items():
+        cs.store(group="habitat/task/measurements", name=name,
+                 package=f"habitat.task.measurements.{name}", node=node)
+
+
+_store()

@@ -1,0 +1,205 @@
+"""The ``MultiObjectNav-v1`` dataset: ``dataset_semantic/<scene_id>/*.json`` -> episodes.
+
+Config (``habitat.dataset``, see ``MultiObjectNavDatasetConfig``): ``data_path`` (the
+``dataset_semantic`` directory), ``scenes_dir``, ``split`` (substituted for ``{split}`` in
+both), ``content_scenes``, ``goal_type`` and ``target_modes``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, List, Optional
+
+from habitat.core.dataset import ALL_SCENES_MASK, Dataset
+from habitat.core.registry import registry
+from habitat.core.simulator import AgentState
+from habitat.tasks.nav.object_nav_task import ObjectViewLocation
+
+from habitat_mosnav.datasets.episode import MultiObjectGoal, MultiObjectNavEpisode
+from habitat_mosnav.datasets.schema import (
+    GOAL_TYPES,
+    TARGET_MODES,
+    DatasetFormatError,
+    load_scene_dir,
+    parse_goals,
+    pure_category,
+    query_category,
+)
+
+CATEGORIES_FILE = "categories.json"
+
+
+def episode_key(split: str, scene_id: str, episode_id: str) -> str:
+    """The stable key of SPEC §8: ``<split>::<scene_id>::<episode_id>``."""
+    return f"{split}::{scene_id}::{episode_id}"
+
+
+def scene_name_from_path(scene_path: str) -> str:
+    """``.../00800-TEEsavR23oF/TEEsavR23oF.basis.glb`` -> ``TEEsavR23oF``."""
+    name = os.path.basename(scene_path)
+    for ext in (".glb", ".ply", ".obj"):
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+    return name[: -len(".basis")] if name.endswith(".basis") else name
+
+
+def list_scene_ids(data_path: str) -> List[str]:
+    """Scene directories of a ``dataset_semantic`` directory (those with episodes.json)."""
+    if not os.path.isdir(data_path):
+        raise DatasetFormatError(f"{data_path}: dataset directory not found "
+                                 "(habitat.dataset.data_path)")
+    return sorted(d for d in os.listdir(data_path)
+                  if os.path.isfile(os.path.join(data_path, d, "episodes.json")))
+
+
+def find_scene_file(scenes_dir: str, scene_id: str) -> str:
+    """HM3D layout ``<scenes_dir>/<NNNNN-id>/<id>.basis.glb`` (or ``<id>.glb`` for
+    generated scenes); also ``<scenes_dir>/<id>/`` and files directly in ``scenes_dir``."""
+    candidates = []
+    if os.path.isdir(scenes_dir):
+        dirs = [d for d in sorted(os.listdir(scenes_dir))
+                if d == scene_id or d.endswith("-" + scene_id)]
+        for d in dirs:
+            candidates += [os.path.join(scenes_dir, d, f"{scene_id}.basis.glb"),
+                           os.path.join(scenes_dir, d, f"{scene_id}.glb")]
+    candidates += [os.path.join(scenes_dir, f"{scene_id}.basis.glb"),
+                   os.path.join(scenes_dir, f"{scene_id}.glb")]
+    for c in candidates:
+        if os.path.isfile(c):
+            return os.path.abspath(c)
+    raise DatasetFormatError(
+        f"{scenes_dir}: scene '{scene_id}' not found (expected <scenes_dir>/NNNNN-{scene_id}/"
+        f"{scene_id}.basis.glb or {scene_id}.glb; habitat.dataset.scenes_dir)")
+
+
+def load_categories(data_path: str) -> List[str]:
+    """The dataset-wide category list (``objectgoal`` indices): ``categories.json`` at the
+    dataset root when present, else the sorted union of all scenes' goal categories, so
+    every worker and every content_scenes subset agrees on the indices."""
+    path = os.path.join(data_path, CATEGORIES_FILE)
+    if os.path.isfile(path):
+        with open(path, "r", encoding="utf-8") as f:
+            cats = json.load(f)
+        if not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
+            raise DatasetFormatError(f"{path}: expected a JSON list of category names")
+        return list(cats)
+    cats = set()
+    for sid in list_scene_ids(data_path):
+        goals = parse_goals(os.path.join(data_path, sid, "goals.json"), sid)
+        cats.update(g["category"] for g in goals.values())
+    return sorted(cats)
+
+
+@registry.register_dataset(name="MultiObjectNav-v1")
+class MultiObjectNavDatasetV1(Dataset):
+    """Episodes of single / any / many (MOS) / all (MOC) multi-object navigation."""
+
+    episodes: List[MultiObjectNavEpisode]
+
+    def __init__(self, config=None) -> None:
+        self.episodes = []
+        self.categories: List[str] = []
+        self.category_to_task_category_id: Dict[str, int] = {}
+        if config is None:
+            return
+        split = config.split
+        self.data_path = config.data_path.replace("{split}", split)
+        self.scenes_dir = config.scenes_dir.replace("{split}", split)
+        goal_type = config.goal_type
+        if goal_type not in GOAL_TYPES:
+            raise DatasetFormatError(
+                f"habitat.dataset.goal_type: unknown goal type '{goal_type}' "
+                f"(expected one of {', '.join(GOAL_TYPES)})")
+        modes = list(config.target_modes) or list(TARGET_MODES)
+        for m in modes:
+            if m not in TARGET_MODES:
+                raise DatasetFormatError(
+                    f"habitat.dataset.target_modes: unknown target mode '{m}' "
+                    f"(expected {', '.join(TARGET_MODES)})")
+        scene_ids = list_scene_ids(self.data_path)
+        wanted = set(config.content_scenes)
+        if ALL_SCENES_MASK not in wanted:
+            missing = sorted(wanted - set(scene_ids))
+            if missing:
+                raise DatasetFormatError(
+                    f"{self.data_path}: content_scenes {missing} not in the dataset "
+                    "(habitat.dataset.content_scenes)")
+            scene_ids = [s for s in scene_ids if s in wanted]
+        self.categories = load_categories(self.data_path)
+        self.category_to_task_category_id = {c: i for i, c in enumerate(self.categories)}
+        for sid in scene_ids:
+            self._load_scene(sid, split, goal_type, set(modes))
+
+    def _load_scene(self, scene_id: str, split: str, goal_type: str, modes: set) -> None:
+        goals, queries, episodes = load_scene_dir(os.path.join(self.data_path, scene_id))
+        wanted = [e for e in episodes if e["target_mode"] in modes]
+        if not wanted:
+            return
+        scene_path = find_scene_file(self.scenes_dir, scene_id)
+        goal_objs = {oid: _make_goal(g) for oid, g in goals.items()}
+        scene_categories = {g["category"] for g in goals.values()}
+        for e in wanted:
+            query = queries[e["query_id"]]
+            if goal_type == "object":
+                category = pure_category(query)
+                if category is None or category not in scene_categories:
+                    continue  # description-only query (SPEC §1)
+                goal_text = category
+            else:
+                category = query_category(query)
+                goal_text = query["instruction"]
+            targets = e["target_object_ids"]
+            if category is None:
+                category = goals[targets[0]]["category"]
+            self.episodes.append(MultiObjectNavEpisode(
+                episode_id=e["episode_id"],
+                scene_id=scene_path,
+                scene_name=scene_id,
+                split=split,
+                episode_key=episode_key(split, scene_id, e["episode_id"]),
+                start_position=e["start_position"],
+                start_rotation=e["start_rotation"],
+                goals=[goal_objs[t] for t in targets],
+                target_mode=e["target_mode"],
+                target_count=e["target_count"],
+                target_object_ids=list(targets),
+                goal_text=goal_text,
+                goal_type=goal_type,
+                query_id=e["query_id"],
+                object_category=category,
+                info=dict(e["info"]),
+            ))
+
+    @staticmethod
+    def check_config_paths_exist(config) -> bool:
+        return os.path.isdir(config.data_path.replace("{split}", config.split)) and (
+            os.path.isdir(config.scenes_dir.replace("{split}", config.split)))
+
+    @staticmethod
+    def scene_from_scene_path(scene_path: str) -> str:
+        return scene_name_from_path(scene_path)
+
+    def category_index(self, category: Optional[str]) -> int:
+        return self.category_to_task_category_id.get(category, 0)
+
+
+def _make_goal(g) -> MultiObjectGoal:
+    return MultiObjectGoal(
+        position=g["position"],
+        radius=None,
+        object_id=g["object_id"],
+        object_category=g["category"],
+        object_name=g["caption"],
+        room_id=None if g["region_id"] is None else str(g["region_id"]),
+        view_points=[
+            ObjectViewLocation(agent_state=AgentState(position=vp["position"],
+                                                      rotation=vp["rotation"]),
+                               iou=vp["iou"])
+            for vp in g["view_points"]
+        ],
+        navigable_position=g["navigable_position"],
+        region_id=g["region_id"],
+        aabb=g["aabb"],
+        attributes=g["attributes"],
+        caption=g["caption"],
+    )

@@ -1,0 +1,233 @@
+"""Reading and validating ``dataset_semantic/<scene_id>/{goals,queries,episodes}.json``.
+
+Every problem becomes one :class:`DatasetFormatError` line naming the file, the record
+(goal / query / episode id) and the field (SPEC §6). No habitat import: the dataset
+building pipeline validates its own output with these functions too.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+TARGET_MODES = ("single", "any", "many", "all")
+GOAL_TYPES = ("description", "object")
+SCHEMA_VERSION = 1
+FILES = ("goals.json", "queries.json", "episodes.json")
+
+
+class DatasetFormatError(ValueError):
+    """A one-line, user-facing problem with a dataset file."""
+
+
+def _fail(path: str, record: str, field: str, problem: str) -> None:
+    where = f"{record}: " if record else ""
+    raise DatasetFormatError(f"{path}: {where}field '{field}': {problem}")
+
+
+def read_json(path: str) -> Any:
+    if not os.path.isfile(path):
+        raise DatasetFormatError(f"{path}: file not found")
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise DatasetFormatError(
+            f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
+        ) from None
+    except UnicodeDecodeError as e:
+        raise DatasetFormatError(f"{path}: not UTF-8 text ({e.reason})") from None
+
+
+def _type_name(types) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", list: "a list",
+             dict: "an object", bool: "a boolean"}
+    types = types if isinstance(types, tuple) else (types,)
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def field(obj: Dict[str, Any], name: str, types, path: str, record: str,
+          optional: bool = False, default: Any = None) -> Any:
+    """``obj[name]`` checked against ``types`` (bool is never accepted as a number)."""
+    if not isinstance(obj, dict):
+        raise DatasetFormatError(f"{path}: {record}: expected an object, got "
+                                 f"{type(obj).__name__}")
+    if name not in obj or (optional and obj[name] is None):
+        if optional:
+            return default
+        _fail(path, record, name, "missing")
+    value = obj[name]
+    types_t = types if isinstance(types, tuple) else (types,)
+    numeric = float in types_t and isinstance(value, int)
+    if isinstance(value, bool) and bool not in types_t or not (
+        isinstance(value, types_t) or numeric
+    ):
+        _fail(path, record, name, f"expected {_type_name(types)}, got {json.dumps(value)[:60]}")
+    return value
+
+
+def vector(obj: Dict[str, Any], name: str, size: int, path: str, record: str,
+           optional: bool = False) -> Optional[List[float]]:
+    value = field(obj, name, list, path, record, optional=optional)
+    if value is None:
+        return None
+    if len(value) != size or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        for v in value
+    ):
+        _fail(path, record, name, f"expected {size} finite numbers, got {json.dumps(value)[:80]}")
+    return [float(v) for v in value]
+
+
+def _header(doc: Any, path: str, key: str, scene_id: str) -> List[Any]:
+    if not isinstance(doc, dict):
+        raise DatasetFormatError(f"{path}: expected a JSON object at the top level")
+    version = field(doc, "schema_version", int, path, "")
+    if version != SCHEMA_VERSION:
+        _fail(path, "", "schema_version", f"unsupported version {version} (expected 1)")
+    sid = field(doc, "scene_id", str, path, "")
+    if sid != scene_id:
+        _fail(path, "", "scene_id", f"'{sid}' does not match its directory '{scene_id}'")
+    return field(doc, key, list, path, "")
+
+
+def parse_goals(path: str, scene_id: str) -> Dict[int, Dict[str, Any]]:
+    """goals.json -> {object_id: goal dict with validated, normalised fields}."""
+    goals: Dict[int, Dict[str, Any]] = {}
+    for i, g in enumerate(_header(read_json(path), path, "goals", scene_id)):
+        rec = f"goal #{i}"
+        oid = field(g, "object_id", int, path, rec)
+        rec = f"goal {oid}"
+        if oid in goals:
+            _fail(path, rec, "object_id", "duplicate object id")
+        category = field(g, "category", str, path, rec)
+        position = vector(g, "position", 3, path, rec)
+        nav = vector(g, "navigable_position", 3, path, rec)
+        view_points = []
+        for j, vp in enumerate(field(g, "view_points", list, path, rec, optional=True,
+                                     default=[])):
+            vrec = f"{rec} view_points[{j}]"
+            view_points.append({
+                "position": vector(vp, "position", 3, path, vrec),
+                "rotation": vector(vp, "rotation", 4, path, vrec),
+                "iou": field(vp, "iou", float, path, vrec, optional=True),
+            })
+        aabb = field(g, "aabb", dict, path, rec, optional=True)
+        if aabb is not None:
+            aabb = {"center": vector(aabb, "center", 3, path, f"{rec} aabb"),
+                    "size": vector(aabb, "size", 3, path, f"{rec} aabb")}
+        attributes = field(g, "attributes", dict, path, rec, optional=True, default={})
+        goals[oid] = {
+            "object_id": oid, "category": category, "position": position,
+            "navigable_position": nav, "view_points": view_points, "aabb": aabb,
+            "region_id": field(g, "region_id", int, path, rec, optional=True),
+            "attributes": attributes,
+            "caption": field(g, "caption", str, path, rec, optional=True),
+        }
+    return goals
+
+
+def parse_queries(path: str, scene_id: str) -> Dict[str, Dict[str, Any]]:
+    """queries.json -> {query_id: query dict}."""
+    queries: Dict[str, Dict[str, Any]] = {}
+    for i, q in enumerate(_header(read_json(path), path, "queries", scene_id)):
+        qid = field(q, "query_id", str, path, f"query #{i}")
+        rec = f"query '{qid}'"
+        program = field(q, "query_program", dict, path, rec)
+        where = field(program, "where", list, path, f"{rec} query_program")
+        conditions = []
+        for j, c in enumerate(where):
+            crec = f"{rec} query_program.where[{j}]"
+            conditions.append((field(c, "field", str, path, crec),
+                               field(c, "op", str, path, crec), c.get("value")))
+        queries[qid] = {
+            "query_id": qid, "where": conditions,
+            "instruction": field(q, "instruction", str, path, rec),
+            "matched_object_ids": field(q, "matched_object_ids", list, path, rec),
+        }
+    return queries
+
+
+def pure_category(query: Dict[str, Any]) -> Optional[str]:
+    """The category of a pure-category query (one condition ``category == name``)."""
+    where: Sequence[Tuple[str, str, Any]] = query["where"]
+    if len(where) == 1 and where[0][0] == "category" and where[0][1] == "==" and isinstance(
+        where[0][2], str
+    ):
+        return where[0][2]
+    return None
+
+
+def query_category(query: Dict[str, Any]) -> Optional[str]:
+    """The category named by a query's ``category ==`` condition, if any."""
+    for fld, op, value in query["where"]:
+        if fld == "category" and op == "==" and isinstance(value, str):
+            return value
+    return None
+
+
+def parse_episodes(path: str, scene_id: str, goals: Dict[int, Dict[str, Any]],
+                   queries: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """episodes.json -> validated episode dicts (targets in goals, counts in range)."""
+    episodes = []
+    seen = set()
+    for i, e in enumerate(_header(read_json(path), path, "episodes", scene_id)):
+        eid = field(e, "episode_id", str, path, f"episode #{i}")
+        rec = f"episode '{eid}'"
+        if eid in seen:
+            _fail(path, rec, "episode_id", "duplicate episode id")
+        seen.add(eid)
+        qid = field(e, "query_id", str, path, rec)
+        if qid not in queries:
+            _fail(path, rec, "query_id", f"'{qid}' is not in queries.json")
+        mode = field(e, "target_mode", str, path, rec)
+        if mode not in TARGET_MODES:
+            _fail(path, rec, "target_mode", f"unknown mode '{mode}' (expected one of "
+                                            f"{', '.join(TARGET_MODES)})")
+        targets = field(e, "target_object_ids", list, path, rec)
+        if not targets:
+            _fail(path, rec, "target_object_ids", "empty")
+        for t in targets:
+            if isinstance(t, bool) or not isinstance(t, int):
+                _fail(path, rec, "target_object_ids", f"{json.dumps(t)} is not an integer")
+            if t not in goals:
+                _fail(path, rec, "target_object_ids", f"object {t} is not in goals.json")
+        if len(set(targets)) != len(targets):
+            _fail(path, rec, "target_object_ids", "repeated object id")
+        count = field(e, "target_count", int, path, rec, optional=True)
+        if mode == "many":
+            if count is None:
+                _fail(path, rec, "target_count", "missing (required for target_mode 'many')")
+            if not 1 <= count <= len(targets):
+                _fail(path, rec, "target_count",
+                      f"{count} is out of range 1..{len(targets)} (number of targets)")
+        elif mode == "single" and len(targets) != 1:
+            _fail(path, rec, "target_object_ids",
+                  f"target_mode 'single' needs exactly 1 target, got {len(targets)}")
+        episodes.append({
+            "episode_id": eid, "query_id": qid, "target_mode": mode,
+            "target_count": count if mode == "many" else None,
+            "target_object_ids": targets,
+            "start_position": vector(e, "start_position", 3, path, rec),
+            "start_rotation": vector(e, "start_rotation", 4, path, rec),
+            "info": field(e, "info", dict, path, rec, optional=True, default={}),
+        })
+    return episodes
+
+
+def load_scene_dir(scene_dir: str) -> Tuple[Dict[int, Dict[str, Any]],
+                                            Dict[str, Dict[str, Any]], List[Dict[str, Any]]]:
+    """Validate and parse the three files of one ``dataset_semantic/<scene_id>/``."""
+    scene_id = os.path.basename(os.path.normpath(scene_dir))
+    goals = parse_goals(os.path.join(scene_dir, "goals.json"), scene_id)
+    queries = parse_queries(os.path.join(scene_dir, "queries.json"), scene_id)
+    qpath = os.path.join(scene_dir, "queries.json")
+    for q in queries.values():
+        for oid in q["matched_object_ids"]:
+            if oid not in goals:
+                _fail(qpath, f"query '{q['query_id']}'", "matched_object_ids",
+                      f"object {oid} is not in goals.json")
+    episodes = parse_episodes(os.path.join(scene_dir, "episodes.json"), scene_id, goals,
+                              queries)
+    return goals, queries, episodes

@@ -1,0 +1,93 @@
+"""The ``MultiObjectNav-v1`` task and its actions.
+
+``single``/``any`` end on TARGET_FOUND (6) or FINISH (0, habitat's ``stop``), both counting
+as a claim at the final position; ``many``/``all`` end only on FINISH or the step limit, and
+TARGET_FOUND claims one near target without ending the episode (SPEC §1-§3).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import numpy as np
+from habitat.core.embodied_task import SimulatorTaskAction
+from habitat.core.registry import registry
+from habitat.tasks.nav.nav import (
+    LookDownAction,
+    LookUpAction,
+    NavigationTask,
+    StopAction,
+)
+
+from habitat_mosnav.tasks.state import MULTI_MODES, MosEpisodeState
+
+
+@registry.register_task(name="MultiObjectNav-v1")
+class MultiObjectNavTask(NavigationTask):
+    """NavigationTask plus the multi-object claim bookkeeping in ``self.mos_state``."""
+
+    mos_state: Optional[MosEpisodeState]
+
+    def __init__(self, config, sim, dataset=None) -> None:
+        super().__init__(config=config, sim=sim, dataset=dataset)
+        self.mos_state = None
+
+    def reset(self, episode):
+        observations = super().reset(episode)
+        cfg = self._config
+        self.mos_state = MosEpisodeState(
+            self._sim, episode,
+            success_distance=cfg.mosnav_success_distance,
+            coverage_samples=cfg.mosnav_space_coverage_samples,
+            coverage_radius=cfg.mosnav_space_coverage_radius,
+            max_steps=cfg.mosnav_max_steps,
+        )
+        return observations
+
+    def step(self, action: Dict[str, Any], episode):
+        name = action["action"]
+        if isinstance(name, (int, np.integer)):
+            name = self.get_action_name(name)
+        self.mos_state.begin_step()
+        observations = super().step(action, episode)
+        self.mos_state.after_action()
+        if isinstance(self.actions.get(name), StopAction):
+            self.mos_state.end_by_agent(finish=True)
+        return observations
+
+
+@registry.register_task_action
+class TargetFoundAction(SimulatorTaskAction):
+    """``target_found`` (id 6): "there is one matching instance here" (SPEC §3)."""
+
+    name: str = "target_found"
+
+    def step(self, task, *args: Any, **kwargs: Any):
+        state = task.mos_state
+        if state.target_mode in MULTI_MODES:
+            state.claim()
+        else:
+            state.end_by_agent(finish=False)
+            task.is_stop_called = True
+        return None
+
+
+@registry.register_task_action
+class MosNavLookUpAction(LookUpAction):
+    """Habitat's look_up, also on the CPU simulator (``sim.tilt_camera``)."""
+
+    def step(self, *args: Any, **kwargs: Any):
+        if hasattr(self._sim, "tilt_camera"):
+            self._sim.tilt_camera(self._tilt_angle)
+            return self._sim.get_observations_at()
+        return super().step(*args, **kwargs)
+
+
+@registry.register_task_action
+class MosNavLookDownAction(LookDownAction):
+    """Habitat's look_down, also on the CPU simulator (``sim.tilt_camera``)."""
+
+    def step(self, *args: Any, **kwargs: Any):
+        if hasattr(self._sim, "tilt_camera"):
+            self._sim.tilt_camera(-self._tilt_angle)
+            return self._sim.get_observations_at()
+        return super().step(*args, **kwargs)

@@ -1,0 +1,185 @@
+"""Per-episode bookkeeping of MultiObjectNav-v1: claims, FINISH, path, space oracle.
+
+The task owns one :class:`MosEpisodeState` per episode (``task.mos_state``). Actions update
+it, measures read it, and the evaluation layer and privileged agents inspect it. All metric
+arithmetic is delegated to :mod:`habitat_mosnav.metrics`, so Habitat measures and result
+files share one definition. Geodesics go through the simulator interface only
+(``sim.geodesic_distance(a, [b, ...], episode=None)``); start/target distances are computed
+once at reset, and per step only the agent-to-target distances are looked up.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from habitat_mosnav import metrics
+
+MULTI_MODES = ("many", "all")
+
+
+def _seed_from_key(key: str) -> int:
+    """A stable 31-bit seed from the episode key (independent of PYTHONHASHSEED)."""
+    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:4], "little") >> 1
+
+
+class MosEpisodeState:
+    """Everything that happened so far in the current episode."""
+
+    def __init__(self, sim, episode, success_distance: float, coverage_samples: int,
+                 coverage_radius: float, max_steps: int):
+        self._sim = sim
+        self.episode = episode
+        self.target_mode: str = episode.target_mode
+        self.target_ids: List[int] = list(episode.target_object_ids)
+        self.target_count: Optional[int] = episode.target_count
+        self.required_count: int = metrics.required_target_count(
+            self.target_mode, self.target_ids, self.target_count)
+        self.success_distance = float(success_distance)
+        self.max_steps = int(max_steps)
+        self.goals = {g.object_id: g for g in episode.goals}
+        self._near_points = {oid: self.goals[oid].near_points for oid in self.target_ids}
+
+        self.step = 0
+        self.events: List[Dict[str, Any]] = []
+        self.claimed: List[int] = []
+        self.finish_step: Optional[int] = None
+        self.finish_sent = False
+        self.ended_by: Optional[str] = None
+        self.all_found_step: Optional[int] = None
+
+        self.start_position = np.asarray(episode.start_position, dtype=np.float64)
+        self.position = np.asarray(sim.get_agent_state().position, dtype=np.float64)
+        self.trajectory_length = 0.0
+
+        nav = [list(self.goals[oid].navigable_position) for oid in self.target_ids]
+        n = len(nav)
+        self.start_dist = np.array(
+            [self._geo(self.start_position, [p]) for p in nav], dtype=np.float64)
+        self.pair_dist = np.zeros((n, n), dtype=np.float64)
+        for j in range(n):
+            for i in range(n):
+                if i != j:
+                    self.pair_dist[i, j] = self._geo(nav[i], [nav[j]])
+        self.optimal_subset_distance = metrics.optimal_subset_distance(
+            self.target_mode, self.target_ids, self.target_count, self.start_dist,
+            self.pair_dist)
+        self.agent_subset_distance: Optional[float] = None
+
+        self._init_space_oracle(int(coverage_samples), float(coverage_radius))
+        self._dist_step = -1
+        self._dists: Dict[int, float] = {}
+        self._metrics_key = None
+        self._metrics: Dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ geometry
+    def _geo(self, a, points) -> float:
+        # episode=None: HabitatSim caches the first goal set per episode otherwise.
+        return float(self._sim.geodesic_distance(list(map(float, a)), points, episode=None))
+
+    def target_distances(self) -> Dict[int, float]:
+        """Geodesic agent -> nearest view point of each target (cached per step)."""
+        if self._dist_step != self.step:
+            self._dists = {oid: self._geo(self.position, pts)
+                           for oid, pts in self._near_points.items()}
+            self._dist_step = self.step
+        return self._dists
+
+    def near_targets(self) -> List[tuple]:
+        return [(oid, d) for oid, d in self.target_distances().items()
+                if d <= self.success_distance]
+
+    def distance_to_nearest_unclaimed(self) -> float:
+        claimed = set(self.claimed)
+        rest = [d for oid, d in self.target_distances().items() if oid not in claimed]
+        return min(rest) if rest else 0.0
+
+    # ------------------------------------------------------------------ space oracle
+    def _init_space_oracle(self, samples: int, radius: float) -> None:
+        self.coverage_radius = radius
+        self.space_exhausted_step: Optional[int] = None
+        if samples <= 0:
+            self._samples = None
+            self._explored = None
+            return
+        pathfinder = self._sim.pathfinder
+        pathfinder.seed(_seed_from_key(self.episode.episode_key or self.episode.episode_id))
+        start = [float(v) for v in self.start_position]
+        points = []
+        for _ in range(samples * 20):
+            p = np.asarray(pathfinder.get_random_navigable_point(), dtype=np.float64)
+            if np.all(np.isfinite(p)) and np.isfinite(self._geo(p, [start])):
+                points.append(p)
+                if len(points) == samples:
+                    break
+        self._samples = np.array(points, dtype=np.float64).reshape(-1, 3)
+        self._explored = np.zeros(len(self._samples), dtype=bool)
+        self._update_coverage()
+
+    def _update_coverage(self) -> None:
+        if self._samples is None or self.space_exhausted_step is not None:
+            return
+        d2 = np.sum((self._samples - self.position) ** 2, axis=1)
+        self._explored |= d2 <= self.coverage_radius ** 2
+        if self._explored.all():
+            self.space_exhausted_step = self.step
+
+    @property
+    def coverage(self) -> Optional[float]:
+        if self._samples is None or len(self._samples) == 0:
+            return None
+        return float(self._explored.mean())
+
+    # ------------------------------------------------------------------ events
+    def begin_step(self) -> None:
+        self.step += 1
+
+    def after_action(self) -> None:
+        """Called after every action: path length and space coverage."""
+        pos = np.asarray(self._sim.get_agent_state().position, dtype=np.float64)
+        self.trajectory_length += float(np.linalg.norm(pos - self.position))
+        self.position = pos
+        self._update_coverage()
+
+    def claim(self) -> Dict[str, Any]:
+        """A TARGET_FOUND signal at the current position (SPEC §3)."""
+        event = metrics.resolve_claim(self.step, self.near_targets(), set(self.claimed))
+        self.events.append(event)
+        if event["new_targets"]:
+            self.claimed.extend(event["new_targets"])
+            self.agent_subset_distance = metrics.agent_subset_distance(
+                self.claimed, self.target_ids, self.start_dist, self.pair_dist)
+            if self.all_found_step is None and len(self.claimed) >= self.required_count:
+                self.all_found_step = self.step
+        return event
+
+    def end_by_agent(self, finish: bool) -> None:
+        """The agent ended the episode: FINISH (0/9) when ``finish``, else TARGET_FOUND in
+        single/any. In single/any either one is a claim at the final position."""
+        if self.target_mode not in MULTI_MODES:
+            self.claim()
+        self.finish_step = self.step
+        self.finish_sent = self.finish_sent or finish
+        self.ended_by = "finish" if finish else "target_found"
+
+    # ------------------------------------------------------------------ metrics
+    def outcome(self) -> metrics.EpisodeOutcome:
+        return metrics.EpisodeOutcome(
+            target_mode=self.target_mode, target_ids=self.target_ids,
+            target_count=self.target_count, max_steps=self.max_steps,
+            steps_taken=self.step, events=self.events, finish_step=self.finish_step,
+            finish_sent=self.finish_sent, ended_by_agent=self.ended_by is not None,
+            trajectory_length=self.trajectory_length, start_dist=self.start_dist,
+            pair_dist=self.pair_dist, all_found_step=self.all_found_step,
+            space_exhausted_step=self.space_exhausted_step, coverage=self.coverage,
+            optimal_subset_distance=self.optimal_subset_distance,
+            agent_subset_distance=self.agent_subset_distance)
+
+    def metrics(self) -> Dict[str, Any]:
+        """SPEC §4 values now (None = null), computed once per step for all measures."""
+        key = (self.step, len(self.events), self.finish_step, self.space_exhausted_step)
+        if key != self._metrics_key:
+            self._metrics = metrics.episode_metrics(self.outcome())
+            self._metrics_key = key
+        return self._metrics
