@@ -15,7 +15,8 @@ class MosNavMeshOptions:
     ("" = ``<scene>.navmesh`` beside the scene when present, else voxelise).
     ``scene_cache_size`` / ``distance_field_cache_size``: LRU sizes (scenes per process,
     goal-set distance fields per scene).
-    ``render``: build the GL renderer (False: no visual sensors, no EGL needed).
+    ``render``: build the GL renderer (False: visual sensors give zeros, no EGL needed).
+    ``tilt_angle``: degrees per ``look_up``/``look_down`` sent to ``sim.step``.
     """
 
     cell_size: float = 0.05
@@ -23,6 +24,7 @@ class MosNavMeshOptions:
     scene_cache_size: int = 4
     distance_field_cache_size: int = 256
     render: bool = True
+    tilt_angle: float = 30.0
 
 
 @dataclass

@@ -1,0 +1,48 @@
+# Quick start: `make demo` (evaluate agents on the bundled demo scenes) and `make test`.
+# Both set up what they need on a fresh machine: a virtualenv in .venv, the pip packages,
+# and the Debian EGL libraries for headless rendering.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip install -q
+TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
+DEMO_OUT ?= demo_output
+PYTEST_ARGS ?=
+
+.PHONY: setup setup-baselines egl demo test test-fast bench clean
+
+$(VENV)/.base-installed: setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) --upgrade pip wheel setuptools
+	$(PIP) -e .[test]
+	touch $@
+
+$(VENV)/.baselines-installed: $(VENV)/.base-installed
+	$(PIP) $(TORCH_SPEC)
+	$(PIP) -e .[test,baselines]
+	touch $@
+
+egl:
+	@bash scripts/ensure_egl.sh
+
+setup: $(VENV)/.base-installed egl
+
+setup-baselines: $(VENV)/.baselines-installed egl
+
+demo: setup
+	rm -rf $(DEMO_OUT)
+	$(VENV)/bin/mosnav-eval --agent habitat_mosnav.agents.oracle:OracleAgent \
+		--output-dir $(DEMO_OUT)/oracle
+	$(VENV)/bin/mosnav-eval --agent random --output-dir $(DEMO_OUT)/random
+
+test: setup-baselines
+	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow and not baselines" $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/bench_sim.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_OUT) outputs *.egg-info

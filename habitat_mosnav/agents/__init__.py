@@ -1,0 +1,36 @@
+"""Agents shipped with the benchmark, agent loading and the action protocols.
+
+Nothing here imports torch or habitat; the oracle touches the simulator only through the
+``habitat.Env`` handed to its ``bind_env``.
+"""
+from habitat_mosnav.agents.legacy import LegacyAgentAdapter
+from habitat_mosnav.agents.loading import (
+    AGENT_ALIASES,
+    AgentLoadError,
+    instantiate_agent,
+    load_agent,
+    resolve_agent,
+)
+from habitat_mosnav.agents.protocols import (
+    ACTION_PROTOCOLS,
+    HABITAT_ACTIONS,
+    InvalidAction,
+    ProtocolStep,
+    map_action,
+)
+from habitat_mosnav.agents.random_agent import RandomAgent
+
+__all__ = [
+    "ACTION_PROTOCOLS",
+    "AGENT_ALIASES",
+    "AgentLoadError",
+    "HABITAT_ACTIONS",
+    "InvalidAction",
+    "LegacyAgentAdapter",
+    "ProtocolStep",
+    "RandomAgent",
+    "instantiate_agent",
+    "load_agent",
+    "map_action",
+    "resolve_agent",
+]

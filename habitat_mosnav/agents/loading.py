@@ -1,0 +1,123 @@
+"""Resolve ``--agent random | human | api | oracle | package.module:Class | file.py:Class``.
+
+Errors are :class:`AgentLoadError` with a one-line message naming the spec, so the CLI can
+print it and exit 2 instead of showing an import traceback.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any, Callable, Optional
+
+__all__ = ["AGENT_ALIASES", "AgentLoadError", "resolve_agent", "instantiate_agent", "load_agent"]
+
+AGENT_ALIASES = {
+    "random": "habitat_mosnav.agents.random_agent:RandomAgent",
+    "human": "habitat_mosnav.agents.human:HumanAgent",
+    "api": "habitat_mosnav.agents.api:APIAgent",
+    "oracle": "habitat_mosnav.agents.oracle:OracleAgent",
+}
+
+
+class AgentLoadError(ValueError):
+    """The agent spec cannot be resolved or the agent cannot be built."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _import_file(path: str, spec: str):
+    if not os.path.isfile(path):
+        raise AgentLoadError(f"--agent {spec}: file {path!r} does not exist")
+    name = "mosnav_user_agent_" + os.path.splitext(os.path.basename(path))[0]
+    mspec = importlib.util.spec_from_file_location(name, path)
+    if mspec is None or mspec.loader is None:
+        raise AgentLoadError(f"--agent {spec}: cannot import {path!r} as a Python file")
+    module = importlib.util.module_from_spec(mspec)
+    sys.modules[name] = module
+    try:
+        mspec.loader.exec_module(module)
+    except Exception as exc:  # the user's module failed while importing
+        sys.modules.pop(name, None)
+        raise AgentLoadError(f"--agent {spec}: importing {path!r} failed: {_one_line(exc)}") from exc
+    return module
+
+
+def _import_module(module_name: str, spec: str):
+    # Console scripts do not put the working directory on sys.path; `python run_eval.py`
+    # did, and users keep their agents next to where they run the command.
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or module_name
+        if missing == module_name or module_name.startswith(missing + "."):
+            raise AgentLoadError(
+                f"--agent {spec}: no module named {module_name!r} (run from the directory "
+                "that contains it, or install it)"
+            ) from exc
+        raise AgentLoadError(
+            f"--agent {spec}: module {module_name!r} needs {missing!r}, which is not installed"
+        ) from exc
+    except Exception as exc:
+        raise AgentLoadError(f"--agent {spec}: importing {module_name!r} failed: {_one_line(exc)}") from exc
+
+
+def resolve_agent(spec: str) -> Callable[..., Any]:
+    """Return the agent class (or factory) named by ``spec``, without instantiating it."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise AgentLoadError("--agent is empty: expected random, human, api, oracle or package.module:Class")
+    spec = spec.strip()
+    target = AGENT_ALIASES.get(spec, spec)
+    if ":" not in target:
+        raise AgentLoadError(
+            f"unknown agent {spec!r}: expected random, human, api, oracle, "
+            "package.module:Class or path/to/file.py:Class"
+        )
+    module_part, _, attr = target.rpartition(":")
+    if not module_part or not attr:
+        raise AgentLoadError(f"--agent {spec}: expected package.module:Class")
+    if module_part.endswith(".py") or os.sep in module_part:
+        module = _import_file(module_part, spec)
+    else:
+        module = _import_module(module_part, spec)
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise AgentLoadError(f"--agent {spec}: module {module_part!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise AgentLoadError(f"--agent {spec}: {attr!r} is not a class or factory")
+    return obj
+
+
+def instantiate_agent(factory: Callable[..., Any], spec: str, args: Optional[Any] = None):
+    """Build the agent: ``factory.from_args(args)`` when it has one, else ``factory()``."""
+    try:
+        if args is not None and callable(getattr(factory, "from_args", None)):
+            agent = factory.from_args(args)
+        else:
+            agent = factory()
+    except AgentLoadError:
+        raise
+    except Exception as exc:
+        raise AgentLoadError(f"--agent {spec}: constructing the agent failed: {_one_line(exc)}") from exc
+    if not callable(getattr(agent, "act", None)):
+        raise AgentLoadError(f"--agent {spec}: {type(agent).__name__} has no act() method")
+    return agent
+
+
+def load_agent(spec: str, args: Optional[Any] = None, legacy_api: bool = False):
+    """Resolve and build the agent; ``legacy_api`` wraps it for ``act(rgb, depth, prompt)``."""
+    agent = instantiate_agent(resolve_agent(spec), spec, args)
+    if legacy_api:
+        from habitat_mosnav.agents.legacy import LegacyAgentAdapter
+
+        agent = LegacyAgentAdapter(agent)
+    return agent

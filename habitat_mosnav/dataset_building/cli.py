@@ -1,0 +1,181 @@
+"""``mosnav-build <stage>``: build dataset_semantic/ from scenes with semantic annotations.
+
+    mosnav-build all --scenes data/scenes --out data/dataset_semantic --offline --seed 0
+    mosnav-build extract --scenes /path/to/hm3d/val --out dataset_semantic --scene-ids TEEsavR23oF
+    mosnav-build show --scenes ... --out ... --scene-ids X --object-ids 101 102
+
+Stages: extract, attributes, normalize, queries, language, episodes, show, all. Each stage
+skips scenes it already finished with the same settings (``--overwrite`` redoes them) and
+gives the same output for the same ``--seed``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from habitat_mosnav.dataset_building.common import BuildError
+
+STAGE_HELP = {
+    "extract": "semantic annotations + navmesh -> goals.json (view points, navigable positions)",
+    "attributes": "colour/material/features per goal from a VLM (or --offline: scene metadata)",
+    "normalize": "canonical colour/material vocabularies in goals.json",
+    "queries": "query programs + matched_object_ids -> queries.json",
+    "language": "natural-language instruction per query (templates, or --llm)",
+    "episodes": "start positions per query and target mode -> episodes.json",
+    "show": "PNGs of goals' view points for checking by eye",
+    "all": "extract, attributes, normalize, queries, language, episodes",
+}
+
+
+def _csv(s: str) -> List[str]:
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def _floats(s: str) -> List[float]:
+    try:
+        return [float(x) for x in _csv(s)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {s!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    g = common.add_argument_group("common")
+    g.add_argument("--scenes", type=Path, help="scene root in HM3D layout (<root>/<NNNNN-id>/<id>.semantic.txt ...)")
+    g.add_argument("--out", type=Path, required=True, help="dataset directory (dataset_semantic/)")
+    g.add_argument("--work", type=Path, default=None,
+                   help="intermediates: stage markers, attribute cache, renders (default <out>.build)")
+    g.add_argument("--scene-ids", type=_csv, default=None, help="only these scene ids (comma-separated)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--overwrite", action="store_true", help="redo scenes/goals already finished")
+    g.add_argument("--offline", action="store_true",
+                   help="attributes from <id>.mosnav_meta.json instead of a VLM (no network)")
+    g.add_argument("--backend", choices=("mosnav", "habitat-sim"), default="mosnav",
+                   help="simulator for geometry: the CPU MosNavMeshSim-v0 or habitat-sim's Sim-v0")
+    g.add_argument("--scene-dataset", default="default",
+                   help="habitat-sim scene dataset config (HM3D: hm3d_annotated_basis.scene_dataset_config.json)")
+    g.add_argument("--no-progress", action="store_true")
+    g.add_argument("-v", "--verbose", action="store_true")
+
+    ex = common.add_argument_group("extract")
+    ex.add_argument("--category-map", type=Path, default=None,
+                    help="JSON {raw category: canonical name or null to drop}")
+    ex.add_argument("--drop", type=_csv, default=None,
+                    help="categories to drop (comma-separated; replaces the default list: wall, floor, ceiling, unknown, ...)")
+    ex.add_argument("--min-size", type=float, default=0.15, help="drop objects whose largest side is below this (m)")
+    ex.add_argument("--max-size", type=float, default=None, help="drop objects whose largest side is above this (m)")
+    ex.add_argument("--ring-offsets", type=_floats, default=[0.5, 1.0, 1.5],
+                    help="view point rings: clearance from the object's footprint (m)")
+    ex.add_argument("--ring-points", type=int, default=12)
+    ex.add_argument("--min-pixels", type=int, default=30, help="object pixels for a view point to see it")
+    ex.add_argument("--max-view-points", type=int, default=8)
+    ex.add_argument("--image-size", type=int, default=160, help="render size for visibility checks and crops")
+    ex.add_argument("--up-axis", choices=("y", "z"), default="y", help="up axis of the semantic mesh")
+
+    at = common.add_argument_group("attributes / language (OpenAI-compatible API)")
+    at.add_argument("--env-file", type=Path, default=None, help=".env with MOSNAV_API_KEY etc. (default ./.env)")
+    at.add_argument("--views", type=int, default=2, help="view points rendered per goal for the VLM")
+    at.add_argument("--rpm", type=float, default=None, help="at most this many requests per minute")
+    at.add_argument("--max-retries", type=int, default=None)
+    at.add_argument("--backoff", type=float, default=None, help="first retry delay (s), doubling")
+    at.add_argument("--timeout", type=float, default=None, help="per request (s)")
+    at.add_argument("--llm", action="store_true", help="language: instructions from the LLM, not templates")
+
+    qe = common.add_argument_group("queries / episodes")
+    qe.add_argument("--max-queries", type=int, default=None, help="at most this many queries per scene")
+    qe.add_argument("--keep-redundant", action="store_true",
+                    help="keep queries whose extra condition selects nothing less than their parent")
+    qe.add_argument("--no-combos", action="store_true", help="no colour+material / colour+feature queries")
+    qe.add_argument("--modes", type=_csv, default=["single", "any", "many", "all"])
+    qe.add_argument("--episodes-per-query", type=int, default=1, help="per query and target mode")
+    qe.add_argument("--max-per-group", type=int, default=None,
+                    help="per scene, at most this many episodes per (pure-category or not, target mode)")
+    qe.add_argument("--min-start-distance", type=float, default=1.5)
+    qe.add_argument("--min-distance", type=float, default=2.0, help="min optimal_subset_distance (m)")
+    qe.add_argument("--max-distance", type=float, default=25.0, help="max optimal_subset_distance (m)")
+    qe.add_argument("--max-targets", type=int, default=12)
+
+    sh = common.add_argument_group("show")
+    sh.add_argument("--object-ids", type=int, nargs="*", default=None, help="goals to render (default all)")
+    sh.add_argument("--show-dir", type=Path, default=None, help="default <work>/rendered_viewpoints")
+
+    p = argparse.ArgumentParser(prog="mosnav-build", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="stage", metavar="stage", required=True)
+    for name, text in STAGE_HELP.items():
+        sub.add_parser(name, parents=[common], help=text, description=text)
+    return p
+
+
+def config_from_args(args):
+    from habitat_mosnav.dataset_building.episodes import MODES, EpisodeOptions
+    from habitat_mosnav.dataset_building.extract import ExtractOptions
+    from habitat_mosnav.dataset_building.geometry import CameraSpec
+    from habitat_mosnav.dataset_building.pipeline import BuildConfig
+    from habitat_mosnav.dataset_building.semantic import DEFAULT_DROP
+
+    cmap = {}
+    if args.category_map is not None:
+        from habitat_mosnav.dataset_building.common import norm_text, read_json
+
+        doc = read_json(args.category_map)
+        if not isinstance(doc, dict) or not all(isinstance(v, (str, type(None))) for v in doc.values()):
+            raise BuildError(f"{args.category_map}: expected a JSON object {{raw: canonical or null}}")
+        cmap = {norm_text(k): v for k, v in doc.items()}
+    bad = [m for m in args.modes if m not in MODES]
+    if bad:
+        raise BuildError(f"--modes: unknown target mode {bad[0]!r} (expected {', '.join(MODES)})")
+    api = {"max_retries": args.max_retries, "backoff_s": args.backoff, "timeout_s": args.timeout,
+           "min_interval_s": (60.0 / args.rpm) if args.rpm else None}
+    return BuildConfig(
+        out=args.out, scenes=args.scenes, work=args.work, seed=args.seed, overwrite=args.overwrite,
+        scene_ids=args.scene_ids, offline=args.offline, backend=args.backend,
+        scene_dataset=args.scene_dataset,
+        camera=CameraSpec(width=args.image_size, height=args.image_size),
+        extract=ExtractOptions(category_map=cmap, drop=tuple(args.drop) if args.drop is not None else DEFAULT_DROP,
+                               min_size=args.min_size, max_size=args.max_size,
+                               ring_offsets=tuple(args.ring_offsets), ring_points=args.ring_points,
+                               min_pixels=args.min_pixels, max_view_points=args.max_view_points,
+                               up_axis=args.up_axis),
+        attribute_views=args.views, env_file=args.env_file,
+        api_overrides={k: v for k, v in api.items() if v is not None},
+        max_queries=args.max_queries, drop_redundant=not args.keep_redundant,
+        query_combos=not args.no_combos, llm_language=args.llm,
+        episodes=EpisodeOptions(modes=tuple(args.modes), episodes_per_query=args.episodes_per_query,
+                                max_per_group=args.max_per_group,
+                                min_start_distance=args.min_start_distance,
+                                min_optimal_distance=args.min_distance,
+                                max_optimal_distance=args.max_distance, max_targets=args.max_targets),
+        progress=not args.no_progress, show_object_ids=args.object_ids, show_dir=args.show_dir,
+    )
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(message)s")
+    try:
+        from habitat_mosnav.dataset_building import pipeline
+
+        cfg = config_from_args(args)
+        if args.stage == "all":
+            reports = pipeline.run_all(cfg)
+        else:
+            reports = [pipeline.STAGE_FUNCS[args.stage](cfg)]
+    except BuildError as e:
+        print(f"mosnav-build {args.stage}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"mosnav-build {args.stage}: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+    for r in reports:
+        print(r.summary())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""Stage ``extract``: semantic annotations + navigability -> goals.json (SPEC §6).
+
+Per annotated object: category (through a configurable map), drop list (structure such as
+walls and floors, unknown labels, objects too small to be a navigation target), region,
+AABB from the vertices of its semantic colour, ``navigable_position`` (the navigable point
+nearest the object's footprint) and ``view_points``: navigable points on rings around the
+object from which a camera at the agent's sensor height, turned towards the object, sees
+it. Visibility is measured with the simulator's semantic sensor, so walls and furniture in
+between occlude as they do for the agent. An object without a single view point cannot be
+found by looking and is dropped (counted).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from habitat_mosnav.dataset_building.common import (
+    ATTRIBUTE_FIELDS,
+    SceneFiles,
+    rounded,
+    yaw_facing,
+    yaw_to_quat,
+)
+from habitat_mosnav.dataset_building.geometry import CameraSpec, SceneGeometry
+from habitat_mosnav.dataset_building.semantic import (
+    DEFAULT_DROP,
+    SemanticObject,
+    attach_vertices,
+    load_colored_vertices,
+    map_category,
+    read_semantic_txt,
+)
+
+
+@dataclass
+class ExtractOptions:
+    """Knobs of ``extract`` (all in metres / pixels)."""
+
+    category_map: Dict[str, Optional[str]] = field(default_factory=dict)
+    drop: Sequence[str] = DEFAULT_DROP
+    min_size: float = 0.15          # largest AABB side below this: too small
+    max_size: Optional[float] = None  # largest AABB side above this: too big (None: no limit)
+    ring_offsets: Sequence[float] = (0.5, 1.0, 1.5)  # clearance from the AABB footprint
+    ring_points: int = 12
+    min_pixels: int = 30            # object pixels for a view to count as seeing it
+    min_iou: float = 0.02
+    max_view_points: int = 8
+    max_snap_offset: float = 0.15   # a ring point must itself be navigable (within this)
+    max_drop: float = 2.0           # view point floor at most this far below the object
+    up_axis: str = "y"
+
+    def params(self) -> Dict[str, Any]:
+        d = dict(self.__dict__)
+        d["drop"] = sorted(self.drop)
+        d["ring_offsets"] = list(self.ring_offsets)
+        return d
+
+
+def parse_objects(scene: SceneFiles, opts: ExtractOptions) -> Tuple[List[SemanticObject], Counter]:
+    """Objects of the scene that survive the category map, drop list and size limits."""
+    counts: Counter = Counter()
+    objects = read_semantic_txt(scene.semantic_txt)
+    counts["annotated"] = len(objects)
+    verts, cols = load_colored_vertices(scene.semantic_glb, opts.up_axis)
+    attach_vertices(objects, verts, cols)
+    drop = {d.strip().lower() for d in opts.drop}
+    kept = []
+    for o in objects:
+        cat = map_category(o.raw_category, opts.category_map)
+        if cat is None or cat in drop or o.raw_category.strip().lower() in drop:
+            counts["dropped_category"] += 1
+            continue
+        if o.vertices is None or len(o.vertices) < 3:
+            counts["dropped_no_geometry"] += 1
+            continue
+        size = o.aabb_max - o.aabb_min
+        if float(size.max()) < opts.min_size:
+            counts["dropped_too_small"] += 1
+            continue
+        if opts.max_size is not None and float(size.max()) > opts.max_size:
+            counts["dropped_too_big"] += 1
+            continue
+        o.raw_category = cat
+        kept.append(o)
+    return kept, counts
+
+
+def ring_candidates(center: np.ndarray, half: np.ndarray, offsets: Sequence[float], n: int) -> List[np.ndarray]:
+    """Points at ``offset`` metres outside the AABB footprint, ``n`` directions per ring."""
+    pts = []
+    for k, off in enumerate(offsets):
+        phase = (k % 2) * np.pi / n  # stagger the rings
+        for i in range(n):
+            a = 2 * np.pi * i / n + phase
+            u = np.array([np.cos(a), np.sin(a)])
+            with np.errstate(divide="ignore"):
+                t = min(half[0] / abs(u[0]) if abs(u[0]) > 1e-9 else np.inf,
+                        half[2] / abs(u[1]) if abs(u[1]) > 1e-9 else np.inf)
+            r = t + off
+            pts.append(np.array([center[0] + r * u[0], center[1], center[2] + r * u[1]]))
+    return pts
+
+
+def projected_box_mask(corners: np.ndarray, cam_pos: np.ndarray, yaw: float, cam: CameraSpec) -> np.ndarray:
+    """Image mask of the (unoccluded) AABB's silhouette hull seen from the camera."""
+    import cv2
+
+    right = np.array([np.cos(yaw), 0.0, -np.sin(yaw)])
+    fwd = np.array([-np.sin(yaw), 0.0, -np.cos(yaw)])
+    up = np.array([0.0, 1.0, 0.0])
+    d = corners - cam_pos
+    z = d @ fwd
+    mask = np.zeros((cam.height, cam.width), dtype=np.uint8)
+    if np.any(z < 0.05):
+        mask[:] = 1  # the box surrounds or is behind the camera: treat the whole frame as it
+        return mask
+    f = (cam.width / 2.0) / np.tan(np.deg2rad(cam.hfov) / 2.0)
+    u = cam.width / 2.0 + f * (d @ right) / z
+    v = cam.height / 2.0 - f * (d @ up) / z
+    pts = np.stack([u, v], axis=1)
+    pts = np.clip(pts, -4 * cam.width, 5 * cam.width)
+    hull = cv2.convexHull(pts.astype(np.float32)).astype(np.int32)
+    cv2.fillConvexPoly(mask, hull, 1)
+    return mask
+
+
+def _corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+
+
+def view_points_of(geo: SceneGeometry, obj: SemanticObject, opts: ExtractOptions) -> List[Dict[str, Any]]:
+    """Visible view points of one object, best (highest IoU) first."""
+    lo, hi = obj.aabb_min, obj.aabb_max
+    center = (lo + hi) / 2.0
+    half = (hi - lo) / 2.0
+    base = np.array([center[0], lo[1], center[2]])
+    corners = _corners(lo, hi)
+    cam = geo.camera
+    found = []
+    seen_xz = set()
+    for p in ring_candidates(base, half, opts.ring_offsets, opts.ring_points):
+        q = geo.snap(p)
+        if q is None:
+            continue
+        if np.hypot(q[0] - p[0], q[2] - p[2]) > opts.max_snap_offset:
+            continue
+        if not (lo[1] - opts.max_drop <= q[1] <= lo[1] + 0.5):
+            continue
+        key = (round(float(q[0]), 2), round(float(q[2]), 2))
+        if key in seen_xz:
+            continue
+        seen_xz.add(key)
+        yaw = yaw_facing(q, center)
+        rot = yaw_to_quat(yaw)
+        sem = geo.semantic(q, rot)
+        visible = sem == obj.object_id
+        pixels = int(visible.sum())
+        if pixels < opts.min_pixels:
+            continue
+        cam_pos = q + np.array([0.0, cam.sensor_height, 0.0])
+        box = projected_box_mask(corners, cam_pos, yaw, cam).astype(bool)
+        union = int((box | visible).sum())
+        iou = float((box & visible).sum()) / union if union else 0.0
+        if iou < opts.min_iou:
+            continue
+        found.append({"position": rounded(q), "rotation": rot, "iou": round(iou, 4), "_pixels": pixels})
+    found.sort(key=lambda v: (-v["iou"], -v["_pixels"], v["position"]))
+    return found
+
+
+def extract_goals(geo: SceneGeometry, objects: List[SemanticObject], opts: ExtractOptions,
+                  counts: Counter, progress=None) -> List[Dict[str, Any]]:
+    """goals.json records for the objects that have view points."""
+    goals = []
+    for obj in objects:
+        if progress is not None:
+            progress.update(1)
+        vps = view_points_of(geo, obj, opts)
+        if not vps:
+            counts["dropped_no_view_point"] += 1
+            continue
+        lo, hi = obj.aabb_min, obj.aabb_max
+        center = (lo + hi) / 2.0
+        # All view points must be mutually reachable with the navigable position: keep
+        # those on the island of the best one.
+        best = vps[0]["position"]
+        vps = [v for v in vps if v is vps[0] or np.isfinite(geo.geodesic(v["position"], best))]
+        nav = _navigable_position(geo, obj, best)
+        for v in vps:
+            v.pop("_pixels", None)
+        goals.append({
+            "object_id": int(obj.object_id),
+            "category": obj.raw_category,
+            "region_id": int(obj.region_id),
+            "position": rounded(center),
+            "aabb": {"center": rounded(center), "size": rounded(hi - lo)},
+            "navigable_position": rounded(nav),
+            "view_points": vps[: opts.max_view_points],
+            "attributes": {k: [] for k in ATTRIBUTE_FIELDS},
+            "caption": "",
+        })
+        counts["goals"] += 1
+    return goals
+
+
+def _navigable_position(geo: SceneGeometry, obj: SemanticObject, best_vp: Sequence[float]) -> np.ndarray:
+    """The navigable point nearest the object's footprint, on its view points' island.
+
+    Snapping the footprint centre can land on the wrong side of a wall or on another floor;
+    then the view point nearest the object is used (it is navigable and sees the object).
+    """
+    lo, hi = obj.aabb_min, obj.aabb_max
+    center = (lo + hi) / 2.0
+    q = geo.snap([center[0], lo[1], center[2]])
+    best = np.asarray(best_vp, dtype=np.float64)
+    if q is not None:
+        horiz = max(0.0, float(np.hypot(max(lo[0] - q[0], 0, q[0] - hi[0]), max(lo[2] - q[2], 0, q[2] - hi[2]))))
+        if (horiz <= 1.0 and lo[1] - 2.0 <= q[1] <= lo[1] + 0.5
+                and np.isfinite(geo.geodesic(q, best))):
+            return q
+    return best

@@ -1,0 +1,171 @@
+"""The one seam between the build stages and a simulator.
+
+Every geometric question the stages ask (navigable? snap, random point, geodesic distance,
+what does a camera at this pose see) goes through :class:`SceneGeometry`, which talks to a
+habitat-lab ``Simulator`` through its habitat-sim-like API only (``pathfinder``,
+``geodesic_distance``, ``get_observations_at``). ``backend="mosnav"`` builds the CPU
+simulator ``MosNavMeshSim-v0``; ``backend="habitat-sim"`` builds habitat-lab's ``Sim-v0``
+(habitat-sim installed; for HM3D pass the annotated ``scene_dataset`` config so the
+semantic sensor reports the semantic.txt object ids). Nothing else differs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, List, Optional, Sequence
+
+import numpy as np
+
+from habitat_mosnav.dataset_building.common import BuildError, SceneFiles
+
+BACKENDS = ("mosnav", "habitat-sim")
+
+
+@dataclass
+class CameraSpec:
+    """The agent and camera the stages render with (habitat's objectnav defaults)."""
+
+    width: int = 160
+    height: int = 160
+    hfov: int = 79
+    sensor_height: float = 0.88
+    agent_height: float = 0.88
+    agent_radius: float = 0.18
+    rgb: bool = True
+
+
+def make_sim_config(scene_path: Path, backend: str = "mosnav", camera: Optional[CameraSpec] = None,
+                    scene_dataset: str = "default", navmesh: Optional[Path] = None):
+    """A habitat ``SimulatorConfig`` node (OmegaConf) for the chosen backend."""
+    from omegaconf import OmegaConf
+
+    import habitat_mosnav  # noqa: F401  (habitat placeholders before habitat)
+    from habitat.config.default_structured_configs import (
+        AgentConfig,
+        HabitatSimRGBSensorConfig,
+        HabitatSimSemanticSensorConfig,
+        SimulatorConfig,
+    )
+
+    cam = camera or CameraSpec()
+    pos = [0.0, cam.sensor_height, 0.0]
+    sensors = {"semantic_sensor": HabitatSimSemanticSensorConfig(
+        width=cam.width, height=cam.height, hfov=int(round(cam.hfov)), position=pos)}
+    if cam.rgb:
+        sensors["rgb_sensor"] = HabitatSimRGBSensorConfig(
+            width=cam.width, height=cam.height, hfov=int(round(cam.hfov)), position=pos)
+    agent = AgentConfig(height=cam.agent_height, radius=cam.agent_radius, sim_sensors=sensors)
+    if backend == "mosnav":
+        from habitat_mosnav.config.simulator import MosNavMeshSimConfig
+
+        cfg = OmegaConf.structured(MosNavMeshSimConfig)
+        cfg.mosnav_mesh.render = True
+        if navmesh is not None:
+            cfg.mosnav_mesh.navmesh = str(navmesh)
+    elif backend == "habitat-sim":
+        cfg = OmegaConf.structured(SimulatorConfig)
+        cfg.scene_dataset = scene_dataset
+    else:
+        raise BuildError(f"unknown simulator backend {backend!r} (expected one of {BACKENDS})")
+    cfg.scene = str(scene_path)
+    cfg.agents = {"main_agent": OmegaConf.structured(agent)}
+    cfg.agents_order = ["main_agent"]
+    cfg.forward_step_size = 0.25
+    cfg.turn_angle = 30
+    return cfg
+
+
+class SceneGeometry:
+    """Navigability, geodesics and rendering of one scene, backend-independent."""
+
+    def __init__(self, sim: Any, camera: CameraSpec, scene_id: str = ""):
+        self.sim = sim
+        self.camera = camera
+        self.scene_id = scene_id
+        self.pf = sim.pathfinder
+
+    # -- navigation ------------------------------------------------------------------
+    def is_navigable(self, p: Sequence[float]) -> bool:
+        return bool(self.pf.is_navigable(np.asarray(p, dtype=np.float32)))
+
+    def snap(self, p: Sequence[float]) -> Optional[np.ndarray]:
+        """Nearest navigable point, or None (habitat-sim returns NaNs when there is none)."""
+        q = np.asarray(self.pf.snap_point(np.asarray(p, dtype=np.float32)), dtype=np.float64)
+        if q.shape != (3,) or not np.all(np.isfinite(q)):
+            return None
+        return q
+
+    def seed(self, seed: int) -> None:
+        self.pf.seed(int(seed) % (2 ** 31))
+
+    def random_point(self) -> np.ndarray:
+        return np.asarray(self.pf.get_random_navigable_point(), dtype=np.float64)
+
+    def geodesic(self, a: Sequence[float], b: Sequence[float]) -> float:
+        """Geodesic distance a -> b (inf when unreachable)."""
+        d = self.sim.geodesic_distance(np.asarray(a, dtype=np.float32),
+                                       [np.asarray(b, dtype=np.float32)])
+        d = float(d)
+        return d if np.isfinite(d) else float("inf")
+
+    def geodesics(self, a: Sequence[float], targets: Iterable[Sequence[float]]) -> List[float]:
+        return [self.geodesic(a, t) for t in targets]
+
+    def bounds(self):
+        lo, hi = self.pf.get_bounds()
+        return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+
+    # -- rendering -------------------------------------------------------------------
+    def _obs(self, position, rotation):
+        import quaternion  # numpy-quaternion, a habitat-lab dependency
+
+        q = np.quaternion(float(rotation[3]), float(rotation[0]), float(rotation[1]), float(rotation[2]))
+        return self.sim.get_observations_at(position=np.asarray(position, dtype=np.float32),
+                                            rotation=q, keep_agent_at_new_pose=False)
+
+    def semantic(self, position, rotation) -> np.ndarray:
+        """(H, W) int object ids seen from an agent standing at ``position``."""
+        obs = self._obs(position, rotation)
+        return np.asarray(obs["semantic"]).reshape(self.camera.height, self.camera.width)
+
+    def rgb_semantic(self, position, rotation):
+        obs = self._obs(position, rotation)
+        sem = np.asarray(obs["semantic"]).reshape(self.camera.height, self.camera.width)
+        return np.asarray(obs["rgb"])[..., :3], sem
+
+    def close(self) -> None:
+        try:
+            self.sim.close()
+        except Exception:
+            pass
+
+
+def open_scene(scene: SceneFiles, backend: str = "mosnav", camera: Optional[CameraSpec] = None,
+               scene_dataset: str = "default") -> SceneGeometry:
+    """Build the simulator for one scene; a clear error when the backend is unavailable."""
+    import habitat_mosnav  # noqa: F401
+
+    cam = camera or CameraSpec()
+    if backend == "mosnav":
+        try:
+            import habitat_mosnav.sims  # noqa: F401  (registers MosNavMeshSim-v0)
+        except ImportError as e:
+            raise BuildError(f"the CPU simulator is not importable: {e}") from None
+    elif backend == "habitat-sim":
+        try:
+            import habitat_sim  # noqa: F401
+        except ImportError:
+            raise BuildError("--backend habitat-sim needs habitat-sim installed "
+                             "(conda install habitat-sim -c conda-forge -c aihabitat)") from None
+    scene_path = scene.render_glb
+    cfg = make_sim_config(scene_path, backend, cam, scene_dataset,
+                          navmesh=scene.navmesh if backend == "mosnav" else None)
+    from habitat.sims import make_sim
+
+    try:
+        sim = make_sim(cfg.type, config=cfg)
+    except BuildError:
+        raise
+    except Exception as e:
+        raise BuildError(f"{scene_path}: cannot load the scene in {cfg.type} ({type(e).__name__}: {e})") from None
+    return SceneGeometry(sim, cam, scene.scene_id)

@@ -1,0 +1,325 @@
+"""The stages as Python functions: ``run_extract(cfg)`` ... ``run_all(cfg)``.
+
+Each takes a :class:`BuildConfig`, works scene by scene with a progress bar, skips scenes a
+previous run already finished with the same parameters (unless ``overwrite``), and returns
+a :class:`StageReport`. Results depend only on the inputs and ``seed``.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from tqdm.auto import tqdm
+
+from habitat_mosnav.dataset_building.common import (
+    BuildError,
+    SceneFiles,
+    StageMarkers,
+    StageReport,
+    dataset_scene_ids,
+    discover_scenes,
+    log,
+    make_doc,
+    read_doc,
+    write_json,
+)
+from habitat_mosnav.dataset_building.episodes import EpisodeOptions
+from habitat_mosnav.dataset_building.extract import ExtractOptions
+from habitat_mosnav.dataset_building.geometry import CameraSpec
+
+
+@dataclass
+class BuildConfig:
+    """Everything the stages need; the CLI fills it from its flags."""
+
+    out: Path
+    scenes: Optional[Path] = None
+    work: Optional[Path] = None          # default: <out>.build next to the dataset
+    seed: int = 0
+    overwrite: bool = False
+    scene_ids: Optional[Sequence[str]] = None
+    offline: bool = False
+    backend: str = "mosnav"
+    scene_dataset: str = "default"
+    camera: CameraSpec = field(default_factory=CameraSpec)
+    extract: ExtractOptions = field(default_factory=ExtractOptions)
+    attribute_views: int = 2
+    env_file: Optional[Path] = None
+    api_overrides: Dict[str, Any] = field(default_factory=dict)
+    max_queries: Optional[int] = None
+    drop_redundant: bool = True
+    query_combos: bool = True
+    llm_language: bool = False
+    episodes: EpisodeOptions = field(default_factory=EpisodeOptions)
+    progress: bool = True
+    show_object_ids: Optional[Sequence[int]] = None
+    show_dir: Optional[Path] = None
+
+    def __post_init__(self):
+        self.out = Path(self.out)
+        if self.scenes is not None:
+            self.scenes = Path(self.scenes)
+        self.work = Path(self.work) if self.work else self.out.parent / (self.out.name + ".build")
+
+    # -- helpers -----------------------------------------------------------------------
+    def input_scenes(self) -> List[SceneFiles]:
+        if self.scenes is None:
+            raise BuildError("--scenes is required for this stage (the scene root in HM3D layout)")
+        return discover_scenes(self.scenes, self.scene_ids)
+
+    def output_scene_ids(self) -> List[str]:
+        ids = dataset_scene_ids(self.out, self.scene_ids)
+        if not ids:
+            raise BuildError(f"{self.out}: no scene with goals.json (run `mosnav-build extract` first)")
+        return ids
+
+    def scene_dir(self, scene_id: str) -> Path:
+        return self.out / scene_id
+
+    def bar(self, total: int, desc: str):
+        return tqdm(total=total, desc=desc, disable=not self.progress, leave=False, dynamic_ncols=True)
+
+    def open_geometry(self, scene: SceneFiles):
+        from habitat_mosnav.dataset_building.geometry import open_scene
+
+        return open_scene(scene, self.backend, self.camera, self.scene_dataset)
+
+    def api_client(self):
+        from habitat_mosnav.dataset_building.llm import ApiSettings, ChatClient
+
+        return ChatClient(ApiSettings.from_env(self.env_file, **self.api_overrides))
+
+
+def _per_scene(cfg: BuildConfig, stage: str, scene_ids: List[str], params: Dict[str, Any],
+               outputs: Callable[[str], List[Path]], work: Callable[[str, Counter], Any]) -> StageReport:
+    """Run ``work`` for each scene not already done with the same params."""
+    report = StageReport(stage)
+    for sid in tqdm(scene_ids, desc=stage, disable=not cfg.progress, dynamic_ncols=True):
+        markers = StageMarkers(cfg.work, sid)
+        if not cfg.overwrite and markers.done(stage, params) and all(p.is_file() for p in outputs(sid)):
+            report.skipped.append(sid)
+            continue
+        counts: Counter = Counter()
+        complete = work(sid, counts)
+        markers.invalidate_after(stage)
+        if complete is not False:  # e.g. attributes with failed goals: retry them next run
+            markers.mark(stage, params)
+        report.done.append(sid)
+        report.counts[sid] = dict(sorted(counts.items()))
+    return report
+
+
+def _goals_path(cfg, sid):
+    return cfg.scene_dir(sid) / "goals.json"
+
+
+def _load_goals(cfg, sid) -> List[Dict[str, Any]]:
+    return read_doc(_goals_path(cfg, sid), "goals", sid)["goals"]
+
+
+# ----------------------------------------------------------------------------- stages
+def run_extract(cfg: BuildConfig) -> StageReport:
+    from habitat_mosnav.dataset_building.extract import extract_goals, parse_objects
+
+    scenes = {s.scene_id: s for s in cfg.input_scenes()}
+    params = {"seed": cfg.seed, "backend": cfg.backend, "camera": dict(cfg.camera.__dict__),
+              "extract": cfg.extract.params()}
+
+    def work(sid: str, counts: Counter) -> None:
+        scene = scenes[sid]
+        objects, c = parse_objects(scene, cfg.extract)
+        counts.update(c)
+        geo = cfg.open_geometry(scene)
+        try:
+            with cfg.bar(len(objects), f"extract {sid}") as bar:
+                goals = extract_goals(geo, objects, cfg.extract, counts, bar)
+        finally:
+            geo.close()
+        if counts.get("dropped_no_view_point"):
+            log.warning("extract: %s: %d object(s) dropped without any view point", sid,
+                        counts["dropped_no_view_point"])
+        write_json(_goals_path(cfg, sid), make_doc(sid, "goals", goals))
+
+    return _per_scene(cfg, "extract", sorted(scenes), params, lambda s: [_goals_path(cfg, s)], work)
+
+
+def run_attributes(cfg: BuildConfig) -> StageReport:
+    from habitat_mosnav.dataset_building.attributes import offline_attributes, online_attributes
+
+    ids = cfg.output_scene_ids()
+    scenes = {s.scene_id: s for s in cfg.input_scenes()} if (cfg.scenes is not None) else {}
+    missing = [s for s in ids if s not in scenes]
+    if missing:
+        raise BuildError(f"{cfg.scenes}: scene(s) {', '.join(missing)} of {cfg.out} not found "
+                         "(attributes needs the scene files: --scenes)")
+    params = {"offline": cfg.offline, "views": cfg.attribute_views}
+    client_box: List[Any] = []
+
+    def work(sid: str, counts: Counter) -> None:
+        goals = _load_goals(cfg, sid)
+        if cfg.offline:
+            goals = offline_attributes(goals, scenes[sid], counts)
+        else:
+            if not client_box:
+                client_box.append(cfg.api_client())
+            with cfg.bar(len(goals), f"attributes {sid}") as bar:
+                goals = online_attributes(goals, sid, cfg.work, client_box[0],
+                                          lambda: cfg.open_geometry(scenes[sid]),
+                                          cfg.attribute_views, counts, cfg.overwrite, bar)
+        write_json(_goals_path(cfg, sid), make_doc(sid, "goals", goals))
+        return counts.get("failed", 0) == 0
+
+    return _per_scene(cfg, "attributes", ids, params, lambda s: [_goals_path(cfg, s)], work)
+
+
+def run_normalize(cfg: BuildConfig) -> StageReport:
+    from habitat_mosnav.dataset_building.language import noun_phrase
+    from habitat_mosnav.dataset_building.normalize import normalize_goals
+
+    def work(sid: str, counts: Counter) -> None:
+        dropped: Counter = Counter()
+        goals = normalize_goals(_load_goals(cfg, sid), dropped)
+        for g in goals:
+            if not g.get("caption"):
+                g["caption"] = "a " + _caption_phrase(g, noun_phrase)
+        counts["goals"] = len(goals)
+        counts["values_dropped"] = sum(dropped.values())
+        if dropped:
+            log.info("normalize: %s: values outside the vocabularies dropped: %s", sid,
+                     ", ".join(f"{k} x{v}" for k, v in dropped.most_common(10)))
+        write_json(_goals_path(cfg, sid), make_doc(sid, "goals", goals))
+
+    return _per_scene(cfg, "normalize", cfg.output_scene_ids(), {}, lambda s: [_goals_path(cfg, s)], work)
+
+
+def _caption_phrase(goal: Dict[str, Any], noun_phrase) -> str:
+    a = goal.get("attributes") or {}
+    where = [{"field": "category", "op": "==", "value": goal["category"]}]
+    for f in ("color", "material"):
+        where += [{"field": f, "op": "==", "value": v} for v in (a.get(f) or [])[:2]]
+    where += [{"field": "feature", "op": "==", "value": v} for v in (a.get("feature") or [])[:2]]
+    return noun_phrase({"select": "object", "where": where}, plural=False)
+
+
+def _queries_path(cfg, sid):
+    return cfg.scene_dir(sid) / "queries.json"
+
+
+def _episodes_path(cfg, sid):
+    return cfg.scene_dir(sid) / "episodes.json"
+
+
+def run_queries(cfg: BuildConfig) -> StageReport:
+    from habitat_mosnav.dataset_building.language import template_instruction
+    from habitat_mosnav.dataset_building.queries import build_queries
+
+    params = {"seed": cfg.seed, "max_queries": cfg.max_queries, "drop_redundant": cfg.drop_redundant,
+              "combos": cfg.query_combos}
+
+    def work(sid: str, counts: Counter) -> None:
+        queries, c = build_queries(_load_goals(cfg, sid), seed=cfg.seed, scene_id=sid,
+                                   max_queries=cfg.max_queries, drop_redundant=cfg.drop_redundant,
+                                   combos=cfg.query_combos)
+        counts.update(c)
+        counts["pure_category"] = sum(q["pure_category"] for q in queries)
+        for q in queries:  # a usable default until the language stage runs
+            q["instruction"] = template_instruction(q, cfg.seed, sid)
+        write_json(_queries_path(cfg, sid), make_doc(sid, "queries", queries))
+
+    return _per_scene(cfg, "queries", cfg.output_scene_ids(), params, lambda s: [_queries_path(cfg, s)], work)
+
+
+def run_language(cfg: BuildConfig) -> StageReport:
+    from habitat_mosnav.dataset_building.language import build_instructions
+
+    params = {"seed": cfg.seed, "llm": cfg.llm_language}
+    client_box: List[Any] = []
+
+    def work(sid: str, counts: Counter) -> None:
+        queries = read_doc(_queries_path(cfg, sid), "queries", sid)["queries"]
+        client = None
+        if cfg.llm_language:
+            if not client_box:
+                client_box.append(cfg.api_client())
+            client = client_box[0]
+        queries = build_instructions(queries, seed=cfg.seed, scene_id=sid, client=client, counts=counts)
+        counts["queries"] = len(queries)
+        write_json(_queries_path(cfg, sid), make_doc(sid, "queries", queries))
+
+    return _per_scene(cfg, "language", cfg.output_scene_ids(), params, lambda s: [_queries_path(cfg, s)], work)
+
+
+def run_episodes(cfg: BuildConfig) -> StageReport:
+    from habitat_mosnav.dataset_building.episodes import build_episodes
+
+    scenes = {s.scene_id: s for s in cfg.input_scenes()}
+    ids = cfg.output_scene_ids()
+    missing = [s for s in ids if s not in scenes]
+    if missing:
+        raise BuildError(f"{cfg.scenes}: scene(s) {', '.join(missing)} of {cfg.out} not found "
+                         "(episodes needs the scene files: --scenes)")
+    params = {"seed": cfg.seed, "backend": cfg.backend, "episodes": cfg.episodes.params()}
+
+    def work(sid: str, counts: Counter) -> None:
+        goals = _load_goals(cfg, sid)
+        queries = read_doc(_queries_path(cfg, sid), "queries", sid)["queries"]
+        geo = cfg.open_geometry(scenes[sid])
+        try:
+            with cfg.bar(len(queries), f"episodes {sid}") as bar:
+                eps = build_episodes(geo, sid, goals, queries, cfg.episodes, cfg.seed, counts, bar)
+        finally:
+            geo.close()
+        counts["episodes"] = len(eps)
+        write_json(_episodes_path(cfg, sid), make_doc(sid, "episodes", eps))
+
+    return _per_scene(cfg, "episodes", ids, params, lambda s: [_episodes_path(cfg, s)], work)
+
+
+def run_show(cfg: BuildConfig) -> StageReport:
+    """Render the view points of the chosen goals (all goals when none is chosen)."""
+    from habitat_mosnav.dataset_building.show import render_goal
+
+    scenes = {s.scene_id: s for s in cfg.input_scenes()}
+    out_root = Path(cfg.show_dir) if cfg.show_dir else cfg.work / "rendered_viewpoints"
+    report = StageReport("show")
+    for sid in cfg.output_scene_ids():
+        if sid not in scenes:
+            raise BuildError(f"{cfg.scenes}: scene {sid} not found")
+        goals = _load_goals(cfg, sid)
+        if cfg.show_object_ids:
+            wanted = set(int(i) for i in cfg.show_object_ids)
+            unknown = wanted - {int(g["object_id"]) for g in goals}
+            if unknown and len(cfg.output_scene_ids()) == 1:
+                raise BuildError(f"{_goals_path(cfg, sid)}: no goal with object_id {sorted(unknown)[0]}")
+            goals = [g for g in goals if int(g["object_id"]) in wanted]
+        if not goals:
+            continue
+        geo = cfg.open_geometry(scenes[sid])
+        n = 0
+        try:
+            for g in tqdm(goals, desc=f"show {sid}", disable=not cfg.progress, leave=False):
+                n += len(render_goal(geo, g, out_root / sid / str(g["object_id"])))
+        finally:
+            geo.close()
+        report.done.append(sid)
+        report.counts[sid] = {"goals": len(goals), "images": n, "dir": str(out_root / sid)}
+    return report
+
+
+STAGE_FUNCS = {
+    "extract": run_extract,
+    "attributes": run_attributes,
+    "normalize": run_normalize,
+    "queries": run_queries,
+    "language": run_language,
+    "episodes": run_episodes,
+    "show": run_show,
+}
+
+
+def run_all(cfg: BuildConfig) -> List[StageReport]:
+    """extract -> attributes -> normalize -> queries -> language -> episodes."""
+    return [STAGE_FUNCS[s](cfg) for s in ("extract", "attributes", "normalize", "queries",
+                                          "language", "episodes")]

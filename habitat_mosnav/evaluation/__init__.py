@@ -1,0 +1,41 @@
+"""Evaluation runs (SPEC §8): selection/sharding, seeds, result files, aggregation.
+
+Light at import: selection and result files need only the standard library and numpy.
+``Evaluator`` / ``EvaluationConfig`` (the rollout through ``habitat.Env``) are imported
+lazily from :mod:`habitat_mosnav.evaluation.rollout` on first use.
+"""
+from habitat_mosnav.evaluation.results import (
+    RankWriter,
+    ResultFileError,
+    error_info,
+    format_summary,
+    make_record,
+    read_jsonl,
+    summarize,
+    write_done,
+    write_summary,
+)
+from habitat_mosnav.evaluation.selection import (
+    episode_key,
+    episode_seed,
+    launcher_rank_world,
+    select_episodes,
+    split_key,
+)
+
+_LAZY = {"Evaluator", "EvaluationConfig"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        from habitat_mosnav.evaluation import rollout
+
+        return getattr(rollout, name)
+    raise AttributeError(f"module 'habitat_mosnav.evaluation' has no attribute {name!r}")
+
+
+__all__ = [
+    "EvaluationConfig", "Evaluator", "RankWriter", "ResultFileError", "episode_key",
+    "episode_seed", "error_info", "format_summary", "launcher_rank_world", "make_record",
+    "read_jsonl", "select_episodes", "split_key", "summarize", "write_done", "write_summary",
+]

@@ -1,0 +1,55 @@
+"""``mosnav-aggregate <out> [--fail-on-episode-error]``: merge the ranks of a run.
+
+Reads every ``rank_XXXXX`` directory of ``<out>``, writes ``<out>/summary.json`` and prints
+the metrics table. Exit codes: 0 done, 1 episodes failed and ``--fail-on-episode-error``,
+2 a missing or invalid output directory (one-line error).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from habitat_mosnav.evaluation.results import (
+    ResultFileError,
+    format_summary,
+    summarize,
+    write_summary,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mosnav-aggregate",
+        description="Aggregate the per-rank results of a mosnav-eval run into summary.json.",
+    )
+    p.add_argument("output_dir", help="the --output-dir of the mosnav-eval run(s)")
+    p.add_argument("--fail-on-episode-error", action="store_true",
+                   help="exit with status 1 if any episode record has status 'error'")
+    p.add_argument("--expected-count", type=int, default=None,
+                   help="number of episodes the run should hold (default: from the ranks' done.json)")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        summary = summarize(args.output_dir, expected_episode_count=args.expected_count)
+        path = write_summary(args.output_dir, summary)
+    except (ResultFileError, OSError) as exc:
+        print(f"mosnav-aggregate: error: {exc}", file=sys.stderr)
+        return 2
+    print(format_summary(summary))
+    print(f"wrote {path}")
+    if summary["status"] == "incomplete":
+        print("mosnav-aggregate: warning: the run is incomplete (a rank has not finished or "
+              "records are missing)", file=sys.stderr)
+    if args.fail_on_episode_error and summary["error_episode_count"]:
+        print(f"mosnav-aggregate: {summary['error_episode_count']} episode(s) failed",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

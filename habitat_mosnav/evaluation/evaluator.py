@@ -1,0 +1,470 @@
+"""``Evaluator(...).run()``: the evaluation loop behind ``mosnav-eval`` as a Python API.
+
+It loads the ``MultiObjectNav-v1`` dataset from a habitat config, selects and shards the
+episodes (stable keys, SPEC §8), rolls each one out through ``habitat.Env`` (see
+:mod:`~habitat_mosnav.evaluation.rollout`), appends one record per episode to this rank's
+JSONL, and writes done.json and, when every rank has finished, summary.json::
+
+    from habitat_mosnav import get_config
+    from habitat_mosnav.evaluation import Evaluator, EvaluationConfig
+    cfg = get_config("benchmark/nav/mosnav/mos_demo.yaml")
+    summary = Evaluator(MyAgent(), cfg, EvaluationConfig(output_dir="out/run1")).run()
+
+No torch is imported here; habitat is imported when the run starts.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from habitat_mosnav.agents.protocols import ACTION_PROTOCOLS
+from habitat_mosnav.evaluation import results as res
+from habitat_mosnav.evaluation.rollout import (
+    EpisodeRun,
+    ObservationBuilder,
+    describe_error,
+    episode_scene_name,
+    error_message_of,
+    error_type_of,
+    run_episode,
+)
+from habitat_mosnav.evaluation.selection import (
+    episode_key as make_episode_key,
+    episode_seed,
+    launcher_rank_world,
+    select_episodes,
+)
+from habitat_mosnav.metrics import MULTI_MODES, aggregate
+
+__all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
+
+# Habitat measure name -> SPEC §4 field, for tasks without ``mos_state`` (fallback only).
+MEASURE_TO_FIELD = {
+    "mos_targets_found": "targets_found",
+    "mos_precision": "precision",
+    "mos_recall": "recall",
+    "mos_f1": "f1",
+    "mos_success": "success",
+    "path_efficiency": "pe",
+    "target_selection_efficiency": "tse",
+    "space_coverage": "coverage",
+}
+
+
+class EvaluationSetupError(ValueError):
+    """The run cannot start (bad dataset, config, output directory); a one-line message."""
+
+
+@dataclass
+class EvaluationConfig:
+    """Options of one evaluation run (the CLI flags of ``mosnav-eval``).
+
+    ``num_episodes``: −1 all, 0 none, applied after ``offset`` on the key-sorted selection.
+    ``scene_limit`` / ``episode_limit``: the benchmark README's ``--limit`` (first N scenes,
+    sorted) and ``--episode-limit`` (first N episodes per scene), applied before that.
+    ``rank``/``world_size`` None: from torchrun/SLURM variables, else 0/1.
+    ``video``: None, ``"mp4"`` or ``"gif"`` (one file per episode under ``<out>/videos``).
+    """
+
+    output_dir: str
+    offset: int = 0
+    num_episodes: int = -1
+    scene_limit: Optional[int] = None
+    episode_limit: Optional[int] = None
+    rank: Optional[int] = None
+    world_size: Optional[int] = None
+    seed: int = 0
+    action_protocol: str = "goat"
+    resume: bool = False
+    fail_fast: bool = False
+    record_actions: bool = True
+    log_prompts: bool = False
+    log_positions: bool = False
+    log_episodes: bool = False
+    video: Optional[str] = None
+    render_live: bool = False
+    progress: bool = True
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def episode_metrics_record(env) -> Dict[str, Any]:
+    """The scalar metrics of the current episode for a record: every SPEC §4 field from the
+    task's own state (``task.mos_state.metrics()``), then every other scalar habitat measure
+    under its own name (a §4 name is never overwritten). NaN/inf become null."""
+    measures = res.scalar_metrics(env.get_metrics())
+    state = getattr(getattr(env, "task", None), "mos_state", None)
+    if state is not None and callable(getattr(state, "metrics", None)):
+        out = res.scalar_metrics(state.metrics())
+    else:
+        out = {MEASURE_TO_FIELD.get(k, k): v for k, v in measures.items()}
+    for key, value in measures.items():
+        if key not in out and MEASURE_TO_FIELD.get(key) not in out:
+            out[key] = value
+    return out
+
+
+def _episode_summary(episode, max_steps: int) -> Dict[str, Any]:
+    mode = str(getattr(episode, "target_mode", ""))
+    return {
+        "scene_id": episode_scene_name(episode),
+        "episode_id": str(episode.episode_id),
+        "query_id": getattr(episode, "query_id", None),
+        "target_mode": mode,
+        "goal_type": getattr(episode, "goal_type", None),
+        "target_count": getattr(episode, "target_count", None),
+        "target_object_ids": list(getattr(episode, "target_object_ids", []) or []),
+        "max_steps": int(max_steps),
+    }
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "episode"
+
+
+class Evaluator:
+    """Runs ``agent`` on the episodes of ``habitat_config`` and writes SPEC §8 results.
+
+    ``agent``: any object with ``act(observation)``; optional ``reset()``, ``seed(s)``
+    (per-episode seed), ``bind_env(env)`` (privileged agents) and ``close()``.
+    ``habitat_config``: a config from :func:`habitat_mosnav.get_config` (with or without
+    the ``habitat`` root) or a path to a YAML. ``env``: an existing ``habitat.Env`` to use
+    instead of building one (its dataset provides the episodes).
+    """
+
+    def __init__(self, agent, habitat_config=None, config: Optional[EvaluationConfig] = None,
+                 *, env=None, stream=None, on_record: Optional[Callable[[dict], None]] = None,
+                 **options) -> None:
+        if config is None:
+            if "output_dir" not in options:
+                raise TypeError("Evaluator needs config=EvaluationConfig(...) or output_dir=")
+            config = EvaluationConfig(**options)
+        elif options:
+            config = replace(config, **options)
+        if config.action_protocol not in ACTION_PROTOCOLS:
+            raise EvaluationSetupError(
+                f"unknown action protocol {config.action_protocol!r}: expected one of "
+                f"{', '.join(ACTION_PROTOCOLS)}")
+        if habitat_config is None and env is None:
+            raise TypeError("Evaluator needs a habitat config or an env")
+        if isinstance(habitat_config, str):
+            from habitat_mosnav import get_config
+
+            habitat_config = get_config(habitat_config)
+        self.agent = agent
+        self.config = config
+        self.habitat_config = habitat_config
+        self.env = env
+        self.stream = stream if stream is not None else sys.stderr
+        self.on_record = on_record
+        self._owns_env = env is None
+        self._viewer = None
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def _hcfg(self):
+        cfg = self.habitat_config if self.habitat_config is not None else self.env._config
+        return cfg.habitat if "habitat" in cfg else cfg
+
+    def _log(self, text: str) -> None:
+        from tqdm import tqdm
+
+        tqdm.write(text, file=self.stream)
+
+    def _rank_world(self) -> Tuple[int, int]:
+        rank, world = self.config.rank, self.config.world_size
+        if rank is None or world is None:
+            try:
+                env_rank, env_world = launcher_rank_world()
+            except ValueError as exc:
+                raise EvaluationSetupError(str(exc)) from None
+            rank = env_rank if rank is None else rank
+            world = env_world if world is None else world
+        if world < 1 or not 0 <= rank < world:
+            raise EvaluationSetupError(f"rank {rank} is outside 0..{world - 1} (world size {world})")
+        return int(rank), int(world)
+
+    def _load_dataset(self):
+        if self.env is not None:
+            return self.env._dataset
+        if getattr(self, "_dataset", None) is not None:
+            return self._dataset
+        import habitat  # noqa: F401  (registers habitat's datasets)
+        from habitat.datasets import make_dataset
+
+        import habitat_mosnav  # noqa: F401  (registers MultiObjectNav-v1)
+
+        dcfg = self._hcfg.dataset
+        try:
+            self._dataset = make_dataset(id_dataset=dcfg.type, config=dcfg)
+        except Exception as exc:
+            raise EvaluationSetupError(f"cannot load the dataset: {_one_line(exc)}") from None
+        return self._dataset
+
+    def _episode_key(self, episode, split: str) -> str:
+        key = getattr(episode, "episode_key", "") or ""
+        return key or make_episode_key(split, episode_scene_name(episode), episode.episode_id)
+
+    def select(self, episodes: Sequence[Any]) -> Tuple[List[Tuple[int, str]], Dict[str, Any], int]:
+        """(this rank's (index, key) pairs, key -> episode, global selection size)."""
+        cfg = self.config
+        split = str(self._hcfg.dataset.get("split", ""))
+        by_scene: "OrderedDict[str, List[Tuple[str, Any]]]" = OrderedDict()
+        keyed = sorted(((self._episode_key(ep, split), ep) for ep in episodes), key=lambda t: t[0])
+        for key, ep in keyed:
+            by_scene.setdefault(episode_scene_name(ep), []).append((key, ep))
+        scenes = sorted(by_scene)
+        if cfg.scene_limit is not None and cfg.scene_limit >= 0:
+            scenes = scenes[: cfg.scene_limit]
+        pool: Dict[str, Any] = {}
+        for scene in scenes:
+            items = by_scene[scene]
+            if cfg.episode_limit is not None and cfg.episode_limit >= 0:
+                items = items[: cfg.episode_limit]
+            pool.update(items)
+        rank, world = self._rank_world()
+        try:
+            everything = select_episodes(pool.keys(), cfg.offset, cfg.num_episodes, 0, 1)
+            mine = select_episodes(pool.keys(), cfg.offset, cfg.num_episodes, rank, world)
+        except ValueError as exc:
+            raise EvaluationSetupError(str(exc)) from None
+        return mine, pool, len(everything)
+
+    def _max_steps(self) -> int:
+        return int(self._hcfg.environment.max_episode_steps)
+
+    def _depth_cfg(self):
+        try:
+            return self._hcfg.simulator.agents.main_agent.sim_sensors.get("depth_sensor")
+        except Exception:
+            return None
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> Dict[str, Any]:
+        """Evaluate this rank's share; returns the summary (or this rank's done.json
+        contents, under ``"rank_done"``, when other ranks are still running)."""
+        cfg = self.config
+        rank, world = self._rank_world()
+        dataset = self._load_dataset()
+        selection, pool, total = self.select(list(dataset.episodes))
+        try:
+            writer = res.RankWriter(cfg.output_dir, rank, resume=cfg.resume)
+        except (res.ResultFileError, OSError) as exc:
+            raise EvaluationSetupError(_one_line(exc)) from None
+        interrupted = False
+        try:
+            todo = [(i, k) for i, k in selection if k not in writer.finished_keys]
+            prior = self._prior_records(writer.path)
+            if writer.truncated_partial_line:
+                self._log(f"resume: dropped a partial last line of {writer.path}")
+            if cfg.resume and len(todo) < len(selection):
+                self._log(f"resume: {len(selection) - len(todo)} of {len(selection)} episodes "
+                          "already recorded on this rank; skipping them")
+            if todo:
+                interrupted = self._run_episodes(todo, pool, writer, prior, len(selection))
+        finally:
+            writer.close()
+            self._close_env()
+        if interrupted:
+            raise KeyboardInterrupt
+        done = writer.write_done(expected_count=len(selection))
+        return self._finish(rank, world, total, done)
+
+    def _prior_records(self, path: str) -> "OrderedDict[str, Tuple[str, dict]]":
+        latest: "OrderedDict[str, Tuple[str, dict]]" = OrderedDict()
+        if os.path.exists(path):
+            records, _ = res.read_jsonl(path)
+            for rec in records:
+                if rec["status"] == "ok":
+                    latest[rec["episode_key"]] = (rec["episode"]["target_mode"], rec["metrics"])
+                else:
+                    latest.pop(rec["episode_key"], None)
+        return latest
+
+    def _make_env(self, episodes: List[Any]):
+        if self.env is not None:
+            return self.env
+        import habitat
+
+        dataset = self._load_dataset()
+        dataset.episodes = list(episodes)
+        try:
+            self.env = habitat.Env(config=self._hcfg, dataset=dataset)
+        except Exception as exc:
+            raise EvaluationSetupError(f"cannot create the habitat environment: {_one_line(exc)}") from None
+        return self.env
+
+    def _close_env(self) -> None:
+        if self._viewer is not None:
+            self._viewer.close()
+            self._viewer = None
+        if self.env is not None and self._owns_env:
+            try:
+                self.env.close()
+            except Exception:
+                pass
+            self.env = None
+        close = getattr(self.agent, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception as exc:
+                self._log(f"warning: agent.close() raised {type(exc).__name__}: {_one_line(exc)}")
+
+    def _run_episodes(self, todo, pool, writer, prior, rank_total: int) -> bool:
+        """Roll out ``todo``; True when interrupted (KeyboardInterrupt / human quit)."""
+        from tqdm import tqdm
+
+        cfg = self.config
+        env = self._make_env([pool[k] for _, k in todo])
+        max_steps = self._max_steps()
+        builder = ObservationBuilder(max_steps, cfg.action_protocol, self._depth_cfg())
+        if cfg.render_live:
+            from habitat_mosnav.evaluation.rollout import LiveViewer
+
+            self._viewer = LiveViewer()
+            if hasattr(self.agent, "key_source"):
+                self.agent.key_source = self._viewer.read_key
+        bar = tqdm(total=rank_total, initial=rank_total - len(todo), file=self.stream,
+                   disable=not cfg.progress, dynamic_ncols=True, unit="ep",
+                   desc=f"mosnav-eval rank {writer.rank}")
+        self._update_bar(bar, prior)
+        try:
+            for index, key in todo:
+                episode = pool[key]
+                seed = episode_seed(cfg.seed, key)
+                frames: List[np.ndarray] = []
+                hook = self._make_hook(key, frames)
+                try:
+                    run = run_episode(env, self.agent, episode, builder,
+                                      protocol=cfg.action_protocol, seed=seed,
+                                      record_trace=cfg.record_actions, on_step=hook)
+                except KeyboardInterrupt:
+                    self._log(f"interrupted during {key}; it is not recorded. Continue with "
+                              "--resume and the same --output-dir.")
+                    return True
+                record = self._record(env, run, index, key, episode, seed, writer.rank, max_steps)
+                writer.write(record)
+                if self.on_record is not None:
+                    self.on_record(record)
+                if record["status"] == "ok":
+                    prior.pop(key, None)
+                    prior[key] = (record["episode"]["target_mode"], record["metrics"])
+                else:
+                    prior.pop(key, None)
+                    self._log(f"episode {key} failed: {describe_error(run.error)}")
+                if cfg.log_episodes:
+                    self._log(self._episode_line(record))
+                if frames and cfg.video:
+                    self._write_video(key, frames)
+                bar.update(1)
+                self._update_bar(bar, prior)
+                if record["status"] == "error" and cfg.fail_fast:
+                    self._log("--fail-fast: stopping after the first failed episode")
+                    break
+        finally:
+            bar.close()
+        return False
+
+    def _record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
+        summary = _episode_summary(episode, max_steps)
+        trace = None if run.action_trace is None else [t["action"] for t in run.action_trace]
+        if run.error is not None:
+            return res.make_record(
+                episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
+                steps_taken=run.steps_taken, initial_agent_state=run.initial_agent_state,
+                action_trace=trace, error=error_type_of(run.error),
+                error_message=error_message_of(run.error))
+        return res.make_record(
+            episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
+            status="ok", steps_taken=run.steps_taken, terminated_by=run.terminated_by,
+            initial_metrics=run.initial_metrics, metrics=run.metrics,
+            report_events=run.report_events, initial_agent_state=run.initial_agent_state,
+            final_agent_state=run.final_agent_state, action_trace=trace)
+
+    def _make_hook(self, key: str, frames: List[np.ndarray]):
+        cfg = self.config
+        wants = cfg.log_prompts or cfg.log_positions or cfg.video or self._viewer is not None
+        if not wants:
+            return None
+
+        def hook(info: Dict[str, Any]) -> None:
+            step, pose, observation = info["step"], info["pose"], info["observation"]
+            if cfg.log_prompts and step == 0 and observation is not None:
+                self._log(f"--- prompt for {key} ---\n{observation.task_prompt}")
+            if cfg.log_positions:
+                p = pose["position"]
+                act = "reset" if info["action"] is None else f"action {info['action']}"
+                self._log(f"{key} step {step:4d} {act:>9}: position "
+                          f"({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f})")
+            if cfg.video or self._viewer is not None:
+                from habitat_mosnav.evaluation.rollout import compose_frame
+
+                frame = compose_frame(info["obs"], info["episode"], step, info["action"],
+                                      self._max_steps())
+                if cfg.video:
+                    frames.append(frame)
+                if self._viewer is not None:
+                    self._viewer.show(frame)
+
+        return hook
+
+    def _write_video(self, key: str, frames: List[np.ndarray]) -> None:
+        from habitat_mosnav.evaluation.rollout import write_video
+
+        directory = os.path.join(self.config.output_dir, "videos")
+        path = os.path.join(directory, _safe_name(key.replace("::", "__")) + "." + self.config.video)
+        try:
+            write_video(path, frames)
+        except Exception as exc:  # a video problem never loses the record
+            self._log(f"warning: could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
+
+    @staticmethod
+    def _episode_line(record: Mapping[str, Any]) -> str:
+        m = record.get("metrics", {})
+
+        def f(name):
+            v = m.get(name)
+            return "null" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+        if record["status"] != "ok":
+            return (f"{record['episode_key']}: error {record.get('error_type')} after "
+                    f"{record['steps_taken']} steps")
+        return (f"{record['episode_key']}: {record['terminated_by']} after {record['steps_taken']} "
+                f"steps  success={f('success')} f1={f('f1')} spl_multi={f('spl_multi')} "
+                f"found={f('targets_found')}/{f('required_target_count')}")
+
+    @staticmethod
+    def _update_bar(bar, prior) -> None:
+        pairs = [p for p in prior.values() if p[0] in MULTI_MODES]
+        if not pairs:
+            pairs_all = list(prior.values())
+            if pairs_all:
+                m = aggregate(pairs_all)
+                sr = [m.get(f"sr_{x}") for x in ("single", "any") if m.get(f"sr_{x}") is not None]
+                if sr:
+                    bar.set_postfix_str(f"SR={sum(sr) / len(sr):.3f}")
+            return
+        m = aggregate(pairs)
+        sr, f1 = m.get("sr"), m.get("f1")
+        bar.set_postfix_str(
+            f"SR={'-' if sr is None else f'{sr:.3f}'} F1={'-' if f1 is None else f'{f1:.3f}'}")
+
+    def _finish(self, rank: int, world: int, total: int, done: Dict[str, Any]) -> Dict[str, Any]:
+        out = self.config.output_dir
+        ranks_done = all(
+            os.path.exists(os.path.join(res.rank_dir(out, r), res.DONE_FILE)) for r in range(world))
+        if not ranks_done:
+            return {"rank_done": done, "status": "rank_finished"}
+        summary = res.summarize(out, expected_episode_count=total)
+        res.write_summary(out, summary)
+        return summary

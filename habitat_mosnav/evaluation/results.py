@@ -1,0 +1,460 @@
+"""Result files of an evaluation run (SPEC §8): per-rank JSONL + done.json, summary.json.
+
+Layout: ``<out>/rank_00000/episodes.jsonl`` (one record per finished or failed episode,
+appended, flushed and fsynced so a crash loses at most the line being written),
+``<out>/rank_00000/done.json`` (atomic, when the rank finishes) and ``<out>/summary.json``.
+Resume truncates a trailing partial line left by a crash, but never deletes a complete line:
+a complete invalid line is an error. No torch, no habitat.
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import re
+import tempfile
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+
+from habitat_mosnav.metrics import TARGET_MODES, aggregate
+
+SCHEMA_VERSION = 1
+EPISODES_FILE = "episodes.jsonl"
+DONE_FILE = "done.json"
+SUMMARY_FILE = "summary.json"
+RANK_DIR_RE = re.compile(r"^rank_(\d{5})$")
+
+EPISODE_FIELDS = ("scene_id", "episode_id", "query_id", "target_mode", "goal_type",
+                  "target_count", "target_object_ids", "max_steps")
+TERMINATIONS = ("finish", "target_found", "max_steps", "error")
+STATUSES = ("ok", "error")
+# Absolute paths (POSIX or Windows) inside messages are replaced by this.
+_PATH_RE = re.compile(r"(?<![^\s'\"=(\[:,])(?:[A-Za-z]:\\|/)[^\s'\",)\]]+")
+
+
+class ResultFileError(ValueError):
+    """A result file or directory that cannot be used (message names file and line)."""
+
+
+def rank_dir(out_dir: str, rank: int) -> str:
+    return os.path.join(out_dir, f"rank_{int(rank):05d}")
+
+
+# ----------------------------------------------------------------------------- records
+
+
+def _finite(x) -> Optional[float]:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def scalar_or_none(value) -> Tuple[bool, Any]:
+    """(is_scalar, JSON value): bool/int stay, floats become None when NaN/inf."""
+    if value is None:
+        return True, None
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):  # numpy scalar / 0-d
+        value = value.item()
+    if isinstance(value, bool):
+        return True, value
+    if isinstance(value, numbers.Integral):
+        return True, int(value)
+    if isinstance(value, numbers.Real):
+        return True, _finite(value)
+    return False, None
+
+
+def scalar_metrics(metrics: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """Only the scalar metrics (maps, images, lists dropped); NaN/inf → None."""
+    out: Dict[str, Any] = {}
+    for key, value in (metrics or {}).items():
+        ok, v = scalar_or_none(value)
+        if ok:
+            out[str(key)] = v
+    return out
+
+
+def to_jsonable(obj, where: str = "value"):
+    """Plain JSON types from numpy arrays/scalars, quaternions (→ [x, y, z, w]) and
+    containers; non-finite floats → None. Anything else is an error naming ``where``."""
+    if obj is None or isinstance(obj, (str, bool)):
+        return obj
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    if isinstance(obj, numbers.Real):
+        return _finite(obj)
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v, f"{where}.{k}") for k, v in obj.items()}
+    if all(hasattr(obj, c) for c in ("w", "x", "y", "z")) and not isinstance(obj, (list, tuple)):
+        return [to_jsonable(getattr(obj, c), where) for c in ("x", "y", "z", "w")]  # quaternion
+    if hasattr(obj, "tolist") and hasattr(obj, "dtype"):  # numpy array / scalar
+        return to_jsonable(obj.tolist(), where)
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        items = sorted(obj) if isinstance(obj, (set, frozenset)) else obj
+        return [to_jsonable(v, f"{where}[{i}]") for i, v in enumerate(items)]
+    raise ValueError(f"{where}: cannot write a {type(obj).__name__} to JSON")
+
+
+def scrub_paths(message: str) -> str:
+    """Replace absolute paths in a message by ``<path>``."""
+    return _PATH_RE.sub("<path>", str(message))
+
+
+def _short_scene_id(scene_id):
+    """Habitat's Episode.scene_id is a file path; keep only the scene id."""
+    if not isinstance(scene_id, str) or ("/" not in scene_id and "\\" not in scene_id):
+        return scene_id
+    name = re.split(r"[\\/]", scene_id)[-1]
+    for ext in (".basis.glb", ".glb", ".ply", ".obj"):
+        if name.endswith(ext):
+            return name[: -len(ext)]
+    return name
+
+
+def error_info(error: BaseException, message: Optional[str] = None) -> Dict[str, str]:
+    """``error_type`` and a generic message (never a traceback; absolute paths removed)."""
+    error_type = error if isinstance(error, str) else type(error).__name__
+    text = message if message is not None else f"episode failed with {error_type}"
+    return {"error_type": str(error_type), "error_message": scrub_paths(text)}
+
+
+def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
+                episode: Mapping[str, Any], status: str = "ok", steps_taken: int = 0,
+                terminated_by: str = "max_steps", initial_metrics: Optional[Mapping] = None,
+                metrics: Optional[Mapping] = None, report_events: Iterable = (),
+                initial_agent_state=None, final_agent_state=None, action_trace=None,
+                error=None, error_message: Optional[str] = None) -> Dict[str, Any]:
+    """One JSONL record of SPEC §8. ``episode`` may hold more fields: only the logical
+    identifiers are kept (no scene path). ``error`` (an exception or a type name) makes it
+    an error record with ``error_type`` and a generic ``error_message``."""
+    if status not in STATUSES:
+        raise ValueError(f"record {episode_key}: status must be one of {STATUSES}, got {status!r}")
+    if error is not None:
+        status, terminated_by = "error", "error"
+    if terminated_by not in TERMINATIONS:
+        raise ValueError(f"record {episode_key}: terminated_by must be one of {TERMINATIONS}, "
+                         f"got {terminated_by!r}")
+    ep = {name: to_jsonable(episode.get(name), f"episode.{name}") for name in EPISODE_FIELDS}
+    ep["scene_id"] = _short_scene_id(ep["scene_id"])
+    record: Dict[str, Any] = {
+        "episode_key": str(episode_key),
+        "episode_index": int(episode_index),
+        "rank": int(rank),
+        "status": status,
+        "seed": int(seed),
+        "episode": ep,
+        "steps_taken": int(steps_taken),
+        "terminated_by": terminated_by,
+        "initial_metrics": scalar_metrics(initial_metrics),
+        "metrics": scalar_metrics(metrics),
+        "report_events": to_jsonable(list(report_events or []), "report_events"),
+        "initial_agent_state": to_jsonable(initial_agent_state, "initial_agent_state"),
+        "final_agent_state": to_jsonable(final_agent_state, "final_agent_state"),
+    }
+    if action_trace is not None:
+        record["action_trace"] = to_jsonable(list(action_trace), "action_trace")
+    if status == "error":
+        record.update(error_info(error if error is not None else "EpisodeError", error_message))
+    return record
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def atomic_write_json(path: str, data: Mapping[str, Any]) -> None:
+    """Write JSON to a temp file in the same directory, fsync, then os.replace."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, allow_nan=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _check_record(obj, path: str, lineno: int) -> Dict[str, Any]:
+    where = f"{path}:{lineno}"
+    if not isinstance(obj, dict):
+        raise ResultFileError(f"{where}: a record must be a JSON object")
+    if not isinstance(obj.get("episode_key"), str):
+        raise ResultFileError(f"{where}: field 'episode_key' is missing or not a string")
+    if obj.get("status") not in STATUSES:
+        raise ResultFileError(f"{where}: field 'status' must be 'ok' or 'error', got {obj.get('status')!r}")
+    return obj
+
+
+def read_jsonl(path: str, truncate_partial: bool = False) -> Tuple[List[Dict[str, Any]], bool]:
+    """Records of an episodes.jsonl and whether a trailing partial line was found.
+
+    A last line without its newline that does not parse is a crash's partial write: it is
+    truncated from the file when ``truncate_partial`` (resume), otherwise ignored. A
+    complete line that is not a valid record raises :class:`ResultFileError` naming the
+    file and line number; it is never deleted.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    partial = False
+    body = data
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        tail = data[cut:]
+        try:
+            json.loads(tail.decode("utf-8"))
+            tail_ok = True
+        except (UnicodeDecodeError, ValueError):
+            tail_ok = False
+        if tail_ok:  # a complete record that only lost its newline
+            if truncate_partial:
+                with open(path, "ab") as f:
+                    f.write(b"\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+        else:
+            partial = True
+            body = data[:cut]
+            if truncate_partial:
+                with open(path, "r+b") as f:
+                    f.truncate(cut)
+                    f.flush()
+                    os.fsync(f.fileno())
+    records = []
+    for lineno, raw in enumerate(body.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ResultFileError(
+                f"{path}:{lineno}: invalid JSON line ({exc}); it is not deleted — fix or "
+                f"remove it by hand, or use a new output directory"
+            ) from None
+        records.append(_check_record(obj, path, lineno))
+    return records, partial
+
+
+def read_done(path: str) -> Optional[Dict[str, Any]]:
+    """A rank's done.json, or None when it is missing."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            done = json.load(f)
+    except ValueError as exc:
+        raise ResultFileError(f"{path}: invalid JSON ({exc})") from None
+    if not isinstance(done, dict):
+        raise ResultFileError(f"{path}: must be a JSON object")
+    for name in ("rank", "expected_count", "record_count", "error_count"):
+        if isinstance(done.get(name), bool) or not isinstance(done.get(name), int):
+            raise ResultFileError(f"{path}: field {name!r} is missing or not an integer")
+    if done.get("status") not in ("complete", "completed_with_errors", "incomplete"):
+        raise ResultFileError(f"{path}: field 'status' is {done.get('status')!r}")
+    return done
+
+
+def write_done(out_dir: str, rank: int, *, expected_count: int, record_count: int,
+               error_count: int, status: Optional[str] = None) -> Dict[str, Any]:
+    """Atomically write ``rank_XXXXX/done.json``; ``status`` defaults to incomplete when
+    records are missing, completed_with_errors with errors, else complete."""
+    if status is None:
+        if record_count < expected_count:
+            status = "incomplete"
+        elif error_count:
+            status = "completed_with_errors"
+        else:
+            status = "complete"
+    done = {
+        "schema_version": SCHEMA_VERSION,
+        "rank": int(rank),
+        "status": status,
+        "expected_count": int(expected_count),
+        "record_count": int(record_count),
+        "error_count": int(error_count),
+    }
+    atomic_write_json(os.path.join(rank_dir(out_dir, rank), DONE_FILE), done)
+    return done
+
+
+class RankWriter:
+    """Appends this rank's records to ``<out>/rank_XXXXX/episodes.jsonl``.
+
+    A rank directory that already holds results is refused unless ``resume``; with
+    ``resume`` a crash's partial last line is truncated, the stale done.json is removed
+    and :attr:`finished_keys` holds the keys already recorded (skip them).
+    """
+
+    def __init__(self, out_dir: str, rank: int = 0, resume: bool = False):
+        self.out_dir = out_dir
+        self.rank = int(rank)
+        self.dir = rank_dir(out_dir, rank)
+        self.path = os.path.join(self.dir, EPISODES_FILE)
+        self.done_path = os.path.join(self.dir, DONE_FILE)
+        self.finished: Dict[str, str] = {}  # key → status of its last record
+        self.record_count = 0
+        self.error_count = 0
+        self.truncated_partial_line = False
+        if os.path.isdir(self.dir) and os.listdir(self.dir):
+            if not resume:
+                raise ResultFileError(
+                    f"output directory {out_dir} already has results in {os.path.basename(self.dir)}; "
+                    f"pass --resume to continue that run, or choose a new --output-dir"
+                )
+            if os.path.exists(self.path):
+                records, self.truncated_partial_line = read_jsonl(self.path, truncate_partial=True)
+                for rec in records:
+                    self.finished[rec["episode_key"]] = rec["status"]
+                    self.record_count += 1
+                    self.error_count += rec["status"] == "error"
+            if os.path.exists(self.done_path):
+                os.unlink(self.done_path)  # rewritten when this run finishes
+        elif os.path.exists(self.dir) and not os.path.isdir(self.dir):
+            raise ResultFileError(f"{self.dir} exists and is not a directory")
+        os.makedirs(self.dir, exist_ok=True)
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    @property
+    def finished_keys(self) -> Set[str]:
+        return set(self.finished)
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Append one record as a line, then flush and fsync."""
+        if not isinstance(record.get("episode_key"), str) or record.get("status") not in STATUSES:
+            raise ValueError(f"{self.path}: a record needs a string 'episode_key' and a status "
+                             f"in {STATUSES}, got {record.get('episode_key')!r}/{record.get('status')!r}")
+        line = json.dumps(record, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        self._file.write(line + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self.finished[record["episode_key"]] = record["status"]
+        self.record_count += 1
+        self.error_count += record["status"] == "error"
+
+    def write_done(self, expected_count: int, status: Optional[str] = None) -> Dict[str, Any]:
+        return write_done(self.out_dir, self.rank, expected_count=expected_count,
+                          record_count=self.record_count, error_count=self.error_count,
+                          status=status)
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# ----------------------------------------------------------------------------- summary
+
+
+def _rank_dirs(out_dir: str) -> List[Tuple[int, str]]:
+    if not os.path.isdir(out_dir):
+        raise ResultFileError(f"{out_dir}: no such directory")
+    found = []
+    for name in sorted(os.listdir(out_dir)):
+        m = RANK_DIR_RE.match(name)
+        if m and os.path.isdir(os.path.join(out_dir, name)):
+            found.append((int(m.group(1)), os.path.join(out_dir, name)))
+    if not found:
+        raise ResultFileError(f"{out_dir}: no rank_XXXXX result directories (not an evaluation output)")
+    return found
+
+
+def summarize(out_dir: str, expected_episode_count: Optional[int] = None) -> Dict[str, Any]:
+    """summary.json contents for all rank directories of ``out_dir`` (SPEC §8).
+
+    A repeated key keeps its last record (ranks in order, lines in order);
+    ``expected_episode_count`` defaults to the sum of the ranks' done.json counts.
+    Status: incomplete when a rank has no done.json, says incomplete, left a partial line
+    or fewer unique records than expected; else completed_with_errors / complete.
+    """
+    all_records: List[Tuple[str, Dict[str, Any]]] = []
+    incomplete = False
+    dones = []
+    for _rank, path in _rank_dirs(out_dir):
+        jsonl = os.path.join(path, EPISODES_FILE)
+        if os.path.exists(jsonl):
+            records, partial = read_jsonl(jsonl)
+            incomplete |= partial
+            all_records.extend((f"{jsonl}:{i}", r) for i, r in enumerate(records, start=1))
+        done = read_done(os.path.join(path, DONE_FILE))
+        dones.append(done)
+        if done is None or done["status"] == "incomplete":
+            incomplete = True
+    if expected_episode_count is None and all(d is not None for d in dones):
+        expected_episode_count = sum(d["expected_count"] for d in dones)
+
+    latest: Dict[str, Tuple[str, Dict[str, Any]]] = {}
+    for where, rec in all_records:
+        latest.pop(rec["episode_key"], None)  # re-insert so order follows the last record
+        latest[rec["episode_key"]] = (where, rec)
+    ok, errors = [], 0
+    for where, rec in latest.values():
+        if rec["status"] == "error":
+            errors += 1
+            continue
+        episode = rec.get("episode")
+        mode = episode.get("target_mode") if isinstance(episode, dict) else None
+        if mode not in TARGET_MODES:
+            raise ResultFileError(f"{where}: field 'episode.target_mode' is {mode!r}")
+        metrics = rec.get("metrics")
+        if not isinstance(metrics, dict):
+            raise ResultFileError(f"{where}: field 'metrics' is missing or not an object")
+        ok.append((mode, metrics))
+
+    if expected_episode_count is not None and len(latest) < expected_episode_count:
+        incomplete = True
+    status = "incomplete" if incomplete else ("completed_with_errors" if errors else "complete")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": status,
+        "expected_episode_count": expected_episode_count,
+        "record_count": len(all_records),
+        "unique_record_count": len(latest),
+        "ok_episode_count": len(ok),
+        "error_episode_count": errors,
+        "metrics": aggregate(ok),
+    }
+
+
+def write_summary(out_dir: str, summary: Mapping[str, Any]) -> str:
+    """Atomically write ``<out>/summary.json``; returns its path."""
+    path = os.path.join(out_dir, SUMMARY_FILE)
+    atomic_write_json(path, summary)
+    return path
+
+
+# Rows of the printed table: (label, metrics key).
+_TABLE = (
+    ("SR (many+all)", "sr"), ("F1", "f1"), ("SPL-multi", "spl_multi"),
+    ("precision", "precision"), ("recall", "recall"), ("PE", "pe"), ("TSE", "tse"),
+    ("RTSR", "rtsr"), ("FTR", "ftr"), ("OER-target", "oer_target"), ("OER-space", "oer_space"),
+    ("SR MOS", "sr_mos"), ("F1 MOS", "f1_mos"), ("SPL-multi MOS", "spl_multi_mos"),
+    ("SR MOC", "sr_moc"), ("F1 MOC", "f1_moc"), ("SPL-multi MOC", "spl_multi_moc"),
+    ("SR single", "sr_single"), ("SPL single", "spl_single"),
+    ("SR any", "sr_any"), ("SPL any", "spl_any"),
+)
+
+
+def format_summary(summary: Mapping[str, Any]) -> str:
+    """A plain-text metrics table of a summary (modes without episodes are left out)."""
+    m = summary.get("metrics", {})
+    lines = [
+        f"status: {summary.get('status')}  episodes: {summary.get('unique_record_count')} "
+        f"(ok {summary.get('ok_episode_count')}, error {summary.get('error_episode_count')}, "
+        f"expected {summary.get('expected_episode_count')})",
+        "  ".join(f"{mode} {m.get('num_episodes_' + mode, 0)}" for mode in TARGET_MODES),
+    ]
+    width = max(len(label) for label, _ in _TABLE)
+    for label, key in _TABLE:
+        value = m.get(key)
+        if value is None:
+            continue
+        lines.append(f"  {label:<{width}}  {value:.4f}")
+    return "\n".join(lines)

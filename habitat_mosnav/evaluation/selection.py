@@ -1,0 +1,95 @@
+"""Stable episode keys, selection/sharding and per-episode seeds (SPEC §8).
+
+Every rank computes the same global selection (sort by key, offset, limit) and takes a
+stride of it, so any number of ranks covers each selected episode exactly once, and a
+per-episode seed depends only on (base_seed, key) — not on rank count, order or process.
+"""
+from __future__ import annotations
+
+import hashlib
+import numbers
+import os
+from typing import Iterable, List, Optional, Tuple
+
+KEY_SEP = "::"
+
+
+def episode_key(split: str, scene_id: str, episode_id) -> str:
+    """``<split>::<scene_id>::<episode_id>``; refuses parts that contain ``::``."""
+    parts = [str(split), str(scene_id), str(episode_id)]
+    for name, part in zip(("split", "scene_id", "episode_id"), parts):
+        if KEY_SEP in part:
+            raise ValueError(f"episode key: {name} {part!r} must not contain {KEY_SEP!r}")
+        if part == "":
+            raise ValueError(f"episode key: {name} is empty")
+    return KEY_SEP.join(parts)
+
+
+def split_key(key: str) -> Tuple[str, str, str]:
+    """Inverse of :func:`episode_key`."""
+    parts = key.split(KEY_SEP)
+    if len(parts) != 3:
+        raise ValueError(f"episode key {key!r} is not '<split>::<scene_id>::<episode_id>'")
+    return parts[0], parts[1], parts[2]
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def select_episodes(keys: Iterable[str], offset: int = 0, limit: int = -1, rank: int = 0,
+                    world_size: int = 1) -> List[Tuple[int, str]]:
+    """This rank's ``(global_index, key)`` pairs: sort, ``offset``, ``limit`` (−1 all,
+    0 none), then ``selected[rank::world_size]``; ``global_index`` is the position in the
+    global selection."""
+    keys = list(keys)
+    offset = _check_int("offset", offset, 0)
+    limit = _check_int("limit", limit, -1)
+    world_size = _check_int("world_size", world_size, 1)
+    rank = _check_int("rank", rank, 0)
+    if rank >= world_size:
+        raise ValueError(f"rank {rank} is outside 0..{world_size - 1} (world_size {world_size})")
+    ordered = sorted(keys)
+    for a, b in zip(ordered, ordered[1:]):
+        if a == b:
+            raise ValueError(f"duplicate episode key {a!r}")
+    selected = ordered[offset:]
+    if limit >= 0:
+        selected = selected[:limit]
+    return [(i, key) for i, key in enumerate(selected)][rank::world_size]
+
+
+def episode_seed(base_seed: int, key: str) -> int:
+    """Stable 31-bit seed from (base_seed, key): sha256, so no PYTHONHASHSEED dependence."""
+    digest = hashlib.sha256(f"{int(base_seed)}{KEY_SEP}{key}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % (2**31 - 1)
+
+
+def _env_int(env, name: str) -> Optional[int]:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
+
+
+def launcher_rank_world(environ=None) -> Tuple[int, int]:
+    """(rank, world_size) from torchrun (RANK/WORLD_SIZE), else SLURM
+    (SLURM_PROCID/SLURM_NTASKS), else (0, 1)."""
+    env = os.environ if environ is None else environ
+    for rank_var, world_var in (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS")):
+        rank, world = _env_int(env, rank_var), _env_int(env, world_var)
+        if rank is None and world is None:
+            continue
+        rank = 0 if rank is None else rank
+        world = 1 if world is None else world
+        if world < 1 or not 0 <= rank < world:
+            raise ValueError(
+                f"environment {rank_var}={rank} / {world_var}={world} is not a valid rank/world size"
+            )
+        return rank, world
+    return 0, 1

@@ -1,0 +1,131 @@
+"""The task prompt given to agents (``Observation.task_prompt``, the legacy ``prompt=``).
+
+This is the single place where the text lives, so that every agent (VLM, human, user code)
+reads the same task description. The prompt never says how many targets remain, and in
+``many`` it states the required count only (SPEC §1).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+__all__ = [
+    "ACTION_PROTOCOLS",
+    "action_lines",
+    "goal_sentence",
+    "mode_sentence",
+    "build_task_prompt",
+]
+
+ACTION_PROTOCOLS = ("goat", "legacy", "compat")
+
+_INTRO = (
+    "You are a robot exploring an indoor house. At every step you see one RGB image and "
+    "one depth image from your forward-facing camera, and you choose one action."
+)
+
+_MOTION_LINES = (
+    "1 = MOVE_FORWARD: move 0.25 m forward",
+    "2 = TURN_LEFT: turn left by 30 degrees",
+    "3 = TURN_RIGHT: turn right by 30 degrees",
+    "4 = LOOK_UP: tilt the camera up by 30 degrees",
+    "5 = LOOK_DOWN: tilt the camera down by 30 degrees",
+)
+
+
+def _article_free(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def goal_sentence(goal_text: str, goal_type: str) -> str:
+    """One sentence stating the goal; ``object`` goals are category names."""
+    text = _article_free(goal_text)
+    if goal_type == "object":
+        return f'Goal (object category): "{text}". Any instance of this category matches.'
+    return f'Goal (description): "{text}"'
+
+
+def mode_sentence(target_mode: str, target_count: Optional[int]) -> str:
+    """What counts as done in this target mode; never reveals what remains."""
+    if target_mode == "single":
+        return (
+            "Find the one object that matches the goal. When you are close to it "
+            "(within about 1 m), signal TARGET_FOUND; this ends the episode."
+        )
+    if target_mode == "any":
+        return (
+            "Several objects may match the goal; find any one of them. When you are close "
+            "to a matching object (within about 1 m), signal TARGET_FOUND; this ends the "
+            "episode."
+        )
+    if target_mode == "many":
+        n = int(target_count) if target_count is not None else 1
+        noun = "object" if n == 1 else "different objects"
+        return (
+            f"Several objects match the goal; find {n} {noun} that match it. Each time you "
+            "are close to a matching object you have not reported before (within about "
+            "1 m), signal TARGET_FOUND once. Reporting the same object twice or reporting "
+            "when no matching object is near counts as a false report. You are not told "
+            "how many you have found; when you believe you have found enough, send FINISH."
+        )
+    if target_mode == "all":
+        return (
+            "Find every object in the house that matches the goal. Each time you are close "
+            "to a matching object you have not reported before (within about 1 m), signal "
+            "TARGET_FOUND once. Reporting the same object twice or reporting when no "
+            "matching object is near counts as a false report. You are not told how many "
+            "matching objects exist; when you believe you have found all of them, send "
+            "FINISH. The task only succeeds if you send FINISH yourself."
+        )
+    raise ValueError(f"unknown target_mode {target_mode!r}: expected single, any, many or all")
+
+
+def action_lines(target_mode: str, protocol: str = "goat") -> list:
+    """The action table as the agent must use it under ``protocol`` (SPEC §2)."""
+    if protocol not in ACTION_PROTOCOLS:
+        raise ValueError(
+            f"unknown action protocol {protocol!r}: expected one of {', '.join(ACTION_PROTOCOLS)}"
+        )
+    multi = target_mode in ("many", "all")
+    if not multi:
+        finish = "0 = FINISH: stop here and end the episode (counts as reporting the target here)"
+        found = "6 = TARGET_FOUND: a matching object is near; ends the episode (recommended)"
+        return [finish, *_MOTION_LINES, found]
+    found_text = "a matching object you have not reported yet is near you; does not end the episode"
+    if protocol == "goat":
+        return [
+            "0 = FINISH: the whole task is done; ends the episode",
+            *_MOTION_LINES,
+            f"6 = TARGET_FOUND: {found_text}",
+        ]
+    if protocol == "legacy":
+        return [
+            f"0 = TARGET_FOUND: {found_text}",
+            *_MOTION_LINES,
+            "9 = FINISH: the whole task is done; ends the episode",
+        ]
+    return [
+        f"0 or 6 = TARGET_FOUND: {found_text}",
+        *_MOTION_LINES,
+        "9 = FINISH: the whole task is done; ends the episode",
+    ]
+
+
+def build_task_prompt(
+    goal_text: str,
+    goal_type: str,
+    target_mode: str,
+    target_count: Optional[int] = None,
+    max_steps: Optional[int] = None,
+    protocol: str = "goat",
+) -> str:
+    """The full task text for one episode (identical at every step of it)."""
+    parts = [
+        _INTRO,
+        goal_sentence(goal_text, goal_type),
+        mode_sentence(target_mode, target_count),
+    ]
+    if max_steps:
+        parts.append(f"You have at most {int(max_steps)} actions.")
+    parts.append("Actions (answer with the number):")
+    text = "\n".join(parts) + "\n" + "\n".join(f"  {line}" for line in action_lines(target_mode, protocol))
+    return text

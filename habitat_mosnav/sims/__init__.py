@@ -1,0 +1,13 @@
+"""CPU simulator backend ``MosNavMeshSim-v0`` (mesh navigability, fast-marching
+geodesics, sliding motion, moderngl rendering). Importing registers it with habitat."""
+from habitat_mosnav.sims.mosnav_sim import MosNavMeshSim, clear_scene_cache, get_scene
+from habitat_mosnav.sims.pathfinder import MultiGoalShortestPath, PathFinder, ShortestPath
+
+__all__ = [
+    "MosNavMeshSim",
+    "ShortestPath",
+    "MultiGoalShortestPath",
+    "PathFinder",
+    "get_scene",
+    "clear_scene_cache",
+]

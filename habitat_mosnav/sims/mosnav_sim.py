@@ -1,0 +1,459 @@
+"""``MosNavMeshSim-v0``: a CPU simulator with habitat-sim's ``HabitatSim`` interface.
+
+Mesh from a ``.glb`` (trimesh), navigability grid + fast-marching geodesics
+(:mod:`.navgrid`), sliding motion like habitat-sim's ``allow_sliding``, and RGB / depth /
+semantic rendering with moderngl on headless EGL (:mod:`.render`). Conventions as
+habitat-sim: Y up, -Z forward, quaternions ``[x, y, z, w]`` in configs and JSON.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections import OrderedDict
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+import quaternion  # noqa: F401  (registers np.quaternion)
+from gym import spaces
+
+from habitat.core.registry import registry
+from habitat.core.simulator import AgentState, Observations, SensorSuite, Simulator
+
+from habitat_mosnav.sims.geometry import MeshData, load_mesh, load_semantic_mesh
+from habitat_mosnav.sims.navgrid import INF, AgentShape, NavGrid
+from habitat_mosnav.sims.pathfinder import PathFinder
+from habitat_mosnav.sims.sensors import SENSOR_TYPES, MosNavVisualSensor
+
+logger = logging.getLogger(__name__)
+
+_ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right", "look_up", "look_down")
+
+
+# ---------------------------------------------------------------- scene cache
+class SceneEntry:
+    """One loaded scene: meshes, navigation grids per agent shape, GL buffers (lazily)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.mesh: MeshData = load_mesh(path)
+        self._semantic: Optional[MeshData] = None
+        self._semantic_loaded = False
+        self.grids: Dict[tuple, NavGrid] = {}
+        self.gl: Dict[str, Any] = {}  # renderer-owned buffers
+        self.lock = threading.Lock()
+
+    @property
+    def semantic(self) -> Optional[MeshData]:
+        if not self._semantic_loaded:
+            self._semantic = load_semantic_mesh(self.path)
+            self._semantic_loaded = True
+        return self._semantic
+
+    def navgrid(self, agent: AgentShape, cell: float, navmesh: str = "") -> NavGrid:
+        key = agent.key() + (round(cell, 5), navmesh)
+        with self.lock:
+            grid = self.grids.get(key)
+            if grid is None:
+                grid = NavGrid(self.mesh.triangles, agent, cell)
+                self.grids[key] = grid
+            return grid
+
+
+_SCENES: "OrderedDict[str, SceneEntry]" = OrderedDict()
+_SCENES_LOCK = threading.Lock()
+
+
+def get_scene(path: str, cache_size: int = 4) -> SceneEntry:
+    """LRU cache of scenes by absolute path, shared by all simulators of the process."""
+    key = os.path.abspath(path)
+    with _SCENES_LOCK:
+        entry = _SCENES.get(key)
+        if entry is not None:
+            _SCENES.move_to_end(key)
+            return entry
+    entry = SceneEntry(key)
+    with _SCENES_LOCK:
+        _SCENES[key] = entry
+        while len(_SCENES) > max(1, cache_size):
+            _, old = _SCENES.popitem(last=False)
+            try:
+                from habitat_mosnav.sims import render
+
+                render.release_scene(old)
+            except Exception:  # noqa: BLE001
+                pass
+    return entry
+
+
+def clear_scene_cache() -> None:
+    with _SCENES_LOCK:
+        _SCENES.clear()
+
+
+# ------------------------------------------------------------------- helpers
+def _quat_from_coeffs(rot) -> "np.quaternion":
+    """[x, y, z, w] list/array or np.quaternion -> normalised np.quaternion."""
+    if isinstance(rot, np.quaternion):
+        q = rot
+    else:
+        r = np.asarray(rot, dtype=np.float64).reshape(-1)
+        if r.shape != (4,):
+            raise ValueError(f"rotation must be [x, y, z, w], got {rot!r}")
+        q = np.quaternion(r[3], r[0], r[1], r[2])
+    n = q.norm()
+    if not n > 0:
+        raise ValueError(f"rotation must be a non-zero quaternion, got {rot!r}")
+    return q / math.sqrt(n) if abs(n - 1.0) > 1e-9 else q
+
+
+def _quat_axis(angle_rad: float, axis) -> "np.quaternion":
+    s = math.sin(angle_rad / 2)
+    return np.quaternion(math.cos(angle_rad / 2), axis[0] * s, axis[1] * s, axis[2] * s)
+
+
+def _rotmat(q: "np.quaternion") -> np.ndarray:
+    return quaternion.as_rotation_matrix(q)
+
+
+class _AgentView:
+    """What habitat-lab reads through ``sim.get_agent(0)``: ``.state`` / ``get_state()``."""
+
+    def __init__(self, sim: "MosNavMeshSim") -> None:
+        self._sim = sim
+
+    @property
+    def state(self) -> AgentState:
+        return self._sim.get_agent_state()
+
+    def get_state(self) -> AgentState:
+        return self._sim.get_agent_state()
+
+    def set_state(self, state, reset_sensors: bool = True, **_kwargs) -> None:
+        self._sim.set_agent_state(state.position, state.rotation, reset_sensors=reset_sensors)
+
+    @property
+    def sensors(self) -> Dict[str, Any]:
+        return dict(self._sim.sensor_suite.sensors)
+
+
+@registry.register_simulator(name="MosNavMeshSim-v0")
+class MosNavMeshSim(Simulator):
+    """CPU simulator over a mesh; see the module docstring and docs/DESIGN.md."""
+
+    def __init__(self, config) -> None:
+        super().__init__()
+        self.habitat_config = config
+        self._opts = config.get("mosnav_mesh", None) if hasattr(config, "get") else None
+        agent_cfg = self._agent_config(config)
+        sensors = []
+        for key, scfg in agent_cfg.sim_sensors.items():
+            cls = SENSOR_TYPES.get(scfg.type)
+            if cls is None:
+                raise ValueError(
+                    f"MosNavMeshSim-v0: habitat.simulator.agents.main_agent.sim_sensors.{key}.type "
+                    f"= {scfg.type!r} is not supported (supported: {sorted(SENSOR_TYPES)})"
+                )
+            sensors.append(cls(scfg))
+        self._sensor_suite = SensorSuite(sensors)
+        self._visual = [s for s in sensors if isinstance(s, MosNavVisualSensor)]
+        self._render_enabled = bool(self._opt("render", True))
+        self._renderer = None
+        self._warned_no_render = False
+        if self._visual and self._render_enabled:
+            from habitat_mosnav.sims import render
+
+            self._renderer = render.get_renderer()  # fails with a clear one-line error
+        self._action_space = spaces.Discrete(len(_ACTION_NAMES))
+        self._prev_sim_obs: Dict[str, Any] = {"collided": False}
+        self._pathfinder = PathFinder()
+        self._scene: Optional[SceneEntry] = None
+        self._grid: Optional[NavGrid] = None
+        self._current_scene: Optional[str] = None
+        self._pos = np.zeros(3, np.float32)
+        self._rot = np.quaternion(1, 0, 0, 0)
+        self._tilt = 0.0
+        self._initial_state: Optional[tuple] = None
+        self._rng = np.random.default_rng(int(config.seed) if config.get("seed") is not None else 0)
+        self._closed = False
+        self.reconfigure(config)
+
+    # ----------------------------------------------------------- config
+    def _opt(self, name: str, default):
+        if self._opts is None:
+            return default
+        val = self._opts.get(name, default) if hasattr(self._opts, "get") else getattr(self._opts, name, default)
+        return default if val is None else val
+
+    @staticmethod
+    def _agent_config(config):
+        order = config.get("agents_order", None)
+        agents = config.agents
+        try:
+            if order:
+                return agents[order[config.get("default_agent_id", 0) or 0]]
+        except Exception:  # noqa: BLE001 - MISSING agents_order
+            pass
+        if "main_agent" in agents:
+            return agents["main_agent"]
+        if len(agents) == 0:
+            raise ValueError("MosNavMeshSim-v0: habitat.simulator.agents is empty")
+        return next(iter(agents.values()))
+
+    def _agent_shape(self, agent_cfg) -> AgentShape:
+        return AgentShape(
+            height=float(agent_cfg.height),
+            radius=float(agent_cfg.radius),
+            max_climb=float(agent_cfg.max_climb),
+            max_slope=float(agent_cfg.max_slope),
+        )
+
+    # ------------------------------------------------------- properties
+    @property
+    def sensor_suite(self) -> SensorSuite:
+        return self._sensor_suite
+
+    @property
+    def action_space(self):
+        return self._action_space
+
+    @property
+    def pathfinder(self) -> PathFinder:
+        return self._pathfinder
+
+    @property
+    def navgrid(self) -> NavGrid:
+        return self._pathfinder.grid
+
+    @property
+    def scene_entry(self) -> Optional[SceneEntry]:
+        return self._scene
+
+    @property
+    def up_vector(self) -> np.ndarray:
+        return np.array([0.0, 1.0, 0.0])
+
+    @property
+    def forward_vector(self) -> np.ndarray:
+        return -np.array([0.0, 0.0, 1.0])
+
+    @property
+    def previous_step_collided(self) -> bool:
+        return bool(self._prev_sim_obs.get("collided", False))
+
+    @property
+    def camera_tilt(self) -> float:
+        """Current camera pitch in degrees (+ up)."""
+        return self._tilt
+
+    @property
+    def agents(self) -> List[_AgentView]:
+        return [_AgentView(self)]
+
+    def get_agent(self, agent_id: int = 0) -> _AgentView:
+        return _AgentView(self)
+
+    # ------------------------------------------------------- lifecycle
+    def reconfigure(self, config, episode=None, should_close_on_new_scene: bool = True) -> None:
+        self.habitat_config = config
+        self._opts = config.get("mosnav_mesh", None) if hasattr(config, "get") else self._opts
+        scene = str(config.scene)
+        cache = int(self._opt("scene_cache_size", 4))
+        if not os.path.isfile(scene):
+            raise FileNotFoundError(f"MosNavMeshSim-v0: habitat.simulator.scene file not found: {scene}")
+        entry = get_scene(scene, cache)
+        agent_cfg = self._agent_config(config)
+        grid = entry.navgrid(self._agent_shape(agent_cfg), float(self._opt("cell_size", 0.05)),
+                             str(self._opt("navmesh", "")))
+        grid.field_cache_size = int(self._opt("distance_field_cache_size", 256))
+        new_scene = entry is not self._scene
+        self._scene = entry
+        self._grid = grid
+        self._pathfinder.set_grid(grid)
+        self._current_scene = scene
+        if agent_cfg.get("is_set_start_state", False):
+            self.set_agent_state([float(v) for v in agent_cfg.start_position],
+                                 [float(v) for v in agent_cfg.start_rotation])
+            self._initial_state = (self._pos.copy(), self._rot)
+        elif new_scene or self._initial_state is None:
+            pos = self._pathfinder.get_random_navigable_point()
+            if not np.all(np.isfinite(pos)):
+                pos = np.zeros(3, np.float32)
+            self.set_agent_state(pos, [0.0, 0.0, 0.0, 1.0])
+            self._initial_state = (self._pos.copy(), self._rot)
+
+    def reset(self) -> Observations:
+        agent_cfg = self._agent_config(self.habitat_config)
+        if agent_cfg.get("is_set_start_state", False):
+            self.set_agent_state([float(v) for v in agent_cfg.start_position],
+                                 [float(v) for v in agent_cfg.start_rotation])
+        elif self._initial_state is not None:
+            self.set_agent_state(self._initial_state[0], self._initial_state[1])
+        self._prev_sim_obs = {"collided": False}
+        return self._observations()
+
+    def seed(self, seed: int) -> None:
+        self._rng = np.random.default_rng(int(seed))
+        self._pathfinder.seed(int(seed))
+
+    def close(self, destroy: bool = True) -> None:
+        self._closed = True
+
+    def step_physics(self, dt: float = 1.0 / 60.0) -> None:
+        """No dynamics in this backend."""
+        return None
+
+    # ---------------------------------------------------------- motion
+    def _forward_xz(self) -> np.ndarray:
+        f = _rotmat(self._rot) @ np.array([0.0, 0.0, -1.0])
+        v = np.array([f[0], f[2]])
+        n = float(np.hypot(*v))
+        return v / n if n > 1e-9 else np.array([0.0, -1.0])
+
+    def _move_forward(self, amount: float) -> bool:
+        f = self._forward_xz()
+        start = self._pos.astype(np.float64)
+        end = start + np.array([f[0], 0.0, f[1]]) * amount
+        new = self._grid.try_step(start, end, sliding=True)
+        moved = math.hypot(float(new[0]) - start[0], float(new[2]) - start[2])
+        self._pos = np.asarray(new, dtype=np.float32)
+        return moved + 1e-5 < abs(amount)
+
+    def _turn(self, degrees: float) -> None:
+        self._rot = self._rot * _quat_axis(math.radians(degrees), (0.0, 1.0, 0.0))
+        self._rot = self._rot / math.sqrt(self._rot.norm())
+
+    def tilt_camera(self, degrees: float) -> None:
+        """Pitch every camera by ``degrees`` (+ up), clamped to ±90° (the look actions)."""
+        self._tilt = float(min(90.0, max(-90.0, self._tilt + float(degrees))))
+
+    def _action_name(self, action) -> Optional[str]:
+        if isinstance(action, str):
+            return action
+        if isinstance(action, dict) and "action" in action:
+            return self._action_name(action["action"])
+        try:
+            a = int(action)
+        except (TypeError, ValueError):
+            raise ValueError(f"MosNavMeshSim-v0.step: cannot read action {action!r}") from None
+        # habitat's default ids are fixed: stop 0, move_forward 1, ..., look_down 5
+        return _ACTION_NAMES[a] if 0 <= a < len(_ACTION_NAMES) else None
+
+    def step(self, action, *args, **kwargs) -> Observations:
+        collided = False
+        if action is not None:
+            name = self._action_name(action)
+            cfg = self.habitat_config
+            if name == "move_forward":
+                collided = self._move_forward(float(cfg.forward_step_size))
+            elif name == "turn_left":
+                self._turn(float(cfg.turn_angle))
+            elif name == "turn_right":
+                self._turn(-float(cfg.turn_angle))
+            elif name == "look_up":
+                self.tilt_camera(float(self._opt("tilt_angle", 30.0)))
+            elif name == "look_down":
+                self.tilt_camera(-float(self._opt("tilt_angle", 30.0)))
+        self._prev_sim_obs = {"collided": collided}
+        return self._observations()
+
+    # ----------------------------------------------------------- state
+    def get_agent_state(self, agent_id: int = 0) -> AgentState:
+        return AgentState(position=self._pos.copy(), rotation=self._rot)
+
+    def set_agent_state(self, position, rotation, agent_id: int = 0,
+                        reset_sensors: bool = True) -> bool:
+        pos = np.asarray(position, dtype=np.float32).reshape(-1)
+        if pos.shape != (3,) or not np.all(np.isfinite(pos)):
+            raise ValueError(f"MosNavMeshSim-v0.set_agent_state: position must be 3 finite numbers, got {position!r}")
+        self._pos = pos.copy()
+        self._rot = _quat_from_coeffs(rotation)
+        if reset_sensors:
+            self._tilt = 0.0
+        return True
+
+    def get_observations_at(self, position=None, rotation=None,
+                            keep_agent_at_new_pose: bool = False) -> Optional[Observations]:
+        saved = (self._pos.copy(), self._rot, self._tilt)
+        if position is not None and rotation is not None:
+            self.set_agent_state(position, rotation, reset_sensors=False)
+        self._prev_sim_obs = {"collided": False}
+        obs = self._observations()
+        if not keep_agent_at_new_pose:
+            self._pos, self._rot, self._tilt = saved
+        return obs
+
+    # ---------------------------------------------------------- queries
+    def geodesic_distance(self, position_a, position_b, episode=None) -> float:
+        """Min over ``position_b`` (a point or a list) of the geodesic distance; inf if none.
+
+        Unlike HabitatSim, ``episode`` is not used as a cache key: fields are cached per
+        goal set, so per-target and remaining-target queries are always correct.
+        """
+        b = np.asarray(position_b, dtype=np.float64)
+        if b.size == 0:
+            return INF
+        return float(self._grid.geodesic_distance(position_a, b.reshape(-1, 3)))
+
+    def get_straight_shortest_path_points(self, position_a, position_b):
+        from habitat_mosnav.sims.pathfinder import ShortestPath
+
+        path = ShortestPath()
+        path.requested_start = np.asarray(position_a, np.float32)
+        path.requested_end = np.asarray(position_b, np.float32)
+        self._pathfinder.find_path(path)
+        return path.points
+
+    def sample_navigable_point(self) -> List[float]:
+        return [float(v) for v in self._pathfinder.get_random_navigable_point()]
+
+    def is_navigable(self, point: Sequence[float]) -> bool:
+        return self._pathfinder.is_navigable(point)
+
+    def island_radius(self, position: Sequence[float]) -> float:
+        return self._pathfinder.island_radius(position)
+
+    def distance_to_closest_obstacle(self, position, max_search_radius: float = 2.0) -> float:
+        return self._pathfinder.distance_to_closest_obstacle(position, max_search_radius)
+
+    def semantic_annotations(self):
+        return None
+
+    # ---------------------------------------------------------- sensors
+    def sensor_poses(self) -> Dict[str, tuple]:
+        """uuid -> (camera position (3,), camera rotation matrix (3, 3)) in world frame."""
+        ra = _rotmat(self._rot)
+        tilt = _rotmat(_quat_axis(math.radians(self._tilt), (1.0, 0.0, 0.0)))
+        out = {}
+        for s in self._visual:
+            cfg = s.config
+            ox, oy, oz = (float(v) for v in cfg.orientation)
+            rs = (_rotmat(_quat_axis(oz, (0, 0, 1))) @ _rotmat(_quat_axis(oy, (0, 1, 0)))
+                  @ _rotmat(_quat_axis(ox, (1, 0, 0))))
+            pos = self._pos.astype(np.float64) + ra @ np.asarray(cfg.position, np.float64)
+            out[s.uuid] = (pos, ra @ rs @ tilt)
+        return out
+
+    def _observations(self) -> Observations:
+        sim_obs: Dict[str, Any] = dict(self._prev_sim_obs)
+        if self._visual:
+            if self._renderer is not None:
+                sim_obs.update(self._renderer.render(self._scene, self._visual, self.sensor_poses()))
+            else:
+                if not self._warned_no_render:
+                    logger.warning("MosNavMeshSim-v0: mosnav_mesh.render=False, visual sensors return zeros")
+                    self._warned_no_render = True
+                for s in self._visual:
+                    h, w = int(s.config.height), int(s.config.width)
+                    shape = {"rgb": (h, w, 3), "depth": (h, w), "semantic": (h, w)}[s.kind]
+                    dtype = {"rgb": np.uint8, "depth": np.float32, "semantic": np.int32}[s.kind]
+                    sim_obs[s.uuid] = np.zeros(shape, dtype)
+        return self._sensor_suite.get_observations(sim_obs)
+
+    def render(self, mode: str = "rgb") -> Any:
+        obs = self._observations()
+        out = obs.get(mode)
+        if out is None:
+            raise ValueError(f"MosNavMeshSim-v0.render: sensor {mode!r} is not active")
+        return out

@@ -1,0 +1,275 @@
+"""RGB / depth / semantic rendering with moderngl on a headless EGL context.
+
+One GL context per process, shared by every simulator instance (Mesa's llvmpipe on a CPU
+machine, the GPU driver where there is one). RGB uses the mesh's vertex colours with
+simple two-sided lighting; depth is planar (camera z) in metres, as habitat-sim; semantic
+draws ``<id>.semantic.glb`` with each vertex's object id (0 where nothing is annotated).
+"""
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+EGL_HINT = (
+    "install the EGL/Mesa system libraries (Debian/Ubuntu: apt-get install libegl1 "
+    "libegl-mesa0 libgl1-mesa-dri), or set habitat.simulator.mosnav_mesh.render=False "
+    "and use no visual sensors"
+)
+
+_VS_COLOR = """
+#version 330
+uniform mat4 mvp;
+uniform mat4 view;
+in vec3 in_pos;
+in vec3 in_nrm;
+in vec4 in_col;
+out vec4 v_col;
+out vec3 v_nrm;
+out float v_depth;
+void main() {
+    gl_Position = mvp * vec4(in_pos, 1.0);
+    v_col = in_col;
+    v_nrm = in_nrm;
+    v_depth = -(view * vec4(in_pos, 1.0)).z;
+}
+"""
+
+_FS_COLOR = """
+#version 330
+in vec4 v_col;
+in vec3 v_nrm;
+in float v_depth;
+layout(location = 0) out vec4 out_col;
+layout(location = 1) out float out_depth;
+const vec3 L1 = normalize(vec3(0.35, 1.0, 0.25));
+const vec3 L2 = normalize(vec3(-0.5, 0.3, -0.8));
+void main() {
+    vec3 n = normalize(v_nrm);
+    float shade = 0.45 + 0.4 * abs(dot(n, L1)) + 0.15 * abs(dot(n, L2));
+    out_col = vec4(clamp(v_col.rgb * shade, 0.0, 1.0), 1.0);
+    out_depth = v_depth;
+}
+"""
+
+_VS_SEM = """
+#version 330
+uniform mat4 mvp;
+in vec3 in_pos;
+in float in_id;
+flat out float v_id;
+void main() {
+    gl_Position = mvp * vec4(in_pos, 1.0);
+    v_id = in_id;
+}
+"""
+
+_FS_SEM = """
+#version 330
+flat in float v_id;
+layout(location = 0) out float out_id;
+void main() { out_id = v_id; }
+"""
+
+
+class RenderError(RuntimeError):
+    pass
+
+
+def _perspective(hfov_deg: float, width: int, height: int, near: float, far: float) -> np.ndarray:
+    tx = math.tan(math.radians(hfov_deg) / 2.0)
+    ty = tx * height / width
+    m = np.zeros((4, 4))
+    m[0, 0] = 1.0 / tx
+    m[1, 1] = 1.0 / ty
+    m[2, 2] = -(far + near) / (far - near)
+    m[2, 3] = -2.0 * far * near / (far - near)
+    m[3, 2] = -1.0
+    return m
+
+
+def _view(pos: np.ndarray, rot: np.ndarray) -> np.ndarray:
+    v = np.eye(4)
+    v[:3, :3] = rot.T
+    v[:3, 3] = -rot.T @ pos
+    return v
+
+
+def _expand(mesh, with_ids: bool) -> np.ndarray:
+    """Unindexed interleaved vertex data: flat face normals keep box edges crisp."""
+    tris = mesh.vertices[mesh.faces]  # (F, 3, 3)
+    pos = tris.reshape(-1, 3).astype(np.float32)
+    if with_ids:
+        ids = mesh.ids[mesh.faces].reshape(-1, 1).astype(np.float32)
+        return np.concatenate([pos, ids], axis=1)
+    n = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
+    n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
+    nrm = np.repeat(n, 3, axis=0).astype(np.float32)
+    col = mesh.colors[mesh.faces].reshape(-1, 4).astype(np.float32) / 255.0
+    return np.concatenate([pos, nrm, col], axis=1).astype(np.float32)
+
+
+class Renderer:
+    """Owns the process's GL context, programs and framebuffers."""
+
+    near = 0.01
+    far = 100.0
+
+    def __init__(self) -> None:
+        try:
+            import moderngl
+        except Exception as exc:  # noqa: BLE001
+            raise RenderError(f"MosNavMeshSim-v0 rendering needs moderngl ({exc}); pip install moderngl") from None
+        try:
+            self.ctx = moderngl.create_context(standalone=True, backend="egl")
+        except Exception as exc:  # noqa: BLE001
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise RenderError(f"MosNavMeshSim-v0: no headless EGL OpenGL context ({msg}); {EGL_HINT}") from None
+        self.moderngl = moderngl
+        self.lock = threading.RLock()
+        ctx = self.ctx
+        self.prog_color = ctx.program(vertex_shader=_VS_COLOR, fragment_shader=_FS_COLOR)
+        self.prog_sem = ctx.program(vertex_shader=_VS_SEM, fragment_shader=_FS_SEM)
+        self._fbos: Dict[Tuple[int, int, str], Any] = {}
+        self.info = dict(ctx.info)
+
+    # -------------------------------------------------------------- scenes
+    def _scene_buffers(self, entry) -> Dict[str, Any]:
+        gl = entry.gl
+        if gl.get("ctx") is self.ctx:
+            return gl
+        gl.clear()
+        gl["ctx"] = self.ctx
+        data = _expand(entry.mesh, with_ids=False)
+        vbo = self.ctx.buffer(data.tobytes())
+        gl["color"] = self.ctx.vertex_array(
+            self.prog_color, [(vbo, "3f 3f 4f", "in_pos", "in_nrm", "in_col")])
+        gl["color_vbo"] = vbo
+        sem = entry.semantic
+        if sem is not None and sem.ids is not None and len(sem.faces):
+            sdata = _expand(sem, with_ids=True)
+            svbo = self.ctx.buffer(sdata.tobytes())
+            gl["sem"] = self.ctx.vertex_array(self.prog_sem, [(svbo, "3f 1f", "in_pos", "in_id")])
+            gl["sem_vbo"] = svbo
+        else:
+            gl["sem"] = None
+        return gl
+
+    def release(self, entry) -> None:
+        gl = entry.gl
+        if gl.get("ctx") is not self.ctx:
+            return
+        with self.lock:
+            for key in ("color", "color_vbo", "sem", "sem_vbo"):
+                obj = gl.get(key)
+                if obj is not None:
+                    try:
+                        obj.release()
+                    except Exception:  # noqa: BLE001
+                        pass
+            gl.clear()
+
+    def _fbo(self, w: int, h: int, kind: str):
+        key = (w, h, kind)
+        fbo = self._fbos.get(key)
+        if fbo is None:
+            ctx = self.ctx
+            depth = ctx.depth_renderbuffer((w, h))
+            if kind == "color":
+                att = [ctx.renderbuffer((w, h), 4, dtype="f1"), ctx.renderbuffer((w, h), 1, dtype="f4")]
+            else:
+                att = [ctx.renderbuffer((w, h), 1, dtype="f4")]
+            fbo = ctx.framebuffer(color_attachments=att, depth_attachment=depth)
+            self._fbos[key] = fbo
+        return fbo
+
+    # -------------------------------------------------------------- render
+    def render(self, entry, sensors: Sequence[Any], poses: Dict[str, tuple]) -> Dict[str, np.ndarray]:
+        """Render every visual sensor; returns uuid -> raw image (rgb HxWx3 u8, depth HxW
+        float32 metres, semantic HxW int32)."""
+        out: Dict[str, np.ndarray] = {}
+        with self.lock:
+            gl = self._scene_buffers(entry)
+            ctx = self.ctx
+            ctx.enable(self.moderngl.DEPTH_TEST)
+            ctx.disable(self.moderngl.CULL_FACE)
+            # sensors sharing a camera (the usual RGB + depth pair) share one pass
+            groups: Dict[tuple, List[Any]] = {}
+            for s in sensors:
+                w, h = int(s.config.width), int(s.config.height)
+                pos, rot = poses[s.uuid]
+                cam = "sem" if s.kind == "semantic" else "color"
+                key = (cam, w, h, float(s.config.hfov), np.round(pos, 6).tobytes(), np.round(rot, 6).tobytes())
+                groups.setdefault(key, []).append(s)
+            for (cam, w, h, hfov, _, _), group in groups.items():
+                pos, rot = poses[group[0].uuid]
+                view = _view(np.asarray(pos, np.float64), np.asarray(rot, np.float64))
+                mvp = _perspective(hfov, w, h, self.near, self.far) @ view
+                if cam == "sem":
+                    if gl["sem"] is None:
+                        for s in group:
+                            out[s.uuid] = np.zeros((h, w), np.int32)
+                        continue
+                    fbo = self._fbo(w, h, "sem")
+                    fbo.use()
+                    fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+                    self.prog_sem["mvp"].write(mvp.T.astype("f4").tobytes())
+                    gl["sem"].render()
+                    ids = np.frombuffer(fbo.read(components=1, attachment=0, dtype="f4"), np.float32)
+                    img = np.rint(ids.reshape(h, w)[::-1]).astype(np.int32)
+                    for s in group:
+                        out[s.uuid] = img
+                    continue
+                fbo = self._fbo(w, h, "color")
+                fbo.use()
+                fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+                self.prog_color["mvp"].write(mvp.T.astype("f4").tobytes())
+                self.prog_color["view"].write(view.T.astype("f4").tobytes())
+                gl["color"].render()
+                need_rgb = any(s.kind == "rgb" for s in group)
+                need_depth = any(s.kind == "depth" for s in group)
+                rgb = depth = None
+                if need_rgb:
+                    buf = np.frombuffer(fbo.read(components=4, attachment=0), np.uint8)
+                    rgb = np.ascontiguousarray(buf.reshape(h, w, 4)[::-1, :, :3])
+                if need_depth:
+                    buf = np.frombuffer(fbo.read(components=1, attachment=1, dtype="f4"), np.float32)
+                    depth = np.ascontiguousarray(buf.reshape(h, w)[::-1])
+                for s in group:
+                    out[s.uuid] = rgb if s.kind == "rgb" else depth
+        return out
+
+
+_RENDERER: Optional[Renderer] = None
+_RENDERER_ERR: Optional[str] = None
+_LOCK = threading.Lock()
+
+
+def get_renderer() -> Renderer:
+    """The process-wide renderer; raises :class:`RenderError` (one line) without EGL."""
+    global _RENDERER, _RENDERER_ERR
+    with _LOCK:
+        if _RENDERER is None:
+            if _RENDERER_ERR is not None:
+                raise RenderError(_RENDERER_ERR)
+            try:
+                _RENDERER = Renderer()
+            except RenderError as exc:
+                _RENDERER_ERR = str(exc)
+                raise
+        return _RENDERER
+
+
+def egl_available() -> bool:
+    try:
+        get_renderer()
+        return True
+    except RenderError:
+        return False
+
+
+def release_scene(entry) -> None:
+    if _RENDERER is not None:
+        _RENDERER.release(entry)

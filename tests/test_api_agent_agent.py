@@ -1,0 +1,226 @@
+"""APIAgent end to end against a scripted local chat server (no simulator)."""
+import argparse
+import base64
+import io
+import json
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+try:
+    from chat_server import ChatServer, Reply
+except ImportError:  # tests/ imported as a package
+    from tests.chat_server import ChatServer, Reply
+
+from habitat_mosnav.agents.api import APIAgent, APIUnavailableError, UnparseableReplyError
+from habitat_mosnav.api import Observation
+
+KEY = "sk-secret-KEY-do-not-log-4242"
+
+
+def make_obs(step=0, rgb=None, depth=True, prompt="Find two brown chairs. Send 6 at each, 0 when done."):
+    rgb = rgb if rgb is not None else np.random.default_rng(step).integers(0, 256, (24, 32, 3), dtype=np.uint8)
+    return Observation(
+        rgb=rgb, depth=np.full((24, 32, 1), 2.0, np.float32) if depth else None,
+        goal_text="brown chairs", goal_embedding=None, goal_image=None, goal_type="description",
+        subtask_type="description", target_mode="many", target_count=2, episode_id="q1-many-0",
+        scene_id="SCENE", step_count=step, gps=np.zeros(2, np.float32), compass=0.0, max_steps=50,
+        task_prompt=prompt, previous_action=None, extras={"episode_key": "val::SCENE::q1-many-0"},
+    )
+
+
+@pytest.fixture
+def server():
+    with ChatServer() as s:
+        yield s
+
+
+def make_agent(server, **kw):
+    kw.setdefault("backoff", 0.01)
+    kw.setdefault("timeout", 5.0)
+    agent = APIAgent("test-model", server.api_base, KEY, **kw)
+    agent.reset()
+    return agent
+
+
+def _image(url):
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
+
+
+def test_request_carries_prompt_goal_image_and_settings(server):
+    server.script("ACTION: 3")
+    agent = make_agent(server, temperature=0.2, max_tokens=77, extra_body={"top_p": 0.5})
+    obs = make_obs()
+    assert agent.act(obs) == 3
+    (req,) = server.chat_requests()
+    body = req.json
+    assert body["model"] == "test-model" and body["temperature"] == 0.2
+    assert body["max_tokens"] == 77 and body["top_p"] == 0.5
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    user = req.texts()[1]
+    assert "Find two brown chairs." in user and "ACTION: <number>" in user
+    assert "no depth image" in user
+    (url,) = req.image_urls()  # RGB only: --send-depth is off
+    assert url.startswith("data:image/png;base64,")
+    assert np.array_equal(_image(url), obs.rgb)
+
+
+def test_send_depth_adds_a_second_image(server):
+    agent = make_agent(server, send_depth=True)
+    agent.act(make_obs())
+    urls = server.chat_requests()[0].image_urls()
+    assert len(urls) == 2 and _image(urls[1]).shape == (24, 32, 3)
+    assert "depth view" in server.chat_requests()[0].texts()[1]
+
+
+def test_depth_in_metres_is_not_mistaken_for_normalised(server):
+    agent = make_agent(server, send_depth=True, max_depth=10.0)
+    obs = make_obs()
+    close_wall = np.full((24, 32), 0.5, np.float32)  # 0.5 m everywhere, as the rollout sends it
+    agent.act(Observation(**{**obs.__dict__, "depth": close_wall,
+                             "extras": {"episode_key": "k", "depth_units": "metres"}}))
+    pixel = _image(server.chat_requests()[0].image_urls()[1])[0, 0].astype(int)
+    assert pixel[0] > 200 and pixel[1] > 180  # yellow-ish = near, not the teal of 0.5 "normalised"
+
+
+def test_history_is_bounded_to_the_last_n_actions(server):
+    server.script(*[f"ACTION: {a}" for a in (1, 2, 3, 1, 2, 3)])
+    agent = make_agent(server, history_length=3)
+    actions = [agent.act(make_obs(step=k)) for k in range(6)]
+    assert actions == [1, 2, 3, 1, 2, 3]
+    last = server.chat_requests()[-1].texts()[1]
+    assert "- step 2:" not in last
+    assert "- step 3: 3 TURN_RIGHT\n- step 4: 1 MOVE_FORWARD\n- step 5: 2 TURN_LEFT" in last
+    agent.reset()  # a new episode starts with no history
+    agent.act(make_obs())
+    assert "Previous actions: none" in server.chat_requests()[-1].texts()[1]
+
+
+def test_unparseable_reply_is_reasked_then_defaulted_and_counted(server):
+    server.script("hmm", "still thinking", "no idea", "ACTION: 1")
+    agent = make_agent(server, on_unparseable="retry", unparseable_retries=2, default_action=5)
+    assert agent.act(make_obs()) == 5
+    stats = agent.episode_stats()
+    assert stats["unparseable_replies"] == 3 and stats["reasks"] == 2
+    assert stats["defaulted_actions"] == 1 and stats["api_calls"] == 3 and stats["api_retries"] == 0
+    reask = server.chat_requests()[1].json["messages"]
+    assert reask[-2] == {"role": "assistant", "content": "hmm"}
+    assert "could not be read as an action" in reask[-1]["content"]
+    assert agent.act(make_obs(step=1)) == 1  # the next step parses normally
+    assert "- step 1: 5 LOOK_DOWN (default, reply unparseable)" in server.chat_requests()[-1].texts()[1]
+
+
+def test_reask_that_succeeds_is_not_a_default(server):
+    server.script("I am unsure", "ACTION: 6")
+    agent = make_agent(server)
+    assert agent.act(make_obs()) == 6
+    assert agent.episode_stats()["unparseable_replies"] == 1
+    assert agent.episode_stats()["defaulted_actions"] == 0
+
+
+def test_default_policy_uses_the_default_at_once(server):
+    server.script("???", "ACTION: 1")
+    agent = make_agent(server, on_unparseable="default", default_action=2)
+    assert agent.act(make_obs()) == 2
+    assert len(server.chat_requests()) == 1
+    assert agent.episode_stats()["defaulted_actions"] == 1
+
+
+def test_error_policy_raises(server):
+    server.script("???")
+    agent = make_agent(server, on_unparseable="error")
+    with pytest.raises(UnparseableReplyError, match="no valid action"):
+        agent.act(make_obs())
+
+
+def test_stats_are_per_episode_and_count_transport_retries(server):
+    server.script(Reply.status(500), "ACTION: 1", "walk forward", "ACTION: 1")
+    agent = make_agent(server)
+    agent.act(make_obs())
+    agent.act(make_obs(step=1))  # "walk forward" names no action: re-asked
+    stats = agent.episode_stats()
+    assert (stats["api_calls"], stats["api_retries"], stats["unparseable_replies"]) == (4, 1, 1)
+    assert stats["prompt_tokens"] == 30 and stats["completion_tokens"] == 9  # 3 completions x (10, 3)
+    agent.reset()
+    assert agent.episode_stats()["api_calls"] == 0
+    assert agent.total_stats()["api_calls"] == 4
+
+
+def test_server_down_raises_unavailable_within_the_bound(server, tmp_path):
+    agent = make_agent(server, retries=2, timeout=1.0, log_path=tmp_path / "prompts.jsonl")
+    agent.act(make_obs())
+    server.stop()
+    t0 = time.monotonic()
+    with pytest.raises(APIUnavailableError, match="unavailable after 3 attempt"):
+        agent.act(make_obs(step=1))
+    assert time.monotonic() - t0 < 2.0
+    assert agent.episode_stats()["api_calls"] == 4
+    lines = [json.loads(x) for x in (tmp_path / "prompts.jsonl").read_text().splitlines()]
+    assert lines[-1]["error"]["type"] == "APIUnavailableError" and lines[-1]["action"] is None
+
+
+def test_prompt_log_has_one_line_per_step_and_never_the_key_or_pixels(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("MOSNAV_TEST_KEY", KEY)
+    args = argparse.Namespace(api_base=server.api_base, model="m", api_key_env="MOSNAV_TEST_KEY",
+                              env_file=str(tmp_path / "none.env"), api_backoff=0.01, send_depth=True,
+                              log_prompt_images=True)
+    agent = APIAgent.from_args(args)
+    assert agent.client.has_key
+    log = tmp_path / "out" / "prompts.jsonl"
+    agent.set_log_path(log)
+    server.script("ACTION: 2", "nonsense", "ACTION: 6")
+    agent.reset()
+    assert [agent.act(make_obs(step=0)), agent.act(make_obs(step=1))] == [2, 6]
+    assert server.chat_requests()[0].headers["Authorization"] == f"Bearer {KEY}"
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert len(lines) == 2
+    first, second = lines
+    assert first["step"] == 1 and first["reply"] == "ACTION: 2" and first["action"] == 2
+    assert first["episode_key"] == "val::SCENE::q1-many-0"
+    assert "Find two brown chairs." in first["messages"][1]["content"][0]["text"]
+    assert [a["reply"] for a in second["attempts"]] == ["nonsense", "ACTION: 6"]
+    sent = server.chat_requests()[0].image_urls()[0]
+    assert first["images"][0]["sha256"] == __import__("hashlib").sha256(
+        base64.b64decode(sent.split(",", 1)[1])).hexdigest()
+    saved = log.parent / first["images"][0]["path"]
+    assert np.array_equal(np.asarray(Image.open(saved)), _image(sent))
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) == 5  # the log + 2 steps x (rgb, depth)
+    for path in files:
+        data = path.read_bytes()
+        assert KEY.encode() not in data, path
+    assert "base64" not in log.read_text()
+
+
+def test_cli_flags_parse_without_clashes(tmp_path, monkeypatch):
+    parser = argparse.ArgumentParser()
+    for flag in ("--agent", "--seed", "--max-steps", "--log-prompts", "--out", "--limit", "--config"):
+        parser.add_argument(flag)
+    APIAgent.add_arguments(parser)
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=from-dotenv\nOPENAI_BASE_URL=http://127.0.0.1:1/v1\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    args = parser.parse_args(["--agent", "api", "--model", "m", "--default-action", "turn_right",
+                              "--history-length", "2", "--api-timeout", "7", "--on-unparseable", "default",
+                              "--api-extra-body", '{"top_k": 5}', "--image-size", "0"])
+    agent = APIAgent.from_args(args)
+    assert agent.client.url == "http://127.0.0.1:1/v1/chat/completions"  # from .env
+    assert agent.client.has_key and "from-dotenv" not in repr(agent)
+    assert (agent.default_action, agent.history_length, agent.client.timeout) == (3, 2, 7.0)
+    assert agent.on_unparseable == "default" and agent.extra_body == {"top_k": 5}
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--default-action", "7"])
+    with pytest.raises(ValueError, match="--model"):
+        APIAgent.from_args(parser.parse_args([]))
+    with pytest.raises(ValueError, match="--api-extra-body"):
+        APIAgent.from_args(parser.parse_args(["--model", "m", "--api-extra-body", "{bad"]))
+
+
+def test_legacy_call_signature(server):
+    server.script("ACTION: 4")
+    agent = make_agent(server)
+    assert agent.act(rgb=make_obs().rgb, depth=None, prompt="Find a sink.") == 4
+    assert "Find a sink." in server.chat_requests()[0].texts()[1]
