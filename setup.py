@@ -1,11 +1,62 @@
 """habitat_mosnav: multi-object visual navigation (MOS/MOC) as a native Habitat-Lab plugin."""
+import os
+
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+# A start-up hook so that `import habitat` works without habitat-sim even before
+# `import habitat_mosnav` (see habitat_mosnav/_compat.py). Installed into site-packages.
+PTH_NAME = "habitat_mosnav_compat.pth"
+PTH_LINE = "import _habitat_mosnav_pth\n"
+
+
+class BuildPyWithPth(build_py):
+    """Regular wheels: put the .pth file at the root of site-packages."""
+
+    def run(self):
+        super().run()
+        with open(os.path.join(self.build_lib, PTH_NAME), "w") as f:
+            f.write(PTH_LINE)
+
+    def get_outputs(self, include_bytecode=1):
+        return super().get_outputs(include_bytecode) + [os.path.join(self.build_lib, PTH_NAME)]
+
+
+CMDCLASS = {"build_py": BuildPyWithPth}
+
+try:  # Editable installs (PEP 660) build their own wheel: add the .pth there too.
+    from setuptools.command.editable_wheel import editable_wheel
+
+    class _StrategyWithPth:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __enter__(self):
+            self.inner.__enter__()
+            return self
+
+        def __exit__(self, *exc):
+            return self.inner.__exit__(*exc)
+
+        def __call__(self, wheel, files, mapping):
+            self.inner(wheel, files, mapping)
+            wheel.writestr(PTH_NAME, PTH_LINE)
+
+    class EditableWheelWithPth(editable_wheel):
+        def _select_strategy(self, *args, **kwargs):
+            return _StrategyWithPth(super()._select_strategy(*args, **kwargs))
+
+    CMDCLASS["editable_wheel"] = EditableWheelWithPth
+except ImportError:  # old setuptools: `pip install .` still ships the hook
+    pass
 
 setup(
     name="habitat_mosnav",
     version="0.1.0",
     description="Multi-object visual navigation benchmark (MOS/MOC) as a Habitat-Lab plugin",
     packages=find_packages(include=["habitat_mosnav", "habitat_mosnav.*"]),
+    py_modules=["_habitat_mosnav_pth"],
+    cmdclass=CMDCLASS,
     include_package_data=True,
     package_data={"habitat_mosnav": ["config/**/*.yaml", "data/**/*"]},
     python_requires=">=3.9",

@@ -5,6 +5,11 @@ chains run unguarded at import time and die on ``magnum``/``habitat_sim``. When 
 when) habitat-sim is not importable, :func:`install` pre-seeds ``sys.modules`` with small
 placeholder modules for exactly those chains. Everything else in habitat-lab stays real.
 
+The package installs a one-line ``habitat_mosnav_compat.pth`` into site-packages that calls
+:func:`install_import_hook` at interpreter start-up: a meta-path hook that runs
+:func:`install` the first time ``habitat`` or ``habitat_baselines`` is imported, so even
+``import habitat, habitat_mosnav`` (habitat first) works. It costs nothing otherwise.
+
 Placeholder attributes are classes that raise an ImportError naming habitat-sim as soon as
 anything instantiates or calls them, so nothing fails silently. Two attributes are used at
 import time and therefore get working no-ops: ``_try_register_rearrange_task`` (called by
@@ -13,6 +18,7 @@ import time and therefore get working no-ops: ``_try_register_rearrange_task`` (
 """
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import sys
 import types
@@ -115,3 +121,23 @@ def install(force: bool = False) -> bool:
 
 def is_placeholder(module: types.ModuleType) -> bool:
     return bool(getattr(module, "__dict__", {}).get("__mosnav_placeholder__", False))
+
+
+class _ImportHook(importlib.abc.MetaPathFinder):
+    """Seeds the placeholders just before the first ``import habitat`` (then removes itself)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in ("habitat", "habitat_baselines"):
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            install()
+        return None
+
+
+def install_import_hook() -> None:
+    """Called from the ``.pth`` file; idempotent; no effect once habitat is imported."""
+    if "habitat" in sys.modules:
+        install()
+        return
+    if not any(isinstance(f, _ImportHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _ImportHook())

@@ -47,9 +47,9 @@ def _int_at_least(minimum: int, name: str):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} expects an integer, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expects an integer, got {text!r}") from None
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {value}")
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
         return value
 
     return parse
@@ -60,9 +60,9 @@ def _float_positive(name: str, allow_zero: bool = False):
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} expects a number, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expects a number, got {text!r}") from None
         if not (value > 0 or (allow_zero and value == 0)):
-            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {text}")
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
         return value
 
     return parse
@@ -73,14 +73,14 @@ def _target_modes(text: str) -> List[str]:
     bad = [m for m in modes if m not in TARGET_MODES]
     if bad or not modes:
         raise argparse.ArgumentTypeError(
-            f"--target-modes: unknown mode {', '.join(bad) or repr(text)}; use a comma list of "
+            f"unknown mode {', '.join(bad) or repr(text)}; use a comma list of "
             "single, any, many, all")
     return list(dict.fromkeys(modes))
 
 
 def _key_value(text: str) -> str:
     if "=" not in text or text.startswith("="):
-        raise argparse.ArgumentTypeError(f"--set expects KEY=VALUE, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expects KEY=VALUE, got {text!r}")
     return text
 
 

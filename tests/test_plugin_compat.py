@@ -87,3 +87,15 @@ def test_seeds_exactly_the_listed_modules_when_missing(tmp_path):
         print("ok")
     """, tmp_path, fake_sim=False)
     assert r.returncode == 0, r.stderr
+
+
+def test_habitat_imports_before_the_plugin_via_startup_hook():
+    # The installed habitat_mosnav_compat.pth hook seeds the placeholders on `import habitat`.
+    r = subprocess.run([sys.executable, "-c", (
+        "import sys; assert 'habitat_mosnav' not in sys.modules\n"
+        "import habitat, habitat_mosnav\n"
+        "from habitat.core.registry import registry\n"
+        "assert registry.get_task('MultiObjectNav-v1') is not None\n"
+        "print('ok')")], capture_output=True, text=True, timeout=120, cwd="/")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().endswith("ok")

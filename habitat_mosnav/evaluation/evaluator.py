@@ -30,6 +30,7 @@ from habitat_mosnav.evaluation.rollout import (
     EpisodeRun,
     ObservationBuilder,
     describe_error,
+    episode_metrics_record,
     episode_scene_name,
     error_message_of,
     error_type_of,
@@ -44,19 +45,6 @@ from habitat_mosnav.evaluation.selection import (
 from habitat_mosnav.metrics import MULTI_MODES, aggregate
 
 __all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
-
-# Habitat measure name -> SPEC §4 field, for tasks without ``mos_state`` (fallback only).
-MEASURE_TO_FIELD = {
-    "mos_targets_found": "targets_found",
-    "mos_precision": "precision",
-    "mos_recall": "recall",
-    "mos_f1": "f1",
-    "mos_success": "success",
-    "path_efficiency": "pe",
-    "target_selection_efficiency": "tse",
-    "space_coverage": "coverage",
-}
-
 
 class EvaluationSetupError(ValueError):
     """The run cannot start (bad dataset, config, output directory); a one-line message."""
@@ -95,22 +83,6 @@ class EvaluationConfig:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def episode_metrics_record(env) -> Dict[str, Any]:
-    """The scalar metrics of the current episode for a record: every SPEC §4 field from the
-    task's own state (``task.mos_state.metrics()``), then every other scalar habitat measure
-    under its own name (a §4 name is never overwritten). NaN/inf become null."""
-    measures = res.scalar_metrics(env.get_metrics())
-    state = getattr(getattr(env, "task", None), "mos_state", None)
-    if state is not None and callable(getattr(state, "metrics", None)):
-        out = res.scalar_metrics(state.metrics())
-    else:
-        out = {MEASURE_TO_FIELD.get(k, k): v for k, v in measures.items()}
-    for key, value in measures.items():
-        if key not in out and MEASURE_TO_FIELD.get(key) not in out:
-            out[key] = value
-    return out
 
 
 def _episode_summary(episode, max_steps: int) -> Dict[str, Any]:

@@ -27,6 +27,7 @@ from habitat_mosnav.prompts import build_task_prompt
 __all__ = [
     "EpisodeRun",
     "ObservationBuilder",
+    "episode_metrics_record",
     "agent_pose",
     "episode_scene_name",
     "quat_xyzw",
@@ -255,11 +256,11 @@ def _call_agent(where: str, fn, *args):
         raise AgentError(where, exc) from exc
 
 
-def _events_of(env, metrics: Mapping[str, Any]) -> List[Dict[str, Any]]:
+def _events_of(env) -> List[Dict[str, Any]]:
     state = getattr(getattr(env, "task", None), "mos_state", None)
     events = getattr(state, "events", None)
     if events is None:
-        events = metrics.get("mos_report_events") or []
+        events = env.get_metrics().get("mos_report_events") or []
     return [dict(ev) for ev in events]
 
 
@@ -275,8 +276,40 @@ def _ended_by(env, steps_taken: int, max_steps: int) -> str:
     return str(ended) if ended else "max_steps"
 
 
+# Habitat measure name -> SPEC §4 field, for tasks without ``mos_state`` (fallback only).
+MEASURE_TO_FIELD = {
+    "mos_targets_found": "targets_found",
+    "mos_precision": "precision",
+    "mos_recall": "recall",
+    "mos_f1": "f1",
+    "mos_success": "success",
+    "path_efficiency": "pe",
+    "target_selection_efficiency": "tse",
+    "space_coverage": "coverage",
+}
+
+
+def episode_metrics_record(env) -> Dict[str, Any]:
+    """The scalar metrics of the current episode for a record: every SPEC §4 field from the
+    task's own state (``task.mos_state.metrics()``, the same definition the measures use),
+    then every other scalar habitat measure under its own name (never overwriting a §4
+    field). NaN/inf become None; lists and images are left out."""
+    from habitat_mosnav.evaluation.results import scalar_metrics
+
+    measures = scalar_metrics(env.get_metrics())
+    state = getattr(getattr(env, "task", None), "mos_state", None)
+    if state is not None and callable(getattr(state, "metrics", None)):
+        out = scalar_metrics(state.metrics())
+    else:
+        out = {MEASURE_TO_FIELD.get(k, k): v for k, v in measures.items()}
+    for key, value in measures.items():
+        if key not in out and MEASURE_TO_FIELD.get(key) not in out:
+            out[key] = value
+    return out
+
+
 def _snapshot_metrics(env) -> Dict[str, Any]:
-    return dict(env.get_metrics())
+    return episode_metrics_record(env)
 
 
 def run_episode(
@@ -337,7 +370,7 @@ def run_episode(
                 on_step({"obs": obs, "observation": observation, "action": step.agent_action,
                          "step": run.steps_taken, "pose": pose, "episode": episode})
         run.metrics = _snapshot_metrics(env)
-        run.report_events = _events_of(env, run.metrics)
+        run.report_events = _events_of(env)
         run.terminated_by = _ended_by(env, run.steps_taken, builder.max_steps)
         run.final_agent_state = pose
     except KeyboardInterrupt:

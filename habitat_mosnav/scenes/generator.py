@@ -48,7 +48,7 @@ class SceneInfo:
     num_triangles: int
 
 
-@dataclass
+@dataclass(eq=False)
 class Placed:
     """One object in the world: its parts (local frame), pose and metadata."""
 
@@ -296,17 +296,15 @@ class RoomFurnisher:
             size = _normalise(item.parts)
             ox, s = slots[k]
             if ox == "end":
-                local = np.array([s * (tw / 2 + size[2] / 2 - 0.05), 0.0, 0.0])
+                local = np.array([s * (tw / 2 + size[2] / 2 + 0.04), 0.0, 0.0])
                 face = np.array([-s, 0.0, 0.0])
             else:
-                local = np.array([ox, 0.0, s * (td / 2 + size[2] / 2 - 0.05)])
+                local = np.array([ox, 0.0, s * (td / 2 + size[2] / 2 + 0.04)])
                 face = np.array([0.0, 0.0, -s])
             wp = R @ local
             wf = R @ face
             yaw = float(np.arctan2(wf[0], wf[2]))
             pos = (float(center[0] + wp[0]), 0.0, float(center[1] + wp[2]))
-            # chairs may tuck slightly under the table top
-            p = self._try(item, size, [(yaw, pos, None, 0.0)], parent=None, obstacle=True) if False else None
             lo, hi = self._world_box(size, yaw, pos)
             if self._inside(lo, hi) and not self._overlaps(lo, hi, ignore=(table,)) and self._navigable_ok((lo, hi)):
                 p = Placed(item.category, self.room.region_id, item.parts, yaw, pos, lo, hi, item.color,
@@ -389,6 +387,8 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
             tv = build("tv", mount="stand" if chance() < 0.6 else "wall")
             if tv.mount == "floor":
                 stand = build("cabinet", kind="sideboard")
+                if stand.style["w"] < tv.style["w"] + 0.1:  # the tv must fit on its stand
+                    stand = build("cabinet", style=dict(stand.style, w=round(tv.style["w"] + 0.1, 2)))
                 cab = f.opposite(stand, sofa) if sofa is not None else f.wall(stand)
                 if cab is not None:
                     f.on(tv, cab)
@@ -428,7 +428,10 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
         if bed is not None:
             ns = build("cabinet", kind="nightstand")
             a = f.beside(ns, bed, which=(-1,))
-            b = f.beside(build("cabinet", kind="nightstand", style=dict(ns.style)), bed, which=(1,))
+            ns2 = build("cabinet", kind="nightstand", style=dict(ns.style))
+            b = f.beside(ns2, bed, which=(1,))
+            if a is None or b is None:  # no room at the bed's head: somewhere near it
+                b = f.wall(ns2 if b is None else ns, sides=[bed.side], near_u=bed.u)
             for stand in (a, b):
                 if stand is not None and chance() < 0.6:
                     f.on(build("lamp", kind="table"), stand)
@@ -436,7 +439,7 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
         if chance() < 0.5:
             desk = f.wall(build("desk"))
             if desk is not None:
-                f.front_of(build("chair"), desk, gap=-0.15, face_parent=True)
+                f.front_of(build("chair"), desk, gap=0.05, face_parent=True)
         elif chance() < 0.5:
             f.wall(build("chair"))
         if chance() < 0.4:
@@ -447,7 +450,7 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
     elif name == "office":
         desk = f.wall(build("desk"))
         if desk is not None:
-            f.front_of(build("chair"), desk, gap=-0.15, face_parent=True)
+            f.front_of(build("chair"), desk, gap=0.05, face_parent=True)
         sh = build("shelf")
         f.wall(sh)
         if chance() < 0.6:
@@ -461,10 +464,13 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
         tub = f.wall(build("bathtub"), corner=True) if room.area > 6.5 and chance() < 0.8 else None
         f.wall(build("toilet"))
         sink = f.wall(build("sink"))
-        if tub is not None:
-            f.front_of(build("bath mat"), tub, gap=0.03)
-        elif sink is not None:
-            f.front_of(build("bath mat"), sink, gap=0.1)
+        mat = build("bath mat")
+        placed_mat = None
+        for anchor in (tub, sink):
+            if anchor is not None and placed_mat is None:
+                placed_mat = f.front_of(mat, anchor, gap=0.08)
+        if placed_mat is None:
+            f.free(mat, margin=0.1)
         towel = build("towel")
         f.wall(towel, gap=0.0)
         for _ in range(_n(rng, 0, 2)):
@@ -498,7 +504,7 @@ def _structure(room: Room, doors: List[Door], plan: FloorPlan, rng) -> List[Plac
     out = []
     tiled = room.name in ("kitchen", "bathroom")
     fl_col = (_TILE_FLOOR if tiled else _WOOD_FLOOR)[int(rng.integers(3))]
-    floor = box_from_bounds((room.x0, -0.05, room.z0), (room.x1, 0.0, room.z1), fl_col, "tile" if tiled else "wood")
+    floor = box_from_bounds((room.x0, -0.05, room.z0), (room.x1, 0.0, room.z1), fl_col, "floor_tile" if tiled else "floor_wood")
     ceil = box_from_bounds((room.x0, WALL_HEIGHT, room.z0), (room.x1, WALL_HEIGHT + 0.05, room.z1), (0.95, 0.95, 0.94), "paint")
     out.append(Placed("floor", room.region_id, [floor]))
     out.append(Placed("ceiling", room.region_id, [ceil]))
