@@ -22,7 +22,7 @@ import importlib.abc
 import importlib.util
 import sys
 import types
-from typing import Callable, Dict
+from typing import Callable, Dict, List
 
 _HINT = (
     "requires habitat-sim, which is not installed (install it with conda: "
@@ -123,21 +123,67 @@ def is_placeholder(module: types.ModuleType) -> bool:
     return bool(getattr(module, "__dict__", {}).get("__mosnav_placeholder__", False))
 
 
+_AFTER_HABITAT: List[Callable[[], None]] = []
+
+
+class _LoaderThenCallbacks(importlib.abc.Loader):
+    """Wraps habitat's own loader: execute ``habitat/__init__``, then run the callbacks."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module):
+        self.inner.exec_module(module)
+        while _AFTER_HABITAT:
+            _AFTER_HABITAT.pop(0)()
+
+
 class _ImportHook(importlib.abc.MetaPathFinder):
-    """Seeds the placeholders just before the first ``import habitat`` (then removes itself)."""
+    """On the first ``import habitat`` (or ``habitat_baselines``): seed the placeholders,
+    and arrange for :func:`call_after_habitat_import` callbacks to run once habitat's
+    ``__init__`` has finished. Removes itself after that."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname in ("habitat", "habitat_baselines"):
-            if self in sys.meta_path:
-                sys.meta_path.remove(self)
-            install()
+        if fullname not in ("habitat", "habitat_baselines"):
+            return None
+        install()
+        if fullname != "habitat":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        if not _AFTER_HABITAT:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find else None
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _LoaderThenCallbacks(spec.loader)
+                return spec
         return None
 
 
 def install_import_hook() -> None:
-    """Called from the ``.pth`` file; idempotent; no effect once habitat is imported."""
+    """Called from the ``.pth`` file and by ``habitat_mosnav``; idempotent."""
     if "habitat" in sys.modules:
         install()
         return
     if not any(isinstance(f, _ImportHook) for f in sys.meta_path):
         sys.meta_path.insert(0, _ImportHook())
+
+
+def call_after_habitat_import(callback: Callable[[], None]) -> None:
+    """Run ``callback`` now if habitat is imported, else right after ``import habitat``.
+
+    ``import habitat_mosnav`` registers the plugin this way, so that modules which need no
+    habitat (metrics, result files, scene generator, agent API) import without habitat
+    or torch, while any code that touches habitat's registry finds everything registered.
+    """
+    if "habitat" in sys.modules:
+        callback()
+        return
+    _AFTER_HABITAT.append(callback)
+    install_import_hook()

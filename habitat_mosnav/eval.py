@@ -79,8 +79,10 @@ def _target_modes(text: str) -> List[str]:
 
 
 def _key_value(text: str) -> str:
+    if text.startswith("~") and len(text) > 1:
+        return text  # Hydra deletion: ~KEY
     if "=" not in text or text.startswith("="):
-        raise argparse.ArgumentTypeError(f"expects KEY=VALUE, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expects KEY=VALUE (or ~KEY to delete), got {text!r}")
     return text
 
 
@@ -90,7 +92,6 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
         add_help=add_help,
         description="Evaluate an agent on the multi-object navigation benchmark (MOS/MOC) "
                     "through habitat.Env, writing per-episode JSONL records and summary.json.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     g = p.add_argument_group("task and data")
     g.add_argument("--config", default=None,
@@ -111,12 +112,13 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     g.add_argument("--max-steps", type=_int_at_least(1, "--max-steps"), default=None,
                    help="actions per episode (default: the config's max_episode_steps, 500)")
     g.add_argument("--space-coverage-samples", type=_int_at_least(0, "--space-coverage-samples"),
-                   default=200, help="navigable samples of the space oracle (0 disables OER-space)")
+                   default=200, help="navigable samples of the space oracle; 0 disables OER-space (default: 200)")
     g.add_argument("--space-coverage-radius", type=_float_positive("--space-coverage-radius"),
-                   default=1.5, help="metres within which the agent explores a sample")
+                   default=1.5, help="metres within which the agent explores a sample (default: 1.5)")
     g.add_argument("--set", dest="overrides", action="append", type=_key_value, default=[],
                    metavar="KEY=VALUE",
-                   help="habitat config override, repeatable (e.g. habitat.simulator.turn_angle=15)")
+                   help="habitat config override (Hydra syntax), repeatable: KEY=VALUE, +KEY=VALUE "
+                        "or ~KEY (e.g. habitat.simulator.turn_angle=15)")
     g.add_argument("--print-config", action="store_true",
                    help="print the resolved habitat config and exit")
 
@@ -126,22 +128,23 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     g.add_argument("--episode-limit", type=_int_at_least(0, "--episode-limit"), default=None,
                    help="episodes per scene (first by key); default all")
     g.add_argument("--offset", type=_int_at_least(0, "--offset"), default=0,
-                   help="skip this many episodes of the key-sorted selection")
+                   help="skip this many episodes of the key-sorted selection (default: 0)")
     g.add_argument("--num-episodes", type=_int_at_least(-1, "--num-episodes"), default=-1,
-                   help="episodes after --offset (-1 all, 0 none)")
+                   help="episodes after --offset: -1 all, 0 none (default: -1)")
     g.add_argument("--rank", type=_int_at_least(0, "--rank"), default=None,
                    help="this worker's rank (default: RANK or SLURM_PROCID, else 0)")
     g.add_argument("--world-size", type=_int_at_least(1, "--world-size"), default=None,
                    help="number of workers (default: WORLD_SIZE or SLURM_NTASKS, else 1)")
     g.add_argument("--seed", type=int, default=0,
-                   help="base seed; each episode's seed is a stable hash of (seed, key)")
+                   help="base seed; each episode's seed is a stable hash of (seed, key) (default: 0)")
 
     g = p.add_argument_group("agent")
     g.add_argument("--agent", default="random",
-                   help=f"{', '.join(AGENT_ALIASES)}, package.module:Class or path/to/file.py:Class")
+                   help=f"{', '.join(AGENT_ALIASES)}, package.module:Class or path/to/file.py:Class "
+                        "(default: random)")
     g.add_argument("--action-protocol", choices=ACTION_PROTOCOLS, default="goat",
                    help="goat: 6 claims, 0 finishes; legacy: in many/all 0 claims, 9 finishes; "
-                        "compat: 0 and 6 claim, 9 finishes")
+                        "compat: 0 and 6 claim, 9 finishes (default: goat)")
     g.add_argument("--legacy-agent-api", action="store_true",
                    help="call act(rgb=..., depth=..., prompt=...) instead of act(observation)")
 
@@ -222,9 +225,8 @@ def _parse(argv: Optional[Sequence[str]]):
     parser = build_parser()
     adder = getattr(factory, "add_arguments", None)
     if callable(adder):
-        group = parser.add_argument_group(f"options of --agent {known.agent}")
         try:
-            adder(group)
+            adder(parser)
         except argparse.ArgumentError as exc:
             raise UsageError(f"--agent {known.agent}: add_arguments failed: {exc}") from None
     args = parser.parse_args(argv)

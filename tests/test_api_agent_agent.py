@@ -224,3 +224,14 @@ def test_legacy_call_signature(server):
     agent = make_agent(server)
     assert agent.act(rgb=make_obs().rgb, depth=None, prompt="Find a sink.") == 4
     assert "Find a sink." in server.chat_requests()[0].texts()[1]
+
+
+def test_missing_key_for_a_remote_server_is_warned(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    args = argparse.Namespace(model="m", api_base="https://example.invalid/v1", api_key_env="NO_SUCH_KEY_VAR")
+    agent = APIAgent.from_args(args)
+    assert not agent.client.has_key
+    assert "no API key in $NO_SUCH_KEY_VAR" in capsys.readouterr().err
+    APIAgent.from_args(argparse.Namespace(model="m", api_base="http://127.0.0.1:1/v1", api_key_env="NO_SUCH_KEY_VAR"))
+    assert capsys.readouterr().err == ""  # a local server needs no key

@@ -99,3 +99,21 @@ def test_habitat_imports_before_the_plugin_via_startup_hook():
         "print('ok')")], capture_output=True, text=True, timeout=120, cwd="/")
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().endswith("ok")
+
+
+def test_habitat_free_parts_import_without_habitat_or_torch():
+    # Registration waits for `import habitat`; result files, metrics, scenes and the agent
+    # API must stay importable (and fast) without habitat or torch.
+    r = subprocess.run([sys.executable, "-c", (
+        "import sys, habitat_mosnav\n"
+        "import habitat_mosnav.api, habitat_mosnav.metrics, habitat_mosnav.scenes\n"
+        "import habitat_mosnav.evaluation.results, habitat_mosnav.evaluation.aggregate\n"
+        "heavy = [m for m in ('habitat', 'torch') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "import habitat\n"
+        "from habitat.core.registry import registry\n"
+        "assert registry.get_task('MultiObjectNav-v1') is not None\n"
+        "assert registry.get_measure('SPLMulti') is not None\n"
+        "print('ok')")], capture_output=True, text=True, timeout=120, cwd="/")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().endswith("ok")

@@ -21,6 +21,7 @@ import json
 import numbers
 import os
 import re
+import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 DEFAULT_API_BASE = "https://api.openai.com/v1"
+PROMPT_LOG_FILE = "prompts.jsonl"
 UNPARSEABLE_POLICIES = ("retry", "default", "error")
 
 
@@ -128,9 +130,9 @@ class APIAgent:
             raise ValueError(f"--on-unparseable: expected one of {UNPARSEABLE_POLICIES}, got {on_unparseable!r}")
         if int(default_action) not in VALID_ACTION_IDS:
             raise ValueError(f"--default-action: {default_action} is not an action id {sorted(VALID_ACTION_IDS)}")
-        if history_length < 0 or unparseable_retries < 0 or max_tokens <= 0 or image_size < 0:
-            raise ValueError("--history-length, --unparseable-retries and --image-size must be >= 0, "
-                             "--max-tokens > 0")
+        if history_length < 0 or unparseable_retries < 0 or max_tokens <= 0 or image_size < 0 or max_depth <= 0:
+            raise ValueError("--history-length, --unparseable-retries and --image-size must be >= 0; "
+                             "--max-tokens and --depth-max > 0")
         self.model = model
         self.client = ChatClient(api_base, api_key, timeout=timeout, retries=retries, backoff=backoff)
         self.temperature = float(temperature)
@@ -234,7 +236,7 @@ class APIAgent:
         default_action = get("default_action", 2)
         if isinstance(default_action, str):
             default_action = _action_choice(default_action)
-        return cls(
+        agent = cls(
             model=get("model"),
             api_base=api_base,
             api_key=api_key,
@@ -256,12 +258,42 @@ class APIAgent:
             system_prompt=system_prompt,
             log_images=get("log_prompt_images", False),
         )
+        if api_key is None and not agent.client.is_loopback:
+            print(f"mosnav-eval: warning: no API key in ${env_var} or {env_file or '.env'}; "
+                  f"sending requests to {agent.client.url} without one", file=sys.stderr)
+        agent.set_log_path(cls._log_path_from_args(args))
+        return agent
+
+    @staticmethod
+    def _log_path_from_args(args: Any) -> Optional[Path]:
+        """``--log-prompts``: a path as given, or ``True`` -> ``<output-dir>/rank_XXXXX/prompts.jsonl``
+        (beside the records). The CLI may also call :meth:`set_log_path` itself."""
+        flag = getattr(args, "log_prompts", None)
+        if not flag:
+            return None
+        if isinstance(flag, (str, os.PathLike)):
+            return Path(flag)
+        out = getattr(args, "output_dir", None)
+        if not out:
+            print("mosnav-eval: --log-prompts: the API agent's prompt log needs --output-dir; not written",
+                  file=sys.stderr)
+            return None
+        rank = getattr(args, "rank", None)
+        if rank is None:
+            from habitat_mosnav.evaluation.selection import launcher_rank_world
+
+            try:
+                rank = launcher_rank_world()[0]
+            except ValueError:
+                rank = 0
+        return Path(out) / f"rank_{int(rank):05d}" / PROMPT_LOG_FILE
 
     def set_log_path(self, path: Union[str, Path, None]) -> None:
-        """Append one JSON line per step (prompt, image references, reply, action) to ``path``."""
+        """Append one JSON line per step (prompt, image references, reply, action) to ``path``.
+
+        Nothing is created until the first step, so an output directory stays empty until
+        the run has started writing records."""
         self.log_path = Path(path) if path else None
-        if self.log_path is not None:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
 
     # ------------------------------------------------------------------ agent API
     def reset(self) -> None:
@@ -409,6 +441,7 @@ class APIAgent:
             "defaulted": defaulted,
             "error": None if error is None else {"type": type(error).__name__, "message": str(error)},
         }
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
 

@@ -198,6 +198,11 @@ class ChatClient:
     def has_key(self) -> bool:
         return self._key is not None
 
+    @property
+    def is_loopback(self) -> bool:
+        """The server runs on this machine (no proxy, and usually no key needed)."""
+        return _is_loopback(self.url)
+
     def max_wait_s(self) -> float:
         """Upper bound of the seconds one :meth:`complete` call can take (approximately)."""
         waits = sum(min(self.max_backoff, self.backoff * 2 ** k) * 1.1 for k in range(self.retries))

@@ -74,7 +74,9 @@ class OracleAgent:
         self._last_pos: Optional[np.ndarray] = None
         self._last_action: Optional[int] = None
         self._stuck = 0
-        self._turn_bias = 0
+        self._escape_turns = 0
+        self._escape_side: Optional[int] = None
+        self._queue: List[int] = []
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -141,10 +143,17 @@ class OracleAgent:
         desired = math.atan2(-d[0], -d[2])
         diff = _wrap(desired - _yaw(rotation))
         turn = math.radians(float(self._turn_angle_deg()))
-        if self._stuck >= 2:
-            # Blocked while moving forward: leave the wall by one turn toward the path side.
+        if self._stuck >= 1:
+            # A forward step did not move us (a corner the quantised heading cannot clear):
+            # turn one step toward the path side and commit to a forward step; while still
+            # blocked, keep turning the same way (30 degrees more each time).
             self._stuck = 0
-            return int(Action.TURN_LEFT if diff >= 0 else Action.TURN_RIGHT)
+            self._escape_turns += 1
+            if self._escape_side is None:
+                self._escape_side = 1 if diff >= 0 else -1
+            turn_action = Action.TURN_LEFT if self._escape_side > 0 else Action.TURN_RIGHT
+            self._queue = [int(Action.MOVE_FORWARD)]
+            return int(turn_action)
         if abs(diff) > turn / 2 + 1e-6:
             return int(Action.TURN_LEFT if diff > 0 else Action.TURN_RIGHT)
         return int(Action.MOVE_FORWARD)
@@ -170,7 +179,14 @@ class OracleAgent:
         pos = np.asarray(agent_state.position, dtype=np.float64)
         if self._last_action == int(Action.MOVE_FORWARD) and self._last_pos is not None:
             moved = float(np.linalg.norm(pos - self._last_pos))
-            self._stuck = self._stuck + 1 if moved < 0.02 else 0
+            if moved < 0.05:
+                self._stuck += 1
+                self._queue = []
+            else:
+                self._stuck = 0
+                if not self._queue:  # escaped: the next blockage starts afresh
+                    self._escape_turns = 0
+                    self._escape_side = None
         self._last_pos = pos
 
         distances = state.target_distances()
@@ -178,6 +194,9 @@ class OracleAgent:
         # Claim whenever an unclaimed target is near (a claim never costs path length).
         if any(d <= limit for oid, d in distances.items() if oid not in claimed):
             return self._remember(int(Action.TARGET_FOUND))
+
+        if self._queue:  # finish an escape manoeuvre
+            return self._remember(self._queue.pop(0))
 
         for oid in self._plan:
             if oid in claimed or oid in self._skipped:

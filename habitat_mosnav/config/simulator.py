@@ -11,8 +11,9 @@ class MosNavMeshOptions:
     """Options of the CPU backend only; habitat-sim ignores them.
 
     ``cell_size``: navigability / fast-marching grid resolution in metres.
-    ``navmesh``: a Recast/Detour ``.navmesh`` to read instead of voxelising the mesh
-    ("" = ``<scene>.navmesh`` beside the scene when present, else voxelise).
+    ``navmesh``: a Recast/Detour ``.navmesh`` (habitat-sim's file) to read instead of
+    voxelising the mesh ("" = ``<scene>.navmesh`` beside the scene when present, else
+    voxelise; "none" = always voxelise).
     ``scene_cache_size`` / ``distance_field_cache_size``: LRU sizes (scenes per process,
     goal-set distance fields per scene).
     ``render``: build the GL renderer (False: visual sensors give zeros, no EGL needed).

@@ -82,6 +82,19 @@ def scene_files(directory: Path) -> SceneFiles:
                       navmesh, meta if meta.is_file() else None)
 
 
+def fingerprint(scene: SceneFiles) -> str:
+    """Content hash of a scene's input files: a changed scene is rebuilt, not skipped."""
+    h = hashlib.sha256()
+    for p in (scene.semantic_txt, scene.semantic_glb, scene.render_glb, scene.navmesh, scene.meta):
+        if p is None:
+            continue
+        h.update(p.name.encode())
+        with open(p, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
 def discover_scenes(root: Path, only: Optional[Sequence[str]] = None) -> List[SceneFiles]:
     """All scene directories under ``root`` (sorted by scene id); ``only`` filters by id."""
     root = Path(root)

@@ -50,6 +50,7 @@ class ExtractOptions:
     max_view_points: int = 8
     max_snap_offset: float = 0.15   # a ring point must itself be navigable (within this)
     max_drop: float = 2.0           # view point floor at most this far below the object
+    min_island_radius: float = 1.5  # ignore navmesh islands smaller than this (furniture tops)
     up_axis: str = "y"
 
     def params(self) -> Dict[str, Any]:
@@ -104,8 +105,9 @@ def ring_candidates(center: np.ndarray, half: np.ndarray, offsets: Sequence[floa
     return pts
 
 
-def projected_box_mask(corners: np.ndarray, cam_pos: np.ndarray, yaw: float, cam: CameraSpec) -> np.ndarray:
-    """Image mask of the (unoccluded) AABB's silhouette hull seen from the camera."""
+def projected_box_mask(corners: np.ndarray, cam_pos: np.ndarray, yaw: float, cam: CameraSpec):
+    """Image mask of the (unoccluded) AABB's silhouette hull seen from the camera, and the
+    hull's full area in pixels (larger than the mask when the object leaves the frame)."""
     import cv2
 
     right = np.array([np.cos(yaw), 0.0, -np.sin(yaw)])
@@ -115,16 +117,18 @@ def projected_box_mask(corners: np.ndarray, cam_pos: np.ndarray, yaw: float, cam
     z = d @ fwd
     mask = np.zeros((cam.height, cam.width), dtype=np.uint8)
     if np.any(z < 0.05):
-        mask[:] = 1  # the box surrounds or is behind the camera: treat the whole frame as it
-        return mask
+        # The box reaches behind the camera: far too close to judge; score it low.
+        mask[:] = 1
+        return mask, float(4 * cam.width * cam.height)
     f = (cam.width / 2.0) / np.tan(np.deg2rad(cam.hfov) / 2.0)
     u = cam.width / 2.0 + f * (d @ right) / z
     v = cam.height / 2.0 - f * (d @ up) / z
-    pts = np.stack([u, v], axis=1)
-    pts = np.clip(pts, -4 * cam.width, 5 * cam.width)
-    hull = cv2.convexHull(pts.astype(np.float32)).astype(np.int32)
-    cv2.fillConvexPoly(mask, hull, 1)
-    return mask
+    pts = np.stack([u, v], axis=1).astype(np.float32)
+    hull = cv2.convexHull(pts)
+    area = float(cv2.contourArea(hull))
+    clipped = np.clip(hull, -4 * cam.width, 5 * cam.width).round().astype(np.int32)
+    cv2.fillConvexPoly(mask, clipped, 1)
+    return mask, max(area, 1.0)
 
 
 def _corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -153,6 +157,8 @@ def view_points_of(geo: SceneGeometry, obj: SemanticObject, opts: ExtractOptions
         if key in seen_xz:
             continue
         seen_xz.add(key)
+        if geo.island_radius(q) < opts.min_island_radius:
+            continue
         yaw = yaw_facing(q, center)
         rot = yaw_to_quat(yaw)
         sem = geo.semantic(q, rot)
@@ -161,9 +167,11 @@ def view_points_of(geo: SceneGeometry, obj: SemanticObject, opts: ExtractOptions
         if pixels < opts.min_pixels:
             continue
         cam_pos = q + np.array([0.0, cam.sensor_height, 0.0])
-        box = projected_box_mask(corners, cam_pos, yaw, cam).astype(bool)
-        union = int((box | visible).sum())
-        iou = float((box & visible).sum()) / union if union else 0.0
+        box, box_area = projected_box_mask(corners, cam_pos, yaw, cam)
+        inter = float((box.astype(bool) & visible).sum())
+        # IoU of the visible pixels with the whole projected box (also the part outside the
+        # frame): high when the object is in view, unoccluded and not cut by the border.
+        iou = min(1.0, inter / (box_area + pixels - inter))
         if iou < opts.min_iou:
             continue
         found.append({"position": rounded(q), "rotation": rot, "iou": round(iou, 4), "_pixels": pixels})
@@ -188,7 +196,7 @@ def extract_goals(geo: SceneGeometry, objects: List[SemanticObject], opts: Extra
         # those on the island of the best one.
         best = vps[0]["position"]
         vps = [v for v in vps if v is vps[0] or np.isfinite(geo.geodesic(v["position"], best))]
-        nav = _navigable_position(geo, obj, best)
+        nav = _navigable_position(geo, obj, best, opts)
         for v in vps:
             v.pop("_pixels", None)
         goals.append({
@@ -206,7 +214,8 @@ def extract_goals(geo: SceneGeometry, objects: List[SemanticObject], opts: Extra
     return goals
 
 
-def _navigable_position(geo: SceneGeometry, obj: SemanticObject, best_vp: Sequence[float]) -> np.ndarray:
+def _navigable_position(geo: SceneGeometry, obj: SemanticObject, best_vp: Sequence[float],
+                        opts: ExtractOptions) -> np.ndarray:
     """The navigable point nearest the object's footprint, on its view points' island.
 
     Snapping the footprint centre can land on the wrong side of a wall or on another floor;
@@ -219,6 +228,7 @@ def _navigable_position(geo: SceneGeometry, obj: SemanticObject, best_vp: Sequen
     if q is not None:
         horiz = max(0.0, float(np.hypot(max(lo[0] - q[0], 0, q[0] - hi[0]), max(lo[2] - q[2], 0, q[2] - hi[2]))))
         if (horiz <= 1.0 and lo[1] - 2.0 <= q[1] <= lo[1] + 0.5
-                and np.isfinite(geo.geodesic(q, best))):
+                and np.isfinite(geo.geodesic(q, best))
+                and geo.island_radius(q) >= opts.min_island_radius):
             return q
     return best

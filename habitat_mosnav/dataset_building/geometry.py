@@ -70,6 +70,7 @@ def make_sim_config(scene_path: Path, backend: str = "mosnav", camera: Optional[
     cfg.scene = str(scene_path)
     cfg.agents = {"main_agent": OmegaConf.structured(agent)}
     cfg.agents_order = ["main_agent"]
+    cfg.seed = 0  # the stages seed the pathfinder themselves (habitat.seed is not in this node)
     cfg.forward_step_size = 0.25
     cfg.turn_angle = 30
     return cfg
@@ -94,6 +95,10 @@ class SceneGeometry:
         if q.shape != (3,) or not np.all(np.isfinite(q)):
             return None
         return q
+
+    def island_radius(self, p: Sequence[float]) -> float:
+        """Radius of the navmesh island under ``p`` (small: a bed top, a table top)."""
+        return float(self.pf.island_radius(np.asarray(p, dtype=np.float32)))
 
     def seed(self, seed: int) -> None:
         self.pf.seed(int(seed) % (2 ** 31))

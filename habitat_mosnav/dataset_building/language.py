@@ -33,7 +33,7 @@ PLURAL_TEMPLATES = (
 MATERIAL_ADJ = {"wood": "wooden", "wool": "woolen", "gold": "golden"}
 _IRREGULAR = {"shelf": "shelves", "bookshelf": "bookshelves", "knife": "knives",
               "leaf": "leaves", "person": "people", "foot": "feet", "mouse": "mice",
-              "tv": "TVs", "couch": "couches", "fish": "fish", "sheep": "sheep",
+              "tv": "tvs", "couch": "couches", "fish": "fish", "sheep": "sheep",
               "series": "series", "scissors": "scissors", "clothes": "clothes",
               "glasses": "glasses", "stairs": "stairs", "drawers": "drawers"}
 _ADJ_WORDS = {"round", "square", "rectangular", "oval", "tall", "short", "small", "large",
@@ -64,9 +64,34 @@ def pluralize(noun: str) -> str:
 
 
 def _is_adjective(feature: str) -> bool:
-    if " " in feature or feature.startswith("with"):
+    if feature.startswith(("with ", "on ", "in ", "without ")):
+        return False
+    if "-" in feature and " " not in feature:  # "three-seat", "wall-mounted"
+        return True
+    if " " in feature:
         return False
     return feature in _ADJ_WORDS or bool(re.search(r"(ed|ing|al|ar|ic|ful|ous|less|ish)$", feature))
+
+
+def _is_plural(phrase: str) -> bool:
+    last = phrase.split(" ")[-1]
+    return last.endswith("s") and not last.endswith(("ss", "us", "is"))
+
+
+def with_article(phrase: str) -> str:
+    return ("an " if phrase[:1].lower() in "aeiou" else "a ") + phrase
+
+
+def _feature_phrase(feature: str, plural: bool) -> str:
+    """"glass door" -> "with a glass door" / "with glass doors"; "on a stand" unchanged."""
+    if feature.startswith(("with ", "on ", "in ", "without ")):
+        return feature
+    if _is_plural(feature):
+        return f"with {feature}"
+    return f"with {pluralize(feature)}" if plural else f"with {with_article(feature)}"
+
+
+_DISPLAY = {"tv": "TV", "tvs": "TVs"}
 
 
 def noun_phrase(program: Dict[str, Any], plural: bool) -> str:
@@ -76,14 +101,20 @@ def noun_phrase(program: Dict[str, Any], plural: bool) -> str:
         {"category": cats, "color": colors, "material": materials,
          "feature": features}[c["field"]].append(c["value"])
     noun = cats[0] if cats else "object"
+    # A feature naming a kind of the category ("table lamp" of a lamp) replaces the noun.
+    for f in list(features):
+        if f != noun and f.endswith(" " + noun):
+            noun = f
+            features.remove(f)
+            break
     noun = pluralize(noun) if plural else noun
+    noun = " ".join(_DISPLAY.get(w, w) for w in noun.split(" "))
     pre = [f for f in features if _is_adjective(f)]
     post = [f for f in features if not _is_adjective(f)]
     adjs = pre + colors + [MATERIAL_ADJ.get(m, m) for m in materials]
     words = " ".join(adjs + [noun])
     if post:
-        phrases = [p if p.startswith("with ") else f"with {p}" for p in post]
-        words += " " + " and ".join(phrases)
+        words += " " + " and ".join(_feature_phrase(p, plural) for p in post)
     return words
 
 

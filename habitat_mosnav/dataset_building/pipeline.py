@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from tqdm.auto import tqdm
 
@@ -20,6 +20,7 @@ from habitat_mosnav.dataset_building.common import (
     StageReport,
     dataset_scene_ids,
     discover_scenes,
+    fingerprint,
     log,
     make_doc,
     read_doc,
@@ -81,10 +82,13 @@ class BuildConfig:
     def bar(self, total: int, desc: str):
         return tqdm(total=total, desc=desc, disable=not self.progress, leave=False, dynamic_ncols=True)
 
-    def open_geometry(self, scene: SceneFiles):
+    def open_geometry(self, scene: SceneFiles, rgb: bool = True):
+        """The scene in the simulator; ``rgb=False`` renders only the semantic sensor."""
+        from dataclasses import replace
+
         from habitat_mosnav.dataset_building.geometry import open_scene
 
-        return open_scene(scene, self.backend, self.camera, self.scene_dataset)
+        return open_scene(scene, self.backend, replace(self.camera, rgb=rgb), self.scene_dataset)
 
     def api_client(self):
         from habitat_mosnav.dataset_building.llm import ApiSettings, ChatClient
@@ -92,11 +96,17 @@ class BuildConfig:
         return ChatClient(ApiSettings.from_env(self.env_file, **self.api_overrides))
 
 
-def _per_scene(cfg: BuildConfig, stage: str, scene_ids: List[str], params: Dict[str, Any],
+def _per_scene(cfg: BuildConfig, stage: str, scene_ids: List[str],
+               params: Union[Dict[str, Any], Callable[[str], Dict[str, Any]]],
                outputs: Callable[[str], List[Path]], work: Callable[[str, Counter], Any]) -> StageReport:
-    """Run ``work`` for each scene not already done with the same params."""
+    """Run ``work`` for each scene not already done with the same params.
+
+    ``params`` is one dict for all scenes, or a function of the scene id.
+    """
     report = StageReport(stage)
+    params_of = params if callable(params) else (lambda _sid: params)
     for sid in tqdm(scene_ids, desc=stage, disable=not cfg.progress, dynamic_ncols=True):
+        params = params_of(sid)
         markers = StageMarkers(cfg.work, sid)
         if not cfg.overwrite and markers.done(stage, params) and all(p.is_file() for p in outputs(sid)):
             report.skipped.append(sid)
@@ -124,14 +134,15 @@ def run_extract(cfg: BuildConfig) -> StageReport:
     from habitat_mosnav.dataset_building.extract import extract_goals, parse_objects
 
     scenes = {s.scene_id: s for s in cfg.input_scenes()}
-    params = {"seed": cfg.seed, "backend": cfg.backend, "camera": dict(cfg.camera.__dict__),
-              "extract": cfg.extract.params()}
+    def params_of(sid: str) -> Dict[str, Any]:
+        return {"seed": cfg.seed, "backend": cfg.backend, "camera": {k: v for k, v in cfg.camera.__dict__.items() if k != "rgb"},
+                "extract": cfg.extract.params(), "input": fingerprint(scenes[sid])}
 
     def work(sid: str, counts: Counter) -> None:
         scene = scenes[sid]
         objects, c = parse_objects(scene, cfg.extract)
         counts.update(c)
-        geo = cfg.open_geometry(scene)
+        geo = cfg.open_geometry(scene, rgb=False)
         try:
             with cfg.bar(len(objects), f"extract {sid}") as bar:
                 goals = extract_goals(geo, objects, cfg.extract, counts, bar)
@@ -140,9 +151,12 @@ def run_extract(cfg: BuildConfig) -> StageReport:
         if counts.get("dropped_no_view_point"):
             log.warning("extract: %s: %d object(s) dropped without any view point", sid,
                         counts["dropped_no_view_point"])
+            if objects and counts["dropped_no_view_point"] > 0.8 * len(objects):
+                log.warning("extract: %s: most objects are never seen; if the semantic mesh is "
+                            "Z-up (not glTF's Y-up) rerun with --up-axis z", sid)
         write_json(_goals_path(cfg, sid), make_doc(sid, "goals", goals))
 
-    return _per_scene(cfg, "extract", sorted(scenes), params, lambda s: [_goals_path(cfg, s)], work)
+    return _per_scene(cfg, "extract", sorted(scenes), params_of, lambda s: [_goals_path(cfg, s)], work)
 
 
 def run_attributes(cfg: BuildConfig) -> StageReport:
@@ -154,7 +168,9 @@ def run_attributes(cfg: BuildConfig) -> StageReport:
     if missing:
         raise BuildError(f"{cfg.scenes}: scene(s) {', '.join(missing)} of {cfg.out} not found "
                          "(attributes needs the scene files: --scenes)")
-    params = {"offline": cfg.offline, "views": cfg.attribute_views}
+    def params(sid: str) -> Dict[str, Any]:
+        return {"offline": cfg.offline, "views": cfg.attribute_views,
+                "input": fingerprint(scenes[sid]) if cfg.offline else None}
     client_box: List[Any] = []
 
     def work(sid: str, counts: Counter) -> None:
@@ -175,7 +191,7 @@ def run_attributes(cfg: BuildConfig) -> StageReport:
 
 
 def run_normalize(cfg: BuildConfig) -> StageReport:
-    from habitat_mosnav.dataset_building.language import noun_phrase
+    from habitat_mosnav.dataset_building.language import with_article, noun_phrase
     from habitat_mosnav.dataset_building.normalize import normalize_goals
 
     def work(sid: str, counts: Counter) -> None:
@@ -183,7 +199,7 @@ def run_normalize(cfg: BuildConfig) -> StageReport:
         goals = normalize_goals(_load_goals(cfg, sid), dropped)
         for g in goals:
             if not g.get("caption"):
-                g["caption"] = "a " + _caption_phrase(g, noun_phrase)
+                g["caption"] = with_article(_caption_phrase(g, noun_phrase))
         counts["goals"] = len(goals)
         counts["values_dropped"] = sum(dropped.values())
         if dropped:
@@ -265,7 +281,7 @@ def run_episodes(cfg: BuildConfig) -> StageReport:
     def work(sid: str, counts: Counter) -> None:
         goals = _load_goals(cfg, sid)
         queries = read_doc(_queries_path(cfg, sid), "queries", sid)["queries"]
-        geo = cfg.open_geometry(scenes[sid])
+        geo = cfg.open_geometry(scenes[sid], rgb=False)
         try:
             with cfg.bar(len(queries), f"episodes {sid}") as bar:
                 eps = build_episodes(geo, sid, goals, queries, cfg.episodes, cfg.seed, counts, bar)

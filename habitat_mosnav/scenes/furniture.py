@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from habitat_mosnav.scenes.geometry import COLOR_RGB, Part, box, box_from_bounds, cylinder, sphere
+from habitat_mosnav.scenes.geometry import COLOR_RGB, Part, box, cylinder, sphere
 
 
 @dataclass
@@ -117,9 +117,9 @@ def build_chair(rng, room, style=None) -> Item:
 
 
 # ----------------------------------------------------------------------------- tables
-def build_table(rng, room, style=None) -> Item:
+def build_table(rng, room, style=None, kind: Optional[str] = None) -> Item:
     if style is None:
-        kind = "coffee" if room == "living room" else "dining"
+        kind = kind or ("coffee" if room == "living room" else "dining")
         mat = _pick(rng, ["wood", "glass", "marble", "metal"], [6, 2, 1, 1])
         color = {
             "wood": _pick(rng, ["brown", "white", "black"], [6, 2, 2]),
@@ -131,6 +131,10 @@ def build_table(rng, room, style=None) -> Item:
         if kind == "coffee":
             w, d = (_u(rng, 0.6, 0.8),) * 2 if rnd else (_u(rng, 0.9, 1.2), _u(rng, 0.5, 0.65))
             h = _u(rng, 0.38, 0.46)
+        elif kind == "side":
+            rnd = bool(rng.random() < 0.6)
+            w = d = _u(rng, 0.42, 0.55)
+            h = _u(rng, 0.5, 0.6)
         else:
             w, d = (_u(rng, 0.9, 1.1),) * 2 if rnd else (_u(rng, 1.2, 1.6), _u(rng, 0.8, 0.9))
             h = 0.76
@@ -158,6 +162,8 @@ def build_table(rng, room, style=None) -> Item:
         feats.append("glass top")
     if s["kind"] == "coffee":
         feats.append("low")
+    elif s["kind"] == "side":
+        feats.append("small")
     return Item("table", parts, [s["color"]], [s["mat"]], feats, s)
 
 
@@ -354,7 +360,7 @@ def build_plant(rng, room, style=None) -> Item:
 def build_tv(rng, room, style=None, mount: str = "stand") -> Item:
     if style is None:
         w = _u(rng, 0.8, 1.4)
-        style = dict(w=w, color=_pick(rng, ["black", "gray", "white"], [6, 2, 1]),
+        style = dict(w=w, color=_pick(rng, ["black", "silver", "white"], [6, 2, 1]),
                      mat=_pick(rng, ["plastic", "metal"], [2, 1]), mount=mount)
     s = style
     w = s["w"]
@@ -371,9 +377,9 @@ def build_tv(rng, room, style=None, mount: str = "stand") -> Item:
         y0 = 0.0
         feats.append("wall-mounted")
     parts.append(box((0, y0 + h / 2, -0.02), (w, h, 0.05), col, s["mat"]))
-    parts.append(box((0, y0 + h / 2, 0.006), (w - 0.04, h - 0.04, 0.004), (0.04, 0.05, 0.08), "glass"))
+    parts.append(box((0, y0 + h / 2, 0.006), (w - 0.04, h - 0.04, 0.004), (0.05, 0.06, 0.09), "plastic"))
     it = Item("tv", parts, [s["color"]], [s["mat"]], feats, s, mount="wall" if s["mount"] == "wall" else "floor")
-    s.setdefault("mount_y", 1.0)
+    s.setdefault("mount_y", 1.1)
     return it
 
 
@@ -397,7 +403,7 @@ def build_toilet(rng, room, style=None) -> Item:
 def build_sink(rng, room, style=None) -> Item:
     if style is None:
         if room == "kitchen":
-            style = dict(kind="kitchen", color=_pick(rng, ["gray", "white", "black"], [4, 1, 1]), mat="metal",
+            style = dict(kind="kitchen", color=_pick(rng, ["silver", "white", "black"], [4, 1, 1]), mat="metal",
                          cab_color=_pick(rng, ["white", "brown", "gray"]), w=_u(rng, 0.8, 1.2), double=bool(rng.random() < 0.4))
         else:
             kind = _pick(rng, ["pedestal", "vanity"])
@@ -559,7 +565,7 @@ def build_shelf(rng, room, style=None, shallow: bool = False) -> Item:
 def build_refrigerator(rng, room, style=None) -> Item:
     if style is None:
         double = bool(rng.random() < 0.3)
-        style = dict(color=_pick(rng, ["white", "gray", "black"], [3, 3, 1]), double=double,
+        style = dict(color=_pick(rng, ["white", "silver", "black"], [3, 3, 1]), double=double,
                      w=_u(rng, 0.85, 0.95) if double else _u(rng, 0.6, 0.72), h=_u(rng, 1.75, 1.9))
     s = style
     col = rgb(s["color"])
@@ -584,13 +590,13 @@ def build_refrigerator(rng, room, style=None) -> Item:
 
 def build_stove(rng, room, style=None) -> Item:
     if style is None:
-        style = dict(color=_pick(rng, ["white", "black", "gray"], [2, 2, 3]), w=_u(rng, 0.58, 0.62))
+        style = dict(color=_pick(rng, ["white", "black", "silver"], [2, 2, 3]), w=_u(rng, 0.58, 0.62))
     s = style
     col = rgb(s["color"])
     w, d, h = s["w"], 0.6, 0.88
     parts = [box((0, h / 2, 0), (w, h, d), col, "metal"),
-             box((0, h + 0.01, 0), (w - 0.02, 0.02, d - 0.02), (0.08, 0.08, 0.09), "glass"),
-             box((0, 0.42, d / 2 + 0.006), (w - 0.12, 0.4, 0.012), (0.1, 0.1, 0.12), "glass"),
+             box((0, h + 0.01, 0), (w - 0.02, 0.02, d - 0.02), (0.08, 0.08, 0.09), "plastic"),
+             box((0, 0.42, d / 2 + 0.006), (w - 0.12, 0.4, 0.012), (0.1, 0.1, 0.12), "plastic"),
              box((0, 0.7, d / 2 + 0.02), (w - 0.1, 0.025, 0.025), _STEEL, "metal")]
     for sx in (-1, 1):
         for sz in (-1, 1):
@@ -622,7 +628,7 @@ def build_stool(rng, room, style=None) -> Item:
 def build_picture(rng, room, style=None) -> Item:
     if style is None:
         large = bool(rng.random() < 0.4)
-        style = dict(color=_pick(rng, ["black", "brown", "white", "yellow"], [3, 3, 2, 1]),
+        style = dict(color=_pick(rng, ["black", "brown", "white", "gold"], [3, 3, 2, 1]),
                      mat=_pick(rng, ["wood", "metal"], [3, 1]),
                      w=_u(rng, 0.8, 1.2) if large else _u(rng, 0.4, 0.7), ratio=_u(rng, 0.6, 0.85),
                      paint=[_pick(rng, ["blue", "green", "orange", "red", "yellow", "beige", "white", "gray"]) for _ in range(3)],
@@ -638,10 +644,25 @@ def build_picture(rng, room, style=None) -> Item:
     return Item("picture", parts, [s["color"]], [s["mat"]], ["framed", "large" if w >= 0.8 else "small"], s, mount="wall")
 
 
+def build_mirror(rng, room, style=None, kind: str = "wall") -> Item:
+    """A framed mirror: ``wall`` (over a sink, mounted high) or ``tall`` (full length, near the floor)."""
+    if style is None:
+        tall = kind == "tall"
+        style = dict(kind=kind, color=_pick(rng, ["black", "white", "brown", "gold", "silver"], [3, 3, 2, 1, 1]),
+                     mat=_pick(rng, ["wood", "metal"], [1, 1]), w=_u(rng, 0.45, 0.6) if tall else _u(rng, 0.5, 0.8),
+                     h=_u(rng, 1.4, 1.6) if tall else _u(rng, 0.6, 0.85), mount_y=0.25 if tall else 1.2)
+    s = style
+    w, h = s["w"], s["h"]
+    parts = [box((0, h / 2, -0.015), (w, h, 0.03), rgb(s["color"]), s["mat"]),
+             box((0, h / 2, 0.002), (w - 0.08, h - 0.08, 0.006), (0.78, 0.86, 0.9), "glass")]
+    feats = ["framed", "full-length" if s["kind"] == "tall" else "rectangular"]
+    return Item("mirror", parts, [s["color"]], [s["mat"], "glass"], feats, s, mount="wall")
+
+
 BUILDERS: Dict[str, Callable[..., Item]] = {
     "chair": build_chair, "table": build_table, "desk": build_desk, "sofa": build_sofa, "bed": build_bed,
     "cabinet": build_cabinet, "plant": build_plant, "tv": build_tv, "toilet": build_toilet, "sink": build_sink,
     "bathtub": build_bathtub, "towel": build_towel, "bath mat": build_bath_mat, "lamp": build_lamp,
     "shelf": build_shelf, "refrigerator": build_refrigerator, "stove": build_stove, "stool": build_stool,
-    "picture": build_picture,
+    "picture": build_picture, "mirror": build_mirror,
 }

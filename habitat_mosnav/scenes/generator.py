@@ -11,7 +11,7 @@ import json
 import os
 import string
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 from scipy import ndimage
@@ -19,11 +19,11 @@ from scipy import ndimage
 from habitat_mosnav.scenes import furniture as F
 from habitat_mosnav.scenes.geometry import MeshData, Part, bake_colors, box_from_bounds, yaw_matrix
 from habitat_mosnav.scenes.layout import (
-    DOOR_HEIGHT, HALF_WALL, WALL_HEIGHT, Door, FloorPlan, Room, make_floor_plan,
+    HALF_WALL, WALL_HEIGHT, Door, FloorPlan, Room, make_floor_plan,
 )
 
 SCHEMA_VERSION = 1
-AGENT_RADIUS = 0.2  # clearance kept around furniture (agents of radius <= 0.18 pass)
+AGENT_RADIUS = 0.22  # clearance kept around furniture (agents of radius <= 0.18 pass)
 DOOR_CLEARANCE = 1.0  # metres kept free in front of a door on both sides
 NAV_RES = 0.05
 STRUCTURAL = ("wall", "floor", "ceiling")
@@ -202,6 +202,28 @@ class RoomFurnisher:
             free[np.ix_(mx, mz)] = False
         return free
 
+    def _main_component(self, free):
+        labels, n = ndimage.label(free)
+        if n == 0:
+            return None
+        if self.door_cells:
+            ids = {int(labels[i, j]) if 0 <= i < labels.shape[0] and 0 <= j < labels.shape[1] else 0
+                   for i, j in self.door_cells}
+            if 0 in ids or len(ids) != 1:
+                return None
+            return labels == ids.pop()
+        return labels == int(np.argmax(np.bincount(labels.ravel())[1:]) + 1)
+
+    def _near(self, comp, lo, hi, reach):
+        mx = (self.gx > lo[0] - reach) & (self.gx < hi[0] + reach)
+        mz = (self.gz > lo[2] - reach) & (self.gz < hi[2] + reach)
+        return bool(comp[np.ix_(mx, mz)].any())
+
+    def _visible_ok(self, lo, hi):
+        """A wall-mounted item (not an obstacle) must be approachable to within ~1 m."""
+        comp = self._main_component(self._free_grid([(p.lo, p.hi) for p in self.placed if p.obstacle]))
+        return comp is not None and self._near(comp, lo, hi, 0.9)
+
     def _navigable_ok(self, extra):
         obs = [(p.lo, p.hi) for p in self.placed if p.obstacle] + [extra]
         free = self._free_grid(obs)
@@ -219,7 +241,7 @@ class RoomFurnisher:
         comp = labels == main
         if comp.sum() < 0.85 * free.sum():
             return False
-        reach = AGENT_RADIUS + 0.35
+        reach = AGENT_RADIUS + 0.3
         for lo, hi in obs:  # every obstacle can be approached from the main free area
             mx = (self.gx > lo[0] - reach) & (self.gx < hi[0] + reach)
             mz = (self.gz > lo[2] - reach) & (self.gz < hi[2] + reach)
@@ -237,6 +259,8 @@ class RoomFurnisher:
                 continue
             is_obs = obstacle if obstacle is not None else (lo[1] < 1.0 and hi[1] > 0.05)
             if is_obs and parent is None and not self._navigable_ok((lo, hi)):
+                continue
+            if not is_obs and parent is None and not self._visible_ok(lo, hi):
                 continue
             p = Placed(item.category, self.room.region_id, item.parts, yaw, pos, lo, hi, item.color,
                        item.material, item.feature, parent, side, u, is_obs, size_local=tuple(size))
@@ -257,10 +281,11 @@ class RoomFurnisher:
         for _ in range(tries):
             yaw = float(self.rng.integers(4)) * np.pi / 2
             ext = max(size[0], size[2]) / 2 + margin
-            if self.ix1 - self.ix0 < 2 * ext or self.iz1 - self.iz0 < 2 * ext:
+            xa, xb, za, zb = self.ix0 + ext, self.ix1 - ext, self.iz0 + ext, self.iz1 - ext
+            if xb <= xa or zb <= za:
                 break
-            x = self.rng.uniform(self.ix0 + ext, self.ix1 - ext)
-            z = self.rng.uniform(self.iz0 + ext, self.iz1 - ext)
+            x = self.rng.uniform(xa, xb)
+            z = self.rng.uniform(za, zb)
             cands.append((yaw, (float(x), 0.0, float(z)), None, 0.0))
         return self._try(item, size, cands)
 
@@ -280,8 +305,8 @@ class RoomFurnisher:
         tw, _, td = table.size_local
         slots = []
         n_long = 2 if tw >= 1.25 else 1
-        for sz in (-1, 1):
-            for k in range(n_long):
+        for k in range(n_long):  # facing pairs first, so two chairs sit opposite each other
+            for sz in (-1, 1):
                 ox = (k - (n_long - 1) / 2) * (tw / n_long)
                 slots.append((ox, sz))
         slots.append(("end", -1))
@@ -383,6 +408,10 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
         sofa = f.wall(build("sofa"))
         if sofa is not None and chance() < 0.9:
             f.front_of(build("table"), sofa, gap=_u(rng, 0.35, 0.5))
+        if sofa is not None and chance() < 0.6:
+            side_table = f.beside(build("table", kind="side"), sofa, which=tuple(rng.permutation([-1, 1])))
+            if side_table is not None and chance() < 0.6:
+                f.on(build("lamp", kind="table"), side_table)
         if chance() < 0.85:
             tv = build("tv", mount="stand" if chance() < 0.6 else "wall")
             if tv.mount == "floor":
@@ -400,13 +429,17 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
             f.wall(build("chair", style=dict(arm.style)))
         if chance() < 0.6:
             f.wall(build("shelf"))
-        decorate(_n(rng, 1, 2), _n(rng, 1, 2), floor_lamp_p=0.6)
+        decorate(_n(rng, 1, 3), _n(rng, 1, 3), floor_lamp_p=0.6)
     elif name in ("kitchen", "dining room"):
         if name == "kitchen":
             f.wall(build("refrigerator"), corner=True)
             counter = f.wall(build("cabinet", kind="counter"))
-            f.wall(build("sink"), sides=[counter.side] if counter is not None else None) or f.wall(build("sink"))
-            f.wall(build("stove"), sides=[counter.side] if counter is not None else None) or f.wall(build("stove"))
+            run = counter  # sink and stove continue the counter along its wall when they fit
+            for cat in ("sink", "stove"):
+                item = build(cat)
+                placed = f.beside(item, run, which=tuple(rng.permutation([-1, 1]))) if run is not None else None
+                placed = placed or f.wall(item)
+                run = placed or run
             if chance() < 0.5:
                 f.wall(build("cabinet", kind="counter"))
         table = f.free(build("table"), margin=0.75) if (name == "dining room" or chance() < 0.75) else None
@@ -422,9 +455,12 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
             f.wall(build("cabinet", kind="sideboard"))
             decorate(_n(rng, 1, 2), _n(rng, 0, 2), floor_lamp_p=0.4)
         else:
-            decorate(_n(rng, 0, 1), 0)
+            decorate(_n(rng, 0, 2), _n(rng, 0, 1))
     elif name == "bedroom":
-        bed = f.wall(build("bed"))
+        bed_item = build("bed")
+        bed = f.wall(bed_item)
+        if bed is None and bed_item.style["double"]:
+            bed = f.wall(build("bed", style=dict(bed_item.style, double=False, w=0.95)))
         if bed is not None:
             ns = build("cabinet", kind="nightstand")
             a = f.beside(ns, bed, which=(-1,))
@@ -445,8 +481,11 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
         if chance() < 0.4:
             f.wall(build("shelf"))
         if chance() < 0.3:
-            f.wall(build("tv", mount="wall"))
-        decorate(_n(rng, 0, 1), _n(rng, 0, 1))
+            tv = build("tv", mount="wall")
+            f.opposite(tv, bed) if bed is not None else f.wall(tv)
+        if chance() < 0.4:
+            f.wall(build("mirror", kind="tall"), gap=0.0)
+        decorate(_n(rng, 0, 2), _n(rng, 0, 2))
     elif name == "office":
         desk = f.wall(build("desk"))
         if desk is not None:
@@ -464,6 +503,8 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
         tub = f.wall(build("bathtub"), corner=True) if room.area > 6.5 and chance() < 0.8 else None
         f.wall(build("toilet"))
         sink = f.wall(build("sink"))
+        if sink is not None and chance() < 0.85:
+            f.wall(build("mirror"), sides=[sink.side], near_u=sink.u, gap=0.0)
         mat = build("bath mat")
         placed_mat = None
         for anchor in (tub, sink):
@@ -484,7 +525,9 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
             f.wall(build("cabinet", kind="hall"))
         if chance() < 0.4:
             f.wall(build("shelf", shallow=True))
-        decorate(_n(rng, 0, 1), _n(rng, 1, 3))
+        if chance() < 0.3:
+            f.wall(build("mirror", kind="tall"), gap=0.0)
+        decorate(_n(rng, 0, 2), _n(rng, 1, 3))
     return f.placed
 
 

@@ -28,6 +28,8 @@ COLOR_RGB = {
     "beige": (0.85, 0.77, 0.60),
     "orange": (0.90, 0.50, 0.16),
     "pink": (0.94, 0.62, 0.70),
+    "gold": (0.83, 0.68, 0.26),
+    "silver": (0.76, 0.77, 0.80),
 }
 
 # How each material changes a colour: (ambient, diffuse, per-vertex noise, tint rgb, tint weight).

@@ -65,7 +65,11 @@ def load_mesh(path: str) -> MeshData:
     try:
         loaded = trimesh.load(path, force="scene", process=False)
     except Exception as exc:  # noqa: BLE001
-        raise SceneLoadError(f"cannot read scene mesh {path}: {type(exc).__name__}: {exc}") from None
+        try:  # e.g. HM3D's Basis-compressed textures: keep the geometry, drop materials
+            loaded = trimesh.load(path, force="scene", process=False, skip_materials=True)
+        except Exception:  # noqa: BLE001
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise SceneLoadError(f"cannot read scene mesh {path}: {type(exc).__name__}: {first}") from None
     verts, faces, cols = [], [], []
     offset = 0
     for node in loaded.graph.nodes_geometry:

@@ -51,14 +51,42 @@ class SceneEntry:
             self._semantic_loaded = True
         return self._semantic
 
+    def navmesh_path(self, option: str) -> Optional[str]:
+        """The .navmesh to use: ``option`` when set ("none" = never), else one beside the
+        scene (``x.glb`` -> ``x.navmesh``; HM3D ``x.basis.glb`` -> ``x.basis.navmesh``)."""
+        if option and option.lower() == "none":
+            return None
+        if option:
+            if not os.path.isfile(option):
+                raise FileNotFoundError(f"MosNavMeshSim-v0: habitat.simulator.mosnav_mesh.navmesh not found: {option}")
+            return option
+        stem = os.path.splitext(self.path)[0]
+        cand = stem + ".navmesh"
+        return cand if os.path.isfile(cand) else None
+
     def navgrid(self, agent: AgentShape, cell: float, navmesh: str = "") -> NavGrid:
-        key = agent.key() + (round(cell, 5), navmesh)
+        nav_path = self.navmesh_path(navmesh)
+        key = agent.key() + (round(cell, 5), nav_path or "")
         with self.lock:
             grid = self.grids.get(key)
             if grid is None:
-                grid = NavGrid(self.mesh.triangles, agent, cell)
+                grid = self._build_grid(agent, cell, nav_path, explicit=bool(navmesh))
                 self.grids[key] = grid
             return grid
+
+    def _build_grid(self, agent: AgentShape, cell: float, nav_path: Optional[str], explicit: bool) -> NavGrid:
+        name = os.path.basename(self.path)
+        if nav_path is not None:
+            from habitat_mosnav.sims.navmesh import NavMeshError, read_navmesh_triangles
+
+            try:
+                tris = read_navmesh_triangles(nav_path)
+                return NavGrid(tris, agent, cell, desc=os.path.basename(nav_path), walkable_only=True)
+            except NavMeshError as exc:
+                if explicit:
+                    raise
+                logger.warning("%s; computing navigability from the mesh instead", exc)
+        return NavGrid(self.mesh.triangles, agent, cell, desc=name)
 
 
 _SCENES: "OrderedDict[str, SceneEntry]" = OrderedDict()
@@ -158,6 +186,9 @@ class MosNavMeshSim(Simulator):
             sensors.append(cls(scfg))
         self._sensor_suite = SensorSuite(sensors)
         self._visual = [s for s in sensors if isinstance(s, MosNavVisualSensor)]
+        from habitat_mosnav.sims.render import CameraSpec
+
+        self._cams = [CameraSpec(s.uuid, s.kind, s.config) for s in self._visual]
         self._render_enabled = bool(self._opt("render", True))
         self._renderer = None
         self._warned_no_render = False
@@ -175,7 +206,9 @@ class MosNavMeshSim(Simulator):
         self._rot = np.quaternion(1, 0, 0, 0)
         self._tilt = 0.0
         self._initial_state: Optional[tuple] = None
-        self._rng = np.random.default_rng(int(config.seed) if config.get("seed") is not None else 0)
+        self._seed = int(config.seed) if config.get("seed") is not None else 0
+        self._rng = np.random.default_rng(self._seed)
+        self._pathfinder.seed(self._seed)
         self._closed = False
         self.reconfigure(config)
 
@@ -188,12 +221,12 @@ class MosNavMeshSim(Simulator):
 
     @staticmethod
     def _agent_config(config):
-        order = config.get("agents_order", None)
         agents = config.agents
         try:
-            if order:
-                return agents[order[config.get("default_agent_id", 0) or 0]]
-        except Exception:  # noqa: BLE001 - MISSING agents_order
+            order = list(config.agents_order)
+            idx = int(config.get("default_agent_id", 0) or 0)
+            return agents[order[idx]]
+        except Exception:  # noqa: BLE001 - agents_order MISSING or short: use main_agent
             pass
         if "main_agent" in agents:
             return agents["main_agent"]
@@ -272,12 +305,17 @@ class MosNavMeshSim(Simulator):
         self._grid = grid
         self._pathfinder.set_grid(grid)
         self._current_scene = scene
+        self._step_size = float(config.forward_step_size)
+        self._turn_deg = float(config.turn_angle)
+        self._tilt_deg = float(self._opt("tilt_angle", 30.0))
         if agent_cfg.get("is_set_start_state", False):
             self.set_agent_state([float(v) for v in agent_cfg.start_position],
                                  [float(v) for v in agent_cfg.start_rotation])
             self._initial_state = (self._pos.copy(), self._rot)
         elif new_scene or self._initial_state is None:
-            pos = self._pathfinder.get_random_navigable_point()
+            # like habitat-sim's initial agent placement, but on the largest island so that
+            # an agent never starts on a table top
+            pos = self._pathfinder.get_random_navigable_point(island_index=grid.largest_island)
             if not np.all(np.isfinite(pos)):
                 pos = np.zeros(3, np.float32)
             self.set_agent_state(pos, [0.0, 0.0, 0.0, 1.0])
@@ -344,17 +382,16 @@ class MosNavMeshSim(Simulator):
         collided = False
         if action is not None:
             name = self._action_name(action)
-            cfg = self.habitat_config
             if name == "move_forward":
-                collided = self._move_forward(float(cfg.forward_step_size))
+                collided = self._move_forward(self._step_size)
             elif name == "turn_left":
-                self._turn(float(cfg.turn_angle))
+                self._turn(self._turn_deg)
             elif name == "turn_right":
-                self._turn(-float(cfg.turn_angle))
+                self._turn(-self._turn_deg)
             elif name == "look_up":
-                self.tilt_camera(float(self._opt("tilt_angle", 30.0)))
+                self.tilt_camera(self._tilt_deg)
             elif name == "look_down":
-                self.tilt_camera(-float(self._opt("tilt_angle", 30.0)))
+                self.tilt_camera(-self._tilt_deg)
         self._prev_sim_obs = {"collided": collided}
         return self._observations()
 
@@ -425,27 +462,20 @@ class MosNavMeshSim(Simulator):
         """uuid -> (camera position (3,), camera rotation matrix (3, 3)) in world frame."""
         ra = _rotmat(self._rot)
         tilt = _rotmat(_quat_axis(math.radians(self._tilt), (1.0, 0.0, 0.0)))
-        out = {}
-        for s in self._visual:
-            cfg = s.config
-            ox, oy, oz = (float(v) for v in cfg.orientation)
-            rs = (_rotmat(_quat_axis(oz, (0, 0, 1))) @ _rotmat(_quat_axis(oy, (0, 1, 0)))
-                  @ _rotmat(_quat_axis(ox, (1, 0, 0))))
-            pos = self._pos.astype(np.float64) + ra @ np.asarray(cfg.position, np.float64)
-            out[s.uuid] = (pos, ra @ rs @ tilt)
-        return out
+        pos0 = self._pos.astype(np.float64)
+        return {c.uuid: (pos0 + ra @ c.position, ra @ c.rotation @ tilt) for c in self._cams}
 
     def _observations(self) -> Observations:
         sim_obs: Dict[str, Any] = dict(self._prev_sim_obs)
         if self._visual:
             if self._renderer is not None:
-                sim_obs.update(self._renderer.render(self._scene, self._visual, self.sensor_poses()))
+                sim_obs.update(self._renderer.render(self._scene, self._cams, self.sensor_poses()))
             else:
                 if not self._warned_no_render:
                     logger.warning("MosNavMeshSim-v0: mosnav_mesh.render=False, visual sensors return zeros")
                     self._warned_no_render = True
-                for s in self._visual:
-                    h, w = int(s.config.height), int(s.config.width)
+                for s in self._cams:
+                    h, w = s.height, s.width
                     shape = {"rgb": (h, w, 3), "depth": (h, w), "semantic": (h, w)}[s.kind]
                     dtype = {"rgb": np.uint8, "depth": np.float32, "semantic": np.int32}[s.kind]
                     sim_obs[s.uuid] = np.zeros(shape, dtype)

@@ -21,6 +21,8 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 INF = float("inf")
+#: slack on max_climb so that a riser of exactly max_climb (float rounding) is climbable
+CLIMB_EPS = 0.01
 
 
 @dataclass
@@ -43,7 +45,7 @@ class Layer:
     c0: int
     height: np.ndarray  # (h, w) float32, nan where no node
     nav: np.ndarray  # (h, w) bool, navigable after erosion
-    island: np.ndarray  # (h, w) int32 global island id, -1 if not navigable
+    patch: np.ndarray  # (h, w) int32 global patch id, -1 if not navigable
     clear: np.ndarray  # (h, w) float32 metres to the nearest non-navigable cell
     near_r: np.ndarray  # (h, w) int32 row of the nearest navigable cell (layer-local)
     near_c: np.ndarray
@@ -51,9 +53,11 @@ class Layer:
 
 @dataclass
 class Location:
-    """A point snapped onto the grid."""
+    """A point snapped onto the grid: its layer, patch (2D connected region of one layer)
+    and island (patches joined through seams, e.g. two floors and their stairs)."""
 
     layer: int
+    patch: int
     island: int
     x: float
     z: float
@@ -67,9 +71,9 @@ class Location:
 class DistanceField:
     """Fast-marching distances to one goal set, per island it reaches."""
 
-    # island id -> (layer index, r0, c0 (grid offsets of the crop), field (h, w) with inf off-island)
+    # patch id -> (layer index, R0, C0 (grid offsets of the crop), field (h, w), inf off-patch)
     parts: Dict[int, Tuple[int, int, int, np.ndarray]] = field(default_factory=dict)
-    goals: Dict[int, np.ndarray] = field(default_factory=dict)  # island -> (k, 2) goal xz
+    goals: Dict[int, np.ndarray] = field(default_factory=dict)  # patch -> (k, 2) goal xz
 
 
 def _lattice(n: int) -> np.ndarray:
@@ -81,7 +85,9 @@ def _lattice(n: int) -> np.ndarray:
 
 
 def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000):
-    """Points covering every triangle with at most ``spacing`` gaps; yields (points, tri_idx)."""
+    """Points covering every triangle with at most ``spacing`` gaps.
+
+    Yields (points, triangle index per point, triangles in this chunk)."""
     edges = np.stack(
         [
             np.linalg.norm(tris[:, 1] - tris[:, 0], axis=1),
@@ -98,20 +104,25 @@ def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000
         for s in range(0, len(idx), per):
             chunk = idx[s : s + per]
             pts = np.matmul(w[None], tris[chunk]).reshape(-1, 3)
-            yield pts, np.repeat(chunk, len(w))
+            yield pts, np.repeat(chunk, len(w)), len(chunk)
 
 
 class NavGrid:
     """Navigable area of one scene for one agent shape."""
 
     def __init__(self, triangles: np.ndarray, agent: AgentShape, cell: float = 0.05,
-                 progress: bool = False, drop_roofs: bool = True):
+                 progress: bool = False, drop_roofs: bool = True, desc: str = "",
+                 walkable_only: bool = False):
         tris = np.asarray(triangles, dtype=np.float32)
         if tris.ndim != 3 or tris.shape[1:] != (3, 3) or len(tris) == 0:
             raise ValueError("NavGrid needs triangles of shape (F, 3, 3)")
         self.cell = float(cell)
         self.agent = agent
         self.drop_roofs = drop_roofs
+        self.desc = desc
+        # walkable_only: the triangles are a navmesh (already the agent's walkable, eroded
+        # area): every triangle is floor, no clearance test, no erosion
+        self.walkable_only = walkable_only
         lo = tris.reshape(-1, 3).min(0)
         hi = tris.reshape(-1, 3).max(0)
         pad = 3
@@ -137,9 +148,19 @@ class NavGrid:
         ny = np.zeros(len(tris), np.float32)
         ny[ok] = nrm[ok, 1] / nlen[ok]
         walkable_tri = ny >= math.cos(math.radians(min(ag.max_slope, 89.0)))
+        if self.walkable_only:
+            walkable_tri[:] = True
 
         keys_all, y_all, keys_walk, y_walk = [], [], [], []
-        for pts, tidx in sample_surface(tris, 0.5 * cell):
+        bar = None
+        if progress or len(tris) > 200_000:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(tris), desc=f"navigability {self.desc}".strip(), unit="tri",
+                       leave=False, mininterval=1.0)
+        for pts, tidx, ntri in sample_surface(tris, 0.7 * cell):
+            if bar is not None:
+                bar.update(ntri)
             c = np.floor((pts[:, 0] - self.x0) / cell).astype(np.int64)
             r = np.floor((pts[:, 2] - self.z0) / cell).astype(np.int64)
             k = r * self.W + c
@@ -148,6 +169,8 @@ class NavGrid:
             w = walkable_tri[tidx]
             keys_walk.append(k[w])
             y_walk.append(pts[w, 1])
+        if bar is not None:
+            bar.close()
         ka = np.concatenate(keys_all)
         ya = np.concatenate(y_all).astype(np.float64)
         kw = np.concatenate(keys_walk)
@@ -163,7 +186,7 @@ class NavGrid:
         order = np.lexsort((yw, kw))
         kw, yw = kw[order], yw[order]
         brk = np.ones(len(kw), bool)
-        brk[1:] = (kw[1:] != kw[:-1]) | ((yw[1:] - yw[:-1]) > ag.max_climb)
+        brk[1:] = (kw[1:] != kw[:-1]) | ((yw[1:] - yw[:-1]) > ag.max_climb + CLIMB_EPS)
         grp = np.cumsum(brk) - 1
         last = np.r_[np.nonzero(brk)[0][1:] - 1, len(kw) - 1]
         ck = kw[last]
@@ -173,15 +196,17 @@ class NavGrid:
         # clearance: no sample in (floor + max_climb, floor + height)
         skey = np.sort(ka * span + (ya - self.ymin))
         base = ck * span + (cy - self.ymin)
-        lo_i = np.searchsorted(skey, base + ag.max_climb, side="right")
+        lo_i = np.searchsorted(skey, base + ag.max_climb + CLIMB_EPS, side="right")
         hi_i = np.searchsorted(skey, base + ag.height, side="left")
         stand = hi_i <= lo_i
+        if self.walkable_only:
+            stand[:] = True
         # covered: some geometry above the agent's head in the cell (indoors); roofs are not
         cell_end = np.searchsorted(skey, ck * span + (span - 1e-3), side="left")
         covered = (cell_end > hi_i)[stand]
         nk = ck[stand]
         ny_ = cy[stand].astype(np.float32)
-        if self.drop_roofs and covered.any():
+        if self.drop_roofs and covered.any() and not self.walkable_only:
             # islands under open sky (a roof, the top of a ceiling slab) are dropped when
             # the scene has a roofed floor; scenes without any ceiling keep everything
             self._covered = covered
@@ -191,39 +216,46 @@ class NavGrid:
             self._finish_empty()
             return
 
-        # connect 4-neighbour nodes whose heights differ by at most max_climb
+        src, dst = self._edges(nk, ny_)
         n = len(nk)
-        start = np.searchsorted(nk, nk, side="left")  # nk sorted by key already
-        rows, cols = [np.arange(n)], [np.arange(n)]
-        for off in (1, self.W):
-            nb = nk + off
-            s = np.searchsorted(nk, nb, side="left")
-            e = np.searchsorted(nk, nb, side="right")
-            for j in range(int((e - s).max(initial=0))):
-                idx = s + j
-                valid = idx < e
-                src = np.nonzero(valid)[0]
-                dst = idx[valid]
-                close = np.abs(ny_[dst] - ny_[src]) <= ag.max_climb
-                rows.append(src[close])
-                cols.append(dst[close])
-        del start
-        rr = np.concatenate(rows)
-        cc = np.concatenate(cols)
-        graph = coo_matrix((np.ones(len(rr), np.int8), (rr, cc)), shape=(n, n)).tocsr()
+        graph = coo_matrix((np.ones(len(src), np.int8), (src, dst)), shape=(n, n)).tocsr()
         ncomp, comp = connected_components(graph, directed=False)
 
         if self._covered is not None:
             frac = ndimage.mean(self._covered.astype(np.float64), comp, np.arange(ncomp))
             keep_comp = np.asarray(frac) >= 0.5
             if keep_comp.any() and not keep_comp.all():
-                keep = keep_comp[comp]
-                idx = np.nonzero(keep)[0]
+                idx = np.nonzero(keep_comp[comp])[0]
                 nk, ny_ = nk[idx], ny_[idx]
-                graph = graph[idx][:, idx]
+                src, dst = self._edges(nk, ny_)
+                n = len(nk)
+                graph = coo_matrix((np.ones(len(src), np.int8), (src, dst)), shape=(n, n)).tocsr()
                 ncomp, comp = connected_components(graph, directed=False)
         pieces = self._split_overlaps(nk, ny_, graph, comp, ncomp)
-        self._pack_layers(nk, ny_, pieces)
+        self._pack_layers(nk, ny_, pieces, src, dst)
+
+    def _edges(self, nk: np.ndarray, ny_: np.ndarray):
+        """One-directional edges (+x and +z neighbours) between nodes within max_climb."""
+        srcs, dsts = [], []
+        self._edge_dir = []
+        for d, off in enumerate((1, self.W)):
+            nb = nk + off
+            s = np.searchsorted(nk, nb, side="left")
+            e = np.searchsorted(nk, nb, side="right")
+            for j in range(int((e - s).max(initial=0))):
+                idx = s + j
+                valid = idx < e
+                sv = np.nonzero(valid)[0]
+                dv = idx[valid]
+                close = np.abs(ny_[dv] - ny_[sv]) <= self.agent.max_climb + CLIMB_EPS
+                srcs.append(sv[close])
+                dsts.append(dv[close])
+                self._edge_dir.append(np.full(int(close.sum()), d, np.int8))
+        if not srcs:
+            self._edge_dir = np.zeros(0, np.int8)
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        self._edge_dir = np.concatenate(self._edge_dir)
+        return np.concatenate(srcs), np.concatenate(dsts)
 
     def _split_overlaps(self, nk, ny_, graph, comp, ncomp) -> List[np.ndarray]:
         """Node index arrays, each covering a cell at most once (floors cut apart)."""
@@ -262,96 +294,183 @@ class NavGrid:
                     stack.append((part[o[b[i] : b[i + 1]]], depth + 1))
         return out
 
-    def _pack_layers(self, nk, ny_, pieces: List[np.ndarray]) -> None:
+    def _pack_layers(self, nk, ny_, pieces: List[np.ndarray], src, dst) -> None:
+        """Place pieces into 2D layers, erode by the radius, label patches, link seams."""
         cell = self.cell
         ag = self.agent
+        n = len(nk)
+        HW = self.H * self.W
         pieces = sorted(pieces, key=len, reverse=True)
-        occ: List[np.ndarray] = []  # per layer: piece id grid (H*W) int32, -1 empty
-        heights_flat: List[np.ndarray] = []
+        node_piece = np.empty(n, np.int64)
+        occ: List[np.ndarray] = []  # per layer: occupied cells (H*W) bool
+        piece_layer = np.empty(len(pieces), np.int64)
         for pid, nodes in enumerate(pieces):
+            node_piece[nodes] = pid
             keys = nk[nodes]
             for li, grid in enumerate(occ):
-                if (grid[keys] < 0).all():
+                if not grid[keys].any():
                     break
             else:
-                occ.append(np.full(self.H * self.W, -1, np.int32))
-                heights_flat.append(np.full(self.H * self.W, np.nan, np.float32))
+                occ.append(np.zeros(HW, bool))
                 li = len(occ) - 1
-            occ[li][keys] = pid
-            heights_flat[li][keys] = ny_[nodes]
+            occ[li][keys] = True
+            piece_layer[pid] = li
+        del occ
+        node_layer = piece_layer[node_piece]
+        # a node is interior ("core") when it has all four neighbours at a climbable step
+        d = self._edge_dir
+        flags = np.zeros((n, 4), bool)
+        flags[src[d == 0], 0] = True
+        flags[dst[d == 0], 1] = True
+        flags[src[d == 1], 2] = True
+        flags[dst[d == 1], 3] = True
+        core_node = flags.all(1)
+        seam = node_piece[src] != node_piece[dst]
+        seam_src, seam_dst = src[seam], dst[seam]
+        seam_nodes = np.unique(np.concatenate([seam_src, seam_dst]))
+        any_core = np.zeros(HW, bool)
+        any_core[nk[core_node]] = True
 
-        need = max(ag.radius / cell, 1.0)  # centre-to-blocked-centre, in cells
-        island_base = 0
-        self.island_layer: List[int] = []
-        self.island_cells: List[int] = []
-        self.island_center: List[Tuple[float, float]] = []
-        self.island_radius_m: List[float] = []
-        self.island_y: List[float] = []
-        for li, grid in enumerate(occ):
-            pidg = grid.reshape(self.H, self.W)
-            hg = heights_flat[li].reshape(self.H, self.W)
-            present = pidg >= 0
-            rows_any = np.nonzero(present.any(1))[0]
-            cols_any = np.nonzero(present.any(0))[0]
-            r0, r1 = max(rows_any[0] - 1, 0), min(rows_any[-1] + 2, self.H)
-            c0, c1 = max(cols_any[0] - 1, 0), min(cols_any[-1] + 2, self.W)
-            p = pidg[r0:r1, c0:c1]
-            hh = hg[r0:r1, c0:c1]
-            core = p >= 0
-            # cells touching a different piece (a height step) are edges as well
-            for axis in (0, 1):
-                for sh in (1, -1):
-                    q = np.roll(p, sh, axis=axis)
-                    core &= ~((q >= 0) & (q != p))
+        # EDT is measured from the first free ring around obstacles (~0.75 cell from the face)
+        need = max(ag.radius / cell - 0.5, 1.0)
+        if self.walkable_only:
+            need = 0.0
+        pad = int(math.ceil(need)) + 2
+        self.layers = []
+        patch_layer: List[int] = []
+        patch_bbox: List[Tuple[int, int, int, int]] = []
+        base = 0
+        rows_all, cols_all, patch_all, y_all = [], [], [], []
+        nrows, ncols = np.divmod(nk, self.W)
+        for li in range(int(node_layer.max()) + 1 if n else 0):
+            sel = np.nonzero(node_layer == li)[0]
+            r_, c_ = nrows[sel], ncols[sel]
+            r0, r1 = max(int(r_.min()) - pad, 0), min(int(r_.max()) + pad + 1, self.H)
+            c0, c1 = max(int(c_.min()) - pad, 0), min(int(c_.max()) + pad + 1, self.W)
+            h, w = r1 - r0, c1 - c0
+            lr, lc = r_ - r0, c_ - c0
+            height = np.full((h, w), np.nan, np.float32)
+            height[lr, lc] = ny_[sel]
+            present = np.zeros((h, w), bool)
+            present[lr, lc] = True
+            core = np.zeros((h, w), bool)
+            core[lr[core_node[sel]], lc[core_node[sel]]] = True
+            here = seam_nodes[node_layer[seam_nodes] == li]
+            if len(here):
+                # across a seam (a floor cut from the stairs above it) the free space goes
+                # on in another layer: do not erode there
+                sm = np.ones((h, w), bool)
+                sm[nrows[here] - r0, ncols[here] - c0] = False
+                near = ndimage.distance_transform_edt(sm) <= need + 1
+                ghost = near & ~present & any_core.reshape(self.H, self.W)[r0:r1, c0:c1]
+                core |= ghost
             edt = ndimage.distance_transform_edt(core)
-            nav = edt >= need
+            nav = (edt >= need) & present
             lab, nlab = ndimage.label(nav)
-            island = np.where(nav, lab - 1 + island_base, -1).astype(np.int32)
-            if nlab:
-                idx = np.arange(1, nlab + 1)
-                rr, cc = np.nonzero(nav)
-                ll = lab[rr, cc]
-                cnt = np.bincount(ll, minlength=nlab + 1)[1:]
-                mx = np.bincount(ll, weights=cc, minlength=nlab + 1)[1:] / cnt
-                mz = np.bincount(ll, weights=rr, minlength=nlab + 1)[1:] / cnt
-                dist2 = (cc - mx[ll - 1]) ** 2 + (rr - mz[ll - 1]) ** 2
-                rad = np.sqrt(ndimage.maximum(dist2, ll, idx)) * cell
-                my = ndimage.mean(hh[rr, cc], ll, idx)
-                for i in range(nlab):
-                    self.island_layer.append(li)
-                    self.island_cells.append(int(cnt[i]))
-                    self.island_center.append((self.x0 + (c0 + mx[i] + 0.5) * cell,
-                                               self.z0 + (r0 + mz[i] + 0.5) * cell))
-                    self.island_radius_m.append(float(np.atleast_1d(rad)[i]))
-                    self.island_y.append(float(np.atleast_1d(my)[i]))
-            island_base += nlab
+            patch = np.where(nav, lab - 1 + base, -1).astype(np.int32)
+            for sl in ndimage.find_objects(lab):
+                patch_layer.append(li)
+                patch_bbox.append((sl[0].start, sl[0].stop, sl[1].start, sl[1].stop))
+            base += nlab
             if nav.any():
                 clear = (ndimage.distance_transform_edt(nav) * cell).astype(np.float32)
                 _, ind = ndimage.distance_transform_edt(~nav, return_indices=True)
                 near_r, near_c = ind[0].astype(np.int32), ind[1].astype(np.int32)
+                rr, cc = np.nonzero(nav)
+                rows_all.append(rr + r0)
+                cols_all.append(cc + c0)
+                patch_all.append(patch[rr, cc])
+                y_all.append(height[rr, cc])
             else:
-                clear = np.zeros(nav.shape, np.float32)
-                near_r = np.full(nav.shape, -1, np.int32)
-                near_c = np.full(nav.shape, -1, np.int32)
-            self.layers.append(Layer(r0, c0, hh, nav, island, clear, near_r, near_c))
-        self.num_islands = island_base
+                clear = np.zeros((h, w), np.float32)
+                near_r = np.full((h, w), -1, np.int32)
+                near_c = np.full((h, w), -1, np.int32)
+            self.layers.append(Layer(r0, c0, height, nav, patch, clear, near_r, near_c))
+        self.num_patches = base
+        self.patch_layer = np.asarray(patch_layer, np.int64)
+        self.patch_bbox = patch_bbox
+
+        # portals: seam edges whose two ends are both navigable, in different patches
+        def patch_at(nodes):
+            out = np.full(len(nodes), -1, np.int64)
+            for li, L in enumerate(self.layers):
+                m = node_layer[nodes] == li
+                if m.any():
+                    out[m] = L.patch[nrows[nodes[m]] - L.r0, ncols[nodes[m]] - L.c0]
+            return out
+
+        pu, pv = patch_at(seam_src), patch_at(seam_dst)
+        ok = (pu >= 0) & (pv >= 0) & (pu != pv)
+        pu, pv = pu[ok], pv[ok]
+        ru, cu = nrows[seam_src[ok]], ncols[seam_src[ok]]
+        rv, cv = nrows[seam_dst[ok]], ncols[seam_dst[ok]]
+        self.portals: Dict[int, List[Tuple[int, int, int, int, int]]] = {}
+        self.portal_map: Dict[Tuple[int, int, int], List[Tuple[int, int, int]]] = {}
+        for a, ra, ca, b, rb, cb in zip(pu.tolist(), ru.tolist(), cu.tolist(),
+                                        pv.tolist(), rv.tolist(), cv.tolist()):
+            self.portals.setdefault(a, []).append((ra, ca, b, rb, cb))
+            self.portals.setdefault(b, []).append((rb, cb, a, ra, ca))
+            self.portal_map.setdefault((a, ra, ca), []).append((b, rb, cb))
+            self.portal_map.setdefault((b, rb, cb), []).append((a, ra, ca))
+        # islands: patches joined through portals (union-find)
+        parent = list(range(self.num_patches))
+
+        def find(i):
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for a, b in zip(pu.tolist(), pv.tolist()):
+            ra_, rb_ = find(a), find(b)
+            if ra_ != rb_:
+                parent[max(ra_, rb_)] = min(ra_, rb_)
+        roots = np.array([find(i) for i in range(self.num_patches)], np.int64)
+        uniq, self.patch_island = np.unique(roots, return_inverse=True)
+        self.num_islands = len(uniq)
+        self.patch_neighbors = {p: sorted({q for (_, _, q, _, _) in lst}) for p, lst in self.portals.items()}
+        if rows_all:
+            R = np.concatenate(rows_all)
+            C = np.concatenate(cols_all)
+            isl = self.patch_island[np.concatenate(patch_all)]
+            Y = np.concatenate(y_all)
+            cnt = np.bincount(isl, minlength=self.num_islands)
+            mx = np.bincount(isl, weights=C, minlength=self.num_islands) / cnt
+            mz = np.bincount(isl, weights=R, minlength=self.num_islands) / cnt
+            d2 = (C - mx[isl]) ** 2 + (R - mz[isl]) ** 2
+            rad = np.sqrt(np.asarray(ndimage.maximum(d2, isl, np.arange(self.num_islands)))) * cell
+            self.island_cells = cnt.tolist()
+            self.island_center = [(self.x0 + (mx[i] + 0.5) * cell, self.z0 + (mz[i] + 0.5) * cell)
+                                  for i in range(self.num_islands)]
+            self.island_radius_m = np.atleast_1d(rad).astype(float).tolist()
+            self.island_y = np.atleast_1d(ndimage.mean(Y, isl, np.arange(self.num_islands))).tolist()
+        else:
+            self.island_cells, self.island_center, self.island_radius_m, self.island_y = [], [], [], []
         self._finish()
 
     def _finish_empty(self) -> None:
-        self.island_layer, self.island_cells, self.island_center = [], [], []
+        self.layers = []
+        self.num_patches = 0
+        self.patch_layer = np.zeros(0, np.int64)
+        self.patch_bbox = []
+        self.patch_island = np.zeros(0, np.int64)
+        self.portals, self.portal_map, self.patch_neighbors = {}, {}, {}
+        self.island_cells, self.island_center = [], []
         self.island_radius_m, self.island_y = [], []
         self.num_islands = 0
         self._finish()
 
     def _finish(self) -> None:
         self.island_area = np.asarray(self.island_cells, np.float64) * self.cell ** 2
+        self.largest_island = int(np.argmax(self.island_area)) if len(self.island_area) else -1
         cells = [(li, np.argwhere(L.nav)) for li, L in enumerate(self.layers)]
         self._nav_index = cells  # for random sampling
+        self._island_index: Dict[int, List[Tuple[int, np.ndarray]]] = {}
         self.total_cells = int(sum(len(c) for _, c in cells))
         if self.total_cells:
             lo = np.array([np.inf, np.inf, np.inf])
             hi = -lo
-            for li, L in enumerate(self.layers):
+            for L in self.layers:
                 if not L.nav.any():
                     continue
                 rr, cc = np.nonzero(L.nav)
@@ -376,6 +495,11 @@ class NavGrid:
         L = self.layers[layer]
         return (self.x0 + (L.c0 + c + 0.5) * self.cell, self.z0 + (L.r0 + r + 0.5) * self.cell)
 
+    def _loc(self, li: int, r: int, c: int, x: float, z: float) -> Location:
+        L = self.layers[li]
+        p = int(L.patch[r, c])
+        return Location(li, p, int(self.patch_island[p]), x, z, float(L.height[r, c]))
+
     def snap(self, p: Sequence[float], max_y_delta: float = INF) -> Optional[Location]:
         """Nearest navigable point (3D distance, floors told apart by height); None if none."""
         x, y, z = float(p[0]), float(p[1]), float(p[2])
@@ -388,7 +512,7 @@ class NavGrid:
             if 0 <= r < h and 0 <= c < w and L.nav[r, c]:
                 dy = abs(float(L.height[r, c]) - y)
                 if dy <= 0.5:
-                    return Location(li, int(L.island[r, c]), x, z, float(L.height[r, c]))
+                    return self._loc(li, r, c, x, z)
                 d = dy
                 cand = (li, r, c, x, z)
             else:
@@ -405,11 +529,9 @@ class NavGrid:
         if best is None:
             return None
         li, r, c, cx, cz = best
-        L = self.layers[li]
-        hy = float(L.height[r, c])
-        if abs(hy - y) > max_y_delta:
+        if abs(float(self.layers[li].height[r, c]) - y) > max_y_delta:
             return None
-        return Location(li, int(L.island[r, c]), cx, cz, hy)
+        return self._loc(li, r, c, cx, cz)
 
     def snap_cached(self, p) -> Optional[Location]:
         arr = np.asarray(p, dtype=np.float64).reshape(-1)[:3]
@@ -440,55 +562,78 @@ class NavGrid:
             return 0.0
         return float(self.island_radius_m[loc.island])
 
+    def _island_cells(self, island: int) -> List[Tuple[int, np.ndarray]]:
+        out = self._island_index.get(island)
+        if out is None:
+            patches = np.nonzero(self.patch_island == island)[0]
+            out = []
+            for li, L in enumerate(self.layers):
+                cells = np.argwhere(np.isin(L.patch, patches[self.patch_layer[patches] == li]))
+                if len(cells):
+                    out.append((li, cells))
+            self._island_index[island] = out
+        return out
+
     def random_point(self, rng: np.random.Generator, island: int = -1) -> np.ndarray:
         """Uniform over the navigable area (of one island when ``island`` ≥ 0)."""
-        if not self.total_cells:
+        if not self.total_cells or island >= self.num_islands:
             return np.full(3, np.nan, np.float32)
-        if island >= 0:
-            li = self.island_layer[island]
-            L = self.layers[li]
-            cells = np.argwhere(L.island == island)
-            r, c = cells[rng.integers(len(cells))]
-        else:
-            k = int(rng.integers(self.total_cells))
-            for li, cells in self._nav_index:
-                if k < len(cells):
-                    r, c = cells[k]
-                    break
-                k -= len(cells)
+        groups = self._nav_index if island < 0 else self._island_cells(island)
+        total = sum(len(c) for _, c in groups)
+        k = int(rng.integers(total))
+        for li, cells in groups:
+            if k < len(cells):
+                r, c = cells[k]
+                break
+            k -= len(cells)
         L = self.layers[li]
         jx, jz = rng.random(2)
         x = self.x0 + (L.c0 + c + 0.1 + 0.8 * jx) * self.cell
         z = self.z0 + (L.r0 + r + 0.1 + 0.8 * jz) * self.cell
         return np.array([x, L.height[r, c], z], dtype=np.float32)
 
-    def _ok(self, layer: Layer, island: int, x: float, z: float) -> bool:
-        r = int(math.floor((z - self.z0) / self.cell)) - layer.r0
-        c = int(math.floor((x - self.x0) / self.cell)) - layer.c0
-        h, w = layer.nav.shape
-        return 0 <= r < h and 0 <= c < w and layer.island[r, c] == island
+    def _patch_at(self, li: int, x: float, z: float) -> int:
+        L = self.layers[li]
+        r = int(math.floor((z - self.z0) / self.cell)) - L.r0
+        c = int(math.floor((x - self.x0) / self.cell)) - L.c0
+        h, w = L.nav.shape
+        if 0 <= r < h and 0 <= c < w:
+            return int(L.patch[r, c])
+        return -1
 
-    def _segment_ok(self, layer: Layer, island: int, a, b) -> bool:
+    def _move_ok(self, li: int, patch: int, x: float, z: float) -> Optional[Tuple[int, int]]:
+        """(layer, patch) reached at (x, z) from ``patch``: the same, or one across a seam."""
+        if self._patch_at(li, x, z) == patch:
+            return li, patch
+        for q in self.patch_neighbors.get(patch, ()):
+            lq = int(self.patch_layer[q])
+            if self._patch_at(lq, x, z) == q:
+                return lq, q
+        return None
+
+    def _segment_ok(self, li: int, patch: int, a, b) -> bool:
+        L = self.layers[li]
         d = math.hypot(b[0] - a[0], b[1] - a[1])
         n = max(2, int(math.ceil(d / (0.3 * self.cell))) + 1)
         t = np.linspace(0.0, 1.0, n)
         xs = a[0] + (b[0] - a[0]) * t
         zs = a[1] + (b[1] - a[1]) * t
-        r = np.floor((zs - self.z0) / self.cell).astype(np.int64) - layer.r0
-        c = np.floor((xs - self.x0) / self.cell).astype(np.int64) - layer.c0
-        h, w = layer.nav.shape
+        r = np.floor((zs - self.z0) / self.cell).astype(np.int64) - L.r0
+        c = np.floor((xs - self.x0) / self.cell).astype(np.int64) - L.c0
+        h, w = L.nav.shape
         if r.min() < 0 or c.min() < 0 or r.max() >= h or c.max() >= w:
             return False
-        return bool((layer.island[r, c] == island).all())
+        return bool((L.patch[r, c] == patch).all())
 
-    def _normal(self, layer: Layer, x: float, z: float) -> np.ndarray:
+    def _normal(self, li: int, x: float, z: float) -> np.ndarray:
         """Unit vector (x, z) pointing away from the nearest navmesh edge."""
-        r = int(math.floor((z - self.z0) / self.cell)) - layer.r0
-        c = int(math.floor((x - self.x0) / self.cell)) - layer.c0
-        h, w = layer.clear.shape
+        L = self.layers[li]
+        r = int(math.floor((z - self.z0) / self.cell)) - L.r0
+        c = int(math.floor((x - self.x0) / self.cell)) - L.c0
+        h, w = L.clear.shape
         r = min(max(r, 1), h - 2)
         c = min(max(c, 1), w - 2)
-        g = layer.clear
+        g = L.clear
         gx = float(g[r, c + 1] - g[r, c - 1])
         gz = float(g[r + 1, c] - g[r - 1, c])
         n = math.hypot(gx, gz)
@@ -496,34 +641,40 @@ class NavGrid:
             return np.zeros(2)
         return np.array([gx / n, gz / n])
 
+    def _height_at(self, li: int, x: float, z: float, default: float) -> float:
+        L = self.layers[li]
+        r = int(math.floor((z - self.z0) / self.cell)) - L.r0
+        c = int(math.floor((x - self.x0) / self.cell)) - L.c0
+        h, w = L.height.shape
+        y = float(L.height[min(max(r, 0), h - 1), min(max(c, 0), w - 1)])
+        return y if np.isfinite(y) else default
+
     def try_step(self, start, end, sliding: bool = True) -> np.ndarray:
         """Move from ``start`` toward ``end`` on the navigable area; slide along edges."""
         loc = self.snap(start)
         if loc is None:
             return np.asarray(start, dtype=np.float32)
-        L = self.layers[loc.layer]
-        isl = loc.island
+        li, patch = loc.layer, loc.patch
         p = np.array([loc.x, loc.z])
-        if not self._ok(L, isl, p[0], p[1]):  # snapped to a cell centre outside: use it
-            pass
         tgt = np.array([float(end[0]), float(end[2])])
         delta = tgt - p
         dist = float(np.hypot(*delta))
         if dist > 0:
-            if self._segment_ok(L, isl, p, tgt):
+            if self._segment_ok(li, patch, p, tgt):
                 p = tgt
             else:
                 nsub = max(1, int(math.ceil(dist / (0.25 * self.cell))))
                 d = delta / nsub
                 for _ in range(nsub):
                     q = p + d
-                    if self._ok(L, isl, q[0], q[1]):
+                    hit = self._move_ok(li, patch, q[0], q[1])
+                    if hit is not None:
+                        li, patch = hit
                         p = q
                         continue
                     if not sliding:
                         break
-                    moved = False
-                    n = self._normal(L, p[0], p[1])
+                    n = self._normal(li, p[0], p[1])
                     cands = []
                     dn = float(d @ n)
                     if dn < 0:
@@ -531,23 +682,20 @@ class NavGrid:
                     cands.append(np.array([d[0], 0.0]))
                     cands.append(np.array([0.0, d[1]]))
                     cands.sort(key=lambda v: -float(v @ d))
+                    moved = False
                     for v in cands:
                         if float(v @ d) <= 1e-12:
                             continue
                         q = p + v
-                        if self._ok(L, isl, q[0], q[1]):
+                        hit = self._move_ok(li, patch, q[0], q[1])
+                        if hit is not None:
+                            li, patch = hit
                             p = q
                             moved = True
                             break
                     if not moved:
                         break
-        r, c = self._rc(p[0], p[1])
-        r -= L.r0
-        c -= L.c0
-        h, w = L.nav.shape
-        y = float(L.height[min(max(r, 0), h - 1), min(max(c, 0), w - 1)])
-        if not np.isfinite(y):
-            y = loc.y
+        y = self._height_at(li, p[0], p[1], loc.y)
         return np.array([p[0], y, p[1]], dtype=np.float32)
 
     def distance_to_closest_obstacle(self, p, max_search_radius: float = 2.0) -> float:
@@ -563,51 +711,131 @@ class NavGrid:
         return float(min(max(float(L.clear[r, c]) - 0.5 * self.cell, 0.0), max_search_radius))
 
     # ------------------------------------------------------------- geodesics
-    def _compute_field(self, goals: np.ndarray) -> DistanceField:
+    def _patch_field(self, patch: int, sources: List[Tuple[float, float, float]]) -> Tuple[int, int, int, np.ndarray]:
+        """Fast marching over one patch from point sources ``(x, z, start value)``.
+
+        Sources are grouped in bands of start values (≤ 1 m apart); each band is one
+        fast-marching run whose front starts as the exact ``min(|x - s| + v)`` around the
+        sources, so the result is sub-cell accurate near them.
+        """
         import skfmm
 
-        df = DistanceField()
-        by_island: Dict[int, List[Tuple[float, float]]] = {}
-        for g in goals:
-            loc = self.snap(g)
-            if loc is None or loc.island < 0:
-                continue
-            by_island.setdefault(loc.island, []).append((loc.x, loc.z))
         cell = self.cell
+        li = int(self.patch_layer[patch])
+        L = self.layers[li]
+        a0, a1, b0, b1 = self.patch_bbox[patch]
+        a0, b0 = max(a0 - 1, 0), max(b0 - 1, 0)
+        a1, b1 = min(a1 + 1, L.nav.shape[0]), min(b1 + 1, L.nav.shape[1])
+        mask = L.patch[a0:a1, b0:b1] == patch
+        xs = self.x0 + (L.c0 + b0 + np.arange(b1 - b0) + 0.5) * cell
+        zs = self.z0 + (L.r0 + a0 + np.arange(a1 - a0) + 0.5) * cell
         r0_m = 0.75 * cell
-        for isl, pts in by_island.items():
-            li = self.island_layer[isl]
-            L = self.layers[li]
-            mask_full = L.island == isl
-            rows = np.nonzero(mask_full.any(1))[0]
-            cols = np.nonzero(mask_full.any(0))[0]
-            a0, a1 = max(rows[0] - 1, 0), min(rows[-1] + 2, mask_full.shape[0])
-            b0, b1 = max(cols[0] - 1, 0), min(cols[-1] + 2, mask_full.shape[1])
-            mask = mask_full[a0:a1, b0:b1]
-            xs = self.x0 + (L.c0 + b0 + np.arange(b1 - b0) + 0.5) * cell
-            zs = self.z0 + (L.r0 + a0 + np.arange(a1 - a0) + 0.5) * cell
-            gp = np.asarray(pts)
-            phi = np.full(mask.shape, np.inf)
-            for gx, gz in gp:
-                d = np.sqrt((xs[None, :] - gx) ** 2 + (zs[:, None] - gz) ** 2)
-                np.minimum(phi, d, out=phi)
-            phi -= r0_m
-            if not (phi[mask] < 0).any():
-                # goal circle misses every cell centre: seed its nearest cell
+        src = sorted(sources, key=lambda s: s[2])
+        bands: List[List[Tuple[float, float, float]]] = []
+        for s in src:
+            if bands and s[2] <= bands[-1][0][2] + 1.0:
+                bands[-1].append(s)
+            else:
+                bands.append([s])
+        speed = self._patch_speed(L, a0, a1, b0, b1, mask)
+        out = np.full(mask.shape, np.inf)
+        for band in bands:
+            T = max(v for _, _, v in band) + r0_m
+            direct = np.full(mask.shape, np.inf)
+            for gx, gz, v in band:
+                rad = (T - v) + 3 * cell
+                c_lo = max(int((gx - rad - xs[0]) / cell), 0)
+                c_hi = min(int((gx + rad - xs[0]) / cell) + 2, len(xs))
+                r_lo = max(int((gz - rad - zs[0]) / cell), 0)
+                r_hi = min(int((gz + rad - zs[0]) / cell) + 2, len(zs))
+                if c_lo >= c_hi or r_lo >= r_hi:
+                    continue
+                d = np.sqrt((xs[None, c_lo:c_hi] - gx) ** 2 + (zs[r_lo:r_hi, None] - gz) ** 2) + v
+                sub = direct[r_lo:r_hi, c_lo:c_hi]
+                np.minimum(sub, d, out=sub)
+            phi = direct - T
+            phi[~np.isfinite(phi)] = 3 * cell
+            inside = mask & (phi < 0)
+            if not inside.any():
                 rr, cc = np.nonzero(mask)
                 k = int(np.argmin(phi[rr, cc]))
                 phi[rr[k], cc[k]] = -1e-3
+                inside[rr[k], cc[k]] = True
+                direct[rr[k], cc[k]] = T
             ma = np.ma.MaskedArray(phi, mask=~mask)
             try:
-                d = skfmm.distance(ma, dx=cell, order=2)
-                f = np.ma.filled(d, np.inf).astype(np.float64) + r0_m
+                if speed is None:
+                    d = skfmm.distance(ma, dx=cell, order=2)
+                else:  # slopes and stairs: 3D path length, as on habitat-sim's navmesh
+                    d = skfmm.travel_time(ma, speed, dx=cell, order=2)
+                f = np.ma.filled(d, np.inf).astype(np.float64) + T
             except ValueError:
-                f = np.where(mask, phi + r0_m, np.inf)
-            inside = mask & (phi < 0)
-            f[inside] = phi[inside] + r0_m
-            f[~mask] = np.inf
-            df.parts[isl] = (li, L.r0 + a0, L.c0 + b0, f)
-            df.goals[isl] = gp
+                f = np.where(mask, direct, np.inf)
+            f[inside] = direct[inside]
+            np.minimum(out, f, out=out)
+        out[~mask] = np.inf
+        return li, L.r0 + a0, L.c0 + b0, out
+
+    def _patch_speed(self, L: Layer, a0: int, a1: int, b0: int, b1: int,
+                     mask: np.ndarray) -> Optional[np.ndarray]:
+        """1 / sqrt(1 + |grad h|^2) over a sloped patch (None when it is flat), so that
+        fast marching measures the 3D length of a path; heights are smoothed over ~0.3 m
+        so that a stair reads as its mean slope."""
+        hh = L.height[a0:a1, b0:b1]
+        vals = hh[mask]
+        if len(vals) == 0 or float(vals.max() - vals.min()) < 0.05:
+            return None
+        sigma = max(1.0, 0.15 / self.cell)
+        m = mask.astype(np.float64)
+        h0 = np.where(mask, hh, 0.0).astype(np.float64)
+        num = ndimage.gaussian_filter(h0, sigma, mode="nearest")
+        den = ndimage.gaussian_filter(m, sigma, mode="nearest")
+        hs = np.where(den > 1e-6, num / np.maximum(den, 1e-6), 0.0)
+        gz, gx = np.gradient(hs, self.cell)
+        g2 = np.minimum(gx ** 2 + gz ** 2, 4.0)  # at most a 63 degree slope
+        speed = 1.0 / np.sqrt(1.0 + g2)
+        return np.where(mask, speed, 1.0)
+
+    def _compute_field(self, goals: np.ndarray) -> DistanceField:
+        """Distance field of a goal set, propagated across seams patch by patch."""
+        import heapq
+
+        df = DistanceField()
+        goal_src: Dict[int, List[Tuple[float, float, float]]] = {}
+        for g in goals:
+            loc = self.snap(g)
+            if loc is None or loc.patch < 0:
+                continue
+            goal_src.setdefault(loc.patch, []).append((loc.x, loc.z, 0.0))
+        for p, lst in goal_src.items():
+            df.goals[p] = np.asarray([(x, z) for x, z, _ in lst])
+        seeds: Dict[int, Dict[Tuple[int, int], float]] = {}
+        heap = [(0.0, p) for p in goal_src]
+        heapq.heapify(heap)
+        runs: Dict[int, int] = {}
+        while heap:
+            _, p = heapq.heappop(heap)
+            if runs.get(p, 0) >= 3:
+                continue
+            runs[p] = runs.get(p, 0) + 1
+            src = list(goal_src.get(p, []))
+            for (R, C), v in seeds.get(p, {}).items():
+                src.append((self.x0 + (C + 0.5) * self.cell, self.z0 + (R + 0.5) * self.cell, v))
+            part = self._patch_field(p, src)
+            df.parts[p] = part
+            _, R0, C0, f = part
+            dirty: Dict[int, float] = {}
+            for (ra, ca, q, rb, cb) in self.portals.get(p, ()):
+                val = float(f[ra - R0, ca - C0])
+                if not val < INF:
+                    continue
+                val += self.cell if (ra == rb or ca == cb) else self.cell * math.sqrt(2)
+                sq = seeds.setdefault(q, {})
+                if val < sq.get((rb, cb), INF) - 1e-4:
+                    sq[(rb, cb)] = val
+                    dirty[q] = min(dirty.get(q, INF), val)
+            for q, v in dirty.items():
+                heapq.heappush(heap, (v, q))
         return df
 
     def distance_field(self, goals) -> DistanceField:
@@ -624,7 +852,7 @@ class NavGrid:
         return df
 
     def field_value(self, df: DistanceField, loc: Location) -> float:
-        part = df.parts.get(loc.island)
+        part = df.parts.get(loc.patch)
         if part is None:
             return INF
         _, R0, C0, f = part
@@ -653,16 +881,17 @@ class NavGrid:
             val = float(f[rr, cc])
             if not val < INF:
                 return INF
-        # within a cell of a goal, the straight distance is exact
-        gp = df.goals[loc.island]
-        dmin = float(np.min(np.hypot(gp[:, 0] - loc.x, gp[:, 1] - loc.z)))
-        if dmin < 1.5 * self.cell:
-            return dmin
+        # within a cell or so of a goal, the straight distance is exact
+        gp = df.goals.get(loc.patch)
+        if gp is not None:
+            dmin = float(np.min(np.hypot(gp[:, 0] - loc.x, gp[:, 1] - loc.z)))
+            if dmin < 1.5 * self.cell:
+                return dmin
         return float(val)
 
     def geodesic_distance(self, a, goals) -> float:
         loc = self.snap_cached(a)
-        if loc is None or loc.island < 0:
+        if loc is None or loc.patch < 0:
             return INF
         g = np.asarray(goals, dtype=np.float64)
         if g.ndim == 1:
@@ -672,61 +901,91 @@ class NavGrid:
         return self.field_value(self.distance_field(g), loc)
 
     def find_path(self, a, goals) -> Tuple[List[np.ndarray], float]:
-        """Polyline (string-pulled descent of the field) and its geodesic distance."""
+        """Polyline (steepest descent of the field, then string-pulled) and its length
+        as the geodesic distance of the field."""
         loc = self.snap(a)
         g = np.asarray(goals, dtype=np.float64).reshape(-1, 3)
-        if loc is None or loc.island < 0 or len(g) == 0:
+        if loc is None or loc.patch < 0 or len(g) == 0:
             return [], INF
         df = self.distance_field(g)
         dist = self.field_value(df, loc)
         if not dist < INF:
             return [], INF
-        _, R0, C0, f = df.parts[loc.island]
-        L = self.layers[loc.layer]
-        gp = df.goals[loc.island]
-        r = int(math.floor((loc.z - self.z0) / self.cell)) - R0
-        c = int(math.floor((loc.x - self.x0) / self.cell)) - C0
-        h, w = f.shape
-        cells = [(r, c)]
-        seen = {(r, c)}
-        for _ in range(h * w):
-            best = f[r, c]
-            nxt = None
+
+        def value(p, R, C):
+            part = df.parts.get(p)
+            if part is None:
+                return INF
+            _, R0, C0, f = part
+            r, c = R - R0, C - C0
+            if 0 <= r < f.shape[0] and 0 <= c < f.shape[1]:
+                return float(f[r, c])
+            return INF
+
+        R, C = self._rc(loc.x, loc.z)
+        p = loc.patch
+        nodes = [(p, R, C)]
+        seen = {(p, R, C)}
+        cur = value(p, R, C)
+        for _ in range(self.H * self.W):
+            best, nxt = cur, None
             for dr in (-1, 0, 1):
                 for dc in (-1, 0, 1):
-                    rr, cc = r + dr, c + dc
-                    if (dr or dc) and 0 <= rr < h and 0 <= cc < w and f[rr, cc] < best:
-                        best, nxt = f[rr, cc], (rr, cc)
+                    if dr or dc:
+                        v = value(p, R + dr, C + dc)
+                        if v < best:
+                            best, nxt = v, (p, R + dr, C + dc)
+            for q, Rq, Cq in self.portal_map.get((p, R, C), ()):
+                v = value(q, Rq, Cq)
+                if v < best:
+                    best, nxt = v, (q, Rq, Cq)
             if nxt is None or nxt in seen:
                 break
-            r, c = nxt
             seen.add(nxt)
-            cells.append(nxt)
-        xz = [np.array([loc.x, loc.z])]
-        for rr, cc in cells[1:]:
-            xz.append(np.array([self.x0 + (C0 + cc + 0.5) * self.cell,
-                                self.z0 + (R0 + rr + 0.5) * self.cell]))
-        end = gp[int(np.argmin(np.hypot(gp[:, 0] - xz[-1][0], gp[:, 1] - xz[-1][1])))]
-        xz.append(np.asarray(end, dtype=np.float64))
-        # string pulling: keep a point only when the straight line to the next breaks
-        out = [xz[0]]
-        i = 0
-        while i < len(xz) - 1:
-            j = i + 1
-            while j + 1 < len(xz) and self._segment_ok(L, loc.island, xz[i], xz[j + 1]):
-                j += 1
-            out.append(xz[j])
-            i = j
-        pts = []
-        for p in out:
-            rr, cc = self._rc(p[0], p[1])
-            rr -= L.r0
-            cc -= L.c0
-            hh, ww = L.height.shape
-            yv = float(L.height[min(max(rr, 0), hh - 1), min(max(cc, 0), ww - 1)])
-            if not np.isfinite(yv):
-                yv = loc.y
-            pts.append(np.array([p[0], yv, p[1]], dtype=np.float32))
+            nodes.append(nxt)
+            p, R, C = nxt
+            cur = best
+        gp = df.goals.get(p)
+        # runs of one patch, each string-pulled on its own
+        runs: List[Tuple[int, List[np.ndarray]]] = []
+        for i, (q, Rq, Cq) in enumerate(nodes):
+            xz = (np.array([loc.x, loc.z]) if i == 0 else
+                  np.array([self.x0 + (Cq + 0.5) * self.cell, self.z0 + (Rq + 0.5) * self.cell]))
+            if not runs or runs[-1][0] != q:
+                runs.append((q, []))
+            runs[-1][1].append(xz)
+        if gp is not None:
+            last = runs[-1][1][-1]
+            end = gp[int(np.argmin(np.hypot(gp[:, 0] - last[0], gp[:, 1] - last[1])))]
+            runs[-1][1].append(np.asarray(end, dtype=np.float64))
+        pts: List[np.ndarray] = []
+        for q, xz in runs:
+            li = int(self.patch_layer[q])
+            idx = [0]
+            i = 0
+            while i < len(xz) - 1:
+                j = i + 1
+                while j + 1 < len(xz) and self._segment_ok(li, q, xz[i], xz[j + 1]):
+                    j += 1
+                idx.append(j)
+                i = j
+            # local refinement: move each corner to the descent point between its
+            # neighbours that shortens the polyline (the greedy pull cuts corners late)
+            for _ in range(2):
+                for k in range(1, len(idx) - 1):
+                    a, c = xz[idx[k - 1]], xz[idx[k + 1]]
+                    best_m = idx[k]
+                    best_len = (np.linalg.norm(xz[best_m] - a) + np.linalg.norm(c - xz[best_m]))
+                    for m in range(idx[k - 1] + 1, idx[k + 1]):
+                        ln = np.linalg.norm(xz[m] - a) + np.linalg.norm(c - xz[m])
+                        if ln < best_len - 1e-9 and self._segment_ok(li, q, a, xz[m]) \
+                                and self._segment_ok(li, q, xz[m], c):
+                            best_m, best_len = m, ln
+                    idx[k] = best_m
+            out = [xz[i] for i in idx]
+            for pt in out:
+                y = self._height_at(li, pt[0], pt[1], loc.y)
+                pts.append(np.array([pt[0], y, pt[1]], dtype=np.float32))
         return pts, dist
 
     def topdown(self, meters_per_pixel: float, height: float, eps: float = 0.5) -> np.ndarray:
@@ -742,13 +1001,12 @@ class NavGrid:
             h, w = L.nav.shape
             r = R - L.r0
             c = C - L.c0
-            vr = (r >= 0) & (r < h)
-            vc = (c >= 0) & (c < w)
-            if not vr.any() or not vc.any():
+            vr = np.nonzero((r >= 0) & (r < h))[0]
+            vc = np.nonzero((c >= 0) & (c < w))[0]
+            if not len(vr) or not len(vc):
                 continue
             sub_nav = L.nav[np.ix_(r[vr], c[vc])]
             sub_h = L.height[np.ix_(r[vr], c[vc])]
             ok = sub_nav & (np.abs(sub_h - height) <= eps)
-            blk = out[np.ix_(vr, vc)] | ok
-            out[np.ix_(np.nonzero(vr)[0], np.nonzero(vc)[0])] = blk
+            out[np.ix_(vr, vc)] |= ok
         return out

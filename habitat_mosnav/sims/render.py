@@ -78,6 +78,36 @@ class RenderError(RuntimeError):
     pass
 
 
+class CameraSpec:
+    """Plain-Python copy of one visual sensor's config (OmegaConf reads are slow per step)."""
+
+    def __init__(self, uuid: str, kind: str, config) -> None:
+        self.uuid = uuid
+        self.kind = kind
+        self.width = int(config.width)
+        self.height = int(config.height)
+        self.hfov = float(config.hfov)
+        self.position = np.asarray([float(v) for v in config.position], np.float64)
+        ox, oy, oz = (float(v) for v in config.orientation)
+        # habitat-sim applies the sensor orientation as rotateX, then rotateY, then rotateZ
+        self.rotation = _rz(oz) @ _ry(oy) @ _rx(ox)
+
+
+def _rx(a: float) -> np.ndarray:
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[1, 0, 0], [0, c, -s], [0, s, c]], np.float64)
+
+
+def _ry(a: float) -> np.ndarray:
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]], np.float64)
+
+
+def _rz(a: float) -> np.ndarray:
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]], np.float64)
+
+
 def _perspective(hfov_deg: float, width: int, height: int, near: float, far: float) -> np.ndarray:
     tx = math.tan(math.radians(hfov_deg) / 2.0)
     ty = tx * height / width
@@ -186,7 +216,7 @@ class Renderer:
         return fbo
 
     # -------------------------------------------------------------- render
-    def render(self, entry, sensors: Sequence[Any], poses: Dict[str, tuple]) -> Dict[str, np.ndarray]:
+    def render(self, entry, sensors: Sequence[CameraSpec], poses: Dict[str, tuple]) -> Dict[str, np.ndarray]:
         """Render every visual sensor; returns uuid -> raw image (rgb HxWx3 u8, depth HxW
         float32 metres, semantic HxW int32)."""
         out: Dict[str, np.ndarray] = {}
@@ -198,15 +228,17 @@ class Renderer:
             # sensors sharing a camera (the usual RGB + depth pair) share one pass
             groups: Dict[tuple, List[Any]] = {}
             for s in sensors:
-                w, h = int(s.config.width), int(s.config.height)
+                w, h = s.width, s.height
                 pos, rot = poses[s.uuid]
                 cam = "sem" if s.kind == "semantic" else "color"
-                key = (cam, w, h, float(s.config.hfov), np.round(pos, 6).tobytes(), np.round(rot, 6).tobytes())
+                key = (cam, w, h, s.hfov, np.round(pos, 6).tobytes(), np.round(rot, 6).tobytes())
                 groups.setdefault(key, []).append(s)
             for (cam, w, h, hfov, _, _), group in groups.items():
                 pos, rot = poses[group[0].uuid]
                 view = _view(np.asarray(pos, np.float64), np.asarray(rot, np.float64))
-                mvp = _perspective(hfov, w, h, self.near, self.far) @ view
+                proj = _perspective(hfov, w, h, self.near, self.far)
+                proj[1] *= -1.0  # draw upside down so GL's bottom-up rows read out top-down
+                mvp = proj @ view
                 if cam == "sem":
                     if gl["sem"] is None:
                         for s in group:
@@ -217,8 +249,9 @@ class Renderer:
                     fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
                     self.prog_sem["mvp"].write(mvp.T.astype("f4").tobytes())
                     gl["sem"].render()
-                    ids = np.frombuffer(fbo.read(components=1, attachment=0, dtype="f4"), np.float32)
-                    img = np.rint(ids.reshape(h, w)[::-1]).astype(np.int32)
+                    ids = np.empty((h, w), np.float32)
+                    fbo.read_into(ids, components=1, attachment=0, dtype="f4")
+                    img = np.rint(ids).astype(np.int32)
                     for s in group:
                         out[s.uuid] = img
                     continue
@@ -232,11 +265,11 @@ class Renderer:
                 need_depth = any(s.kind == "depth" for s in group)
                 rgb = depth = None
                 if need_rgb:
-                    buf = np.frombuffer(fbo.read(components=4, attachment=0), np.uint8)
-                    rgb = np.ascontiguousarray(buf.reshape(h, w, 4)[::-1, :, :3])
+                    rgb = np.empty((h, w, 3), np.uint8)
+                    fbo.read_into(rgb, components=3, attachment=0)
                 if need_depth:
-                    buf = np.frombuffer(fbo.read(components=1, attachment=1, dtype="f4"), np.float32)
-                    depth = np.ascontiguousarray(buf.reshape(h, w)[::-1])
+                    depth = np.empty((h, w), np.float32)
+                    fbo.read_into(depth, components=1, attachment=1, dtype="f4")
                 for s in group:
                     out[s.uuid] = rgb if s.kind == "rgb" else depth
         return out

@@ -76,7 +76,8 @@ class MosNavSemanticSensor(SemanticSensor, MosNavVisualSensor):
         super().__init__(config=config)
 
     def _get_observation_space(self, *args: Any, **kwargs: Any):
-        return spaces.Box(low=np.iinfo(np.uint32).min, high=np.iinfo(np.uint32).max,
+        # habitat's HabitatSimSemanticSensor uses uint32 bounds, which wrap to -1 in int32
+        return spaces.Box(low=0, high=np.iinfo(np.int32).max,
                           shape=(self.config.height, self.config.width, 1), dtype=np.int32)
 
     def get_observation(self, sim_obs, *args: Any, **kwargs: Any):

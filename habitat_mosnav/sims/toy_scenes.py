@@ -109,3 +109,54 @@ def apartment_boxes() -> List[Box]:
         ((3.5, 0, 0.3), (3.9, 0.45, 0.7), (180, 30, 30, 255)),  # chair
     ]
     return boxes + furniture
+
+
+def export_scene_with_semantics(directory: str, stem: str, boxes: Sequence[Box],
+                                categories: Optional[Sequence[str]] = None) -> str:
+    """Write ``<stem>.glb`` plus the HM3D pair ``<stem>.semantic.glb`` / ``.semantic.txt``.
+
+    Box ``i`` becomes object id ``i + 1`` with a distinct annotation colour; returns the
+    path of the render mesh.
+    """
+    import os
+
+    os.makedirs(directory, exist_ok=True)
+    glb = export_boxes(os.path.join(directory, f"{stem}.glb"), boxes)
+    sem_boxes, lines = [], ["HM3D Semantic Annotations"]
+    for i, (lo, hi, _) in enumerate(boxes):
+        oid = i + 1
+        rgb = ((oid * 67) % 256, (oid * 151 + 40) % 256, (oid * 29 + 90) % 256)
+        sem_boxes.append((lo, hi, (*rgb, 255)))
+        cat = categories[i] if categories is not None else f"box{oid}"
+        lines.append(f'{oid},{rgb[0]:02X}{rgb[1]:02X}{rgb[2]:02X},"{cat}",0')
+    export_boxes(os.path.join(directory, f"{stem}.semantic.glb"), sem_boxes)
+    with open(os.path.join(directory, f"{stem}.semantic.txt"), "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return glb
+
+
+def two_storey_boxes() -> List[Box]:
+    """Two storeys joined by a straight stair (13 steps of 0.2 m), for multi-level tests.
+
+    Ground floor: x in [0, 8], z in [0, 4], floor top y = 0. The upper storey is a slab
+    (top y = 2.6) over x in [0, 4]; the stair hall x in [4, 8] is double height. The stair
+    runs along z in [0.1, 1.3], rising toward -x from x = 7.6 to the slab edge at x = 4.
+    Outer walls reach the roof at y = 5.2.
+    """
+    wall = (215, 215, 215, 255)
+    top = 5.2
+    boxes: List[Box] = [((0.0, -0.1, 0.0), (8.0, 0.0, 4.0), (150, 120, 90, 255))]
+    boxes += [
+        ((0.0, 0.0, 0.0), (8.0, top, 0.1), wall),
+        ((0.0, 0.0, 3.9), (8.0, top, 4.0), wall),
+        ((0.0, 0.0, 0.0), (0.1, top, 4.0), wall),
+        ((7.9, 0.0, 0.0), (8.0, top, 4.0), wall),
+        ((0.0, 2.5, 0.0), (4.0, 2.6, 4.0), (170, 140, 110, 255)),  # slab: ceiling and upper floor
+        ((0.0, top, 0.0), (8.0, top + 0.1, 4.0), (240, 240, 240, 255)),  # roof
+    ]
+    run = 0.27
+    for i in range(13):
+        x_hi = 7.6 - run * i
+        x_lo = 4.0 if i == 12 else 7.6 - run * (i + 1)
+        boxes.append(((x_lo, 0.0, 0.1), (x_hi, 0.2 * (i + 1), 1.3), (120, 100, 160, 255)))
+    return boxes

@@ -1,0 +1,160 @@
+#!/usr/bin/env python
+"""Benchmark of the CPU simulator ``MosNavMeshSim-v0`` (no habitat.Env, no measures).
+
+Prints: scene load + navigability time, sim steps/s without sensors (each step also does
+one geodesic lookup, as a distance measure would), sim steps/s with RGB-D 256x256, render
+fps, and fast-marching time per goal. Runs pinned to ``--cores`` CPU cores (default 1,
+Mesa's llvmpipe limited to as many threads) because the targets are per core.
+
+    python benchmarks/bench_sim.py [--scene PATH.glb] [--steps 500] [--size 256]
+
+Default scene: the first bundled demo scene (habitat_mosnav/data/demo/scenes), else a
+10 m x 8 m flat built with trimesh.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import tempfile
+import time
+
+
+def _pin(cores: int) -> None:
+    if cores <= 0:
+        return
+    os.environ["LP_NUM_THREADS"] = str(cores)  # llvmpipe rasteriser threads
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(cores)
+    if hasattr(os, "sched_setaffinity"):
+        allowed = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, set(allowed[:cores]))
+
+
+def _default_scene() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    demo = os.path.join(here, "..", "habitat_mosnav", "data", "demo", "scenes")
+    found = sorted(p for p in glob.glob(os.path.join(demo, "*", "*.glb")) if not p.endswith(".semantic.glb"))
+    if found:
+        return os.path.abspath(found[0])
+    from habitat_mosnav.sims import toy_scenes as ts
+
+    out = os.path.join(tempfile.mkdtemp(prefix="mosnav_bench_"), "00000-flat")
+    return ts.export_scene_with_semantics(out, "flat", ts.apartment_boxes())
+
+
+def _make_sim(scene: str, size: int, rgbd: bool, seed: int):
+    from omegaconf import OmegaConf
+    from habitat.config.default_structured_configs import (
+        AgentConfig, HabitatSimDepthSensorConfig, HabitatSimRGBSensorConfig)
+
+    from habitat_mosnav.config.simulator import MosNavMeshSimConfig
+    from habitat_mosnav.sims import MosNavMeshSim
+
+    sensors = {}
+    if rgbd:
+        pos = [0.0, 0.88, 0.0]
+        sensors = {
+            "rgb_sensor": HabitatSimRGBSensorConfig(width=size, height=size, hfov=79, position=pos),
+            "depth_sensor": HabitatSimDepthSensorConfig(width=size, height=size, hfov=79, position=pos,
+                                                        min_depth=0.5, max_depth=5.0),
+        }
+    agent = AgentConfig(height=0.88, radius=0.18, max_climb=0.2, sim_sensors=sensors)
+    cfg = OmegaConf.structured(MosNavMeshSimConfig(
+        scene=scene, seed=seed, agents_order=["main_agent"], agents={"main_agent": agent},
+        forward_step_size=0.25, turn_angle=30))
+    return MosNavMeshSim(cfg)
+
+
+def _run_steps(sim, steps: int, goals, seed: int) -> float:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    actions = rng.choice([1, 1, 1, 2, 3], size=steps)
+    sim.reset()
+    sim.geodesic_distance(sim.get_agent_state().position, goals)  # field built outside timing
+    t0 = time.perf_counter()
+    for a in actions:
+        sim.step(int(a))
+        sim.geodesic_distance(sim.get_agent_state().position, goals)
+    return steps / (time.perf_counter() - t0)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scene", default=None, help="scene .glb (default: first demo scene)")
+    ap.add_argument("--steps", type=int, default=500)
+    ap.add_argument("--size", type=int, default=256, help="RGB-D width and height")
+    ap.add_argument("--goals", type=int, default=20, help="goals timed for fast marching")
+    ap.add_argument("--cores", type=int, default=1, help="CPU cores to pin to (0 = no pinning)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    _pin(args.cores)
+
+    import numpy as np
+
+    import habitat_mosnav  # noqa: F401  (before habitat)
+    from habitat_mosnav.sims import clear_scene_cache
+
+    scene = os.path.abspath(args.scene) if args.scene else _default_scene()
+    if not os.path.isfile(scene):
+        print(f"bench_sim: scene not found: {scene}", file=sys.stderr)
+        return 2
+    print(f"scene: {scene}")
+    print(f"cores: {args.cores or 'all'}")
+
+    clear_scene_cache()
+    t0 = time.perf_counter()
+    sim = _make_sim(scene, args.size, rgbd=False, seed=args.seed)
+    t_load = time.perf_counter() - t0
+    grid = sim.navgrid
+    print(f"scene load + navigability: {t_load:.2f} s  (grid {grid.H}x{grid.W} cells of "
+          f"{grid.cell} m, {grid.num_islands} islands, navigable {grid.island_area.sum():.1f} m2, "
+          f"{len(sim.scene_entry.mesh.faces)} triangles)")
+
+    pf = sim.pathfinder
+    pf.seed(args.seed)
+    main_island = int(np.argmax(grid.island_area))
+    goals = [pf.get_random_navigable_point(island_index=main_island) for _ in range(5)]
+
+    sps = _run_steps(sim, args.steps, goals, args.seed)
+    print(f"sim steps/s without sensors (+1 geodesic lookup per step): {sps:.0f}")
+
+    t0 = time.perf_counter()
+    n_lookup = 2000
+    p = sim.get_agent_state().position
+    for _ in range(n_lookup):
+        sim.geodesic_distance(p + np.float32(1e-4) * np.float32(_ % 3), goals)
+    print(f"geodesic lookup (snap + cached field): {(time.perf_counter() - t0) / n_lookup * 1e6:.0f} us")
+
+    fmm = []
+    for _ in range(args.goals):
+        g = pf.get_random_navigable_point(island_index=main_island)
+        t0 = time.perf_counter()
+        grid._compute_field(np.asarray([g], np.float64))
+        fmm.append(time.perf_counter() - t0)
+    print(f"fast marching per goal: {np.mean(fmm) * 1e3:.1f} ms mean, {np.max(fmm) * 1e3:.1f} ms max "
+          f"({args.goals} goals)")
+
+    try:
+        vis = _make_sim(scene, args.size, rgbd=True, seed=args.seed)
+    except RuntimeError as exc:
+        print(f"RGB-D skipped: {exc}")
+        return 0
+    vis.reset()
+    n = max(50, args.steps // 2)
+    sps_v = _run_steps(vis, n, goals, args.seed)
+    print(f"sim steps/s with RGB-D {args.size}x{args.size} (+1 geodesic lookup per step): {sps_v:.0f}")
+    t0 = time.perf_counter()
+    for _ in range(n):
+        vis.get_observations_at()
+    fps = n / (time.perf_counter() - t0)
+    print(f"render fps (RGB-D {args.size}x{args.size}): {fps:.0f}")
+    info = vis._renderer.info if vis._renderer is not None else {}
+    print(f"renderer: {info.get('GL_RENDERER', '?')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

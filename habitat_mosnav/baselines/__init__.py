@@ -1,0 +1,95 @@
+"""habitat-baselines glue for habitat_mosnav (needs the ``[baselines]`` extra).
+
+:func:`register` (called by ``python -m habitat_mosnav.run`` and on import of
+``factory``, ``evaluator``, ``text_goal`` or ``trainer``) registers, on top of the plugin:
+
+* the vector-env factory :class:`~habitat_mosnav.baselines.factory.MosNavVectorEnvFactory`
+  (its worker processes import the plugin);
+* the observation transformer ``MosNavTextGoalEncoder`` (goal text → float vector) and its
+  config ``habitat_baselines/rl/policy/obs_transforms: mosnav_text_goal``;
+* the evaluator config ``habitat_baselines/evaluator: mosnav`` (SPEC §8 records);
+* the trainers ``mosnav_ppo`` / ``mosnav_ddppo`` (checkpoint loading and eval fixes);
+* ``mos_report_events`` as a non-scalar metric of habitat-baselines (it is a list: the
+  scalar extraction would call ``float()`` on a one-event list);
+* the class attributes habitat-baselines reads from habitat-sim-only modules.
+
+Importing this package itself stays light (no habitat-baselines), because the VectorEnv
+workers import :mod:`habitat_mosnav.baselines.envs` and need nothing more.
+"""
+from __future__ import annotations
+
+import habitat_mosnav  # noqa: F401  (must come before habitat / habitat_baselines)
+import habitat  # noqa: F401,E402  (importing habitat registers the plugin)
+from habitat_mosnav import _compat  # noqa: E402
+
+#: Measures whose value is not a scalar: habitat-baselines drops them from training and
+#: from its scalar extraction.
+NON_SCALAR_MEASURES = ("mos_report_events",)
+
+_REGISTERED = False
+
+
+def _fill_placeholders() -> None:
+    """Class attributes habitat-baselines reads from modules that ``_compat`` replaced by
+    placeholders when habitat-sim is absent (the real values of habitat-lab 0.3.3)."""
+    import importlib
+
+    values = {
+        "habitat.tasks.nav.instance_image_nav_task": {
+            "InstanceImageGoalSensor": "instance_imagegoal"},
+        "habitat.tasks.rearrange.rearrange_sensors": {
+            "GfxReplayMeasure": "gfx_replay_keyframes_string"},
+    }
+    for module_name, classes in values.items():
+        module = importlib.import_module(module_name)
+        if not _compat.is_placeholder(module):
+            continue
+        for cls_name, uuid in classes.items():
+            cls = getattr(module, cls_name)
+            if not hasattr(cls, "cls_uuid"):
+                cls.cls_uuid = uuid
+
+
+def _make_measure_configs_picklable() -> None:
+    """VectorEnv pickles each worker's config: the measurement-config dataclasses built with
+    ``type()`` must be reachable as module attributes (no-op once the core names them)."""
+    from habitat_mosnav.config import default_structured_configs as dsc
+
+    for cls in getattr(dsc, "_MEASURE_CONFIGS", {}).values():
+        if getattr(dsc, cls.__name__, None) is None:
+            setattr(dsc, cls.__name__, cls)
+
+
+def register() -> None:
+    """Register everything listed in the module docstring (idempotent)."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    _REGISTERED = True
+    _fill_placeholders()
+    _make_measure_configs_picklable()
+    from habitat_baselines.utils import info_dict
+
+    info_dict.NON_SCALAR_METRICS.update(NON_SCALAR_MEASURES)
+    from habitat_mosnav.baselines import evaluator, factory, text_goal, trainer  # noqa: F401
+
+
+_make_measure_configs_picklable()  # cheap; also needed where workers unpickle configs
+
+
+def __getattr__(name):
+    lazy = {
+        "MosNavEvaluator": "evaluator", "MosNavPPOTrainer": "trainer",
+        "MosNavTextGoalEncoder": "text_goal", "MosNavVectorEnvFactory": "factory",
+        "load_checkpoint": "checkpoint",
+    }
+    if name in lazy:
+        import importlib
+
+        register()
+        return getattr(importlib.import_module(f"habitat_mosnav.baselines.{lazy[name]}"), name)
+    raise AttributeError(f"module 'habitat_mosnav.baselines' has no attribute {name!r}")
+
+
+__all__ = ["NON_SCALAR_MEASURES", "MosNavEvaluator", "MosNavPPOTrainer",
+           "MosNavTextGoalEncoder", "MosNavVectorEnvFactory", "load_checkpoint", "register"]

@@ -1,0 +1,193 @@
+"""``MosNavEvaluator``: habitat-baselines' evaluation loop plus SPEC §8 episode records.
+
+Set ``habitat_baselines.evaluator`` to the ``mosnav`` entry (``_target_`` this class). It
+runs habitat-baselines' own ``HabitatEvaluator`` loop unchanged — same policy calls, same
+logged averages and videos — with three fixes around it:
+
+* the loop's buffers are sized from the environments really built (habitat-baselines
+  sizes them from ``num_environments``, which breaks when eval builds fewer);
+* non-finite measure values (NaN = "null" in SPEC §4, e.g. ``agent_subset_distance``
+  without claims) are left out of that episode's info, so the logged means are the means
+  of the finite values (SPEC §5) instead of NaN; the list ``mos_report_events`` is taken
+  out too (video overlays and scalar extraction cannot handle lists);
+* every finished episode is written as one SPEC §8 record (``info["mosnav_episode"]``
+  from :class:`~habitat_mosnav.baselines.envs.MosNavEpisodeInfo`) to
+  ``<output_dir>/<checkpoint name>/rank_00000/episodes.jsonl``, then ``done.json`` and
+  ``summary.json`` are written with the evaluation layer, so PPO checkpoints and
+  ``mosnav-eval`` agents land in the same tables (``mosnav-aggregate`` reads both).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional
+
+from habitat import logger
+from habitat.config import read_write
+from habitat_baselines.config.default_structured_configs import EvaluatorConfig
+from habitat_baselines.rl.ppo.habitat_evaluator import HabitatEvaluator
+from hydra.core.config_store import ConfigStore
+
+from habitat_mosnav.baselines.envs import EPISODE_INFO_KEY, episode_payload
+from habitat_mosnav.evaluation import results as res
+from habitat_mosnav.evaluation.selection import episode_seed
+
+EVALUATOR_TARGET = "habitat_mosnav.baselines.evaluator.MosNavEvaluator"
+
+#: Path of the checkpoint being evaluated; set by the mosnav trainer around each checkpoint
+#: (habitat-baselines passes the evaluator only an index).
+CURRENT_CHECKPOINT: Dict[str, Optional[str]] = {"path": None}
+
+
+@dataclass
+class MosNavEvaluatorConfig(EvaluatorConfig):
+    """``output_dir``: where per-checkpoint SPEC §8 results go ("" = ``<checkpoint
+    folder>/../eval``); ``resume``: continue an interrupted evaluation (existing episode
+    keys are kept, complete checkpoints are skipped) instead of refusing an existing
+    output directory."""
+
+    _target_: str = EVALUATOR_TARGET
+    output_dir: str = ""
+    resume: bool = False
+
+
+ConfigStore.instance().store(group="habitat_baselines/evaluator", name="mosnav",
+                             package="habitat_baselines.evaluator", node=MosNavEvaluatorConfig)
+
+
+def uses_mosnav_evaluator(config) -> bool:
+    return str(config.habitat_baselines.evaluator.get("_target_", "")) == EVALUATOR_TARGET
+
+
+def evaluation_root(config) -> str:
+    out = str(config.habitat_baselines.evaluator.get("output_dir", "") or "")
+    if not out:
+        folder = str(config.habitat_baselines.checkpoint_folder).rstrip("/\\")
+        out = os.path.join(os.path.dirname(folder) or ".", "eval")
+    return out
+
+
+def checkpoint_name(path: Optional[str], index: int) -> str:
+    if path:
+        name = os.path.basename(str(path))
+        for ext in (".pth", ".pt"):
+            if name.endswith(ext):
+                name = name[: -len(ext)]
+        return name or f"ckpt.{index}"
+    return f"ckpt.{index}"
+
+
+def results_dir(config, checkpoint_path: Optional[str], index: int = 0) -> str:
+    """``<output_dir>/<checkpoint name>``: one SPEC §8 output directory per checkpoint."""
+    return os.path.join(evaluation_root(config), checkpoint_name(checkpoint_path, index))
+
+
+def completed(out_dir: str) -> bool:
+    """True when ``out_dir`` holds a complete evaluation (every rank done, no missing key)."""
+    if not os.path.isdir(out_dir):
+        return False
+    try:
+        return res.summarize(out_dir)["status"] in ("complete", "completed_with_errors")
+    except (res.ResultFileError, OSError, ValueError):
+        return False
+
+
+class _RecordingEnvs:
+    """Proxy of the VectorEnv handed to the stock loop: takes each final step's mosnav
+    payload (and the list-valued ``mos_report_events``) out of ``info``, drops non-finite
+    scalars, and reports payloads to ``on_episode``. Everything else is delegated."""
+
+    def __init__(self, envs, on_episode: Callable[[Dict[str, Any]], None]) -> None:
+        self._envs = envs
+        self._on_episode = on_episode
+
+    def __getattr__(self, name):
+        return getattr(self._envs, name)
+
+    def _clean(self, info: Dict[str, Any]) -> Dict[str, Any]:
+        payload = episode_payload(info)
+        if payload is not None:
+            self._on_episode(payload)
+        out = {}
+        for key, value in info.items():
+            if key in (EPISODE_INFO_KEY, "mos_report_events"):
+                continue
+            if isinstance(value, float) and not math.isfinite(value):
+                continue
+            out[key] = value
+        return out
+
+    def step(self, data):
+        outputs = self._envs.step(data)
+        return [(obs, reward, done, self._clean(info)) for obs, reward, done, info in outputs]
+
+
+def _episode_keys(envs) -> List[str]:
+    keys: List[str] = []
+    for index in range(envs.num_envs):
+        for episode in envs.call_at(index, "episodes"):
+            keys.append(getattr(episode, "episode_key", "") or
+                        f"{episode.scene_id}::{episode.episode_id}")
+    return sorted(keys)
+
+
+class MosNavEvaluator(HabitatEvaluator):
+    """See the module docstring. Options come from the *current* config's
+    ``habitat_baselines.evaluator`` (command-line overrides win over the checkpoint's)."""
+
+    def __init__(self, output_dir: str = "", resume: bool = False, **_ignored) -> None:
+        super().__init__()
+
+    def evaluate_agent(self, agent, envs, config, checkpoint_index, step_id, writer, device,
+                       obs_transforms, env_spec, rank0_keys):
+        out_dir = results_dir(config, CURRENT_CHECKPOINT.get("path"), checkpoint_index)
+        resume = bool(config.habitat_baselines.evaluator.get("resume", False))
+        keys = _episode_keys(envs)
+        index_of = {key: i for i, key in enumerate(keys)}
+        base_seed = int(config.habitat.seed)
+        rank_writer = res.RankWriter(out_dir, rank=0, resume=resume)
+        skipped = set(rank_writer.finished_keys)
+        logger.info(f"mosnav: writing episode records of {len(keys)} episodes to {out_dir}")
+
+        def on_episode(payload: Dict[str, Any]) -> None:
+            key = payload.get("episode_key") or ""
+            if key in skipped:
+                return
+            record = res.make_record(
+                episode_key=key, episode_index=index_of.get(key, -1), rank=0,
+                seed=episode_seed(base_seed, key), episode=payload["episode"], status="ok",
+                steps_taken=payload["steps_taken"], terminated_by=payload["terminated_by"],
+                initial_metrics=payload.get("initial_metrics"), metrics=payload["metrics"],
+                report_events=payload.get("report_events") or [],
+                initial_agent_state=payload.get("initial_agent_state"),
+                final_agent_state=payload.get("final_agent_state"))
+            rank_writer.write(record)
+
+        loop_config = config.copy()
+        with read_write(loop_config):
+            # Size the stock loop's buffers by the environments actually built.
+            loop_config.habitat_baselines.num_environments = envs.num_envs
+            if int(loop_config.habitat_baselines.test_episode_count) < 0 or (
+                    int(loop_config.habitat_baselines.test_episode_count) > len(keys)):
+                loop_config.habitat_baselines.test_episode_count = len(keys)
+        try:
+            super().evaluate_agent(agent, _RecordingEnvs(envs, on_episode), loop_config,
+                                   checkpoint_index, step_id, writer, device, obs_transforms,
+                                   env_spec, rank0_keys)
+            rank_writer.write_done(expected_count=len(keys))
+        finally:
+            rank_writer.close()
+        summary = res.summarize(out_dir)
+        res.write_summary(out_dir, summary)
+        logger.info("mosnav summary (" + out_dir + "):\n" + res.format_summary(summary))
+        for key, value in summary["metrics"].items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and (
+                    math.isfinite(value)) and not key.startswith("num_episodes"):
+                writer.add_scalar(f"eval_mosnav/{key}", value, step_id)
+        return summary
+
+
+from habitat_mosnav.baselines import register as _register  # noqa: E402
+
+_register()

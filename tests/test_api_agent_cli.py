@@ -1,0 +1,130 @@
+"""``mosnav-eval --agent api`` in process on a small open-room dataset (fast).
+
+A scripted local chat server plays the model. Checks: records written, one prompt-log line
+per step beside them, images and key in the requests only, the key in no output file; a
+server killed mid-run gives an ``APIUnavailableError`` error record quickly, and ``--resume``
+against a restarted server finishes the run.
+"""
+import json
+import os
+import re
+import threading
+import time
+
+import pytest
+
+try:
+    from chat_server import ChatServer, Reply
+    from mosnav_fixtures import base_documents, write_dataset
+except ImportError:  # tests/ imported as a package
+    from tests.chat_server import ChatServer, Reply
+    from tests.mosnav_fixtures import base_documents, write_dataset
+
+eval_cli = pytest.importorskip("habitat_mosnav.eval")
+toy = pytest.importorskip("habitat_mosnav.sims.toy_scenes")
+
+KEY = "sk-cli-secret-c0ffee-1234"
+ACTIONS = [2, 1, 0]  # per episode: TURN_LEFT, MOVE_FORWARD, FINISH (0 ends every mode)
+REPLIES = ["I see a wall.\nACTION: 2", '{"action": "move_forward"}', "ACTION: 0"]
+
+
+@pytest.fixture(scope="module")
+def room(tmp_path_factory):
+    root = tmp_path_factory.mktemp("apiroom")
+    glb = toy.export_boxes(str(root / "room.glb"), toy.room_boxes(-6, -6, 6, 6))
+    return write_dataset(root, base_documents(), scene_file=glb)
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+
+
+def scripted_model(payload):
+    """Answer by the step number stated in the prompt: REPLIES[k]."""
+    text = " ".join(p.get("text", "") for m in payload["messages"] if isinstance(m["content"], list)
+                    for p in m["content"] if p.get("type") == "text")
+    k = int(re.search(r"Actions taken so far: (\d+)", text).group(1))
+    return Reply.text(REPLIES[min(k, len(REPLIES) - 1)])
+
+
+def argv(room, server, out, *extra):
+    data, scenes = room
+    return ["--dataset-dir", data, "--scene-root", scenes, "--space-coverage-samples", "0",
+            "--target-modes", "many,all,single,any", "--max-steps", "10", "--no-progress",
+            "--agent", "api", "--api-base", server.api_base, "--model", "m", "--api-backoff", "0.01",
+            "--api-retries", "1", "--api-timeout", "10", "--output-dir", out, *extra]
+
+
+def records(out):
+    with open(os.path.join(out, "rank_00000", "episodes.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+def assert_key_nowhere(root):
+    files = [os.path.join(d, n) for d, _, names in os.walk(root) for n in names]
+    assert files
+    for path in files:
+        with open(path, "rb") as f:
+            assert KEY.encode() not in f.read(), path
+
+
+def test_api_agent_run_writes_records_and_prompt_log(room, tmp_path):
+    out = str(tmp_path / "run")
+    with ChatServer(default=scripted_model) as server:
+        assert eval_cli.main(argv(room, server, out, "--log-prompts", "--send-depth")) == 0
+        reqs = server.chat_requests()
+    recs = records(out)
+    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs)
+    assert all(r["action_trace"] == ACTIONS and r["terminated_by"] == "finish" for r in recs)
+    assert len(reqs) == 4 * len(ACTIONS)
+    assert all(r.headers["Authorization"] == f"Bearer {KEY}" for r in reqs)
+    assert all(len(r.image_urls()) == 2 for r in reqs)  # RGB + depth
+    assert "Find the chairs." in reqs[0].texts()[1]
+    log = [json.loads(x) for x in open(os.path.join(out, "rank_00000", "prompts.jsonl"))]
+    assert len(log) == 4 * len(ACTIONS)
+    assert [x["action"] for x in log] == ACTIONS * 4
+    assert [x["episode_key"] for x in log[::3]] == [r["episode_key"] for r in recs]
+    assert [x["step"] for x in log[:3]] == [1, 2, 3]
+    assert_key_nowhere(out)
+
+
+def test_server_killed_mid_run_then_resume(room, tmp_path):
+    out = str(tmp_path / "run")
+    server = ChatServer().start()
+    served = {"n": 0}
+
+    def dying_model(payload):
+        served["n"] += 1
+        if served["n"] == len(ACTIONS) + 2:  # the 2nd action of the 2nd episode
+            threading.Thread(target=server.stop, daemon=True).start()
+        if served["n"] >= len(ACTIONS) + 2:
+            return Reply.drop()
+        return scripted_model(payload)
+
+    server.default = dying_model
+    t0 = time.monotonic()
+    try:
+        code = eval_cli.main(argv(room, server, out, "--fail-fast", "--log-prompts"))
+    finally:
+        server.stop()
+    assert code == 0 and time.monotonic() - t0 < 60
+    recs = records(out)
+    assert [r["status"] for r in recs] == ["ok", "error"]
+    assert recs[1]["error_type"] == "APIUnavailableError" and recs[1]["steps_taken"] == 1
+    assert json.load(open(os.path.join(out, "summary.json")))["status"] == "incomplete"
+    log = [json.loads(x) for x in open(os.path.join(out, "rank_00000", "prompts.jsonl"))]
+    assert log[-1]["error"]["type"] == "APIUnavailableError"
+
+    with ChatServer(default=scripted_model) as server2:
+        assert eval_cli.main(argv(room, server2, out, "--resume")) == 0
+    recs2 = records(out)
+    assert recs2[:2] == recs
+    assert len({r["episode_key"] for r in recs2}) == 4
+    assert all(r["status"] == "ok" for r in recs2[2:])
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    assert summary["unique_record_count"] == 4
+    assert summary["status"] in ("complete", "completed_with_errors")
+    assert_key_nowhere(out)

@@ -1,0 +1,88 @@
+"""MosNavVectorEnvFactory with real forkserver worker processes (not HABITAT_ENV_DEBUG):
+the workers know the plugin, training splits nothing away, evaluation shards episodes,
+and a final step carries the episode's record payload."""
+import os
+import sys
+
+import pytest
+
+import habitat_mosnav
+import habitat_mosnav.baselines as mb
+
+pytestmark = [pytest.mark.baselines, pytest.mark.slow]
+pytest.importorskip("torch")
+mb.register()
+
+from habitat_mosnav.baselines.envs import EPISODE_INFO_KEY, episode_payload  # noqa: E402
+from habitat_mosnav.baselines.factory import MosNavVectorEnvFactory  # noqa: E402
+from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from mosnav_fixtures import base_documents, write_dataset  # noqa: E402
+
+KEYS = ["val::testScene01::q0-all-0", "val::testScene01::q0-many-0",
+        "val::testScene01::q1-any-0", "val::testScene01::q2-single-0"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bl_envs")
+    glb = export_boxes(str(root / "room.glb"), room_boxes(-6, -6, 6, 6))
+    return write_dataset(root, base_documents(), scene_file=glb)
+
+
+def config(dataset, *extra):
+    from habitat.config.default_structured_configs import register_hydra_plugin
+    from habitat_baselines.config.default_structured_configs import (
+        HabitatBaselinesConfigPlugin,
+    )
+
+    register_hydra_plugin(HabitatBaselinesConfigPlugin)
+    data, scenes = dataset
+    s = "habitat.simulator.agents.main_agent.sim_sensors"
+    return habitat_mosnav.get_config("baselines/ppo_mos_demo.yaml", [
+        f"habitat.dataset.data_path={data}", f"habitat.dataset.scenes_dir={scenes}",
+        "habitat.dataset.target_modes=[]", "habitat.environment.max_episode_steps=5",
+        "habitat.task.mosnav_space_coverage_samples=0",
+        f"{s}.rgb_sensor.width=32", f"{s}.rgb_sensor.height=32",
+        f"{s}.depth_sensor.width=32", f"{s}.depth_sensor.height=32", *extra])
+
+
+def test_training_envs_run_in_worker_processes_that_know_the_plugin(dataset, monkeypatch):
+    monkeypatch.delenv("HABITAT_ENV_DEBUG", raising=False)
+    envs = MosNavVectorEnvFactory().construct_envs(config(dataset))
+    try:
+        assert envs.num_envs == 2
+        pids = {envs.call_at(i, "process_id") for i in range(2)}
+        assert len(pids) == 2 and os.getpid() not in pids
+        # one scene, two environments: both get every episode
+        assert envs.count_episodes() == [4, 4]
+        obs = envs.reset()
+        assert {"rgb", "depth", "mosnav_goal_text", "mosnav_target_mode", "gps",
+                "compass"} <= set(obs[0])
+        assert "objectgoal" not in obs[0]  # description goals: text only (gym.obs_keys)
+        # 5 steps of TURN_LEFT reach max_episode_steps: the last info has the payload
+        for step in range(5):
+            outs = envs.step([2, 2])
+        for _obs, _reward, done, info in outs:
+            assert done
+            payload = episode_payload(info)
+            assert payload["episode_key"] in KEYS
+            assert payload["steps_taken"] == 5 and payload["terminated_by"] == "max_steps"
+            assert payload["metrics"]["trajectory_length"] == 0.0
+            assert payload["episode"]["max_steps"] == 5
+            assert "mos_report_events" not in info  # dropped from training measures
+    finally:
+        envs.close()
+
+
+def test_eval_envs_shard_sorted_episodes_without_repeats(dataset):
+    cfg = config(dataset, "habitat_baselines.test_episode_count=3")
+    envs = MosNavVectorEnvFactory().construct_envs(cfg, enforce_scenes_greater_eq_environments=True)
+    try:
+        assert envs.num_envs == 2
+        shards = [[e.episode_key for e in envs.call_at(i, "episodes")] for i in range(2)]
+        # the first 3 keys in sorted order, dealt round-robin
+        assert shards == [[KEYS[0], KEYS[2]], [KEYS[1]]]
+    finally:
+        envs.close()

@@ -1,0 +1,164 @@
+"""habitat-baselines glue, without worker processes: text-goal transformer, metric
+extraction of the list-valued measure, checkpoint loading and discovery, the evaluator's
+info cleaning, and the experiment configs."""
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+import habitat_mosnav
+import habitat_mosnav.baselines as mb
+
+pytestmark = pytest.mark.baselines
+
+torch = pytest.importorskip("torch")
+mb.register()
+
+from gym import spaces  # noqa: E402
+from habitat_baselines.common.baseline_registry import baseline_registry  # noqa: E402
+from habitat_baselines.utils.info_dict import extract_scalars_from_info  # noqa: E402
+
+from habitat_mosnav.baselines.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
+from habitat_mosnav.baselines.envs import EPISODE_INFO_KEY  # noqa: E402
+from habitat_mosnav.baselines.evaluator import _RecordingEnvs, checkpoint_name  # noqa: E402
+from habitat_mosnav.baselines.text_goal import (  # noqa: E402
+    MosNavTextGoalEncoder,
+    hashed_bag_of_words,
+)
+from habitat_mosnav.baselines.trainer import EvalSetupError, list_checkpoints  # noqa: E402
+from habitat_mosnav.sensors.sensors import encode_goal_text  # noqa: E402
+
+EXPERIMENTS = ["ppo_mos_demo", "ppo_moc_demo", "ppo_mos_hm3d", "ppo_moc_hm3d", "ddppo_mos_hm3d"]
+
+
+def test_hashed_bag_of_words_is_stable_normalised_and_word_based():
+    a = hashed_bag_of_words("Find brown chairs.", 128)
+    assert a.shape == (128,) and a.dtype == np.float32
+    assert np.linalg.norm(a) == pytest.approx(1.0, abs=1e-6)
+    # case and punctuation do not matter; the same words give the same vector
+    np.testing.assert_array_equal(a, hashed_bag_of_words("find BROWN chairs", 128))
+    # 3 words + 2 bigrams = 5 tokens, each +-1 (collisions aside): norm before scaling
+    # is sqrt(5), so every non-zero entry is +-1/sqrt(5)
+    nz = np.abs(a[a != 0])
+    if len(nz) == 5:
+        np.testing.assert_allclose(nz, 1 / math.sqrt(5), rtol=1e-6)
+    b = hashed_bag_of_words("Find white tables.", 128)
+    assert float(a @ b) < 0.9
+    assert not hashed_bag_of_words("", 16).any()
+
+
+def test_text_goal_transformer_replaces_bytes_by_embedding():
+    cls = baseline_registry.get_obs_transformer("MosNavTextGoalEncoder")
+    assert cls is MosNavTextGoalEncoder
+    enc = MosNavTextGoalEncoder(encoder="hash", dim=32)
+    space = spaces.Dict({
+        "mosnav_goal_text": spaces.Box(0, 255, (64,), np.uint8),
+        "gps": spaces.Box(-np.inf, np.inf, (2,), np.float32),
+    })
+    new = enc.transform_observation_space(space)
+    assert set(new.spaces) == {"gps", "mosnav_goal_embedding"}
+    assert new["mosnav_goal_embedding"].shape == (32,)
+    texts = ["Find the chairs.", "Find a table.", "Find the chairs."]
+    batch = {"mosnav_goal_text": torch.from_numpy(np.stack([encode_goal_text(t, 64)
+                                                            for t in texts])),
+             "gps": torch.zeros(3, 2)}
+    out = enc(batch)
+    assert "mosnav_goal_text" not in out
+    emb = out["mosnav_goal_embedding"]
+    assert emb.shape == (3, 32) and emb.dtype == torch.float32
+    torch.testing.assert_close(emb[0], emb[2])
+    assert not torch.allclose(emb[0], emb[1])
+    np.testing.assert_allclose(emb[1].numpy(), hashed_bag_of_words("Find a table.", 32))
+    with pytest.raises(ValueError, match="encoder must be one of"):
+        MosNavTextGoalEncoder(encoder="bert")
+
+
+def test_list_valued_measure_is_skipped_by_scalar_extraction():
+    info = {"mos_success": 1.0, "mos_report_events": [{"step": 3, "new_targets": [101]}]}
+    # habitat-baselines calls float() on any size-1 value; one claim event would crash it
+    assert extract_scalars_from_info(info) == {"mos_success": 1.0}
+
+
+def test_recording_envs_strip_payload_lists_and_nan():
+    seen = []
+
+    class FakeEnvs:
+        num_envs = 1
+
+        def step(self, data):
+            payload = json.dumps({"episode_key": "val::s::e1"})
+            return [({"o": 1}, 0.5, True, {"spl_multi": 0.25, "agent_subset_distance":
+                                          float("nan"), "mos_report_events": [{"step": 1}],
+                                          EPISODE_INFO_KEY: payload})]
+
+    envs = _RecordingEnvs(FakeEnvs(), seen.append)
+    assert envs.num_envs == 1
+    [(obs, reward, done, info)] = envs.step([0])
+    assert info == {"spl_multi": 0.25}
+    assert seen == [{"episode_key": "val::s::e1"}]
+
+
+def test_list_checkpoints_sorts_by_index_and_skips_latest_and_resume_state(tmp_path):
+    for name in ["ckpt.10.pth", "ckpt.2.pth", "latest.pth", ".habitat-resume-stateeval.pth",
+                 "notes.txt"]:
+        (tmp_path / name).write_bytes(b"x")
+    found = list_checkpoints(str(tmp_path))
+    assert [(os.path.basename(p), i) for p, i in found] == [("ckpt.2.pth", 2),
+                                                            ("ckpt.10.pth", 10)]
+    assert list_checkpoints(str(tmp_path / "ckpt.10.pth")) == [(str(tmp_path / "ckpt.10.pth"),
+                                                                10)]
+    with pytest.raises(EvalSetupError, match="no such file or directory"):
+        list_checkpoints(str(tmp_path / "missing"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(EvalSetupError, match="no ckpt.N.pth"):
+        list_checkpoints(str(empty))
+    assert checkpoint_name(str(tmp_path / "ckpt.10.pth"), 0) == "ckpt.10"
+
+
+def test_checkpoint_with_dictconfig_loads_on_new_torch(tmp_path):
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create({"habitat": {"seed": 3}, "x": [1, 2]})
+    path = str(tmp_path / "ckpt.0.pth")
+    torch.save({"state_dict": {"w": torch.ones(2)}, "config": cfg,
+                "extra_state": {"step": 64}}, path)
+    ckpt = load_checkpoint(path)
+    assert ckpt["config"].habitat.seed == 3 and ckpt["extra_state"]["step"] == 64
+    torch.testing.assert_close(ckpt["state_dict"]["w"], torch.ones(2))
+    with pytest.raises(CheckpointError, match="no such file"):
+        load_checkpoint(str(tmp_path / "nope.pth"))
+    (tmp_path / "bad.pth").write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="bad.pth: cannot be read"):
+        load_checkpoint(str(tmp_path / "bad.pth"))
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_configs_compose(name):
+    from habitat.config.default_structured_configs import register_hydra_plugin
+    from habitat_baselines.config.default_structured_configs import (
+        HabitatBaselinesConfigPlugin,
+    )
+
+    register_hydra_plugin(HabitatBaselinesConfigPlugin)
+    cfg = habitat_mosnav.get_config(f"baselines/{name}.yaml")
+    hb = cfg.habitat_baselines
+    assert hb.trainer_name == ("mosnav_ddppo" if name.startswith("ddppo") else "mosnav_ppo")
+    assert hb.vector_env_factory._target_.startswith("habitat_mosnav.baselines.factory")
+    assert hb.evaluator._target_ == "habitat_mosnav.baselines.evaluator.MosNavEvaluator"
+    assert hb.checkpoint_folder == f"data/mosnav/{name}/checkpoints"
+    assert hb.evaluator.output_dir == f"data/mosnav/{name}/eval"
+    assert hb.rl.policy.main_agent.name == "PointNavResNetPolicy"
+    assert hb.rl.policy.main_agent.obs_transforms.text_goal.type == "MosNavTextGoalEncoder"
+    assert list(cfg.habitat.task.actions)[6] == "target_found"
+    assert cfg.habitat.task.success_reward == 0.0 and cfg.habitat.task.slack_reward == 0.0
+    assert "mosnav_goal_text" in cfg.habitat.gym.obs_keys
+    mode = "many" if "_mos_" in f"_{name}_" or "mos_" in name else "all"
+    assert list(cfg.habitat.dataset.target_modes) == [mode]
+    if name.endswith("_demo"):
+        assert hb.num_environments == 2
+        assert cfg.habitat.simulator.type == "MosNavMeshSim-v0"
+        rgb = cfg.habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor
+        assert (rgb.width, rgb.height) == (128, 128)

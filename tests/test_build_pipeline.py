@@ -1,0 +1,207 @@
+"""Dataset building end to end, offline, on one generated scene: the output validates
+against SPEC §6 (the dataset loader's own checks), episodes are reachable, their
+``optimal_subset_distance`` is the exact solver's, runs are deterministic and resumable,
+and the online ``attributes`` stage works against a local chat-completions server."""
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from habitat_mosnav.dataset_building.cli import main as build_main
+from habitat_mosnav.dataset_building.common import discover_scenes
+from habitat_mosnav.dataset_building.geometry import open_scene
+from habitat_mosnav.dataset_building.pipeline import BuildConfig, run_all, run_attributes, run_episodes, run_show
+from habitat_mosnav.datasets.schema import load_scene_dir
+from habitat_mosnav.metrics import shortest_open_path
+from habitat_mosnav.scenes.generator import generate_scene
+
+FILES = ("goals.json", "queries.json", "episodes.json")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("build")
+    info = generate_scene(str(root / "scenes"), seed=11, index=0)
+    cfg = BuildConfig(out=root / "ds", scenes=root / "scenes", offline=True, seed=0, progress=False)
+    reports = run_all(cfg)
+    return root, info.scene_id, cfg, reports
+
+
+def _read(root, sid, name):
+    return json.loads((root / "ds" / sid / name).read_text())
+
+
+def test_output_validates_and_covers_modes_and_goal_types(built):
+    root, sid, cfg, reports = built
+    assert sorted(p.name for p in (root / "ds").iterdir()) == [sid]  # nothing but the scene
+    assert sorted(p.name for p in (root / "ds" / sid).iterdir()) == sorted(FILES)
+    goals, queries, episodes = load_scene_dir(str(root / "ds" / sid))  # raises on any bad field
+    assert len(goals) >= 10
+    for g in goals.values():
+        assert g["view_points"], g["object_id"]
+        assert set(g["attributes"]) == {"color", "material", "feature"}
+        for vp in g["view_points"]:
+            q = np.asarray(vp["rotation"])
+            assert abs(np.linalg.norm(q) - 1) < 1e-4 and q[0] == 0 and q[2] == 0  # yaw only
+            assert 0 < vp["iou"] <= 1
+    # walls / floors / ceilings are annotated in the scene but never goals
+    assert not {"wall", "floor", "ceiling"} & {g["category"] for g in goals.values()}
+    raw_queries = _read(root, sid, "queries.json")["queries"]
+    assert any(q["pure_category"] for q in raw_queries) and not all(q["pure_category"] for q in raw_queries)
+    for q in raw_queries:
+        assert q["instruction"].endswith(".") and q["matched_object_ids"]
+        pure = [c["field"] for c in q["query_program"]["where"]] == ["category"]
+        assert q["pure_category"] == pure
+    modes = Counter(e["target_mode"] for e in episodes)
+    assert set(modes) == {"single", "any", "many", "all"}, modes
+    ids = [e["episode_id"] for e in episodes]
+    assert len(set(ids)) == len(ids)
+    for e in episodes:
+        n = len(e["target_object_ids"])
+        assert e["episode_id"].startswith(f"{e['query_id']}-{e['target_mode']}-")
+        assert sorted(queries[e["query_id"]]["matched_object_ids"]) == sorted(e["target_object_ids"])
+        if e["target_mode"] == "single":
+            assert n == 1
+        elif e["target_mode"] == "many":
+            assert n >= 3 and 2 <= e["target_count"] <= n - 1
+        else:
+            assert n >= 2
+
+
+def test_episodes_reachable_and_optimal_distance_is_the_solver_result(built):
+    root, sid, cfg, _ = built
+    goals, queries, episodes = load_scene_dir(str(root / "ds" / sid))
+    geo = open_scene(discover_scenes(root / "scenes")[0])
+    try:
+        for e in episodes:
+            tgt = e["target_object_ids"]
+            nav = [goals[t]["navigable_position"] for t in tgt]
+            start = [geo.geodesic(e["start_position"], p) for p in nav]
+            pair = np.array([[0.0 if i == j else geo.geodesic(a, b) for j, b in enumerate(nav)]
+                             for i, a in enumerate(nav)])
+            assert np.all(np.isfinite(start)) and np.all(np.isfinite(pair)), e["episode_id"]
+            np.testing.assert_allclose(start, e["info"]["geodesic_to_targets"], atol=1e-3)
+            k = {"single": 1, "any": 1, "many": e["target_count"], "all": None}[e["target_mode"]]
+            length, order = shortest_open_path(start, pair, k)
+            assert e["info"]["optimal_subset_distance"] == pytest.approx(length, abs=1e-3)
+            assert 2.0 <= length <= 25.0
+            # the start is not already next to a target's view points
+            for t in tgt:
+                vps = [vp["position"] for vp in goals[t]["view_points"]]
+                d = geo.sim.geodesic_distance(np.asarray(e["start_position"], np.float32),
+                                              np.asarray(vps, np.float32))
+                assert d >= 1.5 - 1e-6
+    finally:
+        geo.close()
+
+
+def test_rerun_is_resumed_and_same_seed_is_identical(built, tmp_path):
+    root, sid, cfg, _ = built
+    before = {n: (root / "ds" / sid / n).read_bytes() for n in FILES}
+    reports = run_all(cfg)  # everything already done: skipped, files untouched
+    assert all(r.skipped == [sid] and not r.done for r in reports)
+    assert {n: (root / "ds" / sid / n).read_bytes() for n in FILES} == before
+    # a fresh build with the same seed gives the same bytes
+    cfg2 = BuildConfig(out=tmp_path / "ds", scenes=root / "scenes", offline=True, seed=0, progress=False)
+    run_all(cfg2)
+    assert {n: (tmp_path / "ds" / sid / n).read_bytes() for n in FILES} == before
+    # another seed: other starts
+    cfg3 = BuildConfig(out=tmp_path / "ds", scenes=root / "scenes", offline=True, seed=1, progress=False)
+    assert run_episodes(cfg3).done == [sid]
+    assert (tmp_path / "ds" / sid / "episodes.json").read_bytes() != before["episodes.json"]
+
+
+def test_cli_caps_queries_and_episodes_and_show_writes_pngs(built, tmp_path):
+    root, sid, cfg, _ = built
+    out = tmp_path / "small"
+    rc = build_main(["all", "--scenes", str(root / "scenes"), "--out", str(out), "--offline",
+                     "--max-queries", "6", "--max-per-group", "1", "--no-progress"])
+    assert rc == 0
+    qs = json.loads((out / sid / "queries.json").read_text())["queries"]
+    eps = json.loads((out / sid / "episodes.json").read_text())["episodes"]
+    assert len(qs) == 6
+    groups = Counter((next(q for q in qs if q["query_id"] == e["query_id"])["pure_category"],
+                      e["target_mode"]) for e in eps)
+    assert max(groups.values()) == 1
+    oid = json.loads((out / sid / "goals.json").read_text())["goals"][0]["object_id"]
+    rc = build_main(["show", "--scenes", str(root / "scenes"), "--out", str(out), "--no-progress",
+                     "--object-ids", str(oid), "--show-dir", str(tmp_path / "png")])
+    assert rc == 0
+    pngs = sorted((tmp_path / "png" / sid / str(oid)).glob("vp*.png"))
+    assert pngs and pngs[0].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_bad_input_is_one_line_error(built, tmp_path, capsys):
+    root, sid, cfg, _ = built
+    assert build_main(["extract", "--scenes", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "nope" in err and "does not exist" in err
+    bad = tmp_path / "bad"
+    shutil.copytree(root / "ds", bad)
+    (bad / sid / "goals.json").write_text('{"schema_version": 1, "scene_id": "%s", "goals": 3}' % sid)
+    assert build_main(["queries", "--out", str(bad), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "goals.json" in err and "'goals'" in err
+
+
+def test_online_attributes_stage_against_local_server(built, tmp_path, monkeypatch):
+    from test_build_attributes import KEY, ChatServer
+
+    root, sid, cfg, _ = built
+    out = tmp_path / "ds"
+    shutil.copytree(root / "ds", out)
+    reply = '{"color": ["grey"], "material": ["timber"], "feature": ["shiny"], "caption": "a thing"}'
+    env = tmp_path / ".env"
+    with ChatServer(default=(200, reply), script=[(200, "garbage"), (500, "")]) as srv:
+        env.write_text(f"MOSNAV_API_KEY={KEY}\nMOSNAV_API_BASE={srv.base_url}\n")
+        for k in ("MOSNAV_API_KEY", "OPENAI_API_KEY", "MOSNAV_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+            monkeypatch.delenv(k, raising=False)
+        cfg_online = BuildConfig(out=out, scenes=root / "scenes", work=tmp_path / "work", env_file=env,
+                                 progress=False, api_overrides={"backoff_s": 0.01})
+        report = run_attributes(cfg_online)
+        n_goals = len(json.loads((out / sid / "goals.json").read_text())["goals"])
+        assert len(srv.requests) == n_goals + 2  # one malformed reply and one 500 retried
+        assert report.counts[sid]["ok"] == n_goals and report.counts[sid]["malformed_replies"] == 1
+    goals = json.loads((out / sid / "goals.json").read_text())["goals"]
+    assert all(g["attributes"]["material"] == ["timber"] for g in goals)  # raw until normalize
+    for p in list(out.rglob("*")) + list((tmp_path / "work").rglob("*")):
+        if p.is_file():
+            assert KEY not in p.read_text(errors="replace"), p
+
+
+def test_category_map_drop_list_and_size_limit(built):
+    from habitat_mosnav.dataset_building.extract import ExtractOptions, parse_objects
+
+    root, sid, cfg, _ = built
+    scene = discover_scenes(root / "scenes")[0]
+    base, c0 = parse_objects(scene, ExtractOptions())
+    cats = Counter(o.raw_category for o in base)
+    assert "wall" not in cats and c0["dropped_category"] > 0
+    some = sorted(cats)[0]
+    other = sorted(cats)[1]
+    objs, c = parse_objects(scene, ExtractOptions(category_map={some: None, other: "thing"}))
+    got = Counter(o.raw_category for o in objs)
+    assert some not in got and other not in got and got["thing"] == cats[other]
+    assert c["dropped_category"] == c0["dropped_category"] + cats[some]
+    small, c = parse_objects(scene, ExtractOptions(min_size=1.5))
+    assert 0 < len(small) < len(base) and c["dropped_too_small"] == len(base) - len(small)
+    assert all(max(o.aabb_max - o.aabb_min) >= 1.5 for o in small)
+
+
+def test_semantic_txt_errors_name_the_line(tmp_path):
+    from habitat_mosnav.dataset_building.common import BuildError
+    from habitat_mosnav.dataset_building.semantic import read_semantic_txt
+
+    p = tmp_path / "x.semantic.txt"
+    p.write_text('HM3D Semantic Annotations\n1,FF0000,"chair",0\n2,GG0000,"table",1\n')
+    with pytest.raises(BuildError, match=r"x\.semantic\.txt: line 3"):
+        read_semantic_txt(p)
+    p.write_text('HM3D Semantic Annotations\n1,FF0000,"chair",0\n1,00FF00,"table",1\n')
+    with pytest.raises(BuildError, match="duplicate object_id 1"):
+        read_semantic_txt(p)
+    p.write_text('HM3D Semantic Annotations\n1,ff0000,"Kitchen Chair",0\n')
+    (o,) = read_semantic_txt(p)
+    assert (o.object_id, o.color_hex, o.raw_category, o.region_id) == (1, "FF0000", "Kitchen Chair", 0)

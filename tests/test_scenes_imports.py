@@ -1,0 +1,29 @@
+"""The scenes package stays usable without habitat: it imports no habitat module itself."""
+import ast
+import glob
+import os
+
+import habitat_mosnav
+
+ALLOWED = {"numpy", "scipy", "trimesh", "tqdm", "imageio", "argparse", "json", "os", "re", "string", "sys",
+           "dataclasses", "typing", "__future__", "habitat_mosnav"}
+
+
+def test_scenes_modules_import_only_numeric_libraries():
+    pkg = os.path.join(os.path.dirname(habitat_mosnav.__file__), "scenes")
+    files = sorted(glob.glob(os.path.join(pkg, "*.py")))
+    assert len(files) >= 5
+    for path in files:
+        with open(path) as fh:
+            tree = ast.parse(fh.read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] in ALLOWED, (os.path.basename(path), name)
+                if name.startswith("habitat_mosnav"):
+                    assert name.startswith("habitat_mosnav.scenes"), (os.path.basename(path), name)

@@ -1,0 +1,296 @@
+"""MosNavMeshSim-v0 navigation: navigability from meshes, fast-marching geodesics against
+hand-computed shortest paths, sliding collisions, the habitat config path. No rendering."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import habitat_mosnav  # noqa: F401  (before habitat)
+from habitat_mosnav.sims import MosNavMeshSim, MultiGoalShortestPath, ShortestPath
+from habitat_mosnav.sims import toy_scenes as ts
+from habitat_mosnav.sims.geometry import load_mesh
+from habitat_mosnav.sims.navgrid import AgentShape, NavGrid
+
+
+def make_sim(scene, start=None, rot=(0, 0, 0, 1), radius=0.1, sensors=None, seed=7, **opts):
+    from omegaconf import OmegaConf
+    from habitat.config.default_structured_configs import AgentConfig
+
+    from habitat_mosnav.config.simulator import MosNavMeshOptions, MosNavMeshSimConfig
+
+    agent = AgentConfig(radius=radius, sim_sensors=sensors or {})
+    if start is not None:
+        agent.is_set_start_state = True
+        agent.start_position = list(start)
+        agent.start_rotation = list(rot)
+    cfg = OmegaConf.structured(MosNavMeshSimConfig(
+        scene=str(scene), seed=seed, agents_order=["main_agent"], agents={"main_agent": agent},
+        forward_step_size=0.25, turn_angle=30, mosnav_mesh=MosNavMeshOptions(**opts)))
+    return MosNavMeshSim(cfg), cfg
+
+
+@pytest.fixture(scope="module")
+def scenes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("simscenes")
+    return {
+        "door": ts.export_boxes(str(d / "door.glb"), ts.two_rooms_boxes(door_width=1.0)),
+        "closed": ts.export_boxes(str(d / "closed.glb"), ts.two_rooms_boxes(door_width=None)),
+        "narrow": ts.export_boxes(str(d / "narrow.glb"), ts.two_rooms_boxes(door_width=0.15)),
+        "corridor": ts.export_boxes(str(d / "corridor.glb"), ts.l_corridor_boxes(1.0, 6.0)),
+        "room": ts.export_boxes(str(d / "room.glb"), ts.room_boxes(0.0, 0.0, 4.0, 4.0)),
+    }
+
+
+def test_wall_blocks_and_door_passes(scenes):
+    sim, _ = make_sim(scenes["closed"], start=[1.0, 0.0, 2.0])
+    assert math.isinf(sim.geodesic_distance([1.0, 0.0, 2.0], [7.0, 0.0, 2.0]))
+    assert sim.island_radius([1.0, 0, 2.0]) < 3.0  # one room only: radius ~ half its diagonal
+    # facing +x (yaw -90 deg): walk into the middle wall; never crosses x = 3.95
+    yaw = -math.pi / 2
+    rot = [0.0, math.sin(yaw / 2), 0.0, math.cos(yaw / 2)]
+    sim.set_agent_state([1.0, 0.0, 2.0], rot)
+    for _ in range(20):
+        sim.step("move_forward")
+    pos = sim.get_agent_state().position
+    assert 3.6 < pos[0] < 3.95
+    assert sim.previous_step_collided
+
+    sim2, _ = make_sim(scenes["door"], start=[1.0, 0.0, 2.0])
+    d = sim2.geodesic_distance([1.0, 0.0, 2.0], [7.0, 0.0, 2.0])
+    assert d == pytest.approx(6.0, rel=0.01)  # straight through the door
+    sim2.set_agent_state([1.0, 0.0, 2.0], rot)
+    for _ in range(16):  # 4 m east along z = 2, through the 1 m door
+        sim2.step(1)
+    pos = sim2.get_agent_state().position
+    assert pos[0] == pytest.approx(5.0, abs=1e-3) and pos[2] == pytest.approx(2.0, abs=1e-3)
+    assert not sim2.previous_step_collided
+    # a door narrower than the agent (0.15 m < 2 x 0.1 m radius) does not pass
+    sim3, _ = make_sim(scenes["narrow"], start=[1.0, 0.0, 2.0])
+    assert math.isinf(sim3.geodesic_distance([1.0, 0.0, 2.0], [7.0, 0.0, 2.0]))
+
+
+def test_geodesic_l_corridor_matches_analytic(scenes):
+    sim, _ = make_sim(scenes["corridor"], start=[0.5, 0.0, 0.5])
+    a, b = [0.5, 0.0, 0.5], [5.5, 0.0, 5.5]
+    # shortest path hugs the inner corner (5, 1): |A-K| + |K-B| = 2 * hypot(4.5, 0.5)
+    expected = 2 * math.hypot(4.5, 0.5)  # 9.0554
+    d = sim.geodesic_distance(a, b)
+    assert abs(d - expected) / expected < 0.03
+    # symmetric, and a goal list takes the minimum
+    assert sim.geodesic_distance(b, a) == pytest.approx(d, rel=0.02)
+    near = [3.5, 0.0, 0.5]
+    assert sim.geodesic_distance(a, [b, near]) == pytest.approx(3.0, rel=0.02)
+    # find_path: a polyline from a to b whose length matches the geodesic
+    path = ShortestPath()
+    path.requested_start, path.requested_end = np.array(a), np.array(b)
+    assert sim.pathfinder.find_path(path)
+    pts = np.asarray(path.points)
+    length = float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
+    assert abs(length - expected) / expected < 0.03
+    assert np.allclose(pts[0][[0, 2]], a[::2], atol=0.05) and np.allclose(pts[-1][[0, 2]], b[::2], atol=0.05)
+    assert 3 <= len(pts) <= 6  # string-pulled: start, around the corner, end
+    assert path.geodesic_distance == pytest.approx(d, rel=1e-6)
+    mg = MultiGoalShortestPath()
+    mg.requested_start = np.array(a)
+    mg.requested_ends = [np.array(b), np.array(near)]
+    assert sim.pathfinder.find_path(mg) and mg.closest_end_point_index == 1
+
+
+def test_geodesic_two_rooms_through_door(scenes):
+    sim, _ = make_sim(scenes["door"], start=[1.0, 0.0, 0.5])
+    # door spans z in [1.5, 2.5] in the wall x in [3.95, 4.05]; with the agent radius
+    # r = 0.1 the path passes the jamb corners at z = 1.5 + r:
+    # 2 * hypot(2.95, 1.1) + 0.1 = 6.3968
+    expected = 2 * math.hypot(2.95, 1.1) + 0.1
+    d = sim.geodesic_distance([1.0, 0.0, 0.5], [7.0, 0.0, 0.5])
+    assert abs(d - expected) / expected < 0.03
+    # inside one room the geodesic is the straight line (sub-cell accurate)
+    d2 = sim.geodesic_distance([0.73, 0.0, 0.61], [3.21, 0.0, 3.37])
+    assert d2 == pytest.approx(math.hypot(2.48, 2.76), rel=0.01)
+    # the per-goal-set field is cached: a second query with the same goal is a lookup
+    grid = sim.navgrid
+    n = len(grid._field_cache)
+    sim.geodesic_distance([2.0, 0.0, 2.0], [7.0, 0.0, 0.5])
+    assert len(grid._field_cache) == n
+
+
+def test_sliding_along_wall(scenes):
+    # room x, z in [0, 4], walls 0.1 thick: facing 45 deg between -z and +x, the agent hits
+    # the north wall (z = 0.1) and slides east along it
+    yaw = -math.pi / 4
+    rot = [0.0, math.sin(yaw / 2), 0.0, math.cos(yaw / 2)]
+    sim, _ = make_sim(scenes["room"], start=[1.0, 0.0, 0.6], rot=rot)
+    x0 = 1.0
+    collided = []
+    for _ in range(8):
+        sim.step("move_forward")
+        collided.append(sim.previous_step_collided)
+    pos = sim.get_agent_state().position
+    # it stops at the wall (z ~ 0.1 + radius), yet keeps moving east: sliding, not stopping
+    assert pos[2] < 0.35
+    assert pos[0] - x0 > 8 * 0.25 * math.cos(math.pi / 4) * 0.9
+    assert collided[0] is False and collided[-1] is True
+    # without sliding, the same step stops at the wall
+    stop = sim.pathfinder.try_step_no_sliding(pos, pos + np.array([0.2, 0.0, -0.2]))
+    assert stop[0] - pos[0] < 0.05
+
+
+def test_navigability_ignores_ceiling_and_reports_bounds(scenes):
+    grid = NavGrid(load_mesh(scenes["room"]).triangles, AgentShape(1.5, 0.1, 0.2, 45.0), 0.05)
+    # one island (the floor); the ceiling's top is not a floor
+    assert grid.num_islands == 1
+    lo, hi = grid.bounds
+    assert lo[1] == pytest.approx(0.0) and hi[1] == pytest.approx(0.0)
+    # eroded by about the radius (0.1) from the 0.1 m walls
+    assert 0.15 <= lo[0] <= 0.3 and 3.7 <= hi[0] <= 3.85
+    area = float(grid.island_area[0])
+    assert 3.45 ** 2 <= area <= 3.7 ** 2
+    assert grid.is_navigable([2.0, 0.0, 2.0]) and not grid.is_navigable([2.0, 2.5, 2.0])
+    assert not grid.is_navigable([0.05, 0.0, 2.0])
+
+
+def test_snap_and_random_points_and_topdown(scenes):
+    sim, _ = make_sim(scenes["door"], start=[1.0, 0.0, 2.0])
+    pf = sim.pathfinder
+    assert pf.is_loaded
+    snapped = pf.snap_point([4.0, 1.0, 0.5])  # inside the wall, 1 m up
+    assert snapped[1] == pytest.approx(0.0) and pf.is_navigable(snapped)
+    assert abs(snapped[0] - 4.0) < 0.3
+    pf.seed(3)
+    a = [pf.get_random_navigable_point() for _ in range(5)]
+    pf.seed(3)
+    b = [pf.get_random_navigable_point() for _ in range(5)]
+    assert np.array_equal(np.array(a), np.array(b))
+    assert all(sim.is_navigable(p) for p in a)
+    lo, hi = pf.get_bounds()
+    td = pf.get_topdown_view(0.1, 0.0)
+    assert td.dtype == bool and td.shape == (math.ceil((hi[2] - lo[2]) / 0.1), math.ceil((hi[0] - lo[0]) / 0.1))
+    assert 0.8 < td.mean() <= 1.0
+    assert not pf.get_topdown_view(0.1, 3.0).any()  # no floor at 3 m
+
+
+def test_turns_and_tilt_and_agent_state(scenes):
+    sim, _ = make_sim(scenes["room"], start=[2.0, 0.0, 2.0])
+    st = sim.get_agent_state()
+    assert st.position.dtype == np.float32 and st.position.shape == (3,)
+    assert isinstance(st.rotation, np.quaternion)
+    for _ in range(3):
+        sim.step("turn_left")  # 3 x 30 = 90 deg left: facing -x
+    sim.step("move_forward")
+    pos = sim.get_agent_state().position
+    assert pos[0] == pytest.approx(1.75, abs=1e-4) and pos[2] == pytest.approx(2.0, abs=1e-4)
+    sim.step(3)
+    sim.step(3)
+    sim.step(3)  # back to -z
+    sim.step(1)
+    assert sim.get_agent_state().position[2] == pytest.approx(1.75, abs=1e-4)
+    sim.step("look_up")
+    sim.tilt_camera(100)
+    assert sim.camera_tilt == 90.0
+    sim.step(5)
+    assert sim.camera_tilt == 60.0
+    sim.reset()  # back to the start state, sensors un-tilted
+    assert sim.camera_tilt == 0.0
+    assert np.allclose(sim.get_agent_state().position, [2.0, 0.0, 2.0])
+    assert sim.get_agent(0).state.position[1] == pytest.approx(0.0)
+    sim.step_physics(0.1)  # no-op
+
+
+def test_constructs_from_structured_config_and_reconfigure(scenes):
+    from habitat.core.registry import registry
+
+    assert registry.get_simulator("MosNavMeshSim-v0") is MosNavMeshSim
+    sim, cfg = make_sim(scenes["door"], start=[1.0, 0.0, 2.0])
+    assert sim.sensor_suite.observation_spaces.spaces == {}
+    grid = sim.navgrid
+    from habitat.config import read_write
+
+    with read_write(cfg):
+        cfg.agents.main_agent.start_position = [6.0, 0.0, 1.0]
+    sim.reconfigure(cfg)
+    assert sim.navgrid is grid  # same scene, same agent: cached
+    assert np.allclose(sim.get_agent_state().position, [6.0, 0.0, 1.0])
+    with read_write(cfg):
+        cfg.scene = scenes["corridor"]
+    sim.reconfigure(cfg)
+    assert sim.navgrid is not grid
+    with read_write(cfg):
+        cfg.scene = "/nonexistent/x.glb"
+    with pytest.raises(FileNotFoundError, match="x.glb"):
+        sim.reconfigure(cfg)
+
+
+def test_two_storeys_joined_by_stairs(tmp_path):
+    scene = ts.export_boxes(str(tmp_path / "storey.glb"), ts.two_storey_boxes())
+    sim, _ = make_sim(scene, start=[2.0, 0.0, 2.0])
+    pf = sim.pathfinder
+    # the same (x, z) exists on both floors: snapping picks the level nearest the query's y
+    assert pf.snap_point([2.0, 2.7, 2.0])[1] == pytest.approx(2.6)
+    assert pf.snap_point([2.0, 0.1, 2.0])[1] == pytest.approx(0.0)
+    assert pf.is_navigable([2.0, 2.6, 2.0]) and pf.is_navigable([2.0, 0.0, 2.0])
+    assert not pf.is_navigable([2.0, 1.3, 2.0])
+    # the floors are one island through the stair; the geodesic goes ground (2, 2) ->
+    # stair foot near (7.5, 1.3) -> up the stair (3.6 m run, 2.6 m rise: 4.4 m in 3D, as
+    # habitat-sim measures on its navmesh) -> stair top (4, 1.2) -> (2, 2):
+    # about 5.6 + 4.4 + 2.2 = 12.2 m (11.3 m if the climb were ignored)
+    a, b = [2.0, 0.0, 2.0], [2.0, 2.6, 2.0]
+    assert pf.get_island(a) == pf.get_island(b)
+    d = sim.geodesic_distance(a, b)
+    assert 11.7 < d < 12.8
+    assert sim.geodesic_distance(b, a) == pytest.approx(d, rel=0.03)
+    path = ShortestPath()
+    path.requested_start, path.requested_end = np.array(a), np.array(b)
+    assert pf.find_path(path)
+    ys = [p[1] for p in path.points]
+    assert ys[0] == pytest.approx(0.0) and ys[-1] == pytest.approx(2.6)
+    assert all(y2 >= y1 - 1e-5 for y1, y2 in zip(ys, ys[1:]))  # climbs, never drops
+    # walking up the stair: facing -x at its foot, 18 steps forward end on the upper floor
+    yaw = math.pi / 2
+    sim.set_agent_state([7.85, 0.0, 0.7], [0.0, math.sin(yaw / 2), 0.0, math.cos(yaw / 2)])
+    for _ in range(18):
+        sim.step("move_forward")
+    pos = sim.get_agent_state().position
+    assert pos[1] == pytest.approx(2.6) and pos[0] < 4.0
+    # top-down maps per floor
+    assert pf.get_topdown_view(0.1, 2.6).sum() < pf.get_topdown_view(0.1, 0.0).sum()
+
+
+def test_navmesh_file_defines_navigability(tmp_path):
+    from habitat_mosnav.sims.navmesh import NavMeshError, read_navmesh_triangles, write_navmesh
+
+    scene = ts.export_boxes(str(tmp_path / "room.glb"), ts.room_boxes(0.0, 0.0, 4.0, 4.0))
+    y = 0.05  # Recast's detail mesh sits a little above the floor
+    polys = [np.array([[0.5, y, 0.5], [0.5, y, 1.5], [3.5, y, 1.5], [3.5, y, 0.5]]),
+             np.array([[2.5, y, 1.5], [2.5, y, 3.5], [3.5, y, 3.5], [3.5, y, 1.5]])]
+    write_navmesh(str(tmp_path / "room.navmesh"), polys)
+    tris = read_navmesh_triangles(str(tmp_path / "room.navmesh"))
+    assert tris.shape == (4, 3, 3)
+    sim, _ = make_sim(scene, start=[1.0, 0.0, 1.0])  # finds room.navmesh beside room.glb
+    assert sim.is_navigable([1.0, y, 1.0]) and sim.is_navigable([3.0, y, 3.0])
+    assert not sim.is_navigable([1.0, y, 3.0])  # floor, but not on the navmesh
+    # around the L's inner corner (2.5, 1.5): 2 * hypot(1.5, 0.5) = 3.162 (no extra erosion)
+    d = sim.geodesic_distance([1.0, y, 1.0], [3.0, y, 3.0])
+    assert d == pytest.approx(2 * math.hypot(1.5, 0.5), rel=0.03)
+    # "none" voxelises the mesh instead: the whole room is navigable
+    sim2, _ = make_sim(scene, start=[1.0, 0.0, 1.0], navmesh="none")
+    assert sim2.is_navigable([1.0, 0.0, 3.0])
+    (tmp_path / "bad.navmesh").write_bytes(b"MSET-not-really")
+    with pytest.raises(NavMeshError, match="bad.navmesh"):
+        read_navmesh_triangles(str(tmp_path / "bad.navmesh"))
+    with pytest.raises(NavMeshError, match="bad.navmesh"):
+        make_sim(scene, start=[1.0, 0.0, 1.0], navmesh=str(tmp_path / "bad.navmesh"))
+
+
+def test_bad_scene_files_give_one_line_errors(tmp_path):
+    from habitat_mosnav.sims.geometry import SceneLoadError, read_semantic_txt
+
+    bad = tmp_path / "broken.glb"
+    bad.write_bytes(b"glTF but not really")
+    with pytest.raises(SceneLoadError, match="broken.glb"):
+        make_sim(str(bad), start=[0.0, 0.0, 0.0])
+    txt = tmp_path / "x.semantic.txt"
+    txt.write_text('HM3D Semantic Annotations\n1,FF0000,"chair",0\n2,nothex,"table",1\n')
+    with pytest.raises(SceneLoadError, match=r"x\.semantic\.txt:3"):
+        read_semantic_txt(str(txt))
