@@ -71,6 +71,7 @@ setup(
         "moderngl>=5.8",
         "tqdm>=4.60",
         "imageio>=2.20",
+        "pillow>=9",
     ],
     extras_require={
         "test": ["pytest>=7"],

@@ -16,6 +16,10 @@ What ``act`` receives (``habitat_mosnav.api.Observation``):
   (radians, positive = turned left since the start); task_prompt (the full task text for a
   VLM/LLM); previous_action. Nothing tells the agent how many targets remain.
 
+Optional hooks: ``reset()`` before every episode; ``seed(seed)`` (called just before
+``reset()`` with the episode's stable seed, for reproducible stochastic agents);
+``close()`` at the end of the run.
+
 What ``act`` returns (``habitat_mosnav.api.Action``, or the plain int):
   1 MOVE_FORWARD (0.25 m), 2 TURN_LEFT / 3 TURN_RIGHT (30°), 4 LOOK_UP / 5 LOOK_DOWN (30°),
   6 TARGET_FOUND: "a matching object I have not reported is near me (≤ 1 m)". In many/all

@@ -4,7 +4,8 @@
     mosnav-eval --agent my_agents.vlm:MyAgent --config benchmark/nav/mosnav/mos_hm3d.yaml \\
         --dataset-dir dataset_semantic --scene-root /data/hm3d/val --output-dir out/run1
 
-Exit codes: 0 done; 1 episodes failed with ``--fail-on-episode-error``; 2 usage errors
+Exit codes: 0 done (``--fail-fast`` only stops the run early: summary status
+"incomplete"); 1 episodes failed with ``--fail-on-episode-error``; 2 usage errors
 (a one-line message: bad flag, unknown agent, missing dataset, existing output directory
 without ``--resume``, ...); 130 interrupted (resume with ``--resume``).
 
@@ -242,6 +243,8 @@ def _load_config(args):
     default_config = args.config is None
     path = args.config or DEFAULT_CONFIG
     overrides = build_overrides(args, default_config)
+    import habitat  # noqa: F401  (first: the plugin registers itself when habitat is imported)
+
     from habitat_mosnav import get_config
 
     try:
@@ -290,6 +293,14 @@ def _run(argv: Optional[Sequence[str]]) -> int:
             raise UsageError("--output-dir is required when several ranks write one run")
         output_dir = _default_output_dir(args)
 
+    from habitat_mosnav.evaluation.results import rank_dir
+
+    mine = rank_dir(output_dir, rank)
+    if not args.resume and os.path.isdir(mine) and os.listdir(mine):
+        # Refuse before building the agent (which may load a large model).
+        raise UsageError(f"output directory {output_dir} already has results in "
+                         f"{os.path.basename(mine)}; pass --resume to continue that run, or "
+                         "choose a new --output-dir")
     try:
         agent = instantiate_agent(factory, args.agent, args)
     except AgentLoadError as exc:

@@ -108,6 +108,7 @@ class ChatServer:
         self._queue: Deque[Reply] = deque()
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._stop_lock = threading.Lock()
         self._httpd: Optional[ThreadingHTTPServer] = None
         self._thread: Optional[threading.Thread] = None
         self.port: Optional[int] = None
@@ -129,15 +130,18 @@ class ChatServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving and close the socket: later requests get 'connection refused'."""
+        """Stop serving and close the socket: later requests get 'connection refused'.
+
+        Idempotent and safe to call from several threads (e.g. from inside a responder)."""
         self._stop.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        with self._stop_lock:
+            httpd, thread = self._httpd, self._thread
+            self._httpd, self._thread = None, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
 
     def __enter__(self) -> "ChatServer":
         return self.start()

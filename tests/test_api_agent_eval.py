@@ -17,11 +17,10 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.chat_server import ChatServer, Reply
 
-pytest.importorskip("habitat_mosnav.eval")
-from habitat_mosnav.config.default import package_path  # noqa: E402
-from habitat_mosnav.eval import main  # noqa: E402
+import habitat_mosnav  # noqa: E402
 
-DEMO_DATA = package_path("data/demo/dataset_semantic")
+DEMO_DATA = os.path.join(os.path.dirname(os.path.abspath(habitat_mosnav.__file__)), "data", "demo",
+                         "dataset_semantic")
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not os.path.isdir(DEMO_DATA), reason=f"demo dataset not built yet ({DEMO_DATA})"),
@@ -65,6 +64,12 @@ def assert_key_nowhere(root):
 def api_key(monkeypatch, tmp_path):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.chdir(tmp_path)  # no stray .env from the working directory
+
+
+def main(argv):
+    from habitat_mosnav.eval import main as eval_main
+
+    return eval_main(argv)
 
 
 def test_api_agent_completes_demo_episodes(tmp_path):

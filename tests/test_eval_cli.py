@@ -96,6 +96,14 @@ def test_render_live_without_display(capsys, monkeypatch):
     assert "--render-live needs a display" in usage_error(capsys, ["--agent", "human", "--render-live"])
 
 
+def test_render_live_with_unreachable_display(capsys, monkeypatch):
+    # OpenCV would abort the process on this display; the CLI probes it first.
+    monkeypatch.setenv("DISPLAY", ":987")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    line = usage_error(capsys, ["--agent", "human", "--render-live"])
+    assert "could not open an OpenCV window on :987" in line
+
+
 def test_help_lists_agent_flags(tmp_path, capsys):
     f = tmp_path / "flag_agent.py"
     f.write_text(textwrap.dedent("""
@@ -169,6 +177,14 @@ def test_agent_error_exit_codes(capsys, room, tmp_path):
     assert main(base + ["--output-dir", str(tmp_path / "b"), "--fail-on-episode-error"]) == 1
     recs = [json.loads(x) for x in open(tmp_path / "b" / "rank_00000" / "episodes.jsonl")]
     assert [r["error_type"] for r in recs] == ["InvalidAction", "InvalidAction"]
+    # --fail-fast stops after the first error record (SPEC §8); the exit status is
+    # --fail-on-episode-error's business.
+    assert main(base + ["--output-dir", str(tmp_path / "c"), "--fail-fast"]) == 0
+    recs = [json.loads(x) for x in open(tmp_path / "c" / "rank_00000" / "episodes.jsonl")]
+    assert len(recs) == 1 and recs[0]["status"] == "error"
+    assert json.load(open(tmp_path / "c" / "summary.json"))["status"] == "incomplete"
+    assert main(base + ["--output-dir", str(tmp_path / "d"), "--fail-fast",
+                        "--fail-on-episode-error"]) == 1
 
 
 def test_legacy_agent_api_flag(capsys, room, tmp_path):
@@ -204,3 +220,17 @@ def test_save_video_and_example_agent(capsys, room, tmp_path, monkeypatch):
         path = out / "videos" / (r["episode_key"].replace("::", "__") + ".gif")
         frames = imageio.mimread(str(path))
         assert len(frames) == r["steps_taken"] + 1  # the reset frame plus one per action
+
+
+def test_cli_and_agent_modules_import_neither_torch_nor_habitat():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "import habitat_mosnav.eval, habitat_mosnav.evaluation.evaluator, "
+            "habitat_mosnav.evaluation.rollout, habitat_mosnav.agents.oracle, "
+            "habitat_mosnav.agents.human, habitat_mosnav.prompts\n"
+            "print(sorted(m for m in ('torch', 'habitat', 'habitat_baselines') if m in sys.modules))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-1000:]
+    assert res.stdout.strip() == "[]"

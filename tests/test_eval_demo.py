@@ -17,11 +17,12 @@ import time
 
 import pytest
 
-from habitat_mosnav.config.default import package_path
+import habitat_mosnav
 from habitat_mosnav.eval import main
 from habitat_mosnav.evaluation.aggregate import main as aggregate_main
 
-DEMO_DATA = package_path("data/demo/dataset_semantic")
+DEMO_DATA = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo",
+                         "dataset_semantic")
 pytestmark = pytest.mark.skipif(
     not os.path.isdir(DEMO_DATA), reason=f"demo dataset not built yet ({DEMO_DATA})")
 
@@ -161,3 +162,19 @@ def test_acceptance_command_console_script(tmp_path):
     assert s["status"] == "complete" and s["record_count"] == 6
     assert "SR (many+all)" in res.stdout
     assert "mosnav-eval rank 0" in res.stderr and "SR=" in res.stderr  # tqdm bar on stderr
+
+
+def test_python_api_evaluator_with_a_config(tmp_path):
+    import habitat  # noqa: F401
+
+    from habitat_mosnav import get_config
+    from habitat_mosnav.agents.oracle import OracleAgent
+    from habitat_mosnav.evaluation import Evaluator
+
+    cfg = get_config("benchmark/nav/mosnav/moc_demo.yaml",
+                     ["habitat.task.mosnav_space_coverage_samples=0"])
+    out = str(tmp_path / "api")
+    summary = Evaluator(OracleAgent(), cfg, output_dir=out, num_episodes=2, progress=False).run()
+    assert summary == summary_of(out)
+    assert summary["status"] == "complete" and summary["metrics"]["num_episodes_all"] == 2
+    assert summary["metrics"]["sr_moc"] == 1.0 and summary["metrics"]["num_episodes_many"] == 0

@@ -138,7 +138,7 @@ def test_sliding_along_wall(scenes):
 
 
 def test_navigability_ignores_ceiling_and_reports_bounds(scenes):
-    grid = NavGrid(load_mesh(scenes["room"]).triangles, AgentShape(1.5, 0.1, 0.2, 45.0), 0.05)
+    grid = NavGrid(load_mesh(scenes["room"], "z").triangles, AgentShape(1.5, 0.1, 0.2, 45.0), 0.05)
     # one island (the floor); the ceiling's top is not a floor
     assert grid.num_islands == 1
     lo, hi = grid.bounds
@@ -149,6 +149,14 @@ def test_navigability_ignores_ceiling_and_reports_bounds(scenes):
     assert 3.45 ** 2 <= area <= 3.7 ** 2
     assert grid.is_navigable([2.0, 0.0, 2.0]) and not grid.is_navigable([2.0, 2.5, 2.0])
     assert not grid.is_navigable([0.05, 0.0, 2.0])
+
+
+def test_scene_without_ceiling_keeps_its_floor(tmp_path):
+    # nothing above the floor: the open-sky rule (drop roofs) must not drop the only floor
+    scene = ts.export_boxes(str(tmp_path / "open.glb"), ts.room_boxes(0.0, 0.0, 4.0, 4.0, ceiling=False))
+    grid = NavGrid(load_mesh(scene, "z").triangles, AgentShape(1.5, 0.1, 0.2, 45.0), 0.05)
+    assert grid.is_navigable([2.0, 0.0, 2.0])
+    assert 3.45 ** 2 <= float(grid.island_area.max()) <= 3.7 ** 2
 
 
 def test_snap_and_random_points_and_topdown(scenes):
@@ -294,3 +302,41 @@ def test_bad_scene_files_give_one_line_errors(tmp_path):
     txt.write_text('HM3D Semantic Annotations\n1,FF0000,"chair",0\n2,nothex,"table",1\n')
     with pytest.raises(SceneLoadError, match=r"x\.semantic\.txt:3"):
         read_semantic_txt(str(txt))
+
+
+def test_up_axis_follows_habitat_sim_glb_convention(tmp_path):
+    import json
+
+    from habitat_mosnav.sims import clear_scene_cache
+
+    boxes = ts.room_boxes(0.0, 0.0, 4.0, 4.0)
+    ts.export_boxes(str(tmp_path / "zup.glb"), boxes)  # default: Z-up file like MP3D/HM3D
+    (tmp_path / "yup").mkdir()
+    yup = ts.export_boxes(str(tmp_path / "yup" / "yup.glb"), boxes, up="y")
+    clear_scene_cache()
+    sim, _ = make_sim(str(tmp_path / "zup.glb"), start=[2.0, 0.0, 2.0])
+    assert sim.is_navigable([2.0, 0.0, 2.0])
+    # a Y-up file read as habitat-sim would (Z-up) has its floor standing on edge
+    sim_wrong, _ = make_sim(yup, start=[2.0, 0.0, 2.0])
+    assert not sim_wrong.is_navigable([2.0, 0.0, 2.0])
+    sim_y, _ = make_sim(yup, start=[2.0, 0.0, 2.0], up_axis="y")
+    assert sim_y.is_navigable([2.0, 0.0, 2.0])
+    # the generator's metadata beside the scene can declare Y up
+    (tmp_path / "yup" / "yup.mosnav_meta.json").write_text(json.dumps({"units": "meters, Y up"}))
+    clear_scene_cache()
+    sim_meta, _ = make_sim(yup, start=[2.0, 0.0, 2.0])
+    assert sim_meta.is_navigable([2.0, 0.0, 2.0])
+    with pytest.raises(ValueError, match="up_axis"):
+        make_sim(yup, start=[2.0, 0.0, 2.0], up_axis="x")
+
+
+def test_unknown_actions_are_errors(scenes):
+    sim, _ = make_sim(scenes["room"], start=[2.0, 0.0, 2.0])
+    with pytest.raises(ValueError, match="unknown action 'jump'"):
+        sim.step("jump")
+    with pytest.raises(ValueError, match="action id 9"):
+        sim.step(9)
+    pos = sim.get_agent_state().position.copy()
+    sim.step(None)  # habitat's EmbodiedTask steps the sim with None: observations only
+    sim.step("stop")
+    assert np.array_equal(sim.get_agent_state().position, pos)

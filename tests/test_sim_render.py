@@ -137,3 +137,15 @@ def test_missing_egl_error_names_packages(monkeypatch):
     msg = str(info.value)
     assert "\n" not in msg
     assert "libegl1 libegl-mesa0 libgl1-mesa-dri" in msg and "render=False" in msg
+
+
+def test_semantic_annotations_objects_and_aabbs(room):
+    sim, _ = make_sim(room, start=[2.0, 0.0, 2.0], render=False)
+    scene = sim.semantic_annotations()
+    ids = [o.semantic_id for o in scene.objects]
+    assert ids == [1, 2, 3, 4, 5, 6]
+    north = scene.objects[NORTH - 1]
+    assert north.category.name() == "box2"
+    # the north wall box spans x in [0, 4], y in [0, 2.5], z in [0, 0.1] (world frame)
+    assert np.allclose(north.aabb.center, [2.0, 1.25, 0.05], atol=1e-4)
+    assert np.allclose(north.aabb.sizes, [4.0, 2.5, 0.1], atol=1e-4)

@@ -18,6 +18,9 @@ class MosNavMeshOptions:
     goal-set distance fields per scene).
     ``render``: build the GL renderer (False: visual sensors give zeros, no EGL needed).
     ``tilt_angle``: degrees per ``look_up``/``look_down`` sent to ``sim.step``.
+    ``up_axis``: the scene file's up axis: "auto" (as habitat-sim: ``.glb`` is Z-up like
+    MP3D/HM3D, other formats Y-up; ``<id>.mosnav_meta.json`` beside the scene can say
+    otherwise), "y" or "z".
     """
 
     cell_size: float = 0.05
@@ -26,6 +29,7 @@ class MosNavMeshOptions:
     distance_field_cache_size: int = 256
     render: bool = True
     tilt_angle: float = 30.0
+    up_axis: str = "auto"
 
 
 @dataclass

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 from tqdm.auto import tqdm
 
 from habitat_mosnav.dataset_building.common import (
+    ATTRIBUTE_FIELDS,
     BuildError,
     SceneFiles,
     StageMarkers,
@@ -104,18 +105,19 @@ def _per_scene(cfg: BuildConfig, stage: str, scene_ids: List[str],
     ``params`` is one dict for all scenes, or a function of the scene id.
     """
     report = StageReport(stage)
-    params_of = params if callable(params) else (lambda _sid: params)
+    fixed = params
+    params_of = params if callable(params) else (lambda _sid: fixed)
     for sid in tqdm(scene_ids, desc=stage, disable=not cfg.progress, dynamic_ncols=True):
-        params = params_of(sid)
+        scene_params = params_of(sid)
         markers = StageMarkers(cfg.work, sid)
-        if not cfg.overwrite and markers.done(stage, params) and all(p.is_file() for p in outputs(sid)):
+        if not cfg.overwrite and markers.done(stage, scene_params) and all(p.is_file() for p in outputs(sid)):
             report.skipped.append(sid)
             continue
         counts: Counter = Counter()
         complete = work(sid, counts)
         markers.invalidate_after(stage)
         if complete is not False:  # e.g. attributes with failed goals: retry them next run
-            markers.mark(stage, params)
+            markers.mark(stage, scene_params)
         report.done.append(sid)
         report.counts[sid] = dict(sorted(counts.items()))
     return report
@@ -126,7 +128,21 @@ def _goals_path(cfg, sid):
 
 
 def _load_goals(cfg, sid) -> List[Dict[str, Any]]:
-    return read_doc(_goals_path(cfg, sid), "goals", sid)["goals"]
+    """goals.json of a scene, checked field by field (one-line error naming goal and field)."""
+    from habitat_mosnav.datasets.schema import DatasetFormatError, parse_goals
+
+    path = _goals_path(cfg, sid)
+    doc = read_doc(path, "goals", sid)
+    try:
+        parse_goals(str(path), sid)
+    except DatasetFormatError as e:
+        raise BuildError(str(e)) from None
+    for i, g in enumerate(doc["goals"]):
+        attrs = g.get("attributes", {})
+        if not isinstance(attrs, dict) or not all(isinstance(attrs.get(k, []), list) for k in ATTRIBUTE_FIELDS):
+            raise BuildError(f"{path}: goal {g.get('object_id', i)}: field 'attributes' must map "
+                             "color/material/feature to lists")
+    return doc["goals"]
 
 
 # ----------------------------------------------------------------------------- stages
@@ -135,7 +151,7 @@ def run_extract(cfg: BuildConfig) -> StageReport:
 
     scenes = {s.scene_id: s for s in cfg.input_scenes()}
     def params_of(sid: str) -> Dict[str, Any]:
-        return {"seed": cfg.seed, "backend": cfg.backend, "camera": {k: v for k, v in cfg.camera.__dict__.items() if k != "rgb"},
+        return {"backend": cfg.backend, "camera": {k: v for k, v in cfg.camera.__dict__.items() if k != "rgb"},
                 "extract": cfg.extract.params(), "input": fingerprint(scenes[sid])}
 
     def work(sid: str, counts: Counter) -> None:
@@ -227,6 +243,15 @@ def _episodes_path(cfg, sid):
     return cfg.scene_dir(sid) / "episodes.json"
 
 
+def _load_queries(cfg, sid, goals: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    from habitat_mosnav.dataset_building.queries import validate_queries
+
+    path = _queries_path(cfg, sid)
+    queries = read_doc(path, "queries", sid)["queries"]
+    validate_queries(queries, {int(g["object_id"]) for g in goals}, str(path))
+    return queries
+
+
 def run_queries(cfg: BuildConfig) -> StageReport:
     from habitat_mosnav.dataset_building.language import template_instruction
     from habitat_mosnav.dataset_building.queries import build_queries
@@ -254,7 +279,7 @@ def run_language(cfg: BuildConfig) -> StageReport:
     client_box: List[Any] = []
 
     def work(sid: str, counts: Counter) -> None:
-        queries = read_doc(_queries_path(cfg, sid), "queries", sid)["queries"]
+        queries = _load_queries(cfg, sid, _load_goals(cfg, sid))
         client = None
         if cfg.llm_language:
             if not client_box:
@@ -280,7 +305,7 @@ def run_episodes(cfg: BuildConfig) -> StageReport:
 
     def work(sid: str, counts: Counter) -> None:
         goals = _load_goals(cfg, sid)
-        queries = read_doc(_queries_path(cfg, sid), "queries", sid)["queries"]
+        queries = _load_queries(cfg, sid, goals)
         geo = cfg.open_geometry(scenes[sid], rgb=False)
         try:
             with cfg.bar(len(queries), f"episodes {sid}") as bar:

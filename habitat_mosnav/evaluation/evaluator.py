@@ -129,6 +129,8 @@ class Evaluator:
         if habitat_config is None and env is None:
             raise TypeError("Evaluator needs a habitat config or an env")
         if isinstance(habitat_config, str):
+            import habitat  # noqa: F401  (first: the plugin registers itself on it)
+
             from habitat_mosnav import get_config
 
             habitat_config = get_config(habitat_config)
@@ -437,6 +439,9 @@ class Evaluator:
             os.path.exists(os.path.join(res.rank_dir(out, r), res.DONE_FILE)) for r in range(world))
         if not ranks_done:
             return {"rank_done": done, "status": "rank_finished"}
-        summary = res.summarize(out, expected_episode_count=total)
-        res.write_summary(out, summary)
+        try:
+            summary = res.summarize(out, expected_episode_count=total)
+            res.write_summary(out, summary)
+        except (res.ResultFileError, OSError) as exc:
+            raise EvaluationSetupError(f"this rank finished, but the summary failed: {_one_line(exc)}") from None
         return summary

@@ -426,6 +426,9 @@ class DisplayUnavailable(RuntimeError):
     """``--render-live`` on a machine without a usable display."""
 
 
+_DISPLAY_OK = False
+
+
 def check_display() -> None:
     """Raise :class:`DisplayUnavailable` (one line) when no window can be opened."""
     if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
@@ -437,6 +440,29 @@ def check_display() -> None:
         import cv2  # noqa: F401
     except ImportError:
         raise DisplayUnavailable("--render-live needs OpenCV: pip install opencv-python") from None
+    global _DISPLAY_OK
+    if _DISPLAY_OK:
+        return
+    # OpenCV's GUI backends abort the whole process when the display cannot be opened, so
+    # try it in a child process first.
+    import subprocess
+
+    probe = ("import cv2, numpy as np; cv2.namedWindow('mosnav-probe'); "
+             "cv2.imshow('mosnav-probe', np.zeros((8, 8, 3), np.uint8)); cv2.waitKey(1); "
+             "cv2.destroyAllWindows()")
+    try:
+        res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                             timeout=60)
+    except subprocess.TimeoutExpired:
+        raise DisplayUnavailable("--render-live: opening an OpenCV window timed out") from None
+    if res.returncode != 0:
+        lines = [ln.strip() for ln in (res.stderr or "").splitlines() if ln.strip()]
+        why = lines[0][:160] if lines else f"exit status {res.returncode}"
+        shown = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "the display"
+        raise DisplayUnavailable(
+            f"--render-live could not open an OpenCV window on {shown} ({why}); on a headless "
+            "machine use --save-video instead")
+    _DISPLAY_OK = True
 
 
 def _colorize_depth(depth: np.ndarray, shape) -> np.ndarray:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -56,8 +56,54 @@ def _geometry_colors(geom) -> np.ndarray:
     return np.full((n, 4), 180, np.uint8)
 
 
-def load_mesh(path: str) -> MeshData:
-    """Read a .glb/.obj/.ply scene into one world-frame triangle soup."""
+#: habitat-sim's frame for ``.glb`` stages (MP3D, HM3D): gravity -Z, front +Y, turned into
+#: habitat's Y-up / -Z-forward world: (x, y, z)_file -> (x, z, -y)_world
+Z_UP_TO_Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+
+
+def _stem(scene_path: str) -> str:
+    base = os.path.basename(scene_path)
+    for suffix in (".basis.glb", ".glb", ".gltf", ".obj", ".ply"):
+        if base.endswith(suffix):
+            return base[: -len(suffix)]
+    return os.path.splitext(base)[0]
+
+
+def scene_up_axis(scene_path: str, option: str = "auto") -> str:
+    """'y' or 'z': the file's up axis.
+
+    ``option`` 'y'/'z' wins. 'auto' follows habitat-sim: a ``.glb`` stage is Z-up (MP3D and
+    HM3D files are), anything else Y-up; a generator metadata file beside the scene
+    (``<id>.mosnav_meta.json``) overrides this with its ``up_axis`` or ``units`` field.
+    """
+    opt = (option or "auto").strip().lower()
+    if opt in ("y", "z"):
+        return opt
+    if opt != "auto":
+        raise ValueError(f"habitat.simulator.mosnav_mesh.up_axis must be auto, y or z, got {option!r}")
+    meta = os.path.join(os.path.dirname(scene_path), _stem(scene_path) + ".mosnav_meta.json")
+    if os.path.isfile(meta):
+        import json
+
+        try:
+            with open(meta, encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise SceneLoadError(f"cannot read {meta}: {exc}") from None
+        up = str(doc.get("up_axis", "")).strip().lower()
+        if up in ("y", "z"):
+            return up
+        units = str(doc.get("units", "")).lower()
+        if "z up" in units or "z-up" in units:
+            return "z"
+        if "y up" in units or "y-up" in units:
+            return "y"
+    return "z" if scene_path.lower().endswith((".glb", ".gltf")) else "y"
+
+
+def load_mesh(path: str, up: str = "y") -> MeshData:
+    """Read a .glb/.obj/.ply scene into one world-frame (Y up) triangle soup; ``up='z'``
+    turns a Z-up file into habitat's frame as habitat-sim does."""
     import trimesh
 
     if not os.path.isfile(path):
@@ -88,8 +134,11 @@ def load_mesh(path: str) -> MeshData:
         offset += len(v)
     if not faces:
         raise SceneLoadError(f"scene mesh {path} has no triangles")
+    allv = np.concatenate(verts)
+    if up == "z":
+        allv = (allv.astype(np.float64) @ Z_UP_TO_Y_UP.T).astype(np.float32)
     return MeshData(
-        vertices=np.concatenate(verts),
+        vertices=allv,
         faces=np.concatenate(faces),
         colors=np.concatenate(cols),
     )
@@ -117,12 +166,8 @@ def read_semantic_txt(path: str) -> Dict[int, Tuple[int, str, int]]:
 
 def semantic_paths(scene_path: str) -> Optional[Tuple[str, str]]:
     """(semantic.glb, semantic.txt) beside a scene, or None. Handles ``x.basis.glb`` too."""
-    d, base = os.path.split(scene_path)
-    stem = base
-    for suffix in (".basis.glb", ".glb", ".obj", ".ply"):
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
-            break
+    d = os.path.dirname(scene_path)
+    stem = _stem(scene_path)
     glb = os.path.join(d, stem + ".semantic.glb")
     txt = os.path.join(d, stem + ".semantic.txt")
     if os.path.isfile(glb) and os.path.isfile(txt):
@@ -130,14 +175,14 @@ def semantic_paths(scene_path: str) -> Optional[Tuple[str, str]]:
     return None
 
 
-def load_semantic_mesh(scene_path: str) -> Optional[MeshData]:
+def load_semantic_mesh(scene_path: str, up: str = "y") -> Optional[MeshData]:
     """The semantic mesh with per-vertex object ids, or None when the pair is absent."""
     paths = semantic_paths(scene_path)
     if paths is None:
         return None
     glb, txt = paths
     table = read_semantic_txt(txt)
-    mesh = load_mesh(glb)
+    mesh = load_mesh(glb, up)
     rgb = mesh.colors[:, :3].astype(np.int64)
     packed = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]
     keys = np.array(sorted(table), dtype=np.int64)
@@ -149,3 +194,64 @@ def load_semantic_mesh(scene_path: str) -> Optional[MeshData]:
         ids[hit] = vals[pos[hit]]
     mesh.ids = ids
     return mesh
+
+
+class _Category:
+    def __init__(self, index: int, name: str) -> None:
+        self._index = index
+        self._name = name
+
+    def name(self, mapping: str = "") -> str:
+        return self._name
+
+    def index(self, mapping: str = "") -> int:
+        return self._index
+
+
+class _AABB:
+    def __init__(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        self.center = ((lo + hi) / 2).astype(np.float32)
+        self.sizes = (hi - lo).astype(np.float32)
+
+
+class SemanticObject:
+    """Like ``habitat_sim.scene.SemanticObject``: ``semantic_id``, ``id``, ``category``,
+    ``aabb`` (``center``, ``sizes``; world frame) and ``region_id``."""
+
+    def __init__(self, semantic_id: int, category: _Category, region_id: int, aabb: Optional[_AABB]):
+        self.semantic_id = semantic_id
+        self.id = f"{semantic_id}"
+        self.category = category
+        self.region_id = region_id
+        self.aabb = aabb
+
+
+class SemanticScene:
+    """The subset of ``habitat_sim.scene.SemanticScene`` built from the HM3D pair."""
+
+    def __init__(self, objects: List[SemanticObject], categories: List[_Category]) -> None:
+        self.objects = objects
+        self.categories = categories
+
+    @classmethod
+    def from_mesh(cls, scene_path: str, mesh: Optional[MeshData]) -> "SemanticScene":
+        paths = semantic_paths(scene_path)
+        if paths is None:
+            return cls([], [])
+        table = read_semantic_txt(paths[1])
+        cats: Dict[str, _Category] = {}
+        boxes: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+        if mesh is not None and mesh.ids is not None and len(mesh.ids):
+            ids = mesh.ids
+            order = np.argsort(ids, kind="stable")
+            sid = ids[order]
+            cuts = np.r_[0, np.nonzero(np.diff(sid))[0] + 1, len(sid)]
+            for a, b in zip(cuts[:-1], cuts[1:]):
+                v = mesh.vertices[order[a:b]]
+                boxes[int(sid[a])] = (v.min(0), v.max(0))
+        objects = []
+        for oid, cat, region in sorted(table.values()):
+            c = cats.setdefault(cat, _Category(len(cats), cat))
+            box = boxes.get(oid)
+            objects.append(SemanticObject(oid, c, region, _AABB(*box) if box else None))
+        return cls(objects, list(cats.values()))

@@ -12,7 +12,7 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 import quaternion  # noqa: F401  (registers np.quaternion)
@@ -21,7 +21,7 @@ from gym import spaces
 from habitat.core.registry import registry
 from habitat.core.simulator import AgentState, Observations, SensorSuite, Simulator
 
-from habitat_mosnav.sims.geometry import MeshData, load_mesh, load_semantic_mesh
+from habitat_mosnav.sims.geometry import MeshData, load_mesh, load_semantic_mesh, scene_up_axis
 from habitat_mosnav.sims.navgrid import INF, AgentShape, NavGrid
 from habitat_mosnav.sims.pathfinder import PathFinder
 from habitat_mosnav.sims.sensors import SENSOR_TYPES, MosNavVisualSensor
@@ -35,19 +35,26 @@ _ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right", "look_up", "
 class SceneEntry:
     """One loaded scene: meshes, navigation grids per agent shape, GL buffers (lazily)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, up: str = "y") -> None:
         self.path = path
-        self.mesh: MeshData = load_mesh(path)
+        self.up = up
+        # HM3D ships <id>.basis.glb (Basis textures, which trimesh cannot decode) next to
+        # <id>.glb (same geometry, plain textures): read the latter for vertex colours
+        source = path
+        if path.endswith(".basis.glb") and os.path.isfile(path[: -len(".basis.glb")] + ".glb"):
+            source = path[: -len(".basis.glb")] + ".glb"
+        self.mesh: MeshData = load_mesh(source, up)
         self._semantic: Optional[MeshData] = None
         self._semantic_loaded = False
         self.grids: Dict[tuple, NavGrid] = {}
         self.gl: Dict[str, Any] = {}  # renderer-owned buffers
+        self.semantic_scene = None  # built on first use
         self.lock = threading.Lock()
 
     @property
     def semantic(self) -> Optional[MeshData]:
         if not self._semantic_loaded:
-            self._semantic = load_semantic_mesh(self.path)
+            self._semantic = load_semantic_mesh(self.path, self.up)
             self._semantic_loaded = True
         return self._semantic
 
@@ -93,15 +100,17 @@ _SCENES: "OrderedDict[str, SceneEntry]" = OrderedDict()
 _SCENES_LOCK = threading.Lock()
 
 
-def get_scene(path: str, cache_size: int = 4) -> SceneEntry:
+def get_scene(path: str, cache_size: int = 4, up_axis: str = "auto") -> SceneEntry:
     """LRU cache of scenes by absolute path, shared by all simulators of the process."""
-    key = os.path.abspath(path)
+    apath = os.path.abspath(path)
+    up = scene_up_axis(apath, up_axis)
+    key = apath + "|" + up
     with _SCENES_LOCK:
         entry = _SCENES.get(key)
         if entry is not None:
             _SCENES.move_to_end(key)
             return entry
-    entry = SceneEntry(key)
+    entry = SceneEntry(apath, up)
     with _SCENES_LOCK:
         _SCENES[key] = entry
         while len(_SCENES) > max(1, cache_size):
@@ -288,14 +297,17 @@ class MosNavMeshSim(Simulator):
         return _AgentView(self)
 
     # ------------------------------------------------------- lifecycle
-    def reconfigure(self, config, episode=None, should_close_on_new_scene: bool = True) -> None:
+    def reconfigure(self, config, episode=None, should_close_on_new_scene: bool = True,
+                    ep_info=None) -> None:
+        """Load (or reuse from the cache) ``config.scene``; place the agent at the start
+        state when ``is_set_start_state`` (how habitat's tasks start an episode)."""
         self.habitat_config = config
         self._opts = config.get("mosnav_mesh", None) if hasattr(config, "get") else self._opts
         scene = str(config.scene)
         cache = int(self._opt("scene_cache_size", 4))
         if not os.path.isfile(scene):
             raise FileNotFoundError(f"MosNavMeshSim-v0: habitat.simulator.scene file not found: {scene}")
-        entry = get_scene(scene, cache)
+        entry = get_scene(scene, cache, str(self._opt("up_axis", "auto")))
         agent_cfg = self._agent_config(config)
         grid = entry.navgrid(self._agent_shape(agent_cfg), float(self._opt("cell_size", 0.05)),
                              str(self._opt("navmesh", "")))
@@ -366,17 +378,23 @@ class MosNavMeshSim(Simulator):
         """Pitch every camera by ``degrees`` (+ up), clamped to ±90° (the look actions)."""
         self._tilt = float(min(90.0, max(-90.0, self._tilt + float(degrees))))
 
-    def _action_name(self, action) -> Optional[str]:
-        if isinstance(action, str):
-            return action
+    def _action_name(self, action) -> str:
         if isinstance(action, dict) and "action" in action:
             return self._action_name(action["action"])
+        if isinstance(action, str):
+            if action not in _ACTION_NAMES:
+                raise ValueError(f"MosNavMeshSim-v0.step: unknown action {action!r} "
+                                 f"(known: {', '.join(_ACTION_NAMES)})")
+            return action
         try:
             a = int(action)
         except (TypeError, ValueError):
             raise ValueError(f"MosNavMeshSim-v0.step: cannot read action {action!r}") from None
         # habitat's default ids are fixed: stop 0, move_forward 1, ..., look_down 5
-        return _ACTION_NAMES[a] if 0 <= a < len(_ACTION_NAMES) else None
+        if not 0 <= a < len(_ACTION_NAMES):
+            raise ValueError(f"MosNavMeshSim-v0.step: action id {a} is not a simulator action "
+                             f"(0-{len(_ACTION_NAMES) - 1}: {', '.join(_ACTION_NAMES)})")
+        return _ACTION_NAMES[a]
 
     def step(self, action, *args, **kwargs) -> Observations:
         collided = False
@@ -455,7 +473,20 @@ class MosNavMeshSim(Simulator):
         return self._pathfinder.distance_to_closest_obstacle(position, max_search_radius)
 
     def semantic_annotations(self):
-        return None
+        """Objects of ``<id>.semantic.txt`` with their world AABBs (habitat-sim's
+        ``SemanticScene`` subset: ``objects[i].semantic_id / category.name() / aabb``)."""
+        entry = self._scene
+        if entry is None:
+            return None
+        if entry.semantic_scene is None:
+            from habitat_mosnav.sims.geometry import SemanticScene
+
+            entry.semantic_scene = SemanticScene.from_mesh(entry.path, entry.semantic)
+        return entry.semantic_scene
+
+    @property
+    def semantic_scene(self):
+        return self.semantic_annotations()
 
     # ---------------------------------------------------------- sensors
     def sensor_poses(self) -> Dict[str, tuple]:

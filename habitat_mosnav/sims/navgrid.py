@@ -4,13 +4,18 @@ The mesh is sampled into a 2.5D grid of ``cell`` metres: a cell holds one *node*
 standable surface (an up-facing surface within ``max_slope`` with no geometry between
 ``floor + max_climb`` and ``floor + height``; geometry above the agent, e.g. ceilings, is
 ignored). Nodes that touch with a height step ≤ ``max_climb`` are connected. Connected
-pieces are packed into 2D *layers* (several floors of a house land in different layers),
-eroded by the agent radius, and split into *islands*. Geodesic distances are fast-marching
-(scikit-fmm) distance fields over an island, one field per goal set, cached (LRU).
+pieces that overlap themselves (two floors joined by a stair) are cut by height; pieces
+are packed into 2D *layers*, eroded by the agent radius (not across a cut, where the
+*seam* goes on in another layer) and labelled into *patches*. Patches joined by seams form
+an *island*. Geodesic distances are fast-marching (scikit-fmm) fields over the patches,
+passed from patch to patch through the seams, one field per goal set, cached (LRU); on
+slopes and stairs the marching speed makes them 3D path lengths, as on habitat-sim's
+navmesh. A Recast/Detour navmesh can stand in for the mesh (``walkable_only``).
 """
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -133,6 +138,7 @@ class NavGrid:
         self.layers: List[Layer] = []
         self._build(tris, progress)
         self._field_cache: "OrderedDict[bytes, DistanceField]" = OrderedDict()
+        self._lock = threading.Lock()
         self.field_cache_size = 256
         self._last_snap: Tuple[Optional[bytes], Optional[Location]] = (None, None)
 
@@ -222,9 +228,12 @@ class NavGrid:
         ncomp, comp = connected_components(graph, directed=False)
 
         if self._covered is not None:
-            frac = ndimage.mean(self._covered.astype(np.float64), comp, np.arange(ncomp))
-            keep_comp = np.asarray(frac) >= 0.5
-            if keep_comp.any() and not keep_comp.all():
+            frac = np.asarray(ndimage.mean(self._covered.astype(np.float64), comp, np.arange(ncomp)))
+            size = np.bincount(comp, minlength=ncomp)
+            keep_comp = frac >= 0.5
+            # only a scene with a real roofed floor (>= 1 m2) loses its open-sky pieces
+            roofed_floor = (keep_comp & (size * self.cell ** 2 >= 1.0)).any()
+            if roofed_floor and not keep_comp.all():
                 idx = np.nonzero(keep_comp[comp])[0]
                 nk, ny_ = nk[idx], ny_[idx]
                 src, dst = self._edges(nk, ny_)
@@ -503,6 +512,8 @@ class NavGrid:
     def snap(self, p: Sequence[float], max_y_delta: float = INF) -> Optional[Location]:
         """Nearest navigable point (3D distance, floors told apart by height); None if none."""
         x, y, z = float(p[0]), float(p[1]), float(p[2])
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+            return None
         R, C = self._rc(x, z)
         best = None
         best_d = INF
@@ -544,6 +555,8 @@ class NavGrid:
 
     def is_navigable(self, p: Sequence[float], max_y_delta: float = 0.5) -> bool:
         x, y, z = float(p[0]), float(p[1]), float(p[2])
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+            return False
         R, C = self._rc(x, z)
         for L in self.layers:
             r, c = R - L.r0, C - L.c0
@@ -839,16 +852,19 @@ class NavGrid:
         return df
 
     def distance_field(self, goals) -> DistanceField:
+        """The cached field of a goal set (points rounded to 1 mm form the key)."""
         g = np.asarray(goals, dtype=np.float64).reshape(-1, 3)
         key = np.round(g, 3).tobytes()
-        df = self._field_cache.get(key)
-        if df is None:
-            df = self._compute_field(g)
+        with self._lock:  # scenes are shared by the simulators of a process
+            df = self._field_cache.get(key)
+            if df is not None:
+                self._field_cache.move_to_end(key)
+                return df
+        df = self._compute_field(g)
+        with self._lock:
             self._field_cache[key] = df
-            while len(self._field_cache) > self.field_cache_size:
+            while len(self._field_cache) > max(1, self.field_cache_size):
                 self._field_cache.popitem(last=False)
-        else:
-            self._field_cache.move_to_end(key)
         return df
 
     def field_value(self, df: DistanceField, loc: Location) -> float:

@@ -25,13 +25,24 @@ def box_mesh(lo: Sequence[float], hi: Sequence[float], rgba: Sequence[int] = (20
     return m
 
 
-def export_boxes(path: str, boxes: Iterable[Box]) -> str:
-    """Write boxes as one .glb scene (vertex colours) and return the path."""
+def export_boxes(path: str, boxes: Iterable[Box], up: str = "z") -> str:
+    """Write boxes (given in habitat's Y-up world) as one .glb scene with vertex colours.
+
+    ``up='z'`` (default) stores the file Z-up like MP3D/HM3D, which is how habitat-sim and
+    ``MosNavMeshSim-v0`` read a ``.glb``; ``up='y'`` stores it as given.
+    """
     import trimesh
+
+    from habitat_mosnav.sims.geometry import Z_UP_TO_Y_UP
 
     scene = trimesh.Scene()
     for i, (lo, hi, rgba) in enumerate(boxes):
-        scene.add_geometry(box_mesh(lo, hi, rgba), geom_name=f"box{i}")
+        m = box_mesh(lo, hi, rgba)
+        if up == "z":
+            tf = np.eye(4)
+            tf[:3, :3] = Z_UP_TO_Y_UP.T  # world -> file
+            m.apply_transform(tf)
+        scene.add_geometry(m, geom_name=f"box{i}")
     scene.export(path)
     return path
 
