@@ -42,6 +42,7 @@ test-fast: setup
 	$(PY) -m pytest -q -m "not slow and not baselines" $(PYTEST_ARGS)
 
 bench: setup
+	$(PY) benchmarks/bench_env.py
 	$(PY) benchmarks/bench_sim.py
 
 clean:

@@ -135,6 +135,39 @@ def test_checkpoint_with_dictconfig_loads_on_new_torch(tmp_path):
         load_checkpoint(str(tmp_path / "bad.pth"))
 
 
+def _demo_config(*overrides):
+    from habitat.config.default_structured_configs import register_hydra_plugin
+    from habitat_baselines.config.default_structured_configs import (
+        HabitatBaselinesConfigPlugin,
+    )
+
+    register_hydra_plugin(HabitatBaselinesConfigPlugin)
+    return habitat_mosnav.get_config("baselines/ppo_mos_demo.yaml", list(overrides))
+
+
+def test_eval_plan_refuses_existing_results_and_resume_skips_complete_ones(tmp_path):
+    from habitat_mosnav.baselines.trainer import MosNavPPOTrainer
+    from habitat_mosnav.evaluation.results import RankWriter, make_record
+
+    ckpts = tmp_path / "checkpoints"
+    ckpts.mkdir()
+    for i in (0, 1):
+        (ckpts / f"ckpt.{i}.pth").write_bytes(b"x")
+    (ckpts / ".habitat-resume-stateeval.pth").write_bytes(b"x")
+    # ckpt.0 evaluated completely (1 of 1 episodes), ckpt.1 not at all
+    with RankWriter(str(tmp_path / "eval" / "ckpt.0"), 0) as w:
+        w.write(make_record(episode_key="val::s::e", episode_index=0, rank=0, seed=1,
+                            episode={"scene_id": "s", "episode_id": "e",
+                                     "target_mode": "many"}, metrics={"success": 1.0}))
+        w.write_done(expected_count=1)
+    overrides = [f"mosnav_output_dir={tmp_path}", "habitat_baselines.evaluate=True"]
+    trainer = MosNavPPOTrainer(_demo_config(*overrides))
+    with pytest.raises(EvalSetupError, match=r"ckpt\.0 already holds results of ckpt\.0\.pth"):
+        trainer._plan_evaluation()
+    trainer = MosNavPPOTrainer(_demo_config(*overrides, "habitat_baselines.evaluator.resume=True"))
+    assert trainer._plan_evaluation() == [(str(ckpts / "ckpt.1.pth"), 1)]
+
+
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_configs_compose(name):
     from habitat.config.default_structured_configs import register_hydra_plugin

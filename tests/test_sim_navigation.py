@@ -137,6 +137,24 @@ def test_sliding_along_wall(scenes):
     assert stop[0] - pos[0] < 0.05
 
 
+def test_allow_sliding_false_stops_at_the_wall(scenes):
+    # habitat.simulator.habitat_sim_v0.allow_sliding=False (the ObjectNav challenge setting)
+    # drives the CPU simulator too: the same diagonal walk stops instead of sliding east.
+    from omegaconf import open_dict
+
+    yaw = -math.pi / 4
+    rot = [0.0, math.sin(yaw / 2), 0.0, math.cos(yaw / 2)]
+    sim, cfg = make_sim(scenes["room"], start=[1.0, 0.0, 0.6], rot=rot)
+    with open_dict(cfg):
+        cfg.habitat_sim_v0.allow_sliding = False
+    sim.reconfigure(cfg)
+    for _ in range(8):
+        sim.step("move_forward")
+    pos = sim.get_agent_state().position
+    assert pos[2] < 0.35 and sim.previous_step_collided
+    assert pos[0] - 1.0 < 0.5   # with sliding it travels > 1.27 m east (test above)
+
+
 def test_navigability_ignores_ceiling_and_reports_bounds(scenes):
     grid = NavGrid(load_mesh(scenes["room"], "z").triangles, AgentShape(1.5, 0.1, 0.2, 45.0), 0.05)
     # one island (the floor); the ceiling's top is not a floor

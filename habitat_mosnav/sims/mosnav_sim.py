@@ -320,6 +320,8 @@ class MosNavMeshSim(Simulator):
         self._step_size = float(config.forward_step_size)
         self._turn_deg = float(config.turn_angle)
         self._tilt_deg = float(self._opt("tilt_angle", 30.0))
+        # habitat-sim's option, so one config drives both simulators alike
+        self._allow_sliding = bool(config.get("habitat_sim_v0", {}).get("allow_sliding", True))
         if agent_cfg.get("is_set_start_state", False):
             self.set_agent_state([float(v) for v in agent_cfg.start_position],
                                  [float(v) for v in agent_cfg.start_rotation])
@@ -365,7 +367,7 @@ class MosNavMeshSim(Simulator):
         f = self._forward_xz()
         start = self._pos.astype(np.float64)
         end = start + np.array([f[0], 0.0, f[1]]) * amount
-        new = self._grid.try_step(start, end, sliding=True)
+        new = self._grid.try_step(start, end, sliding=self._allow_sliding)
         moved = math.hypot(float(new[0]) - start[0], float(new[2]) - start[2])
         self._pos = np.asarray(new, dtype=np.float32)
         return moved + 1e-5 < abs(amount)
