@@ -16,16 +16,30 @@ __all__ = ["get_config", "register_configs", "register", "__version__"]
 _registered = False
 
 
+#: Leaf modules whose import registers something. Each of their packages' ``__init__``
+#: imports habitat first, so when this runs (right after habitat's own ``__init__``) none
+#: of these leaves is half-imported, whatever the user imported first.
+_REGISTERING_MODULES = (
+    "habitat_mosnav.config.default",
+    "habitat_mosnav.sims.mosnav_sim",
+    "habitat_mosnav.datasets.multi_object_nav_dataset",
+    "habitat_mosnav.tasks.multi_object_nav_task",
+    "habitat_mosnav.sensors.sensors",
+    "habitat_mosnav.measures.measures",
+)
+
+
 def register() -> None:
-    """Import the modules whose import registers the plugin (idempotent)."""
+    """Register the plugin in habitat's registry and Hydra (idempotent)."""
     global _registered
     if _registered:
         return
     _registered = True
-    from habitat_mosnav.config import register_configs as _register_configs
+    import importlib
 
-    _register_configs()
-    from habitat_mosnav import datasets, measures, sensors, sims, tasks  # noqa: F401
+    for name in _REGISTERING_MODULES:
+        importlib.import_module(name)
+    importlib.import_module("habitat_mosnav.config.default").register_configs()
 
 
 _compat.install_import_hook()

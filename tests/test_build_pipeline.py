@@ -5,7 +5,6 @@ and the online ``attributes`` stage works against a local chat-completions serve
 import json
 import shutil
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from habitat_mosnav.dataset_building.cli import main as build_main
 from habitat_mosnav.dataset_building.common import discover_scenes
 from habitat_mosnav.dataset_building.geometry import open_scene
-from habitat_mosnav.dataset_building.pipeline import BuildConfig, run_all, run_attributes, run_episodes, run_show
+from habitat_mosnav.dataset_building.pipeline import BuildConfig, run_all, run_attributes, run_episodes
 from habitat_mosnav.datasets.schema import load_scene_dir
 from habitat_mosnav.metrics import shortest_open_path
 from habitat_mosnav.scenes.generator import generate_scene
@@ -210,12 +209,12 @@ def test_category_map_drop_list_and_size_limit(built):
     root, sid, cfg, _ = built
     scene = discover_scenes(root / "scenes")[0]
     base, c0 = parse_objects(scene, ExtractOptions())
-    cats = Counter(o.raw_category for o in base)
+    cats = Counter(o.category for o in base)
     assert "wall" not in cats and c0["dropped_category"] > 0
     some = sorted(cats)[0]
     other = sorted(cats)[1]
     objs, c = parse_objects(scene, ExtractOptions(category_map={some: None, other: "thing"}))
-    got = Counter(o.raw_category for o in objs)
+    got = Counter(o.category for o in objs)
     assert some not in got and other not in got and got["thing"] == cats[other]
     assert c["dropped_category"] == c0["dropped_category"] + cats[some]
     small, c = parse_objects(scene, ExtractOptions(min_size=1.5))
@@ -254,3 +253,24 @@ def test_acceptance_eval_runs_the_built_dataset_and_the_oracle_solves_it(built, 
     assert summary["status"] == "complete" and summary["error_episode_count"] == 0
     assert summary["ok_episode_count"] == 6
     assert summary["metrics"]["sr"] == 1.0
+
+
+def test_view_point_rotation_faces_the_object(built):
+    """The stored [x, y, z, w] yaw turns habitat's -Z forward towards the object: seen from
+    its best view point, each goal is in the view, horizontally near the image centre."""
+    root, sid, cfg, _ = built
+    goals = _read(root, sid, "goals.json")["goals"]
+    geo = open_scene(discover_scenes(root / "scenes")[0])
+    try:
+        for g in goals[:8]:
+            vp = g["view_points"][0]
+            sem = geo.semantic(vp["position"], vp["rotation"])
+            cols = np.nonzero(sem == g["object_id"])[1]
+            assert len(cols) >= 30, g["object_id"]
+            assert abs(cols.mean() - sem.shape[1] / 2) < sem.shape[1] / 4, g["object_id"]
+            # turned around, the object is out of sight
+            x, y, z, w = vp["rotation"]
+            back = [0.0, w, 0.0, -y]  # yaw + 180 degrees
+            assert (geo.semantic(vp["position"], back) == g["object_id"]).sum() == 0
+    finally:
+        geo.close()

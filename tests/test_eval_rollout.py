@@ -13,7 +13,6 @@ import pytest
 
 import habitat_mosnav
 import habitat
-from habitat_mosnav.api import Action
 from habitat_mosnav.evaluation import EvaluationConfig, Evaluator, episode_seed, summarize
 from habitat_mosnav.evaluation.evaluator import EvaluationSetupError
 from habitat_mosnav.evaluation.rollout import start_frame_pose

@@ -13,7 +13,6 @@ The factory that starts the workers is :mod:`habitat_mosnav.baselines.factory`.
 from __future__ import annotations
 
 import json
-import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -157,10 +156,3 @@ def episode_payload(info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         return None
     return json.loads(raw)
 
-
-def finite_or_none(value) -> Optional[float]:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None

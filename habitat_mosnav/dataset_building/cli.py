@@ -11,7 +11,6 @@ gives the same output for the same ``--seed``.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path

@@ -84,7 +84,7 @@ def parse_objects(scene: SceneFiles, opts: ExtractOptions) -> Tuple[List[Semanti
         if opts.max_size is not None and float(size.max()) > opts.max_size:
             counts["dropped_too_big"] += 1
             continue
-        o.raw_category = cat
+        o.category = cat
         kept.append(o)
     return kept, counts
 
@@ -196,12 +196,12 @@ def extract_goals(geo: SceneGeometry, objects: List[SemanticObject], opts: Extra
         # those on the island of the best one.
         best = vps[0]["position"]
         vps = [v for v in vps if v is vps[0] or np.isfinite(geo.geodesic(v["position"], best))]
-        nav = _navigable_position(geo, obj, best, opts)
+        nav = _navigable_position(geo, obj, vps, opts)
         for v in vps:
             v.pop("_pixels", None)
         goals.append({
             "object_id": int(obj.object_id),
-            "category": obj.raw_category,
+            "category": obj.category,
             "region_id": int(obj.region_id),
             "position": rounded(center),
             "aabb": {"center": rounded(center), "size": rounded(hi - lo)},
@@ -214,21 +214,29 @@ def extract_goals(geo: SceneGeometry, objects: List[SemanticObject], opts: Extra
     return goals
 
 
-def _navigable_position(geo: SceneGeometry, obj: SemanticObject, best_vp: Sequence[float],
+def _footprint_distance(p: Sequence[float], lo: np.ndarray, hi: np.ndarray) -> float:
+    """Horizontal distance from ``p`` to the object's AABB footprint (0 inside)."""
+    dx = max(lo[0] - p[0], 0.0, p[0] - hi[0])
+    dz = max(lo[2] - p[2], 0.0, p[2] - hi[2])
+    return float(np.hypot(dx, dz))
+
+
+def _navigable_position(geo: SceneGeometry, obj: SemanticObject, view_points: List[Dict[str, Any]],
                         opts: ExtractOptions) -> np.ndarray:
     """The navigable point nearest the object's footprint, on its view points' island.
 
-    Snapping the footprint centre can land on the wrong side of a wall or on another floor;
-    then the view point nearest the object is used (it is navigable and sees the object).
+    Snapping the footprint centre can land on the wrong side of a wall, on another floor or
+    on a furniture top; then the view point nearest the object is used (it is navigable and
+    sees the object).
     """
     lo, hi = obj.aabb_min, obj.aabb_max
     center = (lo + hi) / 2.0
+    best = np.asarray(view_points[0]["position"], dtype=np.float64)
     q = geo.snap([center[0], lo[1], center[2]])
-    best = np.asarray(best_vp, dtype=np.float64)
     if q is not None:
-        horiz = max(0.0, float(np.hypot(max(lo[0] - q[0], 0, q[0] - hi[0]), max(lo[2] - q[2], 0, q[2] - hi[2]))))
-        if (horiz <= 1.0 and lo[1] - 2.0 <= q[1] <= lo[1] + 0.5
-                and np.isfinite(geo.geodesic(q, best))
-                and geo.island_radius(q) >= opts.min_island_radius):
+        if (_footprint_distance(q, lo, hi) <= 1.0 and lo[1] - opts.max_drop <= q[1] <= lo[1] + 0.5
+                and geo.island_radius(q) >= opts.min_island_radius
+                and np.isfinite(geo.geodesic(q, best))):
             return q
-    return best
+    nearest = min(view_points, key=lambda v: (_footprint_distance(v["position"], lo, hi), v["position"]))
+    return np.asarray(nearest["position"], dtype=np.float64)

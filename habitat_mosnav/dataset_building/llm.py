@@ -144,7 +144,9 @@ class ChatClient:
             self._last = time.monotonic()
 
     def _post(self, payload: Dict[str, Any]) -> Dict[str, Any]:
-        url = self.s.base_url.rstrip("/") + "/chat/completions"
+        url = self.s.base_url.rstrip("/")
+        if not url.endswith("/chat/completions"):  # a base URL, as the OpenAI clients take
+            url += "/chat/completions"
         data = json.dumps(payload).encode("utf-8")
         req = urllib.request.Request(url, data=data, method="POST", headers={
             "Content-Type": "application/json", "Authorization": f"Bearer {self.s.api_key}"})

@@ -24,6 +24,7 @@ class SemanticObject:
     raw_category: str
     region_id: int
     vertices: Optional[np.ndarray] = None  # (N, 3) world coordinates, Y up
+    category: str = ""  # canonical category (after the category map), set by extract
 
     @property
     def aabb_min(self) -> np.ndarray:

@@ -16,6 +16,7 @@ from habitat.core.simulator import AgentState
 from habitat.tasks.nav.object_nav_task import ObjectViewLocation
 
 from habitat_mosnav.datasets.episode import MultiObjectGoal, MultiObjectNavEpisode
+from habitat_mosnav.evaluation.selection import episode_key
 from habitat_mosnav.datasets.schema import (
     GOAL_TYPES,
     TARGET_MODES,
@@ -27,11 +28,6 @@ from habitat_mosnav.datasets.schema import (
 )
 
 CATEGORIES_FILE = "categories.json"
-
-
-def episode_key(split: str, scene_id: str, episode_id: str) -> str:
-    """The stable key of SPEC §8: ``<split>::<scene_id>::<episode_id>``."""
-    return f"{split}::{scene_id}::{episode_id}"
 
 
 def scene_name_from_path(scene_path: str) -> str:

@@ -14,12 +14,11 @@ No torch is imported here; habitat is imported when the run starts.
 """
 from __future__ import annotations
 
-import math
 import os
 import re
 import sys
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
