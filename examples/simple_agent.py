@@ -12,13 +12,15 @@ object with ``act(observation) -> int | Action`` and, optionally, ``reset()``.
 What ``act`` receives (``habitat_mosnav.api.Observation``):
   rgb (H, W, 3) uint8; depth (H, W) float32 in metres; goal_text (a description, or a
   category name with ``--goal-type object``); target_mode single/any/many/all; target_count
-  (many only); step_count; max_steps; gps (2,) x/z in metres in the start frame; compass
-  (radians, positive = turned left since the start); task_prompt (the full task text for a
+  (many only); step_count; max_steps; gps (2,) [x, z] in metres in the episode-start frame
+  (+x right, +z backward); compass (radians, positive = turned left since the start); task_prompt (the full task text for a
   VLM/LLM); previous_action. Nothing tells the agent how many targets remain.
 
 Optional hooks: ``reset()`` before every episode; ``seed(seed)`` (called just before
 ``reset()`` with the episode's stable seed, for reproducible stochastic agents);
-``close()`` at the end of the run.
+``close()`` at the end of the run; ``episode_stats() -> dict`` (stored in each record as
+``extras.agent``); ``set_log_path(path)`` (called with ``<output-dir>/rank_XXXXX/prompts.jsonl``
+under ``--log-prompts``). See docs/EVALUATION.md.
 
 What ``act`` returns (``habitat_mosnav.api.Action``, or the plain int):
   1 MOVE_FORWARD (0.25 m), 2 TURN_LEFT / 3 TURN_RIGHT (30°), 4 LOOK_UP / 5 LOOK_DOWN (30°),

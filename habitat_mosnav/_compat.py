@@ -63,6 +63,12 @@ class _PlaceholderModule(types.ModuleType):
         return cls
 
 
+def _placeholder(qualname: str, **attrs) -> type:
+    """A placeholder class with the class attributes code reads without instantiating it
+    (habitat-baselines reads sensors' and measures' ``cls_uuid``)."""
+    return type(qualname.rsplit(".", 1)[1], (_Unavailable,), {"_qualname": qualname, **attrs})
+
+
 def _noop() -> None:
     return None
 
@@ -85,9 +91,20 @@ PLACEHOLDERS: Dict[str, Dict[str, object]] = {
     # habitat.gym.gym_wrapper -> tasks.rearrange.rearrange_sim.add_perf_timing_func
     "habitat.tasks.rearrange.rearrange_sim": {"add_perf_timing_func": _add_perf_timing_func},
     # habitat_baselines rl/ddppo/policy/resnet_policy -> tasks.nav.instance_image_nav_task
-    "habitat.tasks.nav.instance_image_nav_task": {},
+    "habitat.tasks.nav.instance_image_nav_task": {
+        "InstanceImageGoalSensor": _placeholder(
+            "habitat.tasks.nav.instance_image_nav_task.InstanceImageGoalSensor",
+            cls_uuid="instance_imagegoal"),
+        "InstanceImageGoalHFOVSensor": _placeholder(
+            "habitat.tasks.nav.instance_image_nav_task.InstanceImageGoalHFOVSensor",
+            cls_uuid="instance_imagegoal_hfov"),
+    },
     # habitat_baselines rl/ppo/habitat_evaluator -> rearrange_sensors, rearrange.utils
-    "habitat.tasks.rearrange.rearrange_sensors": {},
+    "habitat.tasks.rearrange.rearrange_sensors": {
+        "GfxReplayMeasure": _placeholder(
+            "habitat.tasks.rearrange.rearrange_sensors.GfxReplayMeasure",
+            cls_uuid="gfx_replay_keyframes_string"),
+    },
     "habitat.tasks.rearrange.utils": {},
     # habitat_baselines rl/ppo/single_agent_access_mgr -> rl.hrl.hierarchical_policy
     "habitat_baselines.rl.hrl.hierarchical_policy": {},

@@ -33,10 +33,27 @@ class Action(enum.IntEnum):
 
 @dataclass(frozen=True)
 class Observation:
-    """What an agent sees at one step.
+    """What an agent sees at one step (built by the evaluator's rollout from habitat's
+    observation dict).
 
-    ``gps`` is (2,) x/z relative to the episode start; ``compass`` is the heading change
-    since the start in radians. In ``many``/``all`` nothing says how many targets remain.
+    - ``rgb``: (H, W, 3) uint8 (an alpha channel is dropped).
+    - ``depth``: (H, W) float32 in metres (habitat's normalised [0, 1] depth is scaled back
+      with the sensor's min/max depth; ``extras["depth_units"] == "metres"``), or None when
+      the config has no depth sensor.
+    - ``gps``: (2,) float32 ``[x, z]``, the displacement from the episode start position
+      expressed in the episode-start frame (habitat axes at the start pose: +x to the
+      agent's right, +z backward, so walking straight ahead makes z negative). Height is
+      left out. Note: habitat's own ``EpisodicGPSSensor`` orders it ``[-z, x]``.
+    - ``compass``: float, the heading change since the start in radians, wrapped to
+      [-pi, pi); positive means turned to the left (counter-clockwise seen from above).
+    - ``step_count``: actions taken so far (0 at the first ``act``); ``previous_action`` the
+      last one (None at the first step); ``max_steps`` the episode's action budget.
+    - ``task_prompt``: the full task text for VLM/LLM agents (goal, mode, action table of
+      the ``--action-protocol`` in use); ``goal_text`` the instruction or category name.
+    - ``target_count``: set for ``many`` only. In ``many``/``all`` nothing says how many
+      targets remain.
+    - ``goal_embedding`` / ``goal_image``: None (reserved).
+    - ``extras``: ``{"episode_key", "query_id", "depth_units"}`` (read-only hints).
     """
 
     rgb: np.ndarray

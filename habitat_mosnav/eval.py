@@ -154,7 +154,12 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
                    help="where results go (default: mosnav_results/<agent>-<UTC time>; required "
                         "with several ranks)")
     g.add_argument("--resume", action="store_true",
-                   help="continue a run in an existing --output-dir, skipping recorded episodes")
+                   help="continue a run in an existing --output-dir, skipping recorded episodes "
+                        "(error records count as recorded)")
+    g.add_argument("--retry-errors", action="store_true",
+                   help="with --resume: run again the episodes whose last record is an error "
+                        "(e.g. after a model server outage); the new record is appended and the "
+                        "summary keeps each episode's last record")
     g.add_argument("--fail-fast", action="store_true",
                    help="stop after the first failed episode (its error record is written)")
     g.add_argument("--fail-on-episode-error", action="store_true",
@@ -165,7 +170,10 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
                    help="no progress bar")
 
     g = p.add_argument_group("debugging")
-    g.add_argument("--log-prompts", action="store_true", help="print each episode's task prompt")
+    g.add_argument("--log-prompts", action="store_true",
+                   help="an agent with set_log_path() (--agent api) logs every request and "
+                        "reply to rank_XXXXX/prompts.jsonl in the output directory; any other "
+                        "agent gets each episode's task prompt printed instead")
     g.add_argument("--log-positions", action="store_true", help="print the agent position at every step")
     g.add_argument("--log-episodes", action="store_true", help="print one line per finished episode")
     g.add_argument("--render-live", action="store_true",
@@ -265,6 +273,8 @@ def _run(argv: Optional[Sequence[str]]) -> int:
             check_display()
         except DisplayUnavailable as exc:
             raise UsageError(str(exc)) from None
+    if args.retry_errors and not args.resume:
+        raise UsageError("--retry-errors needs --resume (it re-runs failed episodes of an existing run)")
     if args.rank is not None and args.world_size is not None and args.rank >= args.world_size:
         raise UsageError(f"--rank {args.rank} must be < --world-size {args.world_size}")
 
@@ -314,6 +324,7 @@ def _run(argv: Optional[Sequence[str]]) -> int:
         output_dir=output_dir, offset=args.offset, num_episodes=args.num_episodes,
         scene_limit=args.limit, episode_limit=args.episode_limit, rank=rank, world_size=world,
         seed=args.seed, action_protocol=args.action_protocol, resume=args.resume,
+        retry_errors=args.retry_errors,
         fail_fast=args.fail_fast, record_actions=args.action_trace,
         log_prompts=args.log_prompts, log_positions=args.log_positions,
         log_episodes=args.log_episodes, video=args.save_video, render_live=args.render_live,

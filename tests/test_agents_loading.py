@@ -168,3 +168,33 @@ def test_human_keys():
     agent = HumanAgent(key_source=lambda: "q", stream=io.StringIO())
     with pytest.raises(QuitEvaluation):
         agent.act(make_obs())
+
+
+def test_legacy_adapter_forwards_episode_stats_and_set_log_path_only_when_present():
+    class OldWithStats:
+        def __init__(self):
+            self.path = None
+
+        def act(self, rgb=None, depth=None, prompt=None):
+            return 0
+
+        def episode_stats(self):
+            return {"api_calls": 3}
+
+        def set_log_path(self, path):
+            self.path = path
+
+    inner = OldWithStats()
+    agent = LegacyAgentAdapter(inner)
+    assert agent.episode_stats() == {"api_calls": 3}
+    agent.set_log_path("out/rank_00000/prompts.jsonl")
+    assert inner.path == "out/rank_00000/prompts.jsonl"
+
+    class OldPlain:
+        def act(self, rgb=None, depth=None, prompt=None):
+            return 0
+
+    plain = LegacyAgentAdapter(OldPlain())
+    # The evaluator probes with getattr: absent on the wrapped agent means absent here.
+    assert getattr(plain, "episode_stats", None) is None
+    assert getattr(plain, "set_log_path", None) is None

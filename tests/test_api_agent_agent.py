@@ -235,3 +235,17 @@ def test_missing_key_for_a_remote_server_is_warned(tmp_path, monkeypatch, capsys
     assert "no API key in $NO_SUCH_KEY_VAR" in capsys.readouterr().err
     APIAgent.from_args(argparse.Namespace(model="m", api_base="http://127.0.0.1:1/v1", api_key_env="NO_SUCH_KEY_VAR"))
     assert capsys.readouterr().err == ""  # a local server needs no key
+
+
+def test_from_args_leaves_the_prompt_log_to_the_evaluator(server, tmp_path, monkeypatch, capsys):
+    """One mechanism: ``--log-prompts`` reaches the agent only through ``set_log_path``
+    (called by the evaluator with the rank directory), never from ``--output-dir`` here."""
+    monkeypatch.chdir(tmp_path)
+    args = argparse.Namespace(api_base=server.api_base, model="m", log_prompts=True,
+                              output_dir=str(tmp_path / "out"), rank=0)
+    agent = APIAgent.from_args(args)
+    assert agent.log_path is None and capsys.readouterr().err == ""
+    server.script("ACTION: 1")
+    agent.reset()
+    assert agent.act(make_obs()) == 1
+    assert not any(tmp_path.rglob("prompts.jsonl"))

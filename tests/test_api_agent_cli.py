@@ -128,3 +128,37 @@ def test_server_killed_mid_run_then_resume(room, tmp_path):
     assert summary["unique_record_count"] == 4
     assert summary["status"] in ("complete", "completed_with_errors")
     assert_key_nowhere(out)
+
+
+def test_server_down_error_records_then_resume_retry_errors(room, tmp_path):
+    """The model server is down for the whole run: every episode gets an error record with the
+    agent's counters; after a restart ``--resume --retry-errors`` re-runs exactly those."""
+    out = str(tmp_path / "run")
+    with ChatServer(default=Reply.status(503, "model loading")) as server:
+        assert eval_cli.main(argv(room, server, out, "--log-prompts")) == 0
+    recs = records(out)
+    assert [r["status"] for r in recs] == ["error"] * 4
+    assert {r["error_type"] for r in recs} == {"APIUnavailableError"}
+    # --api-retries 1: two HTTP requests per episode, the second one a retry.
+    assert all(r["extras"]["agent"]["api_calls"] == 2 and r["extras"]["agent"]["api_retries"] == 1
+               for r in recs)
+    assert json.load(open(os.path.join(out, "summary.json")))["status"] == "completed_with_errors"
+
+    with ChatServer(default=scripted_model) as server2:
+        assert eval_cli.main(argv(room, server2, out, "--resume")) == 0  # errors count as done
+        assert server2.chat_requests() == []
+        assert eval_cli.main(argv(room, server2, out, "--resume", "--retry-errors", "--log-prompts")) == 0
+        assert len(server2.chat_requests()) == 4 * len(ACTIONS)
+    recs2 = records(out)
+    assert recs2[:4] == recs
+    assert [r["episode_key"] for r in recs2[4:]] == [r["episode_key"] for r in recs]
+    assert all(r["status"] == "ok" and r["action_trace"] == ACTIONS for r in recs2[4:])
+    assert all(r["extras"]["agent"]["api_calls"] == len(ACTIONS)
+               and r["extras"]["agent"]["api_retries"] == 0 for r in recs2[4:])
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    assert summary["status"] == "complete"
+    assert (summary["record_count"], summary["unique_record_count"]) == (8, 4)
+    log = [json.loads(x) for x in open(os.path.join(out, "rank_00000", "prompts.jsonl"))]
+    assert len(log) == 4 + 4 * len(ACTIONS)  # one failed step per episode, then the re-runs
+    assert [x["error"]["type"] for x in log[:4]] == ["APIUnavailableError"] * 4
+    assert_key_nowhere(out)

@@ -208,3 +208,20 @@ def test_minilm_encoder_loads_offline_and_is_semantic():
     v = enc.embed_texts(["Find brown chairs.", "Find the brown chairs", "Find a bath mat."])
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.3
+
+
+def test_policy_config_mismatch_names_the_differing_keys():
+    from habitat_mosnav.baselines.trainer import policy_config_mismatch
+
+    a = _demo_config()
+    assert policy_config_mismatch(a, _demo_config()) == []
+    b = _demo_config("habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor.width=64",
+                     "habitat_baselines.rl.policy.main_agent.obs_transforms.text_goal.dim=16")
+    diff = policy_config_mismatch(b, a)
+    assert len(diff) == 2
+    assert diff[0].startswith("habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor."
+                              "width: 128 (checkpoint) vs 64 (now)")
+    assert "obs_transforms" in diff[1] and "'dim': 16" in diff[1]
+    # settings that do not shape the policy may differ freely
+    c = _demo_config("habitat_baselines.test_episode_count=3", "habitat.seed=7")
+    assert policy_config_mismatch(c, a) == []

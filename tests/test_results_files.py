@@ -45,6 +45,8 @@ def record(i, success, mode="many", rank=0, status="ok", key=None):
 
 
 def test_make_record_scalars_only_and_no_paths():
+    # np.quaternion exists only after ``import quaternion``: import it here, not by luck of order.
+    quaternion = pytest.importorskip("quaternion")
     r = make_record(
         episode_key="val::TEEsavR23oF::q1", episode_index=3, rank=1, seed=42, episode=episode(1),
         steps_taken=np.int64(17), terminated_by="max_steps",
@@ -54,7 +56,7 @@ def test_make_record_scalars_only_and_no_paths():
                  "oer_space": None},
         report_events=[{"step": np.int64(3), "near_targets": [np.int64(101)]}],
         initial_agent_state={"position": np.array([1.0, 0.0, 2.0], dtype=np.float32),
-                             "rotation": np.quaternion(1.0, 0.0, 0.5, 0.0)},
+                             "rotation": quaternion.quaternion(1.0, 0.0, 0.5, 0.0)},
     )
     assert r["metrics"] == {"success": 1.0, "tse": None, "pe": None, "tp": 2, "oer_space": None}
     assert r["initial_metrics"] == {"success": 0.0}
@@ -292,3 +294,35 @@ def test_aggregate_module_runs_as_command(tmp_path):
     assert proc.returncode == 2
     assert "no rank_XXXXX result directories" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_make_record_extras_are_json_safe_and_optional():
+    kw = dict(episode_key="k", episode_index=0, rank=0, seed=1, episode=episode(0))
+    assert "extras" not in make_record(**kw)
+    r = make_record(**kw, error=RuntimeError("x"),
+                    extras={"agent": {"api_calls": np.int64(2), "lat": np.float32(0.25), "bad": math.nan}})
+    assert r["status"] == "error" and r["extras"] == {"agent": {"api_calls": 2, "lat": 0.25, "bad": None}}
+    with pytest.raises(ValueError, match="extras.agent.obj"):
+        make_record(**kw, extras={"agent": {"obj": object()}})
+
+
+def test_rank_writer_counts_errors_by_last_record(tmp_path):
+    out = str(tmp_path)
+    with RankWriter(out, 0) as w:
+        w.write(record(0, 1.0))
+        w.write(record(1, 0.0, status="error"))
+        w.write(record(2, 0.0, status="error"))
+        assert (w.record_count, w.error_count) == (3, 2)
+        keys = [record(i, 0.0)["episode_key"] for i in range(3)]
+        assert w.error_keys == set(keys[1:])
+        assert w.write_done(expected_count=3)["status"] == "completed_with_errors"
+    with RankWriter(out, 0, resume=True) as w:  # a --retry-errors run fixes one key
+        assert (w.record_count, w.error_count) == (3, 2)
+        w.write(record(1, 1.0))
+        assert (w.record_count, w.error_count) == (4, 1) and w.error_keys == {keys[2]}
+        done = w.write_done(expected_count=3, expected_keys=keys)
+        assert (done["status"], done["record_count"], done["error_count"]) == ("completed_with_errors", 4, 1)
+        # Four lines, but only two of these three keys: still incomplete.
+        assert w.write_done(expected_count=3, expected_keys=keys[:2] + ["other"])["status"] == "incomplete"
+        w.write(record(2, 1.0))
+        assert w.write_done(expected_count=3, expected_keys=keys)["status"] == "complete"

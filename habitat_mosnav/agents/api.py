@@ -59,7 +59,6 @@ __all__ = [
 ]
 
 DEFAULT_API_BASE = "https://api.openai.com/v1"
-PROMPT_LOG_FILE = "prompts.jsonl"
 UNPARSEABLE_POLICIES = ("retry", "default", "error")
 
 
@@ -188,7 +187,7 @@ class APIAgent:
                        help="with --send-depth: metres shown as 'far' in the colour-coded depth (default: 10)")
         g.add_argument("--api-timeout", type=float, default=60.0, help="seconds per request (default: 60)")
         g.add_argument("--api-retries", type=int, default=3,
-                       help="repeats after a 5xx/429, time-out or dropped connection (default: 3)")
+                       help="repeats after a 5xx/408/409/425/429 answer, time-out or dropped connection (default: 3)")
         g.add_argument("--api-backoff", type=float, default=1.0,
                        help="first back-off in seconds, doubled per retry, capped at 30 (default: 1)")
         g.add_argument("--on-unparseable", choices=UNPARSEABLE_POLICIES, default="retry",
@@ -261,38 +260,14 @@ class APIAgent:
         if api_key is None and not agent.client.is_loopback:
             print(f"mosnav-eval: warning: no API key in ${env_var} or {env_file or '.env'}; "
                   f"sending requests to {agent.client.url} without one", file=sys.stderr)
-        agent.set_log_path(cls._log_path_from_args(args))
         return agent
-
-    @staticmethod
-    def _log_path_from_args(args: Any) -> Optional[Path]:
-        """``--log-prompts``: a path as given, or ``True`` -> ``<output-dir>/rank_XXXXX/prompts.jsonl``
-        (beside the records). The CLI may also call :meth:`set_log_path` itself."""
-        flag = getattr(args, "log_prompts", None)
-        if not flag:
-            return None
-        if isinstance(flag, (str, os.PathLike)):
-            return Path(flag)
-        out = getattr(args, "output_dir", None)
-        if not out:
-            print("mosnav-eval: --log-prompts: the API agent's prompt log needs --output-dir; not written",
-                  file=sys.stderr)
-            return None
-        rank = getattr(args, "rank", None)
-        if rank is None:
-            from habitat_mosnav.evaluation.selection import launcher_rank_world
-
-            try:
-                rank = launcher_rank_world()[0]
-            except ValueError:
-                rank = 0
-        return Path(out) / f"rank_{int(rank):05d}" / PROMPT_LOG_FILE
 
     def set_log_path(self, path: Union[str, Path, None]) -> None:
         """Append one JSON line per step (prompt, image references, reply, action) to ``path``.
 
-        Nothing is created until the first step, so an output directory stays empty until
-        the run has started writing records."""
+        ``mosnav-eval --log-prompts`` calls this with ``<output-dir>/rank_XXXXX/prompts.jsonl``
+        before the first episode. Nothing is created until the first step, so an output
+        directory stays empty until the run has started."""
         self.log_path = Path(path) if path else None
 
     # ------------------------------------------------------------------ agent API

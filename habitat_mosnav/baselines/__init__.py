@@ -11,7 +11,6 @@
 * the trainers ``mosnav_ppo`` / ``mosnav_ddppo`` (checkpoint loading and eval fixes);
 * ``mos_report_events`` as a non-scalar metric of habitat-baselines (it is a list: the
   scalar extraction would call ``float()`` on a one-event list);
-* the class attributes habitat-baselines reads from habitat-sim-only modules.
 
 Importing this package itself stays light (no habitat-baselines), because the VectorEnv
 workers import :mod:`habitat_mosnav.baselines.envs` and need nothing more.
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 import habitat_mosnav  # noqa: F401  (must come before habitat / habitat_baselines)
 import habitat  # noqa: F401,E402  (importing habitat registers the plugin)
-from habitat_mosnav import _compat  # noqa: E402
 
 #: Measures whose value is not a scalar: habitat-baselines drops them from training and
 #: from its scalar extraction.
@@ -29,52 +27,16 @@ NON_SCALAR_MEASURES = ("mos_report_events",)
 _REGISTERED = False
 
 
-def _fill_placeholders() -> None:
-    """Class attributes habitat-baselines reads from modules that ``_compat`` replaced by
-    placeholders when habitat-sim is absent (the real values of habitat-lab 0.3.3)."""
-    import importlib
-
-    values = {
-        "habitat.tasks.nav.instance_image_nav_task": {
-            "InstanceImageGoalSensor": "instance_imagegoal"},
-        "habitat.tasks.rearrange.rearrange_sensors": {
-            "GfxReplayMeasure": "gfx_replay_keyframes_string"},
-    }
-    for module_name, classes in values.items():
-        module = importlib.import_module(module_name)
-        if not _compat.is_placeholder(module):
-            continue
-        for cls_name, uuid in classes.items():
-            cls = getattr(module, cls_name)
-            if not hasattr(cls, "cls_uuid"):
-                cls.cls_uuid = uuid
-
-
-def _make_measure_configs_picklable() -> None:
-    """VectorEnv pickles each worker's config: the measurement-config dataclasses built with
-    ``type()`` must be reachable as module attributes (no-op once the core names them)."""
-    from habitat_mosnav.config import default_structured_configs as dsc
-
-    for cls in getattr(dsc, "_MEASURE_CONFIGS", {}).values():
-        if getattr(dsc, cls.__name__, None) is None:
-            setattr(dsc, cls.__name__, cls)
-
-
 def register() -> None:
     """Register everything listed in the module docstring (idempotent)."""
     global _REGISTERED
     if _REGISTERED:
         return
     _REGISTERED = True
-    _fill_placeholders()
-    _make_measure_configs_picklable()
     from habitat_baselines.utils import info_dict
 
     info_dict.NON_SCALAR_METRICS.update(NON_SCALAR_MEASURES)
     from habitat_mosnav.baselines import evaluator, factory, text_goal, trainer  # noqa: F401
-
-
-_make_measure_configs_picklable()  # cheap; also needed where workers unpickle configs
 
 
 def __getattr__(name):

@@ -36,6 +36,45 @@ from habitat_mosnav.evaluation.results import ResultFileError
 
 _CKPT_RE = re.compile(r"^ckpt\.(\d+)\.pth$")
 
+#: Config entries that shape the policy's inputs or network: evaluating a checkpoint with
+#: other values fails inside ``load_state_dict`` (or silently changes what it sees).
+POLICY_KEYS = (
+    "habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor.width",
+    "habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor.height",
+    "habitat.simulator.agents.main_agent.sim_sensors.depth_sensor.width",
+    "habitat.simulator.agents.main_agent.sim_sensors.depth_sensor.height",
+    "habitat.gym.obs_keys",
+    "habitat.task.actions",
+    "habitat_baselines.rl.policy.main_agent.name",
+    "habitat_baselines.rl.policy.main_agent.obs_transforms",
+    "habitat_baselines.rl.ppo.hidden_size",
+    "habitat_baselines.rl.ddppo.backbone",
+    "habitat_baselines.rl.ddppo.rnn_type",
+    "habitat_baselines.rl.ddppo.num_recurrent_layers",
+)
+
+
+def _plain(config, key):
+    from omegaconf import OmegaConf
+
+    value = OmegaConf.select(config, key, default=None, throw_on_missing=False)
+    try:
+        return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    except Exception:
+        return OmegaConf.to_container(value, resolve=False)
+
+
+def policy_config_mismatch(current, trained) -> List[str]:
+    """``key: trained -> current`` for each :data:`POLICY_KEYS` entry that differs."""
+    out = []
+    for key in POLICY_KEYS:
+        a, b = _plain(trained, key), _plain(current, key)
+        if isinstance(a, dict) and isinstance(b, dict) and key.endswith("actions"):
+            a, b = list(a), list(b)
+        if a != b:
+            out.append(f"{key}: {a!r} (checkpoint) vs {b!r} (now)")
+    return out
+
 
 class EvalSetupError(RuntimeError):
     """A one-line problem with the evaluation request (paths, existing results)."""
@@ -122,6 +161,20 @@ class MosNavPPOTrainer(PPOTrainer):
             todo.append((path, index))
         return todo
 
+    def _check_policy_config(self, path: str) -> None:
+        """With ``eval.use_ckpt_config=False``, refuse (one line) a checkpoint trained with
+        other sensors, observation keys or network sizes than the current config."""
+        if not path or self.config.habitat_baselines.eval.use_ckpt_config:
+            return
+        trained = load_checkpoint(path).get("config")
+        if trained is None:
+            return
+        diff = policy_config_mismatch(self.config, trained)
+        if diff:
+            raise EvalSetupError(
+                f"checkpoint {path} was trained with another policy setup: {'; '.join(diff)}"
+                " — pass the training values, or habitat_baselines.eval.use_ckpt_config=True")
+
     def eval(self) -> None:
         self._add_preemption_signal_handlers()
         self.device = (torch.device("cuda", self.config.habitat_baselines.torch_gpu_id)
@@ -137,6 +190,7 @@ class MosNavPPOTrainer(PPOTrainer):
             with get_writer(self.config, flush_secs=self.flush_secs) as writer:
                 for path, index in plan:
                     logger.info(f"======= evaluating {path or '(no checkpoint)'} =======")
+                    self._check_policy_config(path)
                     mos_eval.CURRENT_CHECKPOINT["path"] = path or None
                     try:
                         self._eval_checkpoint(path, writer, checkpoint_index=index)

@@ -104,14 +104,13 @@ class TargetCountSensorConfig(LabSensorConfig):
 
 # ----------------------------------------------------------------------------- measures
 def _measure(type_name: str, doc: str):
-    cls = dataclass(
-        type(
-            f"{type_name}MeasurementConfig",
-            (MeasurementConfig,),
-            {"__annotations__": {"type": str}, "type": type_name, "__doc__": doc},
-        )
-    )
-    cls.__module__ = __name__
+    """A ``MeasurementConfig`` subclass for a measure without options. It is bound as a
+    module attribute so that configs pickle (VectorEnv sends them to worker processes)."""
+    name = f"{type_name}MeasurementConfig"
+    cls = dataclass(type(name, (MeasurementConfig,), {
+        "__annotations__": {"type": str}, "type": type_name, "__doc__": doc,
+        "__module__": __name__, "__qualname__": name}))
+    globals()[name] = cls
     return cls
 
 

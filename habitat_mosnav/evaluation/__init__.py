@@ -1,8 +1,9 @@
 """Evaluation runs (SPEC §8): selection/sharding, seeds, result files, aggregation.
 
 Light at import: selection and result files need only the standard library and numpy.
-``Evaluator`` / ``EvaluationConfig`` (the rollout through ``habitat.Env``) are imported
-lazily from :mod:`habitat_mosnav.evaluation.rollout` on first use.
+``Evaluator`` / ``EvaluationConfig`` / ``EvaluationSetupError`` (the run through
+``habitat.Env``) are imported lazily from :mod:`habitat_mosnav.evaluation.evaluator` on
+first use, so importing this package stays cheap.
 """
 from habitat_mosnav.evaluation.results import (
     RankWriter,
@@ -23,19 +24,19 @@ from habitat_mosnav.evaluation.selection import (
     split_key,
 )
 
-_LAZY = {"Evaluator", "EvaluationConfig"}
+_LAZY = {"Evaluator", "EvaluationConfig", "EvaluationSetupError"}
 
 
 def __getattr__(name):
     if name in _LAZY:
-        from habitat_mosnav.evaluation import rollout
+        from habitat_mosnav.evaluation import evaluator
 
-        return getattr(rollout, name)
+        return getattr(evaluator, name)
     raise AttributeError(f"module 'habitat_mosnav.evaluation' has no attribute {name!r}")
 
 
 __all__ = [
-    "EvaluationConfig", "Evaluator", "RankWriter", "ResultFileError", "episode_key",
+    "EvaluationConfig", "EvaluationSetupError", "Evaluator", "RankWriter", "ResultFileError", "episode_key",
     "episode_seed", "error_info", "format_summary", "launcher_rank_world", "make_record",
     "read_jsonl", "select_episodes", "split_key", "summarize", "write_done", "write_summary",
 ]

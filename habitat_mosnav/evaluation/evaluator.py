@@ -58,6 +58,11 @@ class EvaluationConfig:
     sorted) and ``--episode-limit`` (first N episodes per scene), applied before that.
     ``rank``/``world_size`` None: from torchrun/SLURM variables, else 0/1.
     ``video``: None, ``"mp4"`` or ``"gif"`` (one file per episode under ``<out>/videos``).
+    ``retry_errors`` (with ``resume``): keys whose last record is an error are run again
+    (the new record is appended; the summary keeps a key's last record).
+    ``log_prompts``: an agent with ``set_log_path(path)`` gets
+    ``<out>/rank_XXXXX/prompts.jsonl`` before the first episode; any other agent's task
+    prompt is printed at the start of each episode.
     """
 
     output_dir: str
@@ -70,6 +75,7 @@ class EvaluationConfig:
     seed: int = 0
     action_protocol: str = "goat"
     resume: bool = False
+    retry_errors: bool = False
     fail_fast: bool = False
     record_actions: bool = True
     log_prompts: bool = False
@@ -125,6 +131,8 @@ class Evaluator:
             raise EvaluationSetupError(
                 f"unknown action protocol {config.action_protocol!r}: expected one of "
                 f"{', '.join(ACTION_PROTOCOLS)}")
+        if config.retry_errors and not config.resume:
+            raise EvaluationSetupError("retry_errors (--retry-errors) needs resume (--resume)")
         if habitat_config is None and env is None:
             raise TypeError("Evaluator needs a habitat config or an env")
         if isinstance(habitat_config, str):
@@ -235,13 +243,20 @@ class Evaluator:
             raise EvaluationSetupError(_one_line(exc)) from None
         interrupted = False
         try:
-            todo = [(i, k) for i, k in selection if k not in writer.finished_keys]
+            finished = writer.finished_keys
+            retry = writer.error_keys if cfg.retry_errors else set()
+            todo = [(i, k) for i, k in selection if k not in finished or k in retry]
             prior = self._prior_records(writer.path)
             if writer.truncated_partial_line:
                 self._log(f"resume: dropped a partial last line of {writer.path}")
             if cfg.resume and len(todo) < len(selection):
                 self._log(f"resume: {len(selection) - len(todo)} of {len(selection)} episodes "
                           "already recorded on this rank; skipping them")
+            retried = sum(k in retry for _, k in selection)
+            if retried:
+                self._log(f"resume: running {retried} episode(s) again whose last record is an "
+                          "error (--retry-errors)")
+            self._set_prompt_log(writer)
             if todo:
                 interrupted = self._run_episodes(todo, pool, writer, prior, len(selection))
         finally:
@@ -249,8 +264,36 @@ class Evaluator:
             self._close_env()
         if interrupted:
             raise KeyboardInterrupt
-        done = writer.write_done(expected_count=len(selection))
+        done = writer.write_done(expected_count=len(selection), expected_keys=[k for _, k in selection])
         return self._finish(rank, world, total, done)
+
+    def _set_prompt_log(self, writer) -> None:
+        """``log_prompts``: point an agent that keeps its own prompt log at this rank's
+        directory (the agent creates the file at its first step)."""
+        setter = getattr(self.agent, "set_log_path", None)
+        if self.config.log_prompts and callable(setter):
+            setter(os.path.join(writer.dir, res.PROMPTS_FILE))
+
+    def _agent_keeps_prompt_log(self) -> bool:
+        return callable(getattr(self.agent, "set_log_path", None))
+
+    def _agent_extras(self, key: str) -> Optional[Dict[str, Any]]:
+        """``{"agent": agent.episode_stats()}`` for the record, or None. A broken
+        ``episode_stats`` costs a warning, never the record."""
+        stats_fn = getattr(self.agent, "episode_stats", None)
+        if not callable(stats_fn):
+            return None
+        try:
+            stats = stats_fn()
+            if stats is None:
+                return None
+            if not isinstance(stats, Mapping):
+                raise ValueError(f"expected a dict, got {type(stats).__name__}")
+            return {"agent": res.to_jsonable(dict(stats), "agent")}
+        except Exception as exc:
+            self._log(f"warning: {key}: agent.episode_stats() left out of the record: "
+                      f"{type(exc).__name__}: {_one_line(exc)}")
+            return None
 
     def _prior_records(self, path: str) -> "OrderedDict[str, Tuple[str, dict]]":
         latest: "OrderedDict[str, Tuple[str, dict]]" = OrderedDict()
@@ -351,28 +394,30 @@ class Evaluator:
     def _record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
         summary = _episode_summary(episode, max_steps)
         trace = None if run.action_trace is None else [t["action"] for t in run.action_trace]
+        extras = self._agent_extras(key)
         if run.error is not None:
             return res.make_record(
                 episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
                 steps_taken=run.steps_taken, initial_agent_state=run.initial_agent_state,
                 action_trace=trace, error=error_type_of(run.error),
-                error_message=error_message_of(run.error))
+                error_message=error_message_of(run.error), extras=extras)
         return res.make_record(
             episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
             status="ok", steps_taken=run.steps_taken, terminated_by=run.terminated_by,
             initial_metrics=run.initial_metrics, metrics=run.metrics,
             report_events=run.report_events, initial_agent_state=run.initial_agent_state,
-            final_agent_state=run.final_agent_state, action_trace=trace)
+            final_agent_state=run.final_agent_state, action_trace=trace, extras=extras)
 
     def _make_hook(self, key: str, frames: List[np.ndarray]):
         cfg = self.config
-        wants = cfg.log_prompts or cfg.log_positions or cfg.video or self._viewer is not None
+        print_prompts = cfg.log_prompts and not self._agent_keeps_prompt_log()
+        wants = print_prompts or cfg.log_positions or cfg.video or self._viewer is not None
         if not wants:
             return None
 
         def hook(info: Dict[str, Any]) -> None:
             step, pose, observation = info["step"], info["pose"], info["observation"]
-            if cfg.log_prompts and step == 0 and observation is not None:
+            if print_prompts and step == 0 and observation is not None:
                 self._log(f"--- prompt for {key} ---\n{observation.task_prompt}")
             if cfg.log_positions:
                 p = pose["position"]

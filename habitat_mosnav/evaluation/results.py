@@ -20,6 +20,8 @@ from habitat_mosnav.metrics import TARGET_MODES, aggregate
 
 SCHEMA_VERSION = 1
 EPISODES_FILE = "episodes.jsonl"
+#: ``--log-prompts``: an agent with ``set_log_path`` writes its prompt log here, per rank.
+PROMPTS_FILE = "prompts.jsonl"
 DONE_FILE = "done.json"
 SUMMARY_FILE = "summary.json"
 RANK_DIR_RE = re.compile(r"^rank_(\d{5})$")
@@ -122,10 +124,13 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
                 terminated_by: str = "max_steps", initial_metrics: Optional[Mapping] = None,
                 metrics: Optional[Mapping] = None, report_events: Iterable = (),
                 initial_agent_state=None, final_agent_state=None, action_trace=None,
-                error=None, error_message: Optional[str] = None) -> Dict[str, Any]:
+                error=None, error_message: Optional[str] = None,
+                extras: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """One JSONL record of SPEC §8. ``episode`` may hold more fields: only the logical
     identifiers are kept (no scene path). ``error`` (an exception or a type name) makes it
-    an error record with ``error_type`` and a generic ``error_message``."""
+    an error record with ``error_type`` and a generic ``error_message``. ``extras`` (e.g.
+    ``{"agent": agent.episode_stats()}``) is stored as ``extras`` when given, converted to
+    plain JSON types (a value that cannot be converted raises ValueError naming it)."""
     if status not in STATUSES:
         raise ValueError(f"record {episode_key}: status must be one of {STATUSES}, got {status!r}")
     if error is not None:
@@ -152,6 +157,10 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
     }
     if action_trace is not None:
         record["action_trace"] = to_jsonable(list(action_trace), "action_trace")
+    if extras is not None:
+        if not isinstance(extras, Mapping):
+            raise ValueError(f"record {episode_key}: extras must be a mapping, got {type(extras).__name__}")
+        record["extras"] = to_jsonable(extras, "extras")
     if status == "error":
         record.update(error_info(error if error is not None else "EpisodeError", error_message))
     return record
@@ -285,7 +294,9 @@ class RankWriter:
 
     A rank directory that already holds results is refused unless ``resume``; with
     ``resume`` a crash's partial last line is truncated, the stale done.json is removed
-    and :attr:`finished_keys` holds the keys already recorded (skip them).
+    and :attr:`finished_keys` holds the keys already recorded (skip them). ``record_count``
+    counts lines; ``error_count`` counts keys whose *last* record is an error, so an
+    episode re-run with ``--retry-errors`` that now succeeds is no longer an error.
     """
 
     def __init__(self, out_dir: str, rank: int = 0, resume: bool = False):
@@ -296,7 +307,6 @@ class RankWriter:
         self.done_path = os.path.join(self.dir, DONE_FILE)
         self.finished: Dict[str, str] = {}  # key → status of its last record
         self.record_count = 0
-        self.error_count = 0
         self.truncated_partial_line = False
         if os.path.isdir(self.dir) and os.listdir(self.dir):
             if not resume:
@@ -309,7 +319,6 @@ class RankWriter:
                 for rec in records:
                     self.finished[rec["episode_key"]] = rec["status"]
                     self.record_count += 1
-                    self.error_count += rec["status"] == "error"
             if os.path.exists(self.done_path):
                 os.unlink(self.done_path)  # rewritten when this run finishes
         elif os.path.exists(self.dir) and not os.path.isdir(self.dir):
@@ -320,6 +329,15 @@ class RankWriter:
     @property
     def finished_keys(self) -> Set[str]:
         return set(self.finished)
+
+    @property
+    def error_keys(self) -> Set[str]:
+        """Keys whose last record is an error (re-run by ``--retry-errors``)."""
+        return {k for k, status in self.finished.items() if status == "error"}
+
+    @property
+    def error_count(self) -> int:
+        return sum(status == "error" for status in self.finished.values())
 
     def write(self, record: Mapping[str, Any]) -> None:
         """Append one record as a line, then flush and fsync."""
@@ -332,9 +350,21 @@ class RankWriter:
         os.fsync(self._file.fileno())
         self.finished[record["episode_key"]] = record["status"]
         self.record_count += 1
-        self.error_count += record["status"] == "error"
 
-    def write_done(self, expected_count: int, status: Optional[str] = None) -> Dict[str, Any]:
+    def write_done(self, expected_count: int, status: Optional[str] = None,
+                   expected_keys: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+        """done.json for this rank. The status follows the unique keys recorded (of
+        ``expected_keys`` when given), not the line count, which repeats re-run keys."""
+        if status is None:
+            keys = set(self.finished)
+            if expected_keys is not None:
+                keys &= set(expected_keys)
+            if len(keys) < expected_count:
+                status = "incomplete"
+            elif any(self.finished[k] == "error" for k in keys):
+                status = "completed_with_errors"
+            else:
+                status = "complete"
         return write_done(self.out_dir, self.rank, expected_count=expected_count,
                           record_count=self.record_count, error_count=self.error_count,
                           status=status)

@@ -560,11 +560,3 @@ class LiveViewer:
         except Exception:
             pass
 
-
-def __getattr__(name):
-    # ``habitat_mosnav.evaluation`` resolves Evaluator / EvaluationConfig through here.
-    if name in ("Evaluator", "EvaluationConfig", "EvaluationSetupError"):
-        from habitat_mosnav.evaluation import evaluator
-
-        return getattr(evaluator, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
