@@ -223,22 +223,60 @@ def test_category_map_drop_list_and_size_limit(built):
 
 
 def test_semantic_txt_errors_name_the_line(tmp_path):
+    """The build reads semantic.txt with the scenes' parser; errors are one-line BuildErrors."""
     from habitat_mosnav.dataset_building.common import BuildError
-    from habitat_mosnav.dataset_building.semantic import read_semantic_txt
+    from habitat_mosnav.dataset_building.semantic import read_annotations
 
     p = tmp_path / "x.semantic.txt"
     p.write_text('HM3D Semantic Annotations\n1,FF0000,"chair",0\n2,GG0000,"table",1\n')
-    with pytest.raises(BuildError, match=r"x\.semantic\.txt: line 3"):
-        read_semantic_txt(p)
+    with pytest.raises(BuildError, match=r"x\.semantic\.txt:3: color"):
+        read_annotations(p)
     p.write_text('HM3D Semantic Annotations\n1,FF0000,"chair",0\n1,00FF00,"table",1\n')
-    with pytest.raises(BuildError, match="duplicate object_id 1"):
-        read_semantic_txt(p)
+    with pytest.raises(BuildError, match="duplicate id 1"):
+        read_annotations(p)
+    with pytest.raises(BuildError, match="cannot read semantic annotations"):
+        read_annotations(tmp_path / "missing.semantic.txt")
     p.write_text('HM3D Semantic Annotations\n1,ff0000,"Kitchen Chair",0\n')
-    (o,) = read_semantic_txt(p)
+    (o,) = read_annotations(p)
     assert (o.object_id, o.color_hex, o.raw_category, o.region_id) == (1, "FF0000", "Kitchen Chair", 0)
 
 
-@pytest.mark.slow
+def test_up_axis_auto_reads_meta_else_z_up_like_hm3d(built, tmp_path):
+    """Generated scenes say up_axis z in their meta file; without one (HM3D) a .glb is Z up;
+    a wrong explicit axis puts the objects somewhere else (a floor standing on its edge)."""
+    from habitat_mosnav.dataset_building.common import BuildError, scene_files
+    from habitat_mosnav.dataset_building.extract import ExtractOptions, parse_objects
+    from habitat_mosnav.dataset_building.semantic import resolve_up_axis
+    from habitat_mosnav.scenes.io import load_scene_meta
+
+    root, sid, _, _ = built
+    src = next((root / "scenes").iterdir())
+    scene = scene_files(src)
+    assert resolve_up_axis(scene.render_glb) == "z"
+    meta = load_scene_meta(str(scene.meta))
+    objs, _ = parse_objects(scene, ExtractOptions())
+    want = {o["object_id"]: o["aabb"] for o in meta["objects"]}
+    for o in objs:  # world-frame AABBs of the meta file, to the generator's rounding
+        c, s = np.array(want[o.object_id]["center"]), np.array(want[o.object_id]["size"])
+        assert np.allclose(o.aabb_min, c - s / 2, atol=2e-3) and np.allclose(o.aabb_max, c + s / 2, atol=2e-3)
+    # an HM3D-like copy without the meta file: auto still reads it Z up, same objects
+    hm3d = tmp_path / src.name
+    hm3d.mkdir()
+    for f in src.iterdir():
+        if not f.name.endswith(".mosnav_meta.json"):
+            shutil.copy(f, hm3d / f.name)
+    bare = scene_files(hm3d)
+    assert bare.meta is None and resolve_up_axis(bare.render_glb) == "z"
+    objs2, _ = parse_objects(bare, ExtractOptions())
+    assert [o.object_id for o in objs2] == [o.object_id for o in objs]
+    assert all(np.array_equal(a.vertices, b.vertices) for a, b in zip(objs, objs2))
+    # forcing Y up reads the same file wrongly: heights become depths
+    wrong, _ = parse_objects(scene, ExtractOptions(up_axis="y"))
+    assert min(float(o.aabb_min[1]) for o in wrong) < -0.5
+    with pytest.raises(BuildError, match="--up-axis"):
+        resolve_up_axis(scene.render_glb, "x")
+
+
 def test_acceptance_eval_runs_the_built_dataset_and_the_oracle_solves_it(built, tmp_path):
     """mosnav-build's output evaluates with mosnav-eval (issue 6's acceptance)."""
     from habitat_mosnav.eval import main as eval_main

@@ -2,6 +2,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
 from habitat_mosnav.scenes import SceneFormatError, load_scene_meta, read_semantic_txt
@@ -83,6 +84,7 @@ def _meta(**over):
     (lambda d: d["objects"][0].update(region_id=4), "object 7: region_id"),
     (lambda d: d["objects"][0]["aabb"].update(size=[1, 1]), "object 7: aabb.size"),
     (lambda d: d.pop("regions"), "document: regions"),
+    (lambda d: d.update(up_axis="x"), "document: up_axis"),
 ])
 def test_meta_errors_name_record_and_field(tmp_path, mutate, where):
     doc = _meta()
@@ -125,3 +127,28 @@ def test_cli_preview_writes_png(tmp_path, capsys):
     (d,) = os.listdir(tmp_path)
     sid = d.split("-", 1)[1]
     assert os.path.getsize(tmp_path / d / f"{sid}.topdown.png") > 1000
+    # the Z-up file is turned into the world first: the image spans the floor plan (x by z),
+    # not a side view whose height would be the 2.5 m walls
+    import imageio.v2 as imageio
+
+    img = imageio.imread(tmp_path / d / f"{sid}.topdown.png")
+    meta = json.loads((tmp_path / d / f"{sid}.mosnav_meta.json").read_text())
+    lo = np.min([np.subtract(r["aabb"]["center"], np.divide(r["aabb"]["size"], 2)) for r in meta["regions"]], 0)
+    hi = np.max([np.add(r["aabb"]["center"], np.divide(r["aabb"]["size"], 2)) for r in meta["regions"]], 0)
+    assert abs(img.shape[0] - (hi[2] - lo[2]) / 0.02) <= 15 and abs(img.shape[1] - (hi[0] - lo[0]) / 0.02) <= 15
+
+
+def test_write_semantic_txt_round_trips_through_the_reader(tmp_path):
+    """One writer (generator and toy scenes) and one reader for semantic.txt."""
+    from habitat_mosnav.scenes.io import SemanticObject, write_semantic_txt
+
+    p = tmp_path / "w.semantic.txt"
+    write_semantic_txt(str(p), [(1, 0x00FF80, "chair", 0), (2, "a0b1c2", "dining table", 3),
+                                SemanticObject(5, "0000FF", "wall", 1)])
+    assert p.read_text().splitlines() == ["HM3D Semantic Annotations", '1,00FF80,"chair",0',
+                                          '2,A0B1C2,"dining table",3', '5,0000FF,"wall",1']
+    got = read_semantic_txt(str(p))
+    assert [(o.object_id, o.color_hex, o.category, o.region_id) for o in got] == [
+        (1, "00FF80", "chair", 0), (2, "A0B1C2", "dining table", 3), (5, "0000FF", "wall", 1)]
+    with pytest.raises(ValueError, match=r"object 3: color"):
+        write_semantic_txt(str(p), [(3, "red", "chair", 0)])

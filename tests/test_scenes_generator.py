@@ -1,6 +1,7 @@
 """Procedural scene generator: determinism, HM3D file layout, doors, free space, variety."""
 import collections
 import filecmp
+import json
 import os
 import re
 
@@ -10,7 +11,7 @@ import trimesh
 from scipy import ndimage
 
 from habitat_mosnav.scenes import generate_scene, generate_scenes, load_scene_meta, read_semantic_txt
-from habitat_mosnav.scenes.io import scene_files
+from habitat_mosnav.scenes.io import file_to_world, scene_files, scene_up_axis
 
 SEED = 5
 
@@ -26,13 +27,14 @@ def _load(path):
 
 
 def _semantic(scene):
-    """(vertices, faces, per-vertex object id) of the semantic mesh, via semantic.txt colours."""
+    """(world vertices, faces, per-vertex object id) of the semantic mesh, via semantic.txt
+    colours; the file is Z up, turned into habitat's Y-up world as habitat-sim does."""
     objs = read_semantic_txt(scene.semantic_txt)
     by_color = {o.rgb: o.object_id for o in objs}
     mesh = _load(scene.semantic_glb)
     cols = np.asarray(mesh.visual.vertex_colors)[:, :3]
     ids = np.array([by_color.get(tuple(int(v) for v in c), -1) for c in cols])
-    return np.asarray(mesh.vertices), np.asarray(mesh.faces), ids, objs
+    return file_to_world(np.asarray(mesh.vertices), "z"), np.asarray(mesh.faces), ids, objs
 
 
 def test_layout_and_scene_id(scene):
@@ -71,6 +73,33 @@ def test_render_and_semantic_glb_share_geometry(scene):
     assert np.allclose(render.vertices, sem.vertices)
     # render colours are shaded, not the flat semantic ids
     assert len(np.unique(np.asarray(render.visual.vertex_colors), axis=0)) > 50
+
+
+def test_meshes_are_written_z_up_like_hm3d(scene):
+    """Files are Z up (habitat-sim's .glb convention): floors face +Z in the file, the meta
+    file says so, and its world coordinates (Y up) are the file's (x, -z, y) turned back."""
+    with open(scene.meta) as fh:
+        doc = json.load(fh)
+    assert doc["up_axis"] == "z" and doc["units"] == "meters"
+    assert scene_up_axis(scene.glb) == "z" and scene_up_axis(scene.semantic_glb) == "z"
+    objs = {o.object_id: o for o in read_semantic_txt(scene.semantic_txt)}
+    mesh = _load(scene.semantic_glb)
+    cols = np.asarray(mesh.visual.vertex_colors)[:, :3]
+    floor_rgb = {o.rgb for o in objs.values() if o.category == "floor"}
+    on_floor = np.array([tuple(int(v) for v in c) in floor_rgb for c in cols])
+    tri_floor = on_floor[mesh.faces].all(1)
+    normals = np.asarray(mesh.face_normals)[tri_floor]
+    up = normals[normals[:, 2] > 0.5]
+    assert len(up) > 0 and np.allclose(up, [0.0, 0.0, 1.0], atol=1e-6)  # the walkable top: +Z
+    top = np.asarray(mesh.vertices)[mesh.faces[tri_floor][normals[:, 2] > 0.5].ravel()]
+    assert np.allclose(top[:, 2], doc["floor_height"], atol=1e-6)  # floor top at file z = 0
+    lo, hi = np.asarray(mesh.vertices).min(0), np.asarray(mesh.vertices).max(0)
+    assert hi[2] == pytest.approx(doc["wall_height"] + 0.05, abs=0.06)  # height is file z
+    # a furniture AABB of the meta file (world frame) is the file's (x, -z, y) turned back
+    o = doc["objects"][0]
+    v = np.asarray(mesh.vertices)[np.array([tuple(int(x) for x in c) == objs[o["object_id"]].rgb for c in cols])]
+    c, s = np.array(o["aabb"]["center"]), np.array(o["aabb"]["size"])
+    assert np.allclose(v.min(0), [c[0] - s[0] / 2, -(c[2] + s[2] / 2), c[1] - s[1] / 2], atol=2e-3)
 
 
 def test_semantic_txt_matches_semantic_glb_colours(scene):

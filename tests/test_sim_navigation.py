@@ -310,7 +310,7 @@ def test_navmesh_file_defines_navigability(tmp_path):
 
 
 def test_bad_scene_files_give_one_line_errors(tmp_path):
-    from habitat_mosnav.sims.geometry import SceneLoadError, read_semantic_txt
+    from habitat_mosnav.sims.geometry import SceneLoadError, read_semantic_table
 
     bad = tmp_path / "broken.glb"
     bad.write_bytes(b"glTF but not really")
@@ -318,14 +318,20 @@ def test_bad_scene_files_give_one_line_errors(tmp_path):
         make_sim(str(bad), start=[0.0, 0.0, 0.0])
     txt = tmp_path / "x.semantic.txt"
     txt.write_text('HM3D Semantic Annotations\n1,FF0000,"chair",0\n2,nothex,"table",1\n')
-    with pytest.raises(SceneLoadError, match=r"x\.semantic\.txt:3"):
-        read_semantic_txt(str(txt))
+    with pytest.raises(SceneLoadError, match=r"x\.semantic\.txt:3: color"):
+        read_semantic_table(str(txt))
+    # the simulator reads semantic.txt with the scenes' parser: same records, keyed by colour
+    txt.write_text('HM3D Semantic Annotations\n7,00FF80,"chair",2\n')
+    (rec,) = read_semantic_table(str(txt)).values()
+    assert read_semantic_table(str(txt)) == {0x00FF80: rec}
+    assert (rec.object_id, rec.category, rec.region_id) == (7, "chair", 2)
 
 
 def test_up_axis_follows_habitat_sim_glb_convention(tmp_path):
     import json
 
     from habitat_mosnav.sims import clear_scene_cache
+    from habitat_mosnav.sims.geometry import SceneLoadError
 
     boxes = ts.room_boxes(0.0, 0.0, 4.0, 4.0)
     ts.export_boxes(str(tmp_path / "zup.glb"), boxes)  # default: Z-up file like MP3D/HM3D
@@ -339,11 +345,18 @@ def test_up_axis_follows_habitat_sim_glb_convention(tmp_path):
     assert not sim_wrong.is_navigable([2.0, 0.0, 2.0])
     sim_y, _ = make_sim(yup, start=[2.0, 0.0, 2.0], up_axis="y")
     assert sim_y.is_navigable([2.0, 0.0, 2.0])
-    # the generator's metadata beside the scene can declare Y up
+    # the generator's metadata beside the scene can declare Y up (older files: in "units")
     (tmp_path / "yup" / "yup.mosnav_meta.json").write_text(json.dumps({"units": "meters, Y up"}))
     clear_scene_cache()
     sim_meta, _ = make_sim(yup, start=[2.0, 0.0, 2.0])
     assert sim_meta.is_navigable([2.0, 0.0, 2.0])
+    (tmp_path / "yup" / "yup.mosnav_meta.json").write_text(json.dumps({"units": "meters", "up_axis": "y"}))
+    clear_scene_cache()
+    assert make_sim(yup, start=[2.0, 0.0, 2.0])[0].is_navigable([2.0, 0.0, 2.0])
+    (tmp_path / "yup" / "yup.mosnav_meta.json").write_text(json.dumps({"up_axis": "sideways"}))
+    clear_scene_cache()
+    with pytest.raises(SceneLoadError, match=r"yup\.mosnav_meta\.json.*up_axis"):
+        make_sim(yup, start=[2.0, 0.0, 2.0])
     with pytest.raises(ValueError, match="up_axis"):
         make_sim(yup, start=[2.0, 0.0, 2.0], up_axis="x")
 
@@ -358,3 +371,37 @@ def test_unknown_actions_are_errors(scenes):
     sim.step(None)  # habitat's EmbodiedTask steps the sim with None: observations only
     sim.step("stop")
     assert np.array_equal(sim.get_agent_state().position, pos)
+
+
+def test_generated_z_up_scene_loads_with_floor_at_y0(tmp_path):
+    """mosnav-make-scenes writes Z-up .glb files (meta up_axis z); ``auto`` turns them into
+    the Y-up world: floor at y = 0, ceiling at 2.5 m, objects where the meta file says."""
+    import json
+
+    from habitat_mosnav.scenes import generate_scene
+    from habitat_mosnav.sims import clear_scene_cache, get_scene
+    from habitat_mosnav.sims.geometry import scene_up_axis
+
+    info = generate_scene(str(tmp_path), seed=3, index=0)
+    meta = json.loads(open(info.meta).read())
+    assert meta["up_axis"] == "z" and scene_up_axis(info.glb) == "z"
+    clear_scene_cache()
+    entry = get_scene(info.glb)
+    v = entry.mesh.vertices
+    assert v[:, 1].min() == pytest.approx(-0.05, abs=0.06) and v[:, 1].max() == pytest.approx(2.55, abs=0.06)
+    tri = entry.mesh.triangles
+    n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    up = (n[:, 1] > 0.99) & (np.abs(tri[:, :, 1]).max(1) < 1e-6)
+    assert up.sum() >= 2 * len(meta["regions"])  # upward faces at y = 0: each room's floor
+    o = meta["objects"][0]
+    room = next(r for r in meta["regions"] if r["region_id"] == o["region_id"])
+    c = np.array(room["aabb"]["center"])
+    sim, _ = make_sim(info.glb, start=[float(c[0]), 0.0, float(c[2])])
+    p = np.asarray(sim.sample_navigable_point())
+    assert abs(p[1]) < 0.05 and sim.is_navigable(p)  # the agent walks on the floor
+    ids = entry.semantic.ids
+    sv = entry.semantic.vertices[ids == o["object_id"]]
+    want_c, want_s = np.array(o["aabb"]["center"]), np.array(o["aabb"]["size"])
+    assert np.allclose(sv.min(0), want_c - want_s / 2, atol=2e-3)
+    assert np.allclose(sv.max(0), want_c + want_s / 2, atol=2e-3)

@@ -73,7 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--min-pixels", type=int, default=30, help="object pixels for a view point to see it")
     ex.add_argument("--max-view-points", type=int, default=8)
     ex.add_argument("--image-size", type=int, default=160, help="render size for visibility checks and crops")
-    ex.add_argument("--up-axis", choices=("y", "z"), default="y", help="up axis of the semantic mesh")
+    ex.add_argument("--up-axis", choices=("auto", "y", "z"), default="auto",
+                    help="up axis of the scene meshes (render and semantic .glb). auto: the up_axis of "
+                         "<id>.mosnav_meta.json when present, else Z up as habitat-sim reads a .glb "
+                         "(right for HM3D/MP3D and for mosnav-make-scenes output)")
 
     at = common.add_argument_group("attributes / language (OpenAI-compatible API)")
     at.add_argument("--env-file", type=Path, default=None, help=".env with MOSNAV_API_KEY etc. (default ./.env)")

@@ -27,11 +27,12 @@ from habitat_mosnav.dataset_building.common import (
 from habitat_mosnav.dataset_building.geometry import CameraSpec, SceneGeometry
 from habitat_mosnav.dataset_building.semantic import (
     DEFAULT_DROP,
-    SemanticObject,
+    AnnotatedObject,
     attach_vertices,
     load_colored_vertices,
     map_category,
-    read_semantic_txt,
+    read_annotations,
+    resolve_up_axis,
 )
 
 
@@ -51,7 +52,7 @@ class ExtractOptions:
     max_snap_offset: float = 0.15   # a ring point must itself be navigable (within this)
     max_drop: float = 2.0           # view point floor at most this far below the object
     min_island_radius: float = 1.5  # ignore navmesh islands smaller than this (furniture tops)
-    up_axis: str = "y"
+    up_axis: str = "auto"  # of the scene meshes: auto (meta file, else Z up as HM3D), y or z
 
     def params(self) -> Dict[str, Any]:
         d = dict(self.__dict__)
@@ -60,12 +61,12 @@ class ExtractOptions:
         return d
 
 
-def parse_objects(scene: SceneFiles, opts: ExtractOptions) -> Tuple[List[SemanticObject], Counter]:
+def parse_objects(scene: SceneFiles, opts: ExtractOptions) -> Tuple[List[AnnotatedObject], Counter]:
     """Objects of the scene that survive the category map, drop list and size limits."""
     counts: Counter = Counter()
-    objects = read_semantic_txt(scene.semantic_txt)
+    objects = read_annotations(scene.semantic_txt)
     counts["annotated"] = len(objects)
-    verts, cols = load_colored_vertices(scene.semantic_glb, opts.up_axis)
+    verts, cols = load_colored_vertices(scene.semantic_glb, resolve_up_axis(scene.render_glb, opts.up_axis))
     attach_vertices(objects, verts, cols)
     drop = {d.strip().lower() for d in opts.drop}
     kept = []
@@ -135,7 +136,7 @@ def _corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
 
 
-def view_points_of(geo: SceneGeometry, obj: SemanticObject, opts: ExtractOptions) -> List[Dict[str, Any]]:
+def view_points_of(geo: SceneGeometry, obj: AnnotatedObject, opts: ExtractOptions) -> List[Dict[str, Any]]:
     """Visible view points of one object, best (highest IoU) first."""
     lo, hi = obj.aabb_min, obj.aabb_max
     center = (lo + hi) / 2.0
@@ -179,7 +180,7 @@ def view_points_of(geo: SceneGeometry, obj: SemanticObject, opts: ExtractOptions
     return found
 
 
-def extract_goals(geo: SceneGeometry, objects: List[SemanticObject], opts: ExtractOptions,
+def extract_goals(geo: SceneGeometry, objects: List[AnnotatedObject], opts: ExtractOptions,
                   counts: Counter, progress=None) -> List[Dict[str, Any]]:
     """goals.json records for the objects that have view points."""
     goals = []
@@ -221,7 +222,7 @@ def _footprint_distance(p: Sequence[float], lo: np.ndarray, hi: np.ndarray) -> f
     return float(np.hypot(dx, dz))
 
 
-def _navigable_position(geo: SceneGeometry, obj: SemanticObject, view_points: List[Dict[str, Any]],
+def _navigable_position(geo: SceneGeometry, obj: AnnotatedObject, view_points: List[Dict[str, Any]],
                         opts: ExtractOptions) -> np.ndarray:
     """The navigable point nearest the object's footprint, on its view points' island.
 

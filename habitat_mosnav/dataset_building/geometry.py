@@ -35,8 +35,10 @@ class CameraSpec:
 
 
 def make_sim_config(scene_path: Path, backend: str = "mosnav", camera: Optional[CameraSpec] = None,
-                    scene_dataset: str = "default", navmesh: Optional[Path] = None):
-    """A habitat ``SimulatorConfig`` node (OmegaConf) for the chosen backend."""
+                    scene_dataset: str = "default", navmesh: Optional[Path] = None, up_axis: str = "auto"):
+    """A habitat ``SimulatorConfig`` node (OmegaConf) for the chosen backend; ``up_axis``
+    (auto/y/z) is the scene files' up axis, handed to the CPU simulator so that it and
+    ``extract`` read the meshes in the same frame (habitat-sim itself reads a .glb as Z up)."""
     from omegaconf import OmegaConf
 
     import habitat_mosnav  # noqa: F401  (habitat placeholders before habitat)
@@ -60,6 +62,7 @@ def make_sim_config(scene_path: Path, backend: str = "mosnav", camera: Optional[
 
         cfg = OmegaConf.structured(MosNavMeshSimConfig)
         cfg.mosnav_mesh.render = True
+        cfg.mosnav_mesh.up_axis = up_axis
         if navmesh is not None:
             cfg.mosnav_mesh.navmesh = str(navmesh)
     elif backend == "habitat-sim":
@@ -146,7 +149,7 @@ class SceneGeometry:
 
 
 def open_scene(scene: SceneFiles, backend: str = "mosnav", camera: Optional[CameraSpec] = None,
-               scene_dataset: str = "default") -> SceneGeometry:
+               scene_dataset: str = "default", up_axis: str = "auto") -> SceneGeometry:
     """Build the simulator for one scene; a clear error when the backend is unavailable."""
     import habitat_mosnav  # noqa: F401
 
@@ -164,7 +167,7 @@ def open_scene(scene: SceneFiles, backend: str = "mosnav", camera: Optional[Came
                              "(conda install habitat-sim -c conda-forge -c aihabitat)") from None
     scene_path = scene.render_glb
     cfg = make_sim_config(scene_path, backend, cam, scene_dataset,
-                          navmesh=scene.navmesh if backend == "mosnav" else None)
+                          navmesh=scene.navmesh if backend == "mosnav" else None, up_axis=up_axis)
     from habitat.sims import make_sim
 
     try:

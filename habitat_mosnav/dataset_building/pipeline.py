@@ -89,7 +89,8 @@ class BuildConfig:
 
         from habitat_mosnav.dataset_building.geometry import open_scene
 
-        return open_scene(scene, self.backend, replace(self.camera, rgb=rgb), self.scene_dataset)
+        return open_scene(scene, self.backend, replace(self.camera, rgb=rgb), self.scene_dataset,
+                          up_axis=self.extract.up_axis)
 
     def api_client(self):
         from habitat_mosnav.dataset_building.llm import ApiSettings, ChatClient
@@ -148,6 +149,7 @@ def _load_goals(cfg, sid) -> List[Dict[str, Any]]:
 # ----------------------------------------------------------------------------- stages
 def run_extract(cfg: BuildConfig) -> StageReport:
     from habitat_mosnav.dataset_building.extract import extract_goals, parse_objects
+    from habitat_mosnav.dataset_building.semantic import resolve_up_axis
 
     scenes = {s.scene_id: s for s in cfg.input_scenes()}
     def params_of(sid: str) -> Dict[str, Any]:
@@ -168,8 +170,9 @@ def run_extract(cfg: BuildConfig) -> StageReport:
             log.warning("extract: %s: %d object(s) dropped without any view point", sid,
                         counts["dropped_no_view_point"])
             if objects and counts["dropped_no_view_point"] > 0.8 * len(objects):
-                log.warning("extract: %s: most objects are never seen; if the semantic mesh is "
-                            "Z-up (not glTF's Y-up) rerun with --up-axis z", sid)
+                log.warning("extract: %s: most objects are never seen; the scene meshes were read "
+                            "%s-up (--up-axis %s): if that is wrong, rerun with --up-axis y or z", sid,
+                            resolve_up_axis(scene.render_glb, cfg.extract.up_axis).upper(), cfg.extract.up_axis)
         write_json(_goals_path(cfg, sid), make_doc(sid, "goals", goals))
 
     return _per_scene(cfg, "extract", sorted(scenes), params_of, lambda s: [_goals_path(cfg, s)], work)

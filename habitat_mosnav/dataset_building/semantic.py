@@ -7,7 +7,6 @@ carry its colour, so the object's geometry is the set of vertices of that colour
 """
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -15,10 +14,15 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from habitat_mosnav.dataset_building.common import BuildError, norm_text
+from habitat_mosnav.scenes import io as scene_io
+
+UP_AXIS_CHOICES = ("auto", "y", "z")
 
 
 @dataclass
-class SemanticObject:
+class AnnotatedObject:
+    """One ``semantic.txt`` line plus what the build adds: its geometry and canonical category."""
+
     object_id: int
     color_hex: str
     raw_category: str
@@ -35,49 +39,37 @@ class SemanticObject:
         return self.vertices.max(axis=0)
 
 
-def read_semantic_txt(path: Path) -> List[SemanticObject]:
-    """Parse ``<id>.semantic.txt``; a malformed line is a one-line error naming the line."""
-    path = Path(path)
-    if not path.is_file():
-        raise BuildError(f"{path}: file not found")
-    objects: List[SemanticObject] = []
-    seen = set()
-    with open(path, encoding="utf-8", newline="") as f:
-        for lineno, row in enumerate(csv.reader(f), start=1):
-            if not row or not "".join(row).strip():
-                continue
-            if lineno == 1 and not row[0].strip().isdigit():
-                continue  # header
-            if len(row) < 4:
-                raise BuildError(f"{path}: line {lineno}: expected object_id,HEXCOLOR,\"category\",region_id")
-            try:
-                oid = int(row[0])
-                hexcol = row[1].strip().lstrip("#").upper()
-                int(hexcol, 16)
-                if len(hexcol) != 6:
-                    raise ValueError
-                region = int(row[3])
-            except ValueError:
-                raise BuildError(f"{path}: line {lineno}: bad object_id, colour or region_id: {','.join(row)[:80]}") from None
-            if oid in seen:
-                raise BuildError(f"{path}: line {lineno}: duplicate object_id {oid}")
-            seen.add(oid)
-            objects.append(SemanticObject(oid, hexcol, row[2].strip(), region))
-    return objects
+def read_annotations(path: Path) -> List[AnnotatedObject]:
+    """``<id>.semantic.txt`` through the one parser (``habitat_mosnav.scenes.io``); a bad
+    file is a one-line ``BuildError`` naming the file, line and field."""
+    try:
+        records = scene_io.read_semantic_txt(str(path))
+    except scene_io.SceneFormatError as e:
+        raise BuildError(str(e)) from None
+    return [AnnotatedObject(r.object_id, r.color_hex, r.category.strip(), r.region_id) for r in records]
 
 
-def _to_y_up(v: np.ndarray, up_axis: str) -> np.ndarray:
-    if up_axis == "y":
-        return v
-    if up_axis == "z":  # (x, y, z)_zup -> (x, z, -y)_yup
-        return np.stack([v[:, 0], v[:, 2], -v[:, 1]], axis=1)
-    raise BuildError(f"up axis must be 'y' or 'z', got {up_axis!r}")
+def resolve_up_axis(render_glb: Path, option: str = "auto") -> str:
+    """'y'/'z': the up axis of a scene's meshes, decided as the simulator decides it.
+
+    'auto' (default): the ``up_axis`` of ``<id>.mosnav_meta.json`` when present, else Z up for
+    a ``.glb`` as in habitat-sim, which is right for HM3D and MP3D without any flag.
+    """
+    try:
+        return scene_io.scene_up_axis(str(render_glb), option)
+    except scene_io.SceneFormatError as e:
+        raise BuildError(str(e)) from None
+    except ValueError:
+        raise BuildError(f"--up-axis must be one of {', '.join(UP_AXIS_CHOICES)}, got {option!r}") from None
 
 
-def load_colored_vertices(path: Path, up_axis: str = "y"):
-    """World-space vertices and their RGB colours (uint8) of every mesh in a glb."""
+def load_colored_vertices(path: Path, up_axis: str = "z"):
+    """World-space (Y up) vertices and their RGB colours (uint8) of every mesh in a glb;
+    ``up_axis`` is the file's ('z': HM3D and generated scenes, turned as habitat-sim does)."""
     import trimesh
 
+    if up_axis not in scene_io.UP_AXES:
+        raise BuildError(f"up axis must be 'y' or 'z', got {up_axis!r}")
     path = Path(path)
     try:
         scene = trimesh.load(str(path), force="scene", process=False)
@@ -101,10 +93,10 @@ def load_colored_vertices(path: Path, up_axis: str = "y"):
         cols.append(c.astype(np.uint8))
     if not verts:
         raise BuildError(f"{path}: no vertex colours found (expected a semantic mesh with per-object vertex colours)")
-    return _to_y_up(np.concatenate(verts), up_axis), np.concatenate(cols)
+    return scene_io.file_to_world(np.concatenate(verts), up_axis), np.concatenate(cols)
 
 
-def attach_vertices(objects: List[SemanticObject], vertices: np.ndarray, colors: np.ndarray,
+def attach_vertices(objects: List[AnnotatedObject], vertices: np.ndarray, colors: np.ndarray,
                     tolerance: int = 2) -> Dict[str, int]:
     """Give each object the vertices of its colour; returns counts (matched / unmatched).
 

@@ -18,6 +18,7 @@ from scipy import ndimage
 
 from habitat_mosnav.scenes import furniture as F
 from habitat_mosnav.scenes.geometry import MeshData, Part, bake_colors, box_from_bounds, yaw_matrix
+from habitat_mosnav.scenes.io import world_to_file, write_semantic_txt
 from habitat_mosnav.scenes.layout import (
     HALF_WALL, WALL_HEIGHT, Door, FloorPlan, Room, make_floor_plan,
 )
@@ -638,7 +639,7 @@ def generate_scene(out_dir: str, seed: int, index: int = 0) -> SceneInfo:
 
     render, semantic = MeshData(), MeshData()
     meta_objects, meta_structures = [], []
-    lines = ["HM3D Semantic Annotations"]
+    annotations = []
     for p, scol in zip(objects, sem):
         srgba = np.array([(scol >> 16) & 255, (scol >> 8) & 255, scol & 255, 255], dtype=np.uint8)
         lo_all, hi_all = [], []
@@ -650,7 +651,7 @@ def generate_scene(out_dir: str, seed: int, index: int = 0) -> SceneInfo:
             hi_all.append(v.max(0))
         lo, hi = np.min(lo_all, 0), np.max(hi_all, 0)
         hexcol = f"{scol:06X}"
-        lines.append(f'{p.object_id},{hexcol},"{p.category}",{p.region_id}')
+        annotations.append((p.object_id, hexcol, p.category, p.region_id))
         entry = {"object_id": p.object_id, "category": p.category, "region_id": p.region_id,
                  "semantic_color": hexcol, "aabb": _aabb(lo, hi)}
         if p.category in STRUCTURAL:
@@ -669,15 +670,17 @@ def generate_scene(out_dir: str, seed: int, index: int = 0) -> SceneInfo:
     base = os.path.join(directory, scene_id)
     v, fcs, c, _ = render.arrays()
     sv, sf, sc, _ = semantic.arrays()
-    _write_glb(base + ".glb", v, fcs, c)
-    _write_glb(base + ".semantic.glb", sv, sf, sc)
-    with open(base + ".semantic.txt", "w", encoding="utf-8", newline="\n") as fh:
-        fh.write("\n".join(lines) + "\n")
+    # Meshes are stored Z up like HM3D/MP3D, so habitat-sim (which reads a .glb stage as
+    # Z up) and MosNavMeshSim-v0 both load them with the floor at world y = 0.
+    _write_glb(base + ".glb", world_to_file(v), fcs, c)
+    _write_glb(base + ".semantic.glb", world_to_file(sv), sf, sc)
+    write_semantic_txt(base + ".semantic.txt", annotations)
     meta = {
         "schema_version": SCHEMA_VERSION,
         "scene_id": scene_id,
         "generator": {"name": "habitat_mosnav.scenes", "seed": seed, "index": index},
-        "units": "meters, Y up",
+        "units": "meters",
+        "up_axis": "z",  # of the .glb files; every coordinate in this file is habitat's Y-up world
         "floor_height": 0.0,
         "wall_height": WALL_HEIGHT,
         "regions": [{"region_id": r.region_id, "name": r.name,

@@ -1,7 +1,14 @@
-"""Readers for the scene files: HM3D ``.semantic.txt`` and ``.mosnav_meta.json``.
+"""Readers and writers for the scene files: HM3D ``.semantic.txt``, ``.mosnav_meta.json``,
+and the file-frame convention of the ``.glb`` meshes.
 
-Shared by dataset building and the simulator's semantic sensor. Every error is a
-``SceneFormatError`` naming the file, the line or record and the field.
+The one implementation shared by the generator, the simulator and dataset building, so the
+three cannot disagree. Every error is a ``SceneFormatError`` naming the file, the line or
+record and the field.
+
+Frames: habitat's world is Y up, -Z forward. habitat-sim reads a bare ``.glb`` stage as
+Z up (the MP3D/HM3D convention) and turns it into the world with file (x, y, z) ->
+world (x, z, -y); the generator writes its meshes Z up the same way (world (x, y, z) ->
+file (x, -z, y)) and says so with ``"up_axis": "z"`` in ``<id>.mosnav_meta.json``.
 """
 from __future__ import annotations
 
@@ -9,7 +16,9 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
+
+import numpy as np
 
 SEMANTIC_HEADER = "HM3D Semantic Annotations"
 _HEX = re.compile(r"^[0-9A-Fa-f]{6}$")
@@ -77,6 +86,25 @@ def read_semantic_txt(path: str) -> List[SemanticObject]:
     return out
 
 
+def write_semantic_txt(path: str, objects: Iterable) -> None:
+    """Write an HM3D annotation file from ``SemanticObject``s or
+    ``(object_id, color, category, region_id)`` tuples (colour: 0xRRGGBB int or hex text)."""
+    lines = [SEMANTIC_HEADER]
+    for o in objects:
+        if isinstance(o, SemanticObject):
+            oid, col, cat, reg = o.object_id, o.color_hex, o.category, o.region_id
+        else:
+            oid, col, cat, reg = o
+        hexcol = f"{int(col):06X}" if isinstance(col, (int, np.integer)) else str(col).lstrip("#").upper()
+        if not _HEX.match(hexcol):
+            raise ValueError(f"{path}: object {oid}: color: expected 6 hex digits, got {col!r}")
+        if '"' in str(cat) or "\n" in str(cat):
+            raise ValueError(f"{path}: object {oid}: category: no quotes or newlines allowed, got {cat!r}")
+        lines.append(f'{int(oid)},{hexcol},"{cat}",{int(reg)}')
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
 def semantic_color_to_id(objects: List[SemanticObject]) -> Dict[int, int]:
     """Map a packed 0xRRGGBB colour to its object id (for a semantic sensor)."""
     return {int(o.color_hex, 16): o.object_id for o in objects}
@@ -110,6 +138,8 @@ def load_scene_meta(path: str) -> dict:
     _check(isinstance(doc.get("schema_version"), int), path, "document", "schema_version", "expected an integer")
     _check(doc["schema_version"] == 1, path, "document", "schema_version", f"unsupported version {doc['schema_version']}")
     _check(isinstance(doc.get("scene_id"), str) and doc["scene_id"], path, "document", "scene_id", "expected a string")
+    if "up_axis" in doc:
+        _check(doc["up_axis"] in UP_AXES, path, "document", "up_axis", f"expected 'y' or 'z', got {doc['up_axis']!r}")
     _check(isinstance(doc.get("regions"), list), path, "document", "regions", "expected a list")
     _check(isinstance(doc.get("objects"), list), path, "document", "objects", "expected a list")
     region_ids = set()
@@ -147,3 +177,83 @@ def scene_files(scene_dir: str) -> Dict[str, str]:
     base = os.path.join(scene_dir, scene_id)
     return {"scene_id": scene_id, "glb": base + ".glb", "semantic_glb": base + ".semantic.glb",
             "semantic_txt": base + ".semantic.txt", "meta": base + ".mosnav_meta.json"}
+
+
+# ------------------------------------------------------------------ file frames
+UP_AXES = ("y", "z")
+
+#: Z-up file -> habitat's Y-up world, as habitat-sim reads a ``.glb`` stage (gravity -Z,
+#: front +Y): (x, y, z)_file -> (x, z, -y)_world. Its transpose goes world -> file.
+Z_UP_TO_Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+
+
+def world_to_file(v: np.ndarray) -> np.ndarray:
+    """World (x, y, z) points -> Z-up file frame (x, -z, y); exact (a signed permutation)."""
+    v = np.asarray(v)
+    return np.stack([v[..., 0], -v[..., 2], v[..., 1]], axis=-1)
+
+
+def file_to_world(v: np.ndarray, up_axis: str) -> np.ndarray:
+    """File points -> world: unchanged for a Y-up file, (x, z, -y) for a Z-up one."""
+    v = np.asarray(v)
+    if up_axis == "y":
+        return v
+    if up_axis == "z":
+        return np.stack([v[..., 0], v[..., 2], -v[..., 1]], axis=-1) + 0.0  # + 0.0: no -0.0
+    raise ValueError(f"up axis must be 'y' or 'z', got {up_axis!r}")
+
+
+def mesh_stem(path: str) -> str:
+    """``.../<id>.basis.glb`` / ``<id>.glb`` / ``<id>.semantic.glb`` -> ``<id>``."""
+    base = os.path.basename(path)
+    for suffix in (".semantic.glb", ".basis.glb", ".glb", ".gltf", ".obj", ".ply"):
+        if base.endswith(suffix):
+            return base[: -len(suffix)]
+    return os.path.splitext(base)[0]
+
+
+def meta_up_axis(meta_path: str) -> Optional[str]:
+    """The up axis a ``<id>.mosnav_meta.json`` declares ('y'/'z'), None when it says none.
+
+    ``up_axis`` wins; older files only had ``units`` (e.g. "meters, Y up")."""
+    try:
+        with open(meta_path, "r", encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as e:
+        raise SceneFormatError(f"{meta_path}: cannot read scene metadata: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise SceneFormatError(f"{meta_path}:{e.lineno}: bad JSON: {e.msg}") from None
+    if not isinstance(doc, dict):
+        raise SceneFormatError(f"{meta_path}: document: root: expected a JSON object")
+    if "up_axis" in doc:
+        up = str(doc["up_axis"]).strip().lower()
+        if up not in UP_AXES:
+            raise SceneFormatError(f"{meta_path}: document: up_axis: expected 'y' or 'z', got {doc['up_axis']!r}")
+        return up
+    units = str(doc.get("units", "")).lower()
+    if "z up" in units or "z-up" in units:
+        return "z"
+    if "y up" in units or "y-up" in units:
+        return "y"
+    return None
+
+
+def scene_up_axis(scene_path: str, option: str = "auto") -> str:
+    """'y' or 'z': the up axis of a scene mesh file (render or semantic ``.glb``).
+
+    ``option`` 'y'/'z' wins. 'auto' follows habitat-sim: a ``.glb``/``.gltf`` is Z up (MP3D
+    and HM3D files are, and so are the generator's), anything else Y up; a
+    ``<id>.mosnav_meta.json`` beside the file overrides this with its ``up_axis`` (or, in
+    older files, ``units``). A bad ``option`` is a ``ValueError`` naming the accepted values.
+    """
+    opt = (option or "auto").strip().lower()
+    if opt in UP_AXES:
+        return opt
+    if opt != "auto":
+        raise ValueError(f"up_axis must be auto, y or z, got {option!r}")
+    meta = os.path.join(os.path.dirname(scene_path), mesh_stem(scene_path) + ".mosnav_meta.json")
+    if os.path.isfile(meta):
+        up = meta_up_axis(meta)
+        if up is not None:
+            return up
+    return "z" if scene_path.lower().endswith((".glb", ".gltf")) else "y"

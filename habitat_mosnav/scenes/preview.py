@@ -50,10 +50,14 @@ def render_topdown(vertices, faces, colors, meters_per_pixel: float = 0.02, max_
 
 
 def render_glb_topdown(glb_path: str, png_path: str, meters_per_pixel: float = 0.02) -> None:
-    """Write a top-down PNG of a generated scene's ``.glb``."""
+    """Write a top-down PNG of a scene's ``.glb``, turned into the Y-up world first (the
+    file's up axis as the simulator decides it: meta ``up_axis``, else Z up)."""
     import imageio.v2 as imageio
     import trimesh
 
+    from habitat_mosnav.scenes.io import file_to_world, scene_up_axis
+
     mesh = trimesh.load(glb_path, force="mesh", process=False)
     cols = mesh.visual.vertex_colors
-    imageio.imwrite(png_path, render_topdown(mesh.vertices, mesh.faces, cols, meters_per_pixel))
+    verts = file_to_world(np.asarray(mesh.vertices), scene_up_axis(glb_path))
+    imageio.imwrite(png_path, render_topdown(verts, mesh.faces, cols, meters_per_pixel))

@@ -7,11 +7,17 @@ and each vertex gets the object id whose annotation colour it carries (0 = no ob
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+
+from habitat_mosnav.scenes.io import Z_UP_TO_Y_UP, SceneFormatError, file_to_world, mesh_stem, read_semantic_txt
+from habitat_mosnav.scenes.io import SemanticObject as SemanticRecord
+from habitat_mosnav.scenes.io import scene_up_axis as _io_scene_up_axis
+
+__all__ = ["Z_UP_TO_Y_UP", "MeshData", "SceneLoadError", "load_mesh", "load_semantic_mesh", "scene_up_axis",
+           "read_semantic_table", "semantic_paths", "SemanticScene", "SemanticObject"]
 
 
 class SceneLoadError(RuntimeError):
@@ -56,49 +62,19 @@ def _geometry_colors(geom) -> np.ndarray:
     return np.full((n, 4), 180, np.uint8)
 
 
-#: habitat-sim's frame for ``.glb`` stages (MP3D, HM3D): gravity -Z, front +Y, turned into
-#: habitat's Y-up / -Z-forward world: (x, y, z)_file -> (x, z, -y)_world
-Z_UP_TO_Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
-
-
-def _stem(scene_path: str) -> str:
-    base = os.path.basename(scene_path)
-    for suffix in (".basis.glb", ".glb", ".gltf", ".obj", ".ply"):
-        if base.endswith(suffix):
-            return base[: -len(suffix)]
-    return os.path.splitext(base)[0]
-
-
 def scene_up_axis(scene_path: str, option: str = "auto") -> str:
-    """'y' or 'z': the file's up axis.
+    """'y' or 'z': the scene file's up axis (``habitat.simulator.mosnav_mesh.up_axis``).
 
-    ``option`` 'y'/'z' wins. 'auto' follows habitat-sim: a ``.glb`` stage is Z-up (MP3D and
-    HM3D files are), anything else Y-up; a generator metadata file beside the scene
-    (``<id>.mosnav_meta.json``) overrides this with its ``up_axis`` or ``units`` field.
+    Same rule as habitat-sim and dataset building (``habitat_mosnav.scenes.io.scene_up_axis``):
+    'y'/'z' win; 'auto' reads a ``.glb`` as Z up unless ``<id>.mosnav_meta.json`` beside it
+    declares its ``up_axis``.
     """
-    opt = (option or "auto").strip().lower()
-    if opt in ("y", "z"):
-        return opt
-    if opt != "auto":
-        raise ValueError(f"habitat.simulator.mosnav_mesh.up_axis must be auto, y or z, got {option!r}")
-    meta = os.path.join(os.path.dirname(scene_path), _stem(scene_path) + ".mosnav_meta.json")
-    if os.path.isfile(meta):
-        import json
-
-        try:
-            with open(meta, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise SceneLoadError(f"cannot read {meta}: {exc}") from None
-        up = str(doc.get("up_axis", "")).strip().lower()
-        if up in ("y", "z"):
-            return up
-        units = str(doc.get("units", "")).lower()
-        if "z up" in units or "z-up" in units:
-            return "z"
-        if "y up" in units or "y-up" in units:
-            return "y"
-    return "z" if scene_path.lower().endswith((".glb", ".gltf")) else "y"
+    try:
+        return _io_scene_up_axis(scene_path, option)
+    except SceneFormatError as exc:
+        raise SceneLoadError(str(exc)) from None
+    except ValueError as exc:
+        raise ValueError(f"habitat.simulator.mosnav_mesh.{exc}") from None
 
 
 def load_mesh(path: str, up: str = "y") -> MeshData:
@@ -134,9 +110,7 @@ def load_mesh(path: str, up: str = "y") -> MeshData:
         offset += len(v)
     if not faces:
         raise SceneLoadError(f"scene mesh {path} has no triangles")
-    allv = np.concatenate(verts)
-    if up == "z":
-        allv = (allv.astype(np.float64) @ Z_UP_TO_Y_UP.T).astype(np.float32)
+    allv = file_to_world(np.concatenate(verts), up).astype(np.float32)
     return MeshData(
         vertices=allv,
         faces=np.concatenate(faces),
@@ -144,30 +118,20 @@ def load_mesh(path: str, up: str = "y") -> MeshData:
     )
 
 
-_SEM_LINE = re.compile(r'^\s*(\d+)\s*,\s*([0-9A-Fa-f]{6})\s*,\s*"(.*)"\s*,\s*(-?\d+)\s*$')
-
-
-def read_semantic_txt(path: str) -> Dict[int, Tuple[int, str, int]]:
-    """HM3D ``<id>.semantic.txt`` -> {rgb packed as 0xRRGGBB: (object_id, category, region)}."""
-    table: Dict[int, Tuple[int, str, int]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip() or (lineno == 1 and not line[0].isdigit()):
-                continue
-            m = _SEM_LINE.match(line)
-            if m is None:
-                raise SceneLoadError(
-                    f"{path}:{lineno}: expected object_id,HEXCOLOR,\"category\",region_id, "
-                    f"got {line.strip()!r}"
-                )
-            table[int(m.group(2), 16)] = (int(m.group(1)), m.group(3), int(m.group(4)))
-    return table
+def read_semantic_table(path: str) -> Dict[int, SemanticRecord]:
+    """HM3D ``<id>.semantic.txt`` -> {rgb packed as 0xRRGGBB: its annotation line}, read by
+    the one parser in ``habitat_mosnav.scenes.io``; errors become ``SceneLoadError``."""
+    try:
+        objects = read_semantic_txt(path)
+    except SceneFormatError as exc:
+        raise SceneLoadError(str(exc)) from None
+    return {int(o.color_hex, 16): o for o in objects}
 
 
 def semantic_paths(scene_path: str) -> Optional[Tuple[str, str]]:
     """(semantic.glb, semantic.txt) beside a scene, or None. Handles ``x.basis.glb`` too."""
     d = os.path.dirname(scene_path)
-    stem = _stem(scene_path)
+    stem = mesh_stem(scene_path)
     glb = os.path.join(d, stem + ".semantic.glb")
     txt = os.path.join(d, stem + ".semantic.txt")
     if os.path.isfile(glb) and os.path.isfile(txt):
@@ -181,12 +145,12 @@ def load_semantic_mesh(scene_path: str, up: str = "y") -> Optional[MeshData]:
     if paths is None:
         return None
     glb, txt = paths
-    table = read_semantic_txt(txt)
+    table = read_semantic_table(txt)
     mesh = load_mesh(glb, up)
     rgb = mesh.colors[:, :3].astype(np.int64)
     packed = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]
     keys = np.array(sorted(table), dtype=np.int64)
-    vals = np.array([table[k][0] for k in keys], dtype=np.int32)
+    vals = np.array([table[k].object_id for k in keys], dtype=np.int32)
     ids = np.zeros(len(packed), np.int32)
     if len(keys):
         pos = np.clip(np.searchsorted(keys, packed), 0, len(keys) - 1)
@@ -238,7 +202,7 @@ class SemanticScene:
         paths = semantic_paths(scene_path)
         if paths is None:
             return cls([], [])
-        table = read_semantic_txt(paths[1])
+        table = read_semantic_table(paths[1])
         cats: Dict[str, _Category] = {}
         boxes: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
         if mesh is not None and mesh.ids is not None and len(mesh.ids):
@@ -250,8 +214,8 @@ class SemanticScene:
                 v = mesh.vertices[order[a:b]]
                 boxes[int(sid[a])] = (v.min(0), v.max(0))
         objects = []
-        for oid, cat, region in sorted(table.values()):
-            c = cats.setdefault(cat, _Category(len(cats), cat))
-            box = boxes.get(oid)
-            objects.append(SemanticObject(oid, c, region, _AABB(*box) if box else None))
+        for rec in sorted(table.values(), key=lambda r: r.object_id):
+            c = cats.setdefault(rec.category, _Category(len(cats), rec.category))
+            box = boxes.get(rec.object_id)
+            objects.append(SemanticObject(rec.object_id, c, rec.region_id, _AABB(*box) if box else None))
         return cls(objects, list(cats.values()))

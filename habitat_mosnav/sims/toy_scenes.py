@@ -133,16 +133,17 @@ def export_scene_with_semantics(directory: str, stem: str, boxes: Sequence[Box],
 
     os.makedirs(directory, exist_ok=True)
     glb = export_boxes(os.path.join(directory, f"{stem}.glb"), boxes)
-    sem_boxes, lines = [], ["HM3D Semantic Annotations"]
+    from habitat_mosnav.scenes.io import write_semantic_txt
+
+    sem_boxes, records = [], []
     for i, (lo, hi, _) in enumerate(boxes):
         oid = i + 1
         rgb = ((oid * 67) % 256, (oid * 151 + 40) % 256, (oid * 29 + 90) % 256)
         sem_boxes.append((lo, hi, (*rgb, 255)))
         cat = categories[i] if categories is not None else f"box{oid}"
-        lines.append(f'{oid},{rgb[0]:02X}{rgb[1]:02X}{rgb[2]:02X},"{cat}",0')
+        records.append((oid, (rgb[0] << 16) | (rgb[1] << 8) | rgb[2], cat, 0))
     export_boxes(os.path.join(directory, f"{stem}.semantic.glb"), sem_boxes)
-    with open(os.path.join(directory, f"{stem}.semantic.txt"), "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
+    write_semantic_txt(os.path.join(directory, f"{stem}.semantic.txt"), records)
     return glb
 
 
