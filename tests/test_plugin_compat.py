@@ -89,31 +89,35 @@ def test_seeds_exactly_the_listed_modules_when_missing(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-def test_habitat_imports_before_the_plugin_via_startup_hook():
-    # The installed habitat_mosnav_compat.pth hook seeds the placeholders on `import habitat`.
-    r = subprocess.run([sys.executable, "-c", (
-        "import sys; assert 'habitat_mosnav' not in sys.modules\n"
-        "import habitat, habitat_mosnav\n"
-        "from habitat.core.registry import registry\n"
-        "assert registry.get_task('MultiObjectNav-v1') is not None\n"
-        "print('ok')")], capture_output=True, text=True, timeout=120, cwd="/")
+def _assert_fresh_interpreter_ok(code: str) -> None:
+    """Run ``code`` in a new interpreter (outside the repo) and expect it to print ok."""
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code) + "\nprint('ok')"],
+                       capture_output=True, text=True, timeout=120, cwd="/")
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().endswith("ok")
+
+
+def test_habitat_imports_before_the_plugin_via_startup_hook():
+    # The installed habitat_mosnav_compat.pth hook seeds the placeholders on `import habitat`.
+    _assert_fresh_interpreter_ok("""
+        import sys; assert 'habitat_mosnav' not in sys.modules
+        import habitat, habitat_mosnav
+        from habitat.core.registry import registry
+        assert registry.get_task('MultiObjectNav-v1') is not None
+    """)
 
 
 def test_habitat_free_parts_import_without_habitat_or_torch():
     # Registration waits for `import habitat`; result files, metrics, scenes and the agent
     # API must stay importable (and fast) without habitat or torch.
-    r = subprocess.run([sys.executable, "-c", (
-        "import sys, habitat_mosnav\n"
-        "import habitat_mosnav.api, habitat_mosnav.metrics, habitat_mosnav.scenes\n"
-        "import habitat_mosnav.evaluation.results, habitat_mosnav.evaluation.aggregate\n"
-        "heavy = [m for m in ('habitat', 'torch') if m in sys.modules]\n"
-        "assert not heavy, heavy\n"
-        "import habitat\n"
-        "from habitat.core.registry import registry\n"
-        "assert registry.get_task('MultiObjectNav-v1') is not None\n"
-        "assert registry.get_measure('SPLMulti') is not None\n"
-        "print('ok')")], capture_output=True, text=True, timeout=120, cwd="/")
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.strip().endswith("ok")
+    _assert_fresh_interpreter_ok("""
+        import sys, habitat_mosnav
+        import habitat_mosnav.api, habitat_mosnav.metrics, habitat_mosnav.scenes
+        import habitat_mosnav.evaluation.results, habitat_mosnav.evaluation.aggregate
+        heavy = [m for m in ('habitat', 'torch') if m in sys.modules]
+        assert not heavy, heavy
+        import habitat
+        from habitat.core.registry import registry
+        assert registry.get_task('MultiObjectNav-v1') is not None
+        assert registry.get_measure('SPLMulti') is not None
+    """)
