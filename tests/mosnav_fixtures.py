@@ -76,3 +76,17 @@ def write_dataset(root, docs=None, scene=SCENE, scene_file=None):
     elif not os.path.exists(target):
         open(target, "wb").close()
     return os.path.join(str(root), "dataset_semantic"), os.path.join(str(root), "scenes")
+
+
+#: The episode keys of ``base_documents()`` (split ``val``), sorted as evaluation selects them.
+EPISODE_KEYS = sorted(f"val::{SCENE}::{e['episode_id']}"
+                      for e in base_documents()["episodes.json"]["episodes"])
+
+
+def write_open_room_dataset(root):
+    """``base_documents()`` in an open 12 m x 12 m room (geodesic = Euclidean there):
+    returns ``(data_path, scenes_dir)``."""
+    from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes
+
+    glb = export_boxes(os.path.join(str(root), "room.glb"), room_boxes(-6, -6, 6, 6))
+    return write_dataset(root, base_documents(), scene_file=glb)

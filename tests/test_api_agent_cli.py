@@ -15,13 +15,12 @@ import pytest
 
 try:
     from chat_server import ChatServer, Reply
-    from mosnav_fixtures import base_documents, write_dataset
+    from mosnav_fixtures import write_open_room_dataset
 except ImportError:  # tests/ imported as a package
     from tests.chat_server import ChatServer, Reply
-    from tests.mosnav_fixtures import base_documents, write_dataset
+    from tests.mosnav_fixtures import write_open_room_dataset
 
 eval_cli = pytest.importorskip("habitat_mosnav.eval")
-toy = pytest.importorskip("habitat_mosnav.sims.toy_scenes")
 
 KEY = "sk-cli-secret-c0ffee-1234"
 ACTIONS = [2, 1, 0]  # per episode: TURN_LEFT, MOVE_FORWARD, FINISH (0 ends every mode)
@@ -31,8 +30,7 @@ REPLIES = ["I see a wall.\nACTION: 2", '{"action": "move_forward"}', "ACTION: 0"
 @pytest.fixture(scope="module")
 def room(tmp_path_factory):
     root = tmp_path_factory.mktemp("apiroom")
-    glb = toy.export_boxes(str(root / "room.glb"), toy.room_boxes(-6, -6, 6, 6))
-    return write_dataset(root, base_documents(), scene_file=glb)
+    return write_open_room_dataset(root)
 
 
 @pytest.fixture(autouse=True)

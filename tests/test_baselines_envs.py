@@ -15,20 +15,17 @@ mb.register()
 
 from habitat_mosnav.baselines.envs import EPISODE_INFO_KEY, episode_payload  # noqa: E402
 from habitat_mosnav.baselines.factory import MosNavVectorEnvFactory  # noqa: E402
-from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from mosnav_fixtures import base_documents, write_dataset  # noqa: E402
+from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset  # noqa: E402
 
-KEYS = ["val::testScene01::q0-all-0", "val::testScene01::q0-many-0",
-        "val::testScene01::q1-any-0", "val::testScene01::q2-single-0"]
+KEYS = EPISODE_KEYS
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     root = tmp_path_factory.mktemp("bl_envs")
-    glb = export_boxes(str(root / "room.glb"), room_boxes(-6, -6, 6, 6))
-    return write_dataset(root, base_documents(), scene_file=glb)
+    return write_open_room_dataset(root)
 
 
 def config(dataset, *extra):

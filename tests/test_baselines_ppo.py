@@ -11,16 +11,14 @@ import pytest
 
 import habitat_mosnav
 from habitat_mosnav.evaluation.results import read_jsonl, summarize
-from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes
 
 sys.path.insert(0, os.path.dirname(__file__))
-from mosnav_fixtures import base_documents, write_dataset  # noqa: E402
+from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset  # noqa: E402
 
 pytestmark = [pytest.mark.baselines, pytest.mark.slow]
 pytest.importorskip("habitat_baselines")
 
-KEYS = {"val::testScene01::q0-all-0", "val::testScene01::q0-many-0",
-        "val::testScene01::q1-any-0", "val::testScene01::q2-single-0"}
+KEYS = set(EPISODE_KEYS)
 S = "habitat.simulator.agents.main_agent.sim_sensors"
 
 
@@ -36,8 +34,7 @@ def run(cwd, *overrides, timeout=900):
 @pytest.fixture(scope="module")
 def experiment(tmp_path_factory):
     root = tmp_path_factory.mktemp("bl_ppo")
-    glb = export_boxes(str(root / "room.glb"), room_boxes(-6, -6, 6, 6))
-    data, scenes = write_dataset(root, base_documents(), scene_file=glb)
+    data, scenes = write_open_room_dataset(root)
     common = [f"habitat.dataset.data_path={data}", f"habitat.dataset.scenes_dir={scenes}",
               "habitat.dataset.target_modes=[]", "habitat.environment.max_episode_steps=40",
               "habitat.task.mosnav_space_coverage_samples=50",

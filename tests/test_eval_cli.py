@@ -7,9 +7,8 @@ import textwrap
 import pytest
 
 from habitat_mosnav.eval import build_overrides, build_parser, main
-from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes
 
-from mosnav_fixtures import base_documents, write_dataset
+from mosnav_fixtures import base_documents, write_dataset, write_open_room_dataset
 
 ISSUE_FLAGS = [
     "--config", "--agent", "--goal-type", "--dataset-dir", "--scene-root", "--split", "--limit",
@@ -24,8 +23,7 @@ ISSUE_FLAGS = [
 @pytest.fixture(scope="module")
 def room(tmp_path_factory):
     root = tmp_path_factory.mktemp("cliroom")
-    glb = export_boxes(str(root / "room.glb"), room_boxes(-6, -6, 6, 6))
-    return write_dataset(root, base_documents(), scene_file=glb)
+    return write_open_room_dataset(root)
 
 
 def fast(room, *extra):

@@ -13,9 +13,8 @@ import textwrap
 import pytest
 
 from habitat_mosnav.eval import main
-from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes
 
-from mosnav_fixtures import base_documents, write_dataset
+from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset
 
 # An agent that fails the episodes named in the file $FLAKY_FAIL (as a model server that
 # is down would), counts its calls and keeps its own prompt log when asked to.
@@ -52,15 +51,13 @@ FLAKY = textwrap.dedent("""
         def act(self, obs):
             return 0
 """)
-KEYS = ["val::testScene01::q0-all-0", "val::testScene01::q0-many-0",
-        "val::testScene01::q1-any-0", "val::testScene01::q2-single-0"]
+KEYS = EPISODE_KEYS
 
 
 @pytest.fixture(scope="module")
 def room(tmp_path_factory):
     root = tmp_path_factory.mktemp("retryroom")
-    glb = export_boxes(str(root / "room.glb"), room_boxes(-6, -6, 6, 6))
-    return write_dataset(root, base_documents(), scene_file=glb)
+    return write_open_room_dataset(root)
 
 
 @pytest.fixture

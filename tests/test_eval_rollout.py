@@ -16,13 +16,11 @@ import habitat
 from habitat_mosnav.evaluation import EvaluationConfig, Evaluator, episode_seed, summarize
 from habitat_mosnav.evaluation.evaluator import EvaluationSetupError
 from habitat_mosnav.evaluation.rollout import start_frame_pose
-from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes
 
-from mosnav_fixtures import base_documents, write_dataset
+from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset
 
 T = 40
-KEYS = ["val::testScene01::q0-all-0", "val::testScene01::q0-many-0",
-        "val::testScene01::q1-any-0", "val::testScene01::q2-single-0"]
+KEYS = EPISODE_KEYS
 # goat: walk to 101, claim, walk to 102, claim, FINISH (many: F = 2 = target_count).
 MANY_PLAN = [3, 3, 3, 1, 1, 1, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1, 6, 0]
 
@@ -30,8 +28,7 @@ MANY_PLAN = [3, 3, 3, 1, 1, 1, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1, 6, 0]
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     root = tmp_path_factory.mktemp("evalroom")
-    glb = export_boxes(str(root / "room.glb"), room_boxes(-6, -6, 6, 6))
-    data, scenes = write_dataset(root, base_documents(), scene_file=glb)
+    data, scenes = write_open_room_dataset(root)
     cfg = habitat_mosnav.get_config("benchmark/nav/mosnav/mos_demo.yaml", [
         f"habitat.dataset.data_path={data}", f"habitat.dataset.scenes_dir={scenes}",
         "habitat.dataset.target_modes=[]", f"habitat.environment.max_episode_steps={T}",

@@ -7,14 +7,13 @@ Targets (fixture): chairs 101 @ x=1, 102 @ x=3, 103 @ x=5 (z=0), table 201 @ (0,
 """
 import math
 
-import numpy as np
 import pytest
 
 import habitat_mosnav
 import habitat
 from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes
 
-from mosnav_fixtures import base_documents, write_dataset
+from mosnav_fixtures import base_documents, write_dataset, write_open_room_dataset
 
 T = 60  # max_episode_steps in these tests
 ALL_MEASURES = [
@@ -34,8 +33,7 @@ def fwd(n):
 @pytest.fixture(scope="module")
 def open_room(tmp_path_factory):
     root = tmp_path_factory.mktemp("openroom")
-    glb = export_boxes(str(root / "room.glb"), room_boxes(-6, -6, 6, 6))
-    data, scenes = write_dataset(root, base_documents(), scene_file=glb)
+    data, scenes = write_open_room_dataset(root)
     return data, scenes
 
 
