@@ -16,7 +16,7 @@ from habitat.core.simulator import AgentState
 from habitat.tasks.nav.object_nav_task import ObjectViewLocation
 
 from habitat_mosnav.datasets.episode import MultiObjectGoal, MultiObjectNavEpisode
-from habitat_mosnav.evaluation.selection import episode_key
+from habitat_mosnav.evaluation.selection import episode_key, scene_name_from_path
 from habitat_mosnav.datasets.schema import (
     GOAL_TYPES,
     TARGET_MODES,
@@ -28,15 +28,6 @@ from habitat_mosnav.datasets.schema import (
 )
 
 CATEGORIES_FILE = "categories.json"
-
-
-def scene_name_from_path(scene_path: str) -> str:
-    """``.../00800-TEEsavR23oF/TEEsavR23oF.basis.glb`` -> ``TEEsavR23oF``."""
-    name = os.path.basename(scene_path)
-    for ext in (".glb", ".ply", ".obj"):
-        if name.endswith(ext):
-            name = name[: -len(ext)]
-    return name[: -len(".basis")] if name.endswith(".basis") else name
 
 
 def list_scene_ids(data_path: str) -> List[str]:

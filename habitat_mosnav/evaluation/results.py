@@ -16,6 +16,7 @@ import re
 import tempfile
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
+from habitat_mosnav.evaluation.selection import scene_name_from_path
 from habitat_mosnav.metrics import TARGET_MODES, aggregate
 
 SCHEMA_VERSION = 1
@@ -101,17 +102,6 @@ def scrub_paths(message: str) -> str:
     return _PATH_RE.sub("<path>", str(message))
 
 
-def _short_scene_id(scene_id):
-    """Habitat's Episode.scene_id is a file path; keep only the scene id."""
-    if not isinstance(scene_id, str) or ("/" not in scene_id and "\\" not in scene_id):
-        return scene_id
-    name = re.split(r"[\\/]", scene_id)[-1]
-    for ext in (".basis.glb", ".glb", ".ply", ".obj"):
-        if name.endswith(ext):
-            return name[: -len(ext)]
-    return name
-
-
 def error_info(error: BaseException, message: Optional[str] = None) -> Dict[str, str]:
     """``error_type`` and a generic message (never a traceback; absolute paths removed)."""
     error_type = error if isinstance(error, str) else type(error).__name__
@@ -139,7 +129,8 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
         raise ValueError(f"record {episode_key}: terminated_by must be one of {TERMINATIONS}, "
                          f"got {terminated_by!r}")
     ep = {name: to_jsonable(episode.get(name), f"episode.{name}") for name in EPISODE_FIELDS}
-    ep["scene_id"] = _short_scene_id(ep["scene_id"])
+    if isinstance(ep["scene_id"], str):  # habitat's Episode.scene_id is a file path
+        ep["scene_id"] = scene_name_from_path(ep["scene_id"])
     record: Dict[str, Any] = {
         "episode_key": str(episode_key),
         "episode_index": int(episode_index),

@@ -9,9 +9,17 @@ from __future__ import annotations
 import hashlib
 import numbers
 import os
+import re
 from typing import Iterable, List, Optional, Tuple
 
 KEY_SEP = "::"
+
+
+def scene_name_from_path(scene_path: str) -> str:
+    """``.../00800-TEEsavR23oF/TEEsavR23oF.basis.glb`` -> ``TEEsavR23oF`` (a bare id is
+    returned unchanged). Records and keys carry this id, never a local path."""
+    name = re.split(r"[\\/]", str(scene_path))[-1]
+    return re.sub(r"(\.basis)?\.(glb|gltf|ply|obj)$", "", name)
 
 
 def episode_key(split: str, scene_id: str, episode_id) -> str:

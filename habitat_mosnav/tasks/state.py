@@ -9,19 +9,14 @@ once at reset, and per step only the agent-to-target distances are looked up.
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from habitat_mosnav import metrics
+from habitat_mosnav.evaluation.selection import episode_seed
 
 MULTI_MODES = ("many", "all")
-
-
-def _seed_from_key(key: str) -> int:
-    """A stable 31-bit seed from the episode key (independent of PYTHONHASHSEED)."""
-    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:4], "little") >> 1
 
 
 class MosEpisodeState:
@@ -104,7 +99,8 @@ class MosEpisodeState:
             self._explored = None
             return
         pathfinder = self._sim.pathfinder
-        pathfinder.seed(_seed_from_key(self.episode.episode_key or self.episode.episode_id))
+        # seeded by the episode key alone: the same samples on every rank and run
+        pathfinder.seed(episode_seed(0, self.episode.episode_key or self.episode.episode_id))
         start = [float(v) for v in self.start_position]
         points = []
         for _ in range(samples * 20):
