@@ -251,8 +251,6 @@ def _load_config(args):
     default_config = args.config is None
     path = args.config or DEFAULT_CONFIG
     overrides = build_overrides(args, default_config)
-    import habitat  # noqa: F401  (first: the plugin registers itself when habitat is imported)
-
     from habitat_mosnav import get_config
 
     try:

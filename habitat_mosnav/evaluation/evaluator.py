@@ -136,8 +136,6 @@ class Evaluator:
         if habitat_config is None and env is None:
             raise TypeError("Evaluator needs a habitat config or an env")
         if isinstance(habitat_config, str):
-            import habitat  # noqa: F401  (first: the plugin registers itself on it)
-
             from habitat_mosnav import get_config
 
             habitat_config = get_config(habitat_config)
@@ -179,10 +177,9 @@ class Evaluator:
             return self.env._dataset
         if getattr(self, "_dataset", None) is not None:
             return self._dataset
-        import habitat  # noqa: F401  (registers habitat's datasets)
+        # importing habitat registers habitat's datasets and, through the plugin's hook,
+        # MultiObjectNav-v1
         from habitat.datasets import make_dataset
-
-        import habitat_mosnav  # noqa: F401  (registers MultiObjectNav-v1)
 
         dcfg = self._hcfg.dataset
         try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ import numpy as np
 
 from habitat_mosnav.agents.protocols import InvalidAction, map_action
 from habitat_mosnav.api import Observation
+from habitat_mosnav.evaluation.selection import scene_name_from_path
 from habitat_mosnav.prompts import build_task_prompt
 
 __all__ = [
@@ -103,8 +103,7 @@ def episode_scene_name(episode) -> str:
     name = getattr(episode, "scene_name", "") or ""
     if name:
         return str(name)
-    base = os.path.basename(str(getattr(episode, "scene_id", "")))
-    return re.sub(r"(\.basis)?\.(glb|gltf|ply|obj)$", "", base)
+    return scene_name_from_path(getattr(episode, "scene_id", ""))
 
 
 # ----------------------------------------------------------------------------- observations
