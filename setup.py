@@ -83,8 +83,8 @@ setup(
     },
     entry_points={
         "console_scripts": [
-            "mosnav-eval=habitat_mosnav.eval:main",
-            "mosnav-aggregate=habitat_mosnav.evaluation.aggregate:main",
+            "mosnav-eval=habitat_mosnav.evaluation.cli:main",
+            "mosnav-aggregate=habitat_mosnav.evaluation.aggregate_cli:main",
             "mosnav-make-scenes=habitat_mosnav.scenes.cli:main",
             "mosnav-build=habitat_mosnav.dataset_building.cli:main",
         ]

@@ -14,7 +14,7 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.chat_server import ChatServer, Reply
 
-from habitat_mosnav.agents.api import APIAgent, APIUnavailableError, UnparseableReplyError
+from habitat_mosnav.agents.vlm import APIAgent, APIUnavailableError, UnparseableReplyError
 from habitat_mosnav.api import Observation
 
 KEY = "sk-secret-KEY-do-not-log-4242"

@@ -20,7 +20,7 @@ except ImportError:  # tests/ imported as a package
     from tests.chat_server import ChatServer, Reply
     from tests.mosnav_fixtures import write_open_room_dataset
 
-eval_cli = pytest.importorskip("habitat_mosnav.eval")
+eval_cli = pytest.importorskip("habitat_mosnav.evaluation.cli")
 
 KEY = "sk-cli-secret-c0ffee-1234"
 ACTIONS = [2, 1, 0]  # per episode: TURN_LEFT, MOVE_FORWARD, FINISH (0 ends every mode)

@@ -8,7 +8,7 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.chat_server import ChatServer, Reply
 
-from habitat_mosnav.agents.api_client import (
+from habitat_mosnav.chat import (
     APIRequestError,
     APIUnavailableError,
     ChatClient,

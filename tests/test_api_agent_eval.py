@@ -67,7 +67,7 @@ def api_key(monkeypatch, tmp_path):
 
 
 def main(argv):
-    from habitat_mosnav.eval import main as eval_main
+    from habitat_mosnav.evaluation.cli import main as eval_main
 
     return eval_main(argv)
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from habitat_mosnav.agents.api_messages import depth_to_image, encode_image, format_history, rgb_to_image
-from habitat_mosnav.agents.api_parsing import parse_action
+from habitat_mosnav.agents.vlm.messages import depth_to_image, encode_image, format_history, rgb_to_image
+from habitat_mosnav.agents.vlm.parsing import parse_action
 
 
 @pytest.mark.parametrize(

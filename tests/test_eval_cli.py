@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from habitat_mosnav.eval import build_overrides, build_parser, main
+from habitat_mosnav.evaluation.cli import build_overrides, build_parser, main
 
 from mosnav_fixtures import base_documents, write_dataset, write_open_room_dataset
 
@@ -225,7 +225,8 @@ def test_cli_and_agent_modules_import_neither_torch_nor_habitat():
     import sys
 
     code = ("import sys\n"
-            "import habitat_mosnav.eval, habitat_mosnav.evaluation.evaluator, "
+            "import habitat_mosnav.eval, habitat_mosnav.evaluation.cli, "
+            "habitat_mosnav.evaluation.evaluator, "
             "habitat_mosnav.evaluation.rollout, habitat_mosnav.agents.oracle, "
             "habitat_mosnav.agents.human, habitat_mosnav.prompts\n"
             "print(sorted(m for m in ('torch', 'habitat', 'habitat_baselines') if m in sys.modules))\n")

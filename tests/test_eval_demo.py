@@ -18,8 +18,8 @@ import time
 import pytest
 
 import habitat_mosnav
-from habitat_mosnav.eval import main
-from habitat_mosnav.evaluation.aggregate import main as aggregate_main
+from habitat_mosnav.evaluation.cli import main
+from habitat_mosnav.evaluation.aggregate_cli import main as aggregate_main
 
 DEMO_DATA = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo",
                          "dataset_semantic")

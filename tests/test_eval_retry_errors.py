@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from habitat_mosnav.eval import main
+from habitat_mosnav.evaluation.cli import main
 
 from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset
 

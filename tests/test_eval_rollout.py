@@ -15,7 +15,7 @@ import habitat_mosnav
 import habitat
 from habitat_mosnav.evaluation import EvaluationConfig, Evaluator, episode_seed, summarize
 from habitat_mosnav.evaluation.evaluator import EvaluationSetupError
-from habitat_mosnav.evaluation.rollout import start_frame_pose
+from habitat_mosnav.pose import start_frame_pose
 
 from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset
 

@@ -15,7 +15,7 @@ pkg = types.ModuleType("habitat_mosnav"); pkg.__path__ = [sys.argv[1]]
 sys.modules["habitat_mosnav"] = pkg
 import habitat_mosnav.metrics
 import habitat_mosnav.evaluation
-import habitat_mosnav.evaluation.aggregate
+import habitat_mosnav.evaluation.aggregate_cli
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("habitat", "habitat_sim", "torch", "habitat_baselines"))
 print("HEAVY", heavy)
 """

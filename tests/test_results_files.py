@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from habitat_mosnav.evaluation import aggregate as aggregate_cli
+from habitat_mosnav.evaluation import aggregate_cli
 from habitat_mosnav.evaluation.results import (
     RankWriter,
     ResultFileError,
@@ -18,7 +18,8 @@ from habitat_mosnav.evaluation.results import (
     write_done,
     write_summary,
 )
-from habitat_mosnav.evaluation.selection import episode_key, episode_seed, select_episodes
+from habitat_mosnav.evaluation.selection import select_episodes
+from habitat_mosnav.keys import episode_key, episode_seed
 
 
 def episode(i, mode="many"):
@@ -289,7 +290,7 @@ def test_aggregate_cli_exit_codes(tmp_path, capsys):
 
 
 def test_aggregate_module_runs_as_command(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "habitat_mosnav.evaluation.aggregate",
+    proc = subprocess.run([sys.executable, "-m", "habitat_mosnav.evaluation.aggregate_cli",
                            str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "no rank_XXXXX result directories" in proc.stderr

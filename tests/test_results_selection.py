@@ -5,13 +5,8 @@ import sys
 
 import pytest
 
-from habitat_mosnav.evaluation.selection import (
-    episode_key,
-    episode_seed,
-    launcher_rank_world,
-    select_episodes,
-    split_key,
-)
+from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
+from habitat_mosnav.keys import episode_key, episode_seed, split_key
 
 KEYS = [episode_key("val", "sceneA", f"q{i:04d}-many-0") for i in range(7)]
 
@@ -66,7 +61,7 @@ def test_duplicate_keys_refused():
 def test_seed_stable_across_processes_and_independent_of_order():
     here = [episode_seed(7, k) for k in KEYS]
     code = (
-        "from habitat_mosnav.evaluation.selection import episode_seed, episode_key\n"
+        "from habitat_mosnav.keys import episode_seed, episode_key\n"
         "keys=[episode_key('val','sceneA',f'q{i:04d}-many-0') for i in range(7)]\n"
         "print(','.join(str(episode_seed(7,k)) for k in keys))\n"
     )

@@ -16,7 +16,7 @@ __all__ = ["AGENT_ALIASES", "AgentLoadError", "resolve_agent", "instantiate_agen
 AGENT_ALIASES = {
     "random": "habitat_mosnav.agents.random_agent:RandomAgent",
     "human": "habitat_mosnav.agents.human:HumanAgent",
-    "api": "habitat_mosnav.agents.api:APIAgent",
+    "api": "habitat_mosnav.agents.vlm:APIAgent",
     "oracle": "habitat_mosnav.agents.oracle:OracleAgent",
 }
 

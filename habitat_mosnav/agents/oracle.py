@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from habitat_mosnav.api import Action, Observation
+from habitat_mosnav.pose import wrap_angle, yaw_of
 
 __all__ = ["OracleAgent"]
 
@@ -36,16 +37,6 @@ def _shortest_path_class(sim):
         from habitat_mosnav.sims import ShortestPath
 
         return ShortestPath
-
-
-def _yaw(rotation) -> float:
-    from habitat_mosnav.evaluation.rollout import yaw_of
-
-    return yaw_of(rotation)
-
-
-def _wrap(angle: float) -> float:
-    return (angle + math.pi) % (2.0 * math.pi) - math.pi
 
 
 class OracleAgent:
@@ -141,7 +132,7 @@ class OracleAgent:
             target = path[-1]
         d = target - pos
         desired = math.atan2(-d[0], -d[2])
-        diff = _wrap(desired - _yaw(rotation))
+        diff = wrap_angle(desired - yaw_of(rotation))
         turn = math.radians(float(self._turn_angle_deg()))
         if self._stuck >= 1:
             # A forward step did not move us (a corner the quantised heading cannot clear):

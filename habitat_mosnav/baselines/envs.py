@@ -40,7 +40,7 @@ def _habitat_env(env):
 
 
 def _pose(habitat_env) -> Optional[Dict[str, List[float]]]:
-    from habitat_mosnav.evaluation.rollout import agent_pose
+    from habitat_mosnav.pose import agent_pose
 
     try:
         return agent_pose(habitat_env)

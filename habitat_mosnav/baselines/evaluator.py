@@ -31,7 +31,7 @@ from hydra.core.config_store import ConfigStore
 
 from habitat_mosnav.baselines.envs import EPISODE_INFO_KEY, episode_payload
 from habitat_mosnav.evaluation import results as res
-from habitat_mosnav.evaluation.selection import episode_seed
+from habitat_mosnav.keys import episode_seed
 
 EVALUATOR_TARGET = "habitat_mosnav.baselines.evaluator.MosNavEvaluator"
 

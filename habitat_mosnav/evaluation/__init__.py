@@ -16,13 +16,8 @@ from habitat_mosnav.evaluation.results import (
     write_done,
     write_summary,
 )
-from habitat_mosnav.evaluation.selection import (
-    episode_key,
-    episode_seed,
-    launcher_rank_world,
-    select_episodes,
-    split_key,
-)
+from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
+from habitat_mosnav.keys import episode_key, episode_seed, split_key
 
 _LAZY = {"Evaluator", "EvaluationConfig", "EvaluationSetupError"}
 

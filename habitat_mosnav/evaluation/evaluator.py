@@ -25,22 +25,17 @@ import numpy as np
 
 from habitat_mosnav.agents.protocols import ACTION_PROTOCOLS
 from habitat_mosnav.evaluation import results as res
+from habitat_mosnav.evaluation.observations import ObservationBuilder
 from habitat_mosnav.evaluation.rollout import (
     EpisodeRun,
-    ObservationBuilder,
     describe_error,
     episode_metrics_record,
-    episode_scene_name,
     error_message_of,
     error_type_of,
     run_episode,
 )
-from habitat_mosnav.evaluation.selection import (
-    episode_key as make_episode_key,
-    episode_seed,
-    launcher_rank_world,
-    select_episodes,
-)
+from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
+from habitat_mosnav.keys import episode_key as make_episode_key, episode_scene_name, episode_seed
 from habitat_mosnav.metrics import MULTI_MODES, aggregate
 
 __all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
@@ -342,7 +337,7 @@ class Evaluator:
         max_steps = self._max_steps()
         builder = ObservationBuilder(max_steps, cfg.action_protocol, self._depth_cfg())
         if cfg.render_live:
-            from habitat_mosnav.evaluation.rollout import LiveViewer
+            from habitat_mosnav.evaluation.viewer import LiveViewer
 
             self._viewer = LiveViewer()
             if hasattr(self.agent, "key_source"):
@@ -422,7 +417,7 @@ class Evaluator:
                 self._log(f"{key} step {step:4d} {act:>9}: position "
                           f"({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f})")
             if cfg.video or self._viewer is not None:
-                from habitat_mosnav.evaluation.rollout import compose_frame
+                from habitat_mosnav.evaluation.video import compose_frame
 
                 frame = compose_frame(info["obs"], info["episode"], step, info["action"],
                                       self._max_steps())
@@ -434,7 +429,7 @@ class Evaluator:
         return hook
 
     def _write_video(self, key: str, frames: List[np.ndarray]) -> None:
-        from habitat_mosnav.evaluation.rollout import write_video
+        from habitat_mosnav.evaluation.video import write_video
 
         directory = os.path.join(self.config.output_dir, "videos")
         path = os.path.join(directory, _safe_name(key.replace("::", "__")) + "." + self.config.video)

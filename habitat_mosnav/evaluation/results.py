@@ -16,7 +16,7 @@ import re
 import tempfile
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
-from habitat_mosnav.evaluation.selection import scene_name_from_path
+from habitat_mosnav.keys import scene_name_from_path
 from habitat_mosnav.metrics import TARGET_MODES, aggregate
 
 SCHEMA_VERSION = 1

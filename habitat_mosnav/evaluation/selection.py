@@ -1,4 +1,5 @@
-"""Stable episode keys, selection/sharding and per-episode seeds (SPEC §8).
+"""Episode selection and sharding across ranks (SPEC §8); keys and seeds are in
+:mod:`habitat_mosnav.keys`.
 
 Every rank computes the same global selection (sort by key, offset, limit) and takes a
 stride of it, so any number of ranks covers each selected episode exactly once, and a
@@ -6,39 +7,9 @@ per-episode seed depends only on (base_seed, key) — not on rank count, order o
 """
 from __future__ import annotations
 
-import hashlib
 import numbers
 import os
-import re
 from typing import Iterable, List, Optional, Tuple
-
-KEY_SEP = "::"
-
-
-def scene_name_from_path(scene_path: str) -> str:
-    """``.../00800-TEEsavR23oF/TEEsavR23oF.basis.glb`` -> ``TEEsavR23oF`` (a bare id is
-    returned unchanged). Records and keys carry this id, never a local path."""
-    name = re.split(r"[\\/]", str(scene_path))[-1]
-    return re.sub(r"(\.basis)?\.(glb|gltf|ply|obj)$", "", name)
-
-
-def episode_key(split: str, scene_id: str, episode_id) -> str:
-    """``<split>::<scene_id>::<episode_id>``; refuses parts that contain ``::``."""
-    parts = [str(split), str(scene_id), str(episode_id)]
-    for name, part in zip(("split", "scene_id", "episode_id"), parts):
-        if KEY_SEP in part:
-            raise ValueError(f"episode key: {name} {part!r} must not contain {KEY_SEP!r}")
-        if part == "":
-            raise ValueError(f"episode key: {name} is empty")
-    return KEY_SEP.join(parts)
-
-
-def split_key(key: str) -> Tuple[str, str, str]:
-    """Inverse of :func:`episode_key`."""
-    parts = key.split(KEY_SEP)
-    if len(parts) != 3:
-        raise ValueError(f"episode key {key!r} is not '<split>::<scene_id>::<episode_id>'")
-    return parts[0], parts[1], parts[2]
 
 
 def _check_int(name: str, value, minimum: int) -> int:
@@ -67,12 +38,6 @@ def select_episodes(keys: Iterable[str], offset: int = 0, limit: int = -1, rank:
     if limit >= 0:
         selected = selected[:limit]
     return [(i, key) for i, key in enumerate(selected)][rank::world_size]
-
-
-def episode_seed(base_seed: int, key: str) -> int:
-    """Stable 31-bit seed from (base_seed, key): sha256, so no PYTHONHASHSEED dependence."""
-    digest = hashlib.sha256(f"{int(base_seed)}{KEY_SEP}{key}".encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % (2**31 - 1)
 
 
 def _env_int(env, name: str) -> Optional[int]:

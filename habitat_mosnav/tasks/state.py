@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from habitat_mosnav import metrics
-from habitat_mosnav.evaluation.selection import episode_seed
+from habitat_mosnav.keys import episode_seed
 
 MULTI_MODES = ("many", "all")
 

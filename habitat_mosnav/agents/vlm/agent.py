@@ -28,7 +28,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Deque, Dict, List, Optional, Tuple, Union
 
-from habitat_mosnav.agents.api_client import (
+from habitat_mosnav.chat import (
     APIError,
     APIRequestError,
     APIUnavailableError,
@@ -36,7 +36,7 @@ from habitat_mosnav.agents.api_client import (
     load_api_key,
     read_env_file,
 )
-from habitat_mosnav.agents.api_messages import (
+from habitat_mosnav.agents.vlm.messages import (
     REPAIR_PROMPT,
     SYSTEM_PROMPT,
     EncodedImage,
@@ -47,7 +47,7 @@ from habitat_mosnav.agents.api_messages import (
     rgb_to_image,
     user_text,
 )
-from habitat_mosnav.agents.api_parsing import ACTION_NAMES, VALID_ACTION_IDS, parse_action
+from habitat_mosnav.agents.vlm.parsing import ACTION_NAMES, VALID_ACTION_IDS, parse_action
 
 __all__ = [
     "APIAgent",

@@ -42,7 +42,7 @@ _MAX_ERROR_BODY = 300
 
 
 class APIError(RuntimeError):
-    """Base class of chat-server errors raised by the API agent.
+    """Base class of chat-server errors.
 
     ``attempts`` is the number of HTTP requests the failed call sent.
     """

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from PIL import Image, ImageOps
 
-from habitat_mosnav.agents.api_parsing import ACTION_NAMES
+from habitat_mosnav.agents.vlm.parsing import ACTION_NAMES
 
 __all__ = [
     "EncodedImage",

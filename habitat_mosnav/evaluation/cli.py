@@ -1,0 +1,368 @@
+"""``mosnav-eval`` (also ``python -m habitat_mosnav.eval``): evaluate an agent (SPEC §7, §8).
+
+    mosnav-eval --agent random --num-episodes 6 --output-dir /tmp/x
+    mosnav-eval --agent my_agents.vlm:MyAgent --config benchmark/nav/mosnav/mos_hm3d.yaml \\
+        --dataset-dir dataset_semantic --scene-root /data/hm3d/val --output-dir out/run1
+
+Exit codes: 0 done (``--fail-fast`` only stops the run early: summary status
+"incomplete"); 1 episodes failed with ``--fail-on-episode-error``; 2 usage errors
+(a one-line message: bad flag, unknown agent, missing dataset, existing output directory
+without ``--resume``, ...); 130 interrupted (resume with ``--resume``).
+
+An agent class may add its own flags: a classmethod ``add_arguments(parser)`` is called
+before parsing and ``from_args(args)`` builds the agent (used by ``--agent api``).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import List, Optional, Sequence
+
+from habitat_mosnav.agents.loading import AGENT_ALIASES, AgentLoadError, instantiate_agent, resolve_agent
+from habitat_mosnav.agents.protocols import ACTION_PROTOCOLS
+
+__all__ = ["DEFAULT_CONFIG", "DEFAULT_TARGET_MODES", "UsageError", "build_parser", "build_overrides", "main"]
+
+PROG = "mosnav-eval"
+#: The demo MOS+MOC configuration: bundled scenes, CPU simulator, many/all episodes.
+DEFAULT_CONFIG = "benchmark/nav/mosnav/mos_demo.yaml"
+DEFAULT_TARGET_MODES = ("many", "all")
+TARGET_MODES = ("single", "any", "many", "all")
+
+
+class UsageError(Exception):
+    """A problem with the command line or its inputs: one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage dump) and exit code 2."""
+
+    def error(self, message):  # noqa: D401
+        raise UsageError(f"{message} (see {PROG} --help)")
+
+
+def _int_at_least(minimum: int, name: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expects an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _float_positive(name: str, allow_zero: bool = False):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expects a number, got {text!r}") from None
+        if not (value > 0 or (allow_zero and value == 0)):
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    return parse
+
+
+def _target_modes(text: str) -> List[str]:
+    modes = [m.strip() for m in text.replace(" ", ",").split(",") if m.strip()]
+    bad = [m for m in modes if m not in TARGET_MODES]
+    if bad or not modes:
+        raise argparse.ArgumentTypeError(
+            f"unknown mode {', '.join(bad) or repr(text)}; use a comma list of "
+            "single, any, many, all")
+    return list(dict.fromkeys(modes))
+
+
+def _key_value(text: str) -> str:
+    if text.startswith("~") and len(text) > 1:
+        return text  # Hydra deletion: ~KEY
+    if "=" not in text or text.startswith("="):
+        raise argparse.ArgumentTypeError(f"expects KEY=VALUE (or ~KEY to delete), got {text!r}")
+    return text
+
+
+def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        add_help=add_help,
+        description="Evaluate an agent on the multi-object navigation benchmark (MOS/MOC) "
+                    "through habitat.Env, writing per-episode JSONL records and summary.json.",
+    )
+    g = p.add_argument_group("task and data")
+    g.add_argument("--config", default=None,
+                   help="a mosnav habitat YAML (a path, or relative to the package's config "
+                        f"directory); default: {DEFAULT_CONFIG} with target modes many,all "
+                        "(the bundled demo scenes on the CPU simulator)")
+    g.add_argument("--goal-type", choices=("description", "object"), default=None,
+                   help="description: the natural-language instruction; object: the category "
+                        "name, pure-category queries only (default: the config's, description)")
+    g.add_argument("--dataset-dir", default=None,
+                   help="the dataset_semantic directory (<dir>/<scene_id>/{goals,queries,episodes}.json)")
+    g.add_argument("--scene-root", default=None,
+                   help="scene directory holding <NNNNN-id>/<id>.basis.glb (e.g. /data/hm3d/val)")
+    g.add_argument("--split", default=None, help="dataset split, part of every episode key")
+    g.add_argument("--target-modes", type=_target_modes, default=None,
+                   help="comma list of single,any,many,all (default: the config's; many,all "
+                        "with the default config)")
+    g.add_argument("--max-steps", type=_int_at_least(1, "--max-steps"), default=None,
+                   help="actions per episode (default: the config's max_episode_steps, 500)")
+    g.add_argument("--space-coverage-samples", type=_int_at_least(0, "--space-coverage-samples"),
+                   default=200, help="navigable samples of the space oracle; 0 disables OER-space (default: 200)")
+    g.add_argument("--space-coverage-radius", type=_float_positive("--space-coverage-radius"),
+                   default=1.5, help="metres within which the agent explores a sample (default: 1.5)")
+    g.add_argument("--set", dest="overrides", action="append", type=_key_value, default=[],
+                   metavar="KEY=VALUE",
+                   help="habitat config override (Hydra syntax), repeatable: KEY=VALUE, +KEY=VALUE "
+                        "or ~KEY (e.g. habitat.simulator.turn_angle=15)")
+    g.add_argument("--print-config", action="store_true",
+                   help="print the resolved habitat config and exit")
+
+    g = p.add_argument_group("selection and sharding")
+    g.add_argument("--limit", type=_int_at_least(0, "--limit"), default=None,
+                   help="number of scenes (sorted by scene id); default all")
+    g.add_argument("--episode-limit", type=_int_at_least(0, "--episode-limit"), default=None,
+                   help="episodes per scene (first by key); default all")
+    g.add_argument("--offset", type=_int_at_least(0, "--offset"), default=0,
+                   help="skip this many episodes of the key-sorted selection (default: 0)")
+    g.add_argument("--num-episodes", type=_int_at_least(-1, "--num-episodes"), default=-1,
+                   help="episodes after --offset: -1 all, 0 none (default: -1)")
+    g.add_argument("--rank", type=_int_at_least(0, "--rank"), default=None,
+                   help="this worker's rank (default: RANK or SLURM_PROCID, else 0)")
+    g.add_argument("--world-size", type=_int_at_least(1, "--world-size"), default=None,
+                   help="number of workers (default: WORLD_SIZE or SLURM_NTASKS, else 1)")
+    g.add_argument("--seed", type=int, default=0,
+                   help="base seed; each episode's seed is a stable hash of (seed, key) (default: 0)")
+
+    g = p.add_argument_group("agent")
+    g.add_argument("--agent", default="random",
+                   help=f"{', '.join(AGENT_ALIASES)}, package.module:Class or path/to/file.py:Class "
+                        "(default: random)")
+    g.add_argument("--action-protocol", choices=ACTION_PROTOCOLS, default="goat",
+                   help="goat: 6 claims, 0 finishes; legacy: in many/all 0 claims, 9 finishes; "
+                        "compat: 0 and 6 claim, 9 finishes (default: goat)")
+    g.add_argument("--legacy-agent-api", action="store_true",
+                   help="call act(rgb=..., depth=..., prompt=...) instead of act(observation)")
+
+    g = p.add_argument_group("output")
+    g.add_argument("--output-dir", default=None,
+                   help="where results go (default: mosnav_results/<agent>-<UTC time>; required "
+                        "with several ranks)")
+    g.add_argument("--resume", action="store_true",
+                   help="continue a run in an existing --output-dir, skipping recorded episodes "
+                        "(error records count as recorded)")
+    g.add_argument("--retry-errors", action="store_true",
+                   help="with --resume: run again the episodes whose last record is an error "
+                        "(e.g. after a model server outage); the new record is appended and the "
+                        "summary keeps each episode's last record")
+    g.add_argument("--fail-fast", action="store_true",
+                   help="stop after the first failed episode (its error record is written)")
+    g.add_argument("--fail-on-episode-error", action="store_true",
+                   help="exit with status 1 at the end if any episode failed")
+    g.add_argument("--no-action-trace", dest="action_trace", action="store_false",
+                   help="leave action_trace out of the records")
+    g.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="no progress bar")
+
+    g = p.add_argument_group("debugging")
+    g.add_argument("--log-prompts", action="store_true",
+                   help="an agent with set_log_path() (--agent api) logs every request and "
+                        "reply to rank_XXXXX/prompts.jsonl in the output directory; any other "
+                        "agent gets each episode's task prompt printed instead")
+    g.add_argument("--log-positions", action="store_true", help="print the agent position at every step")
+    g.add_argument("--log-episodes", action="store_true", help="print one line per finished episode")
+    g.add_argument("--render-live", action="store_true",
+                   help="show the agent's view in an OpenCV window (keys for --agent human); needs a display")
+    g.add_argument("--save-video", nargs="?", const="mp4", choices=("mp4", "gif"), default=None,
+                   help="write one video per episode to <output-dir>/videos (mp4 by default)")
+    return p
+
+
+def build_overrides(args, default_config: bool) -> List[str]:
+    """Hydra overrides of the habitat config from the CLI flags (then the --set ones)."""
+    ov: List[str] = []
+
+    def add(key, value):
+        ov.append(f"{key}={value}")
+
+    if args.dataset_dir is not None:
+        path = os.path.abspath(os.path.expanduser(args.dataset_dir))
+        if not os.path.isdir(path):
+            raise UsageError(f"--dataset-dir {args.dataset_dir}: no such directory")
+        add("habitat.dataset.data_path", _quote(path))
+    if args.scene_root is not None:
+        path = os.path.abspath(os.path.expanduser(args.scene_root))
+        if not os.path.isdir(path):
+            raise UsageError(f"--scene-root {args.scene_root}: no such directory")
+        add("habitat.dataset.scenes_dir", _quote(path))
+    if args.split is not None:
+        add("habitat.dataset.split", _quote(args.split))
+    if args.goal_type is not None:
+        add("habitat.dataset.goal_type", args.goal_type)
+    modes = args.target_modes
+    if modes is None and default_config:
+        modes = list(DEFAULT_TARGET_MODES)
+    if modes is not None:
+        add("habitat.dataset.target_modes", "[" + ",".join(modes) + "]")
+    if args.max_steps is not None:
+        add("habitat.environment.max_episode_steps", args.max_steps)
+    add("habitat.task.mosnav_space_coverage_samples", args.space_coverage_samples)
+    add("habitat.task.mosnav_space_coverage_radius", args.space_coverage_radius)
+    return ov + list(args.overrides)
+
+
+def _quote(value: str) -> str:
+    """Quote a value for a Hydra override when it has characters Hydra would parse."""
+    if all(c.isalnum() or c in "/._-~+" for c in value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _parse(argv: Optional[Sequence[str]]):
+    """Two passes: find --agent, let its class add flags, then parse everything."""
+    pre = build_parser(add_help=False)
+    known, _ = pre.parse_known_args(argv)
+    try:
+        factory = resolve_agent(known.agent)
+    except AgentLoadError as exc:
+        raise UsageError(str(exc)) from None
+    parser = build_parser()
+    adder = getattr(factory, "add_arguments", None)
+    if callable(adder):
+        try:
+            adder(parser)
+        except argparse.ArgumentError as exc:
+            raise UsageError(f"--agent {known.agent}: add_arguments failed: {exc}") from None
+    args = parser.parse_args(argv)
+    return args, factory
+
+
+def _default_output_dir(args) -> str:
+    name = args.agent.split(":")[-1].split(".")[-1].split("/")[-1] or "agent"
+    return os.path.join("mosnav_results", f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
+
+
+def _load_config(args):
+    default_config = args.config is None
+    path = args.config or DEFAULT_CONFIG
+    overrides = build_overrides(args, default_config)
+    from habitat_mosnav import get_config
+
+    try:
+        return get_config(path, overrides)
+    except Exception as exc:
+        text = " ".join(str(exc).split())
+        if len(text) > 400:
+            text = text[:397] + "..."
+        raise UsageError(f"--config {path}: {type(exc).__name__}: {text}") from None
+
+
+def _run(argv: Optional[Sequence[str]]) -> int:
+    args, factory = _parse(argv)
+    if args.render_live:
+        from habitat_mosnav.evaluation.viewer import DisplayUnavailable, check_display
+
+        try:
+            check_display()
+        except DisplayUnavailable as exc:
+            raise UsageError(str(exc)) from None
+    if args.retry_errors and not args.resume:
+        raise UsageError("--retry-errors needs --resume (it re-runs failed episodes of an existing run)")
+    if args.rank is not None and args.world_size is not None and args.rank >= args.world_size:
+        raise UsageError(f"--rank {args.rank} must be < --world-size {args.world_size}")
+
+    config = _load_config(args)
+    if args.print_config:
+        from omegaconf import OmegaConf
+
+        print(OmegaConf.to_yaml(config))
+        return 0
+
+    from habitat_mosnav.evaluation.evaluator import EvaluationConfig, EvaluationSetupError, Evaluator
+    from habitat_mosnav.evaluation.results import format_summary
+    from habitat_mosnav.evaluation.selection import launcher_rank_world
+
+    try:
+        env_rank, env_world = launcher_rank_world()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    rank = args.rank if args.rank is not None else env_rank
+    world = args.world_size if args.world_size is not None else env_world
+    if rank >= world:
+        raise UsageError(f"rank {rank} must be < world size {world}")
+    output_dir = args.output_dir
+    if output_dir is None:
+        if world > 1:
+            raise UsageError("--output-dir is required when several ranks write one run")
+        output_dir = _default_output_dir(args)
+
+    from habitat_mosnav.evaluation.results import rank_dir
+
+    mine = rank_dir(output_dir, rank)
+    if not args.resume and os.path.isdir(mine) and os.listdir(mine):
+        # Refuse before building the agent (which may load a large model).
+        raise UsageError(f"output directory {output_dir} already has results in "
+                         f"{os.path.basename(mine)}; pass --resume to continue that run, or "
+                         "choose a new --output-dir")
+    try:
+        agent = instantiate_agent(factory, args.agent, args)
+    except AgentLoadError as exc:
+        raise UsageError(str(exc)) from None
+    if args.legacy_agent_api:
+        from habitat_mosnav.agents.legacy import LegacyAgentAdapter
+
+        agent = LegacyAgentAdapter(agent)
+
+    eval_cfg = EvaluationConfig(
+        output_dir=output_dir, offset=args.offset, num_episodes=args.num_episodes,
+        scene_limit=args.limit, episode_limit=args.episode_limit, rank=rank, world_size=world,
+        seed=args.seed, action_protocol=args.action_protocol, resume=args.resume,
+        retry_errors=args.retry_errors,
+        fail_fast=args.fail_fast, record_actions=args.action_trace,
+        log_prompts=args.log_prompts, log_positions=args.log_positions,
+        log_episodes=args.log_episodes, video=args.save_video, render_live=args.render_live,
+        progress=args.progress,
+    )
+    evaluator = Evaluator(agent, config, eval_cfg)
+    try:
+        summary = evaluator.run()
+    except EvaluationSetupError as exc:
+        raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; continue with --resume --output-dir {output_dir}",
+              file=sys.stderr)
+        return 130
+
+    if "rank_done" in summary:
+        done = summary["rank_done"]
+        print(f"rank {rank}: {done['record_count']} records ({done['error_count']} errors) in "
+              f"{output_dir}; other ranks are still running: run `mosnav-aggregate {output_dir}` "
+              "when all have finished")
+        errors = done["error_count"]
+    else:
+        print(format_summary(summary))
+        print(f"results: {os.path.join(output_dir, 'summary.json')}")
+        errors = summary.get("error_episode_count", 0)
+    if errors:
+        print(f"{PROG}: {errors} episode(s) failed (status 'error' records in {output_dir})",
+              file=sys.stderr)
+        if args.fail_on_episode_error:
+            return 1
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        return _run(argv)
+    except UsageError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Habitat's observation dict -> the agent's :class:`~habitat_mosnav.api.Observation`
+(SPEC §7): goal text, depth in metres, gps/compass in the episode-start frame, task prompt.
+
+Imports neither habitat nor torch.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Mapping, Optional
+
+import numpy as np
+
+from habitat_mosnav.api import Observation
+from habitat_mosnav.keys import episode_scene_name
+from habitat_mosnav.pose import start_frame_pose
+from habitat_mosnav.prompts import build_task_prompt
+
+__all__ = ["ObservationBuilder"]
+
+
+def _decode_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        from habitat_mosnav.sensors import decode_goal_text  # the plugin's own decoder
+
+        return str(decode_goal_text(value))
+    except ImportError:
+        arr = np.asarray(value, dtype=np.uint8).reshape(-1)
+        return bytes(arr).split(b"\x00", 1)[0].decode("utf-8", errors="replace")
+
+
+def _depth_in_metres(depth: Optional[np.ndarray], depth_cfg) -> Optional[np.ndarray]:
+    """Habitat depth (H, W, 1), normalised to [0, 1] by default, as (H, W) metres."""
+    if depth is None:
+        return None
+    d = np.asarray(depth, dtype=np.float32)
+    if d.ndim == 3 and d.shape[-1] == 1:
+        d = d[..., 0]
+    if depth_cfg is not None and bool(_cfg_get(depth_cfg, "normalize_depth", False)):
+        lo = float(_cfg_get(depth_cfg, "min_depth", 0.0))
+        hi = float(_cfg_get(depth_cfg, "max_depth", 10.0))
+        d = lo + d * (hi - lo)
+    return d
+
+
+def _cfg_get(node, key, default=None):
+    if node is None:
+        return default
+    try:
+        value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
+    except Exception:
+        return default
+    return default if value is None else value
+
+
+class ObservationBuilder:
+    """Builds the agent's :class:`Observation` from Habitat's observation dict.
+
+    ``protocol`` only changes the action table in ``task_prompt``; ``depth_cfg`` is the
+    habitat depth sensor config (to report depth in metres).
+    """
+
+    def __init__(self, max_steps: int, protocol: str = "goat", depth_cfg=None,
+                 extras_fn: Optional[Callable[[Any, Any], Optional[dict]]] = None) -> None:
+        self.max_steps = int(max_steps)
+        self.protocol = protocol
+        self.depth_cfg = depth_cfg
+        self.extras_fn = extras_fn
+        self._prompt_cache: Dict[Any, str] = {}
+
+    def goal_text(self, obs: Mapping[str, Any], episode) -> str:
+        text = _decode_text(obs.get("mosnav_goal_text")) if "mosnav_goal_text" in obs else ""
+        return text or str(getattr(episode, "goal_text", "") or "")
+
+    def task_prompt(self, episode, goal_text: str) -> str:
+        mode = str(getattr(episode, "target_mode", "single"))
+        count = getattr(episode, "target_count", None) if mode == "many" else None
+        goal_type = str(getattr(episode, "goal_type", "description") or "description")
+        key = (goal_text, goal_type, mode, count)
+        if key not in self._prompt_cache:
+            self._prompt_cache[key] = build_task_prompt(
+                goal_text, goal_type, mode, count, self.max_steps, self.protocol
+            )
+        return self._prompt_cache[key]
+
+    def build(self, obs: Mapping[str, Any], episode, pose: Mapping[str, Any], step_count: int,
+              previous_action: Optional[int], env=None) -> Observation:
+        mode = str(getattr(episode, "target_mode", "single"))
+        goal_type = str(getattr(episode, "goal_type", "description") or "description")
+        goal_text = self.goal_text(obs, episode)
+        rgb = obs.get("rgb")
+        if rgb is not None:
+            rgb = np.asarray(rgb)
+            if rgb.ndim == 3 and rgb.shape[-1] == 4:
+                rgb = rgb[..., :3]
+        gps, compass = start_frame_pose(
+            pose["position"], pose["rotation"], episode.start_position, episode.start_rotation
+        )
+        extras = {"episode_key": getattr(episode, "episode_key", ""),
+                  "query_id": getattr(episode, "query_id", ""), "depth_units": "metres"}
+        if self.extras_fn is not None:
+            extras.update(self.extras_fn(env, episode) or {})
+        return Observation(
+            rgb=rgb,
+            depth=_depth_in_metres(obs.get("depth"), self.depth_cfg),
+            goal_text=goal_text,
+            goal_embedding=None,
+            goal_image=None,
+            goal_type=goal_type,
+            subtask_type=goal_type,
+            target_mode=mode,
+            target_count=int(episode.target_count) if mode == "many" else None,
+            episode_id=str(episode.episode_id),
+            scene_id=episode_scene_name(episode),
+            step_count=int(step_count),
+            gps=gps,
+            compass=compass,
+            max_steps=self.max_steps,
+            task_prompt=self.task_prompt(episode, goal_text),
+            previous_action=previous_action,
+            extras=extras,
+        )
