@@ -12,10 +12,16 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-__all__ = ["Action", "Observation", "GOAL_TYPES", "TARGET_MODES"]
+__all__ = ["ACTION_PROTOCOLS", "Action", "GOAL_TYPES", "MULTI_MODES", "Observation", "TARGET_MODES"]
 
+#: ``Observation.goal_type``: an instruction or a category name.
 GOAL_TYPES = ("description", "object")
+#: ``Observation.target_mode`` (SPEC §1).
 TARGET_MODES = ("single", "any", "many", "all")
+#: The modes where the agent claims several targets (MOS and MOC); the main board.
+MULTI_MODES = ("many", "all")
+#: ``--action-protocol``: how an agent's action id maps to a task action (SPEC §2).
+ACTION_PROTOCOLS = ("goat", "legacy", "compat")
 
 
 class Action(enum.IntEnum):

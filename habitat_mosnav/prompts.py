@@ -8,15 +8,14 @@ from __future__ import annotations
 
 from typing import Optional
 
+from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
+
 __all__ = [
-    "ACTION_PROTOCOLS",
     "action_lines",
     "goal_sentence",
     "mode_sentence",
     "build_task_prompt",
 ]
-
-ACTION_PROTOCOLS = ("goat", "legacy", "compat")
 
 _INTRO = (
     "You are a robot exploring an indoor house. At every step you see one RGB image and "
@@ -85,7 +84,7 @@ def action_lines(target_mode: str, protocol: str = "goat") -> list:
         raise ValueError(
             f"unknown action protocol {protocol!r}: expected one of {', '.join(ACTION_PROTOCOLS)}"
         )
-    multi = target_mode in ("many", "all")
+    multi = target_mode in MULTI_MODES
     if not multi:
         finish = "0 = FINISH: stop here and end the episode (counts as reporting the target here)"
         found = "6 = TARGET_FOUND: a matching object is near; ends the episode (recommended)"

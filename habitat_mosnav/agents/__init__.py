@@ -12,7 +12,6 @@ from habitat_mosnav.agents.loading import (
     resolve_agent,
 )
 from habitat_mosnav.agents.protocols import (
-    ACTION_PROTOCOLS,
     HABITAT_ACTIONS,
     InvalidAction,
     ProtocolStep,
@@ -21,7 +20,6 @@ from habitat_mosnav.agents.protocols import (
 from habitat_mosnav.agents.random_agent import RandomAgent
 
 __all__ = [
-    "ACTION_PROTOCOLS",
     "AGENT_ALIASES",
     "AgentLoadError",
     "HABITAT_ACTIONS",

@@ -14,13 +14,10 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from habitat_mosnav.api import Action, Observation
+from habitat_mosnav.api import MULTI_MODES, Action, Observation
 from habitat_mosnav.pose import wrap_angle, yaw_of
 
 __all__ = ["OracleAgent"]
-
-_MULTI = ("many", "all")
-
 
 def _shortest_path_class(sim):
     """``ShortestPath`` of the simulator in use (CPU backend or habitat-sim)."""
@@ -159,7 +156,7 @@ class OracleAgent:
     def act(self, observation: Observation) -> int:
         state = self._state
         sim = self.env.sim
-        multi = state.target_mode in _MULTI
+        multi = state.target_mode in MULTI_MODES
         if self._plan is None:
             self._plan = self._make_plan(state)
         claimed = set(state.claimed)

@@ -9,16 +9,15 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
+from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
+
 __all__ = [
-    "ACTION_PROTOCOLS",
     "HABITAT_ACTIONS",
     "InvalidAction",
     "ProtocolStep",
     "map_action",
     "normalize_action_id",
 ]
-
-ACTION_PROTOCOLS = ("goat", "legacy", "compat")
 
 # Habitat task action names, in the task's action order (ids 0-6).
 HABITAT_ACTIONS = (
@@ -31,7 +30,6 @@ HABITAT_ACTIONS = (
     "target_found",
 )
 _MOTIONS = {1: "move_forward", 2: "turn_left", 3: "turn_right", 4: "look_up", 5: "look_down"}
-_MULTI = ("many", "all")
 
 
 class InvalidAction(ValueError):
@@ -62,7 +60,7 @@ def normalize_action_id(action) -> int:
 
 
 def _valid_ids(target_mode: str, protocol: str) -> str:
-    if target_mode in _MULTI and protocol == "legacy":
+    if target_mode in MULTI_MODES and protocol == "legacy":
         return "0-5, 9"
     return "0-6, 9"
 
@@ -81,7 +79,7 @@ def map_action(action, target_mode: str, protocol: str = "goat") -> ProtocolStep
     a = normalize_action_id(action)
     if a in _MOTIONS:
         return ProtocolStep(a, _MOTIONS[a], "move")
-    multi = target_mode in _MULTI
+    multi = target_mode in MULTI_MODES
     if not multi or protocol == "goat":
         if a in (0, 9):
             return ProtocolStep(a, "stop", "finish")

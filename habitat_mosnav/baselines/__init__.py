@@ -22,7 +22,7 @@ import habitat  # noqa: F401,E402  (importing habitat registers the plugin)
 
 #: Measures whose value is not a scalar: habitat-baselines drops them from training and
 #: from its scalar extraction.
-NON_SCALAR_MEASURES = ("mos_report_events",)
+from habitat_mosnav.metrics.measure_table import NON_SCALAR_MEASURES  # noqa: E402
 
 _REGISTERED = False
 

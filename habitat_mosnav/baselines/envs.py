@@ -48,15 +48,6 @@ def _pose(habitat_env) -> Optional[Dict[str, List[float]]]:
         return None
 
 
-def _ended_by(state, steps: int, max_steps: int) -> str:
-    ended = getattr(state, "ended_by", None)
-    if ended in ("finish", "stop"):
-        return "finish"
-    if ended == "target_found":
-        return "target_found"
-    return "max_steps"
-
-
 class MosNavEpisodeInfo(gym.Wrapper):
     """Adds ``info["mosnav_episode"]`` (JSON) on the step that ends an episode.
 
@@ -94,7 +85,7 @@ class MosNavEpisodeInfo(gym.Wrapper):
         return obs, reward, done, info
 
     def _payload(self, henv) -> Dict[str, Any]:
-        from habitat_mosnav.evaluation.evaluator import episode_metrics_record
+        from habitat_mosnav.evaluation.rollout import episode_metrics_record, terminated_by
 
         episode = henv.current_episode
         state = getattr(henv.task, "mos_state", None)
@@ -109,7 +100,7 @@ class MosNavEpisodeInfo(gym.Wrapper):
             "episode_key": getattr(episode, "episode_key", ""),
             "episode": summary,
             "steps_taken": steps,
-            "terminated_by": _ended_by(state, steps, max_steps),
+            "terminated_by": terminated_by(state),
             "metrics": episode_metrics_record(henv),
             "initial_metrics": initial.get("metrics", {}),
             "report_events": events,

@@ -10,7 +10,7 @@ Every plugin-specific option starts with ``mosnav_`` where it sits inside a habi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List
 
 from habitat.config.default_structured_configs import (
     ActionConfig,
@@ -25,6 +25,7 @@ from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import II
 
 from habitat_mosnav.config.simulator import MosNavMeshOptions, MosNavMeshSimConfig
+from habitat_mosnav.metrics.measure_table import MEASURES
 
 __all__ = [
     "MultiObjectNavDatasetConfig",
@@ -114,38 +115,13 @@ def _measure(type_name: str, doc: str):
     return cls
 
 
-#: measure config name -> (registered measure type, docstring)
-MEASURES = {
-    "mos_targets_found": ("MosTargetsFound", "Number of distinct targets claimed (F)."),
-    "mos_precision": ("MosPrecision", "tp / (tp + fp); 0 without claims."),
-    "mos_recall": ("MosRecall", "min(1, F / R)."),
-    "mos_f1": ("MosF1", "Harmonic mean of precision and recall."),
-    "mos_success": ("MosSuccess", "Per-mode success of SPEC §4."),
-    "trajectory_length": ("MosTrajectoryLength", "Path length p walked so far (m)."),
-    "optimal_subset_distance": ("OptimalSubsetDistance", "l of SPEC §4 (m)."),
-    "agent_subset_distance": ("AgentSubsetDistance", "a of SPEC §4; NaN without claims."),
-    "spl_multi": ("SPLMulti", "success * l / max(p, l)."),
-    "path_efficiency": ("PathEfficiency", "PE = a / max(p, a); NaN without claims."),
-    "target_selection_efficiency": ("TargetSelectionEfficiency", "TSE = l / a."),
-    "rtsr": ("RepeatedTargetSelectionRate", "Share of repeated target claims."),
-    "false_termination": ("FalseTermination", "MOC only: FINISH with F < R."),
-    "oer_target": ("OverExplorationTarget", "(finish - all found) / T."),
-    "oer_space": ("OverExplorationSpace", "(finish - space exhausted) / T."),
-    "space_coverage": ("SpaceCoverage", "Fraction of oracle samples explored."),
-    "distance_to_nearest_unclaimed_target": (
-        "DistanceToNearestUnclaimedTarget",
-        "Geodesic distance to the nearest view point of an unclaimed target.",
-    ),
-    "mos_report_events": ("MosReportEvents", "The claim events (a list, not a scalar)."),
-}
-
-_MEASURE_CONFIGS = {name: _measure(*spec) for name, spec in MEASURES.items()}
+#: One config dataclass per option-less measure of the table (mos_reward has options).
+_MEASURE_CONFIGS = {m.name: _measure(m.type, m.doc) for m in MEASURES if m.name != "mos_reward"}
 
 
 @dataclass
 class MosRewardMeasurementConfig(MeasurementConfig):
-    """Dense reward: progress toward the nearest unclaimed target (metres), a bonus per
-    true claim, a penalty per false claim, a success bonus and a per-step slack."""
+    __doc__ = next(m.doc for m in MEASURES if m.name == "mos_reward")
 
     type: str = "MosReward"
     progress_weight: float = 1.0

@@ -114,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args):
-    from habitat_mosnav.dataset_building.episodes import MODES, EpisodeOptions
+    from habitat_mosnav.api import TARGET_MODES
+    from habitat_mosnav.dataset_building.episodes import EpisodeOptions
     from habitat_mosnav.dataset_building.extract import ExtractOptions
     from habitat_mosnav.dataset_building.geometry import CameraSpec
     from habitat_mosnav.dataset_building.pipeline import BuildConfig
@@ -128,9 +129,9 @@ def config_from_args(args):
         if not isinstance(doc, dict) or not all(isinstance(v, (str, type(None))) for v in doc.values()):
             raise BuildError(f"{args.category_map}: expected a JSON object {{raw: canonical or null}}")
         cmap = {norm_text(k): v for k, v in doc.items()}
-    bad = [m for m in args.modes if m not in MODES]
+    bad = [m for m in args.modes if m not in TARGET_MODES]
     if bad:
-        raise BuildError(f"--modes: unknown target mode {bad[0]!r} (expected {', '.join(MODES)})")
+        raise BuildError(f"--modes: unknown target mode {bad[0]!r} (expected {', '.join(TARGET_MODES)})")
     api = {"max_retries": args.max_retries, "backoff_s": args.backoff, "timeout_s": args.timeout,
            "min_interval_s": (60.0 / args.rpm) if args.rpm else None}
     return BuildConfig(

@@ -18,14 +18,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.dataset_building.common import rng_for, stable_seed, yaw_to_quat, rounded
-
-MODES = ("single", "any", "many", "all")
 
 
 @dataclass
 class EpisodeOptions:
-    modes: Sequence[str] = MODES
+    modes: Sequence[str] = TARGET_MODES
     episodes_per_query: int = 1          # per (query, mode)
     max_per_group: Optional[int] = None  # per scene and (pure-category?, mode)
     min_start_distance: float = 1.5      # start -> nearest view point of any target
@@ -142,7 +141,7 @@ def build_episodes(geo, scene_id: str, goals: List[Dict[str, Any]], queries: Lis
                 episodes.append(ep)
                 group_count[group] += 1
                 counts[f"episodes_{mode}"] += 1
-    episodes.sort(key=lambda ep: (ep["query_id"], MODES.index(ep["target_mode"]), ep["episode_id"]))
+    episodes.sort(key=lambda ep: (ep["query_id"], TARGET_MODES.index(ep["target_mode"]), ep["episode_id"]))
     return episodes
 
 

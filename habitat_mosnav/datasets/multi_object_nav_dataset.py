@@ -16,10 +16,9 @@ from habitat.core.simulator import AgentState
 from habitat.tasks.nav.object_nav_task import ObjectViewLocation
 
 from habitat_mosnav.datasets.episode import MultiObjectGoal, MultiObjectNavEpisode
+from habitat_mosnav.api import GOAL_TYPES, TARGET_MODES
 from habitat_mosnav.keys import episode_key, scene_name_from_path
 from habitat_mosnav.datasets.schema import (
-    GOAL_TYPES,
-    TARGET_MODES,
     DatasetFormatError,
     load_scene_dir,
     parse_goals,

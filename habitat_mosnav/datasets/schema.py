@@ -11,8 +11,7 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-TARGET_MODES = ("single", "any", "many", "all")
-GOAL_TYPES = ("description", "object")
+from habitat_mosnav.api import TARGET_MODES
 SCHEMA_VERSION = 1
 FILES = ("goals.json", "queries.json", "episodes.json")
 

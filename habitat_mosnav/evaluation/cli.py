@@ -21,15 +21,14 @@ import time
 from typing import List, Optional, Sequence
 
 from habitat_mosnav.agents.loading import AGENT_ALIASES, AgentLoadError, instantiate_agent, resolve_agent
-from habitat_mosnav.agents.protocols import ACTION_PROTOCOLS
+from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, TARGET_MODES
 
 __all__ = ["DEFAULT_CONFIG", "DEFAULT_TARGET_MODES", "UsageError", "build_parser", "build_overrides", "main"]
 
 PROG = "mosnav-eval"
 #: The demo MOS+MOC configuration: bundled scenes, CPU simulator, many/all episodes.
 DEFAULT_CONFIG = "benchmark/nav/mosnav/mos_demo.yaml"
-DEFAULT_TARGET_MODES = ("many", "all")
-TARGET_MODES = ("single", "any", "many", "all")
+DEFAULT_TARGET_MODES = MULTI_MODES
 
 
 class UsageError(Exception):

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from habitat_mosnav.agents.protocols import ACTION_PROTOCOLS
+from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
 from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.evaluation.observations import ObservationBuilder
 from habitat_mosnav.evaluation.rollout import (
@@ -36,7 +36,7 @@ from habitat_mosnav.evaluation.rollout import (
 )
 from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
 from habitat_mosnav.keys import episode_key as make_episode_key, episode_scene_name, episode_seed
-from habitat_mosnav.metrics import MULTI_MODES, aggregate
+from habitat_mosnav.metrics import aggregate
 
 __all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
 

@@ -17,7 +17,8 @@ import tempfile
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from habitat_mosnav.keys import scene_name_from_path
-from habitat_mosnav.metrics import TARGET_MODES, aggregate
+from habitat_mosnav.api import TARGET_MODES
+from habitat_mosnav.metrics import aggregate
 
 SCHEMA_VERSION = 1
 EPISODES_FILE = "episodes.jsonl"

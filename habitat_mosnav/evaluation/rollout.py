@@ -17,10 +17,11 @@ from typing import Any, Callable, Dict, List, Optional
 
 from habitat_mosnav.agents.protocols import InvalidAction, map_action
 from habitat_mosnav.evaluation.observations import ObservationBuilder
+from habitat_mosnav.metrics.measure_table import MEASURE_TO_FIELD
 from habitat_mosnav.pose import agent_pose
 
 __all__ = ["AgentError", "EpisodeRun", "describe_error", "episode_metrics_record",
-           "error_message_of", "error_type_of", "run_episode"]
+           "error_message_of", "error_type_of", "run_episode", "terminated_by"]
 
 
 @dataclass
@@ -62,54 +63,23 @@ def _call_agent(where: str, fn, *args):
         raise AgentError(where, exc) from exc
 
 
-def _events_of(env) -> List[Dict[str, Any]]:
-    state = getattr(getattr(env, "task", None), "mos_state", None)
-    events = getattr(state, "events", None)
-    if events is None:
-        events = env.get_metrics().get("mos_report_events") or []
-    return [dict(ev) for ev in events]
-
-
-def _ended_by(env, steps_taken: int, max_steps: int) -> str:
-    state = getattr(getattr(env, "task", None), "mos_state", None)
-    ended = getattr(state, "ended_by", None)
-    if ended in ("finish", "stop"):
-        return "finish"
-    if ended == "target_found":
-        return "target_found"
-    if ended == "max_steps" or steps_taken >= max_steps:
-        return "max_steps"
-    return str(ended) if ended else "max_steps"
-
-
-# Habitat measure name -> SPEC §4 field, for tasks without ``mos_state`` (fallback only).
-MEASURE_TO_FIELD = {
-    "mos_targets_found": "targets_found",
-    "mos_precision": "precision",
-    "mos_recall": "recall",
-    "mos_f1": "f1",
-    "mos_success": "success",
-    "path_efficiency": "pe",
-    "target_selection_efficiency": "tse",
-    "space_coverage": "coverage",
-}
+def terminated_by(state) -> str:
+    """The record's ``terminated_by`` from the task state: the agent's ending action
+    (``finish`` or ``target_found``), else ``max_steps``."""
+    ended = state.ended_by
+    return ended if ended in ("finish", "target_found") else "max_steps"
 
 
 def episode_metrics_record(env) -> Dict[str, Any]:
     """The scalar metrics of the current episode for a record: every SPEC §4 field from the
     task's own state (``task.mos_state.metrics()``, the same definition the measures use),
-    then every other scalar habitat measure under its own name (never overwriting a §4
-    field). NaN/inf become None; lists and images are left out."""
+    then every other scalar habitat measure under its own name (a measure that reports a
+    §4 field is not repeated). NaN/inf become None; lists and images are left out."""
     from habitat_mosnav.evaluation.results import scalar_metrics
 
-    measures = scalar_metrics(env.get_metrics())
-    state = getattr(getattr(env, "task", None), "mos_state", None)
-    if state is not None and callable(getattr(state, "metrics", None)):
-        out = scalar_metrics(state.metrics())
-    else:
-        out = {MEASURE_TO_FIELD.get(k, k): v for k, v in measures.items()}
-    for key, value in measures.items():
-        if key not in out and MEASURE_TO_FIELD.get(key) not in out:
+    out = scalar_metrics(env.task.mos_state.metrics())
+    for key, value in scalar_metrics(env.get_metrics()).items():
+        if key not in out and key not in MEASURE_TO_FIELD:
             out[key] = value
     return out
 
@@ -172,8 +142,8 @@ def run_episode(
                 on_step({"obs": obs, "observation": observation, "action": step.agent_action,
                          "step": run.steps_taken, "pose": pose, "episode": episode})
         run.metrics = episode_metrics_record(env)
-        run.report_events = _events_of(env)
-        run.terminated_by = _ended_by(env, run.steps_taken, builder.max_steps)
+        run.report_events = [dict(ev) for ev in env.task.mos_state.events]
+        run.terminated_by = terminated_by(env.task.mos_state)
         run.final_agent_state = pose
     except KeyboardInterrupt:
         raise

@@ -1,4 +1,5 @@
-"""Measures of MultiObjectNav-v1 (SPEC §4, names in SPEC §9).
+"""Measures of MultiObjectNav-v1 (SPEC §4, names in SPEC §9); the table of names, fields
+and formulas is :mod:`habitat_mosnav.metrics.measure_table`.
 
 Each measure is a thin view of ``task.mos_state.metrics()``, which computes every SPEC §4
 value once per step through :mod:`habitat_mosnav.metrics`; so a measure never re-derives a
@@ -13,14 +14,15 @@ from typing import Any
 from habitat.core.embodied_task import Measure
 from habitat.core.registry import registry
 
+from habitat_mosnav.metrics.measure_table import MEASURE_TO_FIELD
+
 NAN = float("nan")
 
 
 class _StateMeasure(Measure):
-    """Reads one field of the episode metrics."""
+    """Reads the field ``MEASURE_TO_FIELD[cls_uuid]`` of the episode metrics."""
 
     cls_uuid: str = ""
-    field: str = ""
 
     def __init__(self, sim, config, task, *args: Any, **kwargs: Any):
         self._sim = sim
@@ -35,46 +37,123 @@ class _StateMeasure(Measure):
         self.update_metric(task=task)
 
     def value(self, state) -> Any:
-        v = state.metrics()[self.field]
+        v = state.metrics()[MEASURE_TO_FIELD[self.cls_uuid]]
         return NAN if v is None else float(v)
 
     def update_metric(self, *args: Any, task, **kwargs: Any) -> None:
         self._metric = self.value(task.mos_state)
 
 
-def _register(name: str, uuid: str, field: str, doc: str):
-    cls = type(name, (_StateMeasure,), {"cls_uuid": uuid, "field": field, "__doc__": doc,
-                                        "__module__": __name__})
-    registry.register_measure(cls)
-    return cls
+@registry.register_measure
+class MosTargetsFound(_StateMeasure):
+    """F: the number of distinct targets claimed."""
+
+    cls_uuid = "mos_targets_found"
 
 
-MosTargetsFound = _register("MosTargetsFound", "mos_targets_found", "targets_found",
-                            "F: distinct targets claimed.")
-MosPrecision = _register("MosPrecision", "mos_precision", "precision", "tp / (tp + fp).")
-MosRecall = _register("MosRecall", "mos_recall", "recall", "min(1, F / R).")
-MosF1 = _register("MosF1", "mos_f1", "f1", "2PR / (P + R).")
-MosSuccess = _register("MosSuccess", "mos_success", "success", "Per-mode success.")
-MosTrajectoryLength = _register("MosTrajectoryLength", "trajectory_length",
-                                "trajectory_length", "Path length p (m).")
-OptimalSubsetDistance = _register("OptimalSubsetDistance", "optimal_subset_distance",
-                                  "optimal_subset_distance", "l (m).")
-AgentSubsetDistance = _register("AgentSubsetDistance", "agent_subset_distance",
-                                "agent_subset_distance", "a (m); NaN without claims.")
-SPLMulti = _register("SPLMulti", "spl_multi", "spl_multi", "success * l / max(p, l).")
-PathEfficiency = _register("PathEfficiency", "path_efficiency", "pe", "a / max(p, a).")
-TargetSelectionEfficiency = _register("TargetSelectionEfficiency",
-                                      "target_selection_efficiency", "tse", "l / a.")
-RepeatedTargetSelectionRate = _register("RepeatedTargetSelectionRate", "rtsr", "rtsr",
-                                        "Share of repeated target claims.")
-FalseTermination = _register("FalseTermination", "false_termination", "false_termination",
-                             "MOC: FINISH with F < R.")
-OverExplorationTarget = _register("OverExplorationTarget", "oer_target", "oer_target",
-                                  "(finish - all found) / T.")
-OverExplorationSpace = _register("OverExplorationSpace", "oer_space", "oer_space",
-                                 "(finish - space exhausted) / T.")
-SpaceCoverage = _register("SpaceCoverage", "space_coverage", "coverage",
-                          "Fraction of the space oracle's samples explored.")
+@registry.register_measure
+class MosPrecision(_StateMeasure):
+    """tp / (tp + fp); 0 without claims."""
+
+    cls_uuid = "mos_precision"
+
+
+@registry.register_measure
+class MosRecall(_StateMeasure):
+    """min(1, F / R)."""
+
+    cls_uuid = "mos_recall"
+
+
+@registry.register_measure
+class MosF1(_StateMeasure):
+    """2PR / (P + R); 0 when P + R = 0."""
+
+    cls_uuid = "mos_f1"
+
+
+@registry.register_measure
+class MosSuccess(_StateMeasure):
+    """The per-mode success of SPEC §4."""
+
+    cls_uuid = "mos_success"
+
+
+@registry.register_measure
+class MosTrajectoryLength(_StateMeasure):
+    """p: the path length walked so far (m)."""
+
+    cls_uuid = "trajectory_length"
+
+
+@registry.register_measure
+class OptimalSubsetDistance(_StateMeasure):
+    """l of SPEC §4 (m)."""
+
+    cls_uuid = "optimal_subset_distance"
+
+
+@registry.register_measure
+class AgentSubsetDistance(_StateMeasure):
+    """a of SPEC §4 (m); NaN without claims."""
+
+    cls_uuid = "agent_subset_distance"
+
+
+@registry.register_measure
+class SPLMulti(_StateMeasure):
+    """success * l / max(p, l)."""
+
+    cls_uuid = "spl_multi"
+
+
+@registry.register_measure
+class PathEfficiency(_StateMeasure):
+    """PE = a / max(p, a); NaN without claims."""
+
+    cls_uuid = "path_efficiency"
+
+
+@registry.register_measure
+class TargetSelectionEfficiency(_StateMeasure):
+    """TSE = l / a; NaN without claims or with F < R."""
+
+    cls_uuid = "target_selection_efficiency"
+
+
+@registry.register_measure
+class RepeatedTargetSelectionRate(_StateMeasure):
+    """(m - |set(S)|) / m over the claims that had near targets; 0 when m = 0."""
+
+    cls_uuid = "rtsr"
+
+
+@registry.register_measure
+class FalseTermination(_StateMeasure):
+    """MOC only: 1 for FINISH with F < R, 0 for FINISH with F = R; NaN without FINISH."""
+
+    cls_uuid = "false_termination"
+
+
+@registry.register_measure
+class OverExplorationTarget(_StateMeasure):
+    """(finish step - all-found step) / T."""
+
+    cls_uuid = "oer_target"
+
+
+@registry.register_measure
+class OverExplorationSpace(_StateMeasure):
+    """(finish step - space-exhausted step) / T."""
+
+    cls_uuid = "oer_space"
+
+
+@registry.register_measure
+class SpaceCoverage(_StateMeasure):
+    """The fraction of the space oracle's samples explored."""
+
+    cls_uuid = "space_coverage"
 
 
 @registry.register_measure
@@ -90,7 +169,7 @@ class DistanceToNearestUnclaimedTarget(_StateMeasure):
 
 @registry.register_measure
 class MosReportEvents(_StateMeasure):
-    """The claim events of SPEC §3 (a list; not a scalar)."""
+    """The claim events of SPEC §3 (a list, not a scalar)."""
 
     cls_uuid = "mos_report_events"
 
@@ -100,8 +179,9 @@ class MosReportEvents(_StateMeasure):
 
 @registry.register_measure
 class MosReward(_StateMeasure):
-    """Progress toward the nearest unclaimed target, +bonus per true claim, -penalty per
-    false claim, +success bonus once, plus a per-step slack (weights in config)."""
+    """progress_weight * (decrease of the distance to the nearest unclaimed target)
+    + true_claim_reward per true claim - false_claim_penalty per false claim
+    + success_reward once + slack_reward per step."""
 
     cls_uuid = "mos_reward"
 

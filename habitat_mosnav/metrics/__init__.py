@@ -3,8 +3,6 @@ claim resolution, per-episode metrics and their aggregation."""
 from habitat_mosnav.metrics.aggregate import aggregate, finite_mean
 from habitat_mosnav.metrics.episode import (
     METRIC_FIELDS,
-    MULTI_MODES,
-    TARGET_MODES,
     EpisodeOutcome,
     agent_subset_distance,
     all_found_step,
@@ -29,7 +27,7 @@ from habitat_mosnav.metrics.episode import (
 from habitat_mosnav.metrics.open_path import shortest_open_path
 
 __all__ = [
-    "METRIC_FIELDS", "MULTI_MODES", "TARGET_MODES", "EpisodeOutcome", "agent_subset_distance",
+    "METRIC_FIELDS", "EpisodeOutcome", "agent_subset_distance",
     "aggregate", "all_found_step", "claimed_ids", "distance_arrays", "episode_metrics",
     "false_termination", "finish_with_unexplored_space", "finite_mean", "mode_success", "oer",
     "optimal_subset_distance", "path_efficiency", "precision_recall_f1", "raw_spl",

@@ -9,7 +9,7 @@ import math
 import numbers
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from habitat_mosnav.metrics.episode import MULTI_MODES, TARGET_MODES
+from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
 
 # (aggregate name, episode field) over many + all.
 _MAIN = (("sr", "success"), ("f1", "f1"), ("spl_multi", "spl_multi"), ("spl", "spl_multi"))

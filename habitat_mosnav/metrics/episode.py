@@ -13,10 +13,8 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Seque
 
 import numpy as np
 
+from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.metrics.open_path import shortest_open_path
-
-TARGET_MODES = ("single", "any", "many", "all")
-MULTI_MODES = ("many", "all")
 
 #: Every key of :func:`episode_metrics`, in a stable order (the JSONL ``metrics`` schema).
 METRIC_FIELDS = (

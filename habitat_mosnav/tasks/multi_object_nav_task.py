@@ -18,7 +18,8 @@ from habitat.tasks.nav.nav import (
     StopAction,
 )
 
-from habitat_mosnav.tasks.state import MULTI_MODES, MosEpisodeState
+from habitat_mosnav.api import MULTI_MODES
+from habitat_mosnav.tasks.state import MosEpisodeState
 
 
 @registry.register_task(name="MultiObjectNav-v1")

@@ -14,9 +14,8 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from habitat_mosnav import metrics
+from habitat_mosnav.api import MULTI_MODES
 from habitat_mosnav.keys import episode_seed
-
-MULTI_MODES = ("many", "all")
 
 
 class MosEpisodeState:
