@@ -94,6 +94,12 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
                     "through habitat.Env, writing per-episode JSONL records and summary.json.",
     )
     g = p.add_argument_group("task and data")
+    g.add_argument("--benchmark", default=None, metavar="SETTING",
+                   help="a versioned benchmark setting (e.g. demo/official, mosnav-v1/val/mini; "
+                        "list: python -m habitat_mosnav.evaluation.settings list): it fixes the "
+                        "config, split, target modes, goal type, success distance, space oracle "
+                        "and episodes, and checks the dataset's fingerprint; --num-episodes or "
+                        "--max-steps mark the run as not official")
     g.add_argument("--config", default=None,
                    help="a mosnav habitat YAML (a path, or relative to the package's config "
                         f"directory); default: {DEFAULT_CONFIG} with target modes many,all "
@@ -210,9 +216,42 @@ def build_overrides(args, default_config: bool) -> List[str]:
         add("habitat.dataset.target_modes", "[" + ",".join(modes) + "]")
     if args.max_steps is not None:
         add("habitat.environment.max_episode_steps", args.max_steps)
-    add("habitat.task.mosnav_space_coverage_samples", args.space_coverage_samples)
-    add("habitat.task.mosnav_space_coverage_radius", args.space_coverage_radius)
+    if not getattr(args, "benchmark", None):  # a setting fixes the space oracle
+        add("habitat.task.mosnav_space_coverage_samples", args.space_coverage_samples)
+        add("habitat.task.mosnav_space_coverage_radius", args.space_coverage_radius)
     return ov + list(args.overrides)
+
+
+#: Flags a benchmark setting fixes: giving one with --benchmark is refused.
+SETTING_FIXED_FLAGS = (("config", "--config"), ("split", "--split"), ("target_modes", "--target-modes"),
+                       ("goal_type", "--goal-type"), ("space_coverage_samples", "--space-coverage-samples"),
+                       ("space_coverage_radius", "--space-coverage-radius"), ("limit", "--limit"),
+                       ("episode_limit", "--episode-limit"), ("offset", "--offset"))
+
+
+def _given_flags(argv: Optional[Sequence[str]]) -> set:
+    """Destinations of the flags actually typed (abbreviations included)."""
+    parser = build_parser(add_help=False)
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    given, _ = parser.parse_known_args(argv)
+    return set(vars(given))
+
+
+def _load_setting(args, argv: Optional[Sequence[str]]):
+    """The --benchmark setting, after refusing the flags that contradict it."""
+    from habitat_mosnav.evaluation.settings import SettingError, load_setting
+
+    try:
+        setting = load_setting(args.benchmark)
+    except SettingError as exc:
+        raise UsageError(str(exc)) from None
+    given = _given_flags(argv)
+    for attr, flag in SETTING_FIXED_FLAGS:
+        if attr in given:
+            raise UsageError(f"{flag} contradicts --benchmark {setting.name}, which fixes it "
+                             f"({setting.path}); drop {flag}")
+    return setting
 
 
 def _quote(value: str) -> str:
@@ -246,10 +285,12 @@ def _default_output_dir(args) -> str:
     return os.path.join("mosnav_results", f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
 
 
-def _load_config(args):
-    default_config = args.config is None
-    path = args.config or DEFAULT_CONFIG
+def _load_config(args, setting=None):
+    default_config = args.config is None and setting is None
+    path = setting.config if setting is not None else (args.config or DEFAULT_CONFIG)
     overrides = build_overrides(args, default_config)
+    if setting is not None:
+        overrides = setting.habitat_overrides() + overrides
     from habitat_mosnav import get_config
 
     try:
@@ -275,7 +316,8 @@ def _run(argv: Optional[Sequence[str]]) -> int:
     if args.rank is not None and args.world_size is not None and args.rank >= args.world_size:
         raise UsageError(f"--rank {args.rank} must be < --world-size {args.world_size}")
 
-    config = _load_config(args)
+    setting = _load_setting(args, argv) if args.benchmark is not None else None
+    config = _load_config(args, setting)
     if args.print_config:
         from omegaconf import OmegaConf
 
@@ -325,7 +367,7 @@ def _run(argv: Optional[Sequence[str]]) -> int:
         fail_fast=args.fail_fast, record_actions=args.action_trace,
         log_prompts=args.log_prompts, log_positions=args.log_positions,
         log_episodes=args.log_episodes, video=args.save_video, render_live=args.render_live,
-        progress=args.progress,
+        progress=args.progress, benchmark=args.benchmark,
     )
     evaluator = Evaluator(agent, config, eval_cfg)
     try:

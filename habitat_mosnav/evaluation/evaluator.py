@@ -55,6 +55,11 @@ class EvaluationConfig:
     ``video``: None, ``"mp4"`` or ``"gif"`` (one file per episode under ``<out>/videos``).
     ``retry_errors`` (with ``resume``): keys whose last record is an error are run again
     (the new record is appended; the summary keeps a key's last record).
+    ``benchmark``: a benchmark setting's name (``demo/official``, see
+    :mod:`~habitat_mosnav.evaluation.settings`): its habitat config, episodes and limits are
+    used (the habitat config may be left out), the dataset must match its fingerprint
+    (official/mini; a smoke run only warns), and every record and the summary carry it.
+    ``num_episodes`` or another step limit keeps the run going but marks it not reportable.
     ``log_prompts``: an agent with ``set_log_path(path)`` gets
     ``<out>/rank_XXXXX/prompts.jsonl`` before the first episode; any other agent's task
     prompt is printed at the start of each episode.
@@ -79,6 +84,7 @@ class EvaluationConfig:
     video: Optional[str] = None
     render_live: bool = False
     progress: bool = True
+    benchmark: Optional[str] = None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -128,6 +134,18 @@ class Evaluator:
                 f"{', '.join(ACTION_PROTOCOLS)}")
         if config.retry_errors and not config.resume:
             raise EvaluationSetupError("retry_errors (--retry-errors) needs resume (--resume)")
+        self.setting = None
+        if config.benchmark is not None:
+            from habitat_mosnav.evaluation.settings import SettingError, load_setting
+
+            try:
+                self.setting = load_setting(config.benchmark)
+            except SettingError as exc:
+                raise EvaluationSetupError(str(exc)) from None
+            if habitat_config is None and env is None:
+                from habitat_mosnav import get_config
+
+                habitat_config = get_config(self.setting.config, self.setting.habitat_overrides())
         if habitat_config is None and env is None:
             raise TypeError("Evaluator needs a habitat config or an env")
         if isinstance(habitat_config, str):
@@ -142,6 +160,7 @@ class Evaluator:
         self.on_record = on_record
         self._owns_env = env is None
         self._viewer = None
+        self._benchmark: Optional[Dict[str, Any]] = None
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -204,6 +223,14 @@ class Evaluator:
             if cfg.episode_limit is not None and cfg.episode_limit >= 0:
                 items = items[: cfg.episode_limit]
             pool.update(items)
+        wanted = self.setting.episode_keys if self.setting is not None else None
+        if wanted is not None:
+            missing = [k for k in wanted if k not in pool]
+            if missing:
+                raise EvaluationSetupError(
+                    f"benchmark {self.setting.name}: the dataset has no episode {missing[0]!r} "
+                    f"({len(missing)} of the setting's {len(wanted)} keys missing; {self.setting.path})")
+            pool = {k: pool[k] for k in wanted}
         rank, world = self._rank_world()
         try:
             everything = select_episodes(pool.keys(), cfg.offset, cfg.num_episodes, 0, 1)
@@ -227,6 +254,7 @@ class Evaluator:
         contents, under ``"rank_done"``, when other ranks are still running)."""
         cfg = self.config
         rank, world = self._rank_world()
+        self._benchmark = self._check_benchmark()
         dataset = self._load_dataset()
         selection, pool, total = self.select(list(dataset.episodes))
         try:
@@ -258,6 +286,39 @@ class Evaluator:
             raise KeyboardInterrupt
         done = writer.write_done(expected_count=len(selection), expected_keys=[k for _, k in selection])
         return self._finish(rank, world, total, done)
+
+    def _check_benchmark(self) -> Optional[Dict[str, Any]]:
+        """The setting's identity and this run's deviations from it, for every record;
+        refuses a run that contradicts the setting (one line)."""
+        setting, cfg = self.setting, self.config
+        if setting is None:
+            return None
+        from habitat_mosnav.evaluation.settings import SettingError
+
+        for name, value, default in (("offset", cfg.offset, 0), ("scene_limit", cfg.scene_limit, None),
+                                     ("episode_limit", cfg.episode_limit, None)):
+            if value != default:
+                raise EvaluationSetupError(
+                    f"benchmark {setting.name} fixes the episode selection: {name}={value} "
+                    "contradicts it (use num_episodes for a partial, non-reportable run)")
+        try:
+            deviations = setting.check_config(self._hcfg)
+        except SettingError as exc:
+            raise EvaluationSetupError(str(exc)) from None
+        if cfg.num_episodes != -1:
+            deviations.append(f"num_episodes {cfg.num_episodes} (a part of the selection)")
+        dcfg = self._hcfg.dataset
+        data_path = str(dcfg.data_path).replace("{split}", str(dcfg.get("split", "")))
+        differences = setting.check_dataset(data_path)
+        if differences:
+            more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
+            text = f"benchmark {setting.name}: the dataset differs from the setting: {differences[0]}{more}"
+            if setting.reportable:
+                raise EvaluationSetupError(text + f"; {setting.kind} runs need the frozen dataset "
+                                                  f"({setting.path})")
+            self._log(f"warning: {text}; running the {setting.kind} setting anyway")
+            deviations.append("dataset differs from the setting's fingerprint")
+        return dict(setting.identity(), deviations=deviations)
 
     def _set_prompt_log(self, writer) -> None:
         """``log_prompts``: point an agent that keeps its own prompt log at this rank's
@@ -392,13 +453,14 @@ class Evaluator:
                 episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
                 steps_taken=run.steps_taken, initial_agent_state=run.initial_agent_state,
                 action_trace=trace, error=error_type_of(run.error),
-                error_message=error_message_of(run.error), extras=extras)
+                error_message=error_message_of(run.error), extras=extras, benchmark=self._benchmark)
         return res.make_record(
             episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
             status="ok", steps_taken=run.steps_taken, terminated_by=run.terminated_by,
             initial_metrics=run.initial_metrics, metrics=run.metrics,
             report_events=run.report_events, initial_agent_state=run.initial_agent_state,
-            final_agent_state=run.final_agent_state, action_trace=trace, extras=extras)
+            final_agent_state=run.final_agent_state, action_trace=trace, extras=extras,
+            benchmark=self._benchmark)
 
     def _make_hook(self, key: str, frames: List[np.ndarray]):
         cfg = self.config

@@ -14,7 +14,7 @@ import numbers
 import os
 import re
 import tempfile
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from habitat_mosnav.keys import scene_name_from_path
 from habitat_mosnav.api import TARGET_MODES
@@ -116,12 +116,14 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
                 metrics: Optional[Mapping] = None, report_events: Iterable = (),
                 initial_agent_state=None, final_agent_state=None, action_trace=None,
                 error=None, error_message: Optional[str] = None,
-                extras: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+                extras: Optional[Mapping[str, Any]] = None,
+                benchmark: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """One JSONL record of SPEC §8. ``episode`` may hold more fields: only the logical
     identifiers are kept (no scene path). ``error`` (an exception or a type name) makes it
     an error record with ``error_type`` and a generic ``error_message``. ``extras`` (e.g.
     ``{"agent": agent.episode_stats()}``) is stored as ``extras`` when given, converted to
-    plain JSON types (a value that cannot be converted raises ValueError naming it)."""
+    plain JSON types (a value that cannot be converted raises ValueError naming it).
+    ``benchmark`` (the run's benchmark setting and its deviations) is stored as ``benchmark``."""
     if status not in STATUSES:
         raise ValueError(f"record {episode_key}: status must be one of {STATUSES}, got {status!r}")
     if error is not None:
@@ -149,6 +151,8 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
     }
     if action_trace is not None:
         record["action_trace"] = to_jsonable(list(action_trace), "action_trace")
+    if benchmark is not None:
+        record["benchmark"] = to_jsonable(dict(benchmark), "benchmark")
     if extras is not None:
         if not isinstance(extras, Mapping):
             raise ValueError(f"record {episode_key}: extras must be a mapping, got {type(extras).__name__}")
@@ -433,7 +437,7 @@ def summarize(out_dir: str, expected_episode_count: Optional[int] = None) -> Dic
     if expected_episode_count is not None and len(latest) < expected_episode_count:
         incomplete = True
     status = "incomplete" if incomplete else ("completed_with_errors" if errors else "complete")
-    return {
+    summary = {
         "schema_version": SCHEMA_VERSION,
         "status": status,
         "expected_episode_count": expected_episode_count,
@@ -443,6 +447,34 @@ def summarize(out_dir: str, expected_episode_count: Optional[int] = None) -> Dic
         "error_episode_count": errors,
         "metrics": aggregate(ok),
     }
+    benchmark = benchmark_summary([rec for _, rec in latest.values()], status)
+    if benchmark is not None:
+        summary["benchmark"] = benchmark
+    return summary
+
+
+def benchmark_summary(records: Sequence[Mapping[str, Any]], status: str) -> Optional[Dict[str, Any]]:
+    """The summary's ``benchmark`` field: which setting the records ran and whether the run
+    is a complete official (reportable) run of it, with the reasons when it is not.
+    None when no record names a setting."""
+    from habitat_mosnav.evaluation.settings import REPORTABLE_KINDS
+
+    tags = [rec.get("benchmark") for rec in records]
+    named = [t for t in tags if isinstance(t, Mapping)]
+    if not named:
+        return None
+    identity = ("name", "version", "kind", "dataset_fingerprint")
+    first = {k: named[0].get(k) for k in identity}
+    reasons: List[str] = []
+    if len(named) < len(tags) or any({k: t.get(k) for k in identity} != first for t in named):
+        reasons.append("records of different settings in one run")
+    deviations = sorted({str(d) for t in named for d in (t.get("deviations") or [])})
+    reasons.extend(deviations)
+    if first["kind"] not in REPORTABLE_KINDS:
+        reasons.append(f"a {first['kind']} setting is never reported")
+    if status != "complete":
+        reasons.append(f"summary status {status}")
+    return dict(first, deviations=deviations, official=not reasons, not_official_because=reasons)
 
 
 def write_summary(out_dir: str, summary: Mapping[str, Any]) -> str:
@@ -467,7 +499,12 @@ _TABLE = (
 def format_summary(summary: Mapping[str, Any]) -> str:
     """A plain-text metrics table of a summary (modes without episodes are left out)."""
     m = summary.get("metrics", {})
-    lines = [
+    bench = summary.get("benchmark")
+    lines = [] if not bench else [
+        f"benchmark {bench['name']} v{bench['version']}: " + (
+            "official complete run" if bench["official"]
+            else "not official: " + "; ".join(bench["not_official_because"]))]
+    lines += [
         f"status: {summary.get('status')}  episodes: {summary.get('unique_record_count')} "
         f"(ok {summary.get('ok_episode_count')}, error {summary.get('error_episode_count')}, "
         f"expected {summary.get('expected_episode_count')})",
