@@ -72,9 +72,11 @@ setup(
         "tqdm>=4.60",
         "imageio>=2.20",
         "pillow>=9",
+        "openai>=1.40",
+        "python-dotenv>=1.0",
     ],
     extras_require={
-        "test": ["pytest>=7"],
+        "test": ["pytest>=7", "import-linter>=2.0"],
         "baselines": [
             "habitat-baselines==0.3.320260507",
             "torch>=2.0",

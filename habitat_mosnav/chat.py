@@ -1,38 +1,49 @@
-"""A small chat-completions client for OpenAI-compatible servers (vLLM, SGLang, hosted APIs).
+"""The one OpenAI-compatible chat-completions client (vLLM, SGLang, llama.cpp, hosted APIs),
+used by the VLM agent (``--agent api``) and by ``mosnav-build``'s attributes/language stages.
 
-Standard library only (urllib), so ``--agent api`` needs no SDK. Why not the SDK: we want
-exact control of time-outs, retries and what is logged, and the key must never leave this
-module except in the ``Authorization`` header.
+The HTTP request, the ``Authorization`` header, time-outs and the mapping of HTTP errors to
+exception classes are the ``openai`` SDK's; the ``.env`` file is read by python-dotenv.
+Retries are ours, with the SDK's own retries off (``max_retries=0``): the back-off must be
+injectable (``sleep``) and bounded (``max_backoff``), every failed attempt is logged
+(``ChatResult.errors`` / ``attempt_log``), a reply that is not JSON, has no choices or fails
+the caller's ``parse`` is retried like a 5xx, and requests can be spaced (``min_interval``).
 
-Errors are typed so the rollout can record an episode as ``error`` with a clear
-``error_type``: :class:`APIUnavailableError` (the server stayed down / kept failing after
-every retry) and :class:`APIRequestError` (the server refused the request: 4xx, bad
-credentials, unknown model — retrying would not help).
+Errors are typed so a run can record a clear outcome: :class:`APIUnavailableError` (the
+server stayed down or kept failing after every retry), :class:`APIRequestError` (the server
+refused the request: 4xx, unknown model — retrying would not help) and its subclass
+:class:`APIAuthError` (401/403). The key goes in the ``Authorization`` header only; it is
+masked in every message and never shown by ``repr``.
 """
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import random
 import re
-import socket
+import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
-from http.client import HTTPException
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import numpy as np
+
 __all__ = [
+    "APIAuthError",
     "APIError",
-    "APIUnavailableError",
     "APIRequestError",
-    "ChatResult",
+    "APIUnavailableError",
     "ChatClient",
+    "ChatResult",
+    "MalformedReply",
     "chat_completions_url",
+    "data_url",
+    "env_value",
     "load_api_key",
+    "png_data_url",
     "read_env_file",
 ]
 
@@ -44,30 +55,48 @@ _MAX_ERROR_BODY = 300
 class APIError(RuntimeError):
     """Base class of chat-server errors.
 
-    ``attempts`` is the number of HTTP requests the failed call sent.
+    ``attempts`` is the number of HTTP requests the failed call sent; ``attempt_log`` one
+    dict per failed attempt (see :attr:`ChatResult.attempt_log`).
     """
 
     attempts: int = 1
+    attempt_log: List[Dict[str, Any]] = []
+    status: Optional[int] = None  #: the HTTP status of a rejected request
 
 
 class APIUnavailableError(APIError):
-    """The server could not be reached or kept failing (5xx, time-outs) after all retries."""
+    """The server could not be reached or kept failing (5xx, time-outs, unusable replies)
+    after all retries."""
 
 
 class APIRequestError(APIError):
-    """The server rejected the request (4xx other than rate limits) or sent no usable reply."""
+    """The server rejected the request (4xx other than rate limits) or returned an error."""
+
+
+class APIAuthError(APIRequestError):
+    """HTTP 401/403: the key or the endpoint is wrong."""
+
+
+class MalformedReply(ValueError):
+    """The model answered, but not with what was asked for (raised by a ``parse`` callback;
+    the request is retried)."""
 
 
 @dataclass
 class ChatResult:
-    """One successful completion: the assistant text plus what it cost."""
+    """One successful completion: the assistant text (and ``parse(text)``) plus its cost."""
 
     text: Optional[str]
     attempts: int
     latency_s: float
     usage: Dict[str, Any] = field(default_factory=dict)
     finish_reason: Optional[str] = None
+    #: One line per failed attempt.
     errors: List[str] = field(default_factory=list)
+    #: Per failed attempt ``{"attempt", "error": http|timeout|connection|malformed,
+    #: "detail", "status"?, "raw"?}`` (``raw``: the reply text that failed ``parse``).
+    attempt_log: List[Dict[str, Any]] = field(default_factory=list)
+    value: Any = None
 
 
 def chat_completions_url(api_base: str) -> str:
@@ -80,41 +109,27 @@ def chat_completions_url(api_base: str) -> str:
     return base + "/chat/completions"
 
 
-def read_env_file(path: Path) -> Dict[str, str]:
-    """Values of a ``.env`` file, without touching ``os.environ``.
+def read_env_file(path) -> Dict[str, str]:
+    """The values of a ``.env`` file (python-dotenv), without touching ``os.environ``."""
+    from dotenv import dotenv_values
 
-    Uses python-dotenv when installed; otherwise a small parser for ``KEY=VALUE`` lines
-    (optional ``export``, quotes, ``#`` comments).
-    """
     path = Path(path)
     if not path.is_file():
         return {}
-    try:
-        from dotenv import dotenv_values  # type: ignore
-    except ImportError:
-        dotenv_values = None
-    if dotenv_values is not None:
-        return {k: v for k, v in dotenv_values(path).items() if v is not None}
-    values: Dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export "):].lstrip()
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", key):
-            continue
-        value = value.strip()
-        if value[:1] in ("'", '"'):
-            quote = value[0]
-            end = value.find(quote, 1)
-            value = value[1:end] if end > 0 else value[1:]
-        else:
-            value = re.split(r"\s+#", value, maxsplit=1)[0].strip()
-        values[key] = value
-    return values
+    return {k: v for k, v in dotenv_values(path).items() if v is not None}
+
+
+def env_value(*names: str, env_file=".env", default: Optional[str] = None) -> Optional[str]:
+    """The first non-empty of ``names`` in the environment, else in ``env_file`` (the
+    environment wins), else ``default``."""
+    for name in names:
+        if os.environ.get(name, "").strip():
+            return os.environ[name].strip()
+    values = read_env_file(env_file) if env_file else {}
+    for name in names:
+        if (values.get(name) or "").strip():
+            return values[name].strip()
+    return default
 
 
 def load_api_key(env_var: str = "OPENAI_API_KEY", env_file: Optional[str] = ".env") -> Optional[str]:
@@ -122,14 +137,21 @@ def load_api_key(env_var: str = "OPENAI_API_KEY", env_file: Optional[str] = ".en
 
     A missing key is not an error: local servers (vLLM, SGLang) usually need none.
     """
-    value = os.environ.get(env_var)
-    if value:
-        return value.strip()
-    if env_file:
-        value = read_env_file(Path(env_file)).get(env_var)
-        if value:
-            return value.strip()
-    return None
+    return env_value(env_var, env_file=env_file)
+
+
+def data_url(data: bytes, mime: str) -> str:
+    """``data:<mime>;base64,...`` of encoded image bytes."""
+    return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
+
+
+def png_data_url(image: np.ndarray) -> str:
+    """A ``data:image/png;base64,...`` URL of an (H, W, 3) uint8 image."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(np.asarray(image)[..., :3]).astype(np.uint8)).save(buf, format="PNG")
+    return data_url(buf.getvalue(), "image/png")
 
 
 def _is_loopback(url: str) -> bool:
@@ -145,19 +167,24 @@ def _short(text: str, limit: int = _MAX_ERROR_BODY) -> str:
 class _Retryable(Exception):
     """Internal: one attempt failed in a way worth retrying."""
 
-    def __init__(self, message: str, retry_after: Optional[float] = None):
+    def __init__(self, kind: str, message: str, retry_after: Optional[float] = None,
+                 status: Optional[int] = None, raw: Optional[str] = None):
         super().__init__(message)
+        self.kind = kind
         self.retry_after = retry_after
+        self.status = status
+        self.raw = raw
 
 
 class ChatClient:
-    """POSTs chat-completions requests with time-outs and exponential back-off.
+    """Chat-completions requests with time-outs, exponential back-off and spacing.
 
-    ``timeout`` bounds each attempt (connect, wait for the reply, read the body); an
-    attempt gets at most ``retries`` repeats after 5xx/408/429, time-outs, dropped
-    connections or an unreadable body, waiting ``backoff * 2**k`` seconds (capped at
-    ``max_backoff``, plus up to 10% jitter). So one call waits at most about
-    ``(retries + 1) * timeout + sum(back-offs)`` seconds: a dead server never hangs a run.
+    ``timeout`` bounds each attempt's connect and each read; an attempt gets at most
+    ``retries`` repeats after 5xx/408/409/425/429, time-outs, dropped connections, a reply
+    that is not a completion or fails ``parse``, waiting ``backoff * 2**k`` seconds (capped
+    at ``max_backoff``, plus up to 10% jitter, at least a ``Retry-After``). Requests start at
+    least ``min_interval`` seconds apart (a client-side rate limit). So a dead server never
+    hangs a run.
     """
 
     def __init__(
@@ -168,8 +195,9 @@ class ChatClient:
         retries: int = 3,
         backoff: float = 1.0,
         max_backoff: float = 30.0,
+        min_interval: float = 0.0,
         sleep: Callable[[float], None] = time.sleep,
-        user_agent: str = "habitat_mosnav-api-agent",
+        user_agent: str = "habitat_mosnav",
     ):
         if timeout <= 0:
             raise ValueError(f"--api-timeout must be > 0, got {timeout}")
@@ -182,14 +210,14 @@ class ChatClient:
         self.retries = int(retries)
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
+        self.min_interval = float(min_interval or 0.0)
+        self.requests_sent = 0
         self._sleep = sleep
         self._key = api_key or None
         self._user_agent = user_agent
-        handlers = []
-        if _is_loopback(self.url):
-            # A local model server must not be routed through an HTTP(S)_PROXY.
-            handlers.append(urllib.request.ProxyHandler({}))
-        self._opener = urllib.request.build_opener(*handlers)
+        self._sdk = None
+        self._lock = threading.Lock()
+        self._last_start: Optional[float] = None
 
     def __repr__(self) -> str:  # never show the key
         return f"ChatClient(url={self.url!r}, timeout={self.timeout}, retries={self.retries})"
@@ -203,28 +231,42 @@ class ChatClient:
         """The server runs on this machine (no proxy, and usually no key needed)."""
         return _is_loopback(self.url)
 
-    def max_wait_s(self) -> float:
-        """Upper bound of the seconds one :meth:`complete` call can take (approximately)."""
-        waits = sum(min(self.max_backoff, self.backoff * 2 ** k) * 1.1 for k in range(self.retries))
-        # Each attempt: the socket time-out for the reply plus the body deadline.
-        return (self.retries + 1) * 2 * self.timeout + waits
-
-    def complete(self, payload: Dict[str, Any]) -> ChatResult:
-        """Send one request; return the assistant text or raise an :class:`APIError`."""
-        body = json.dumps(payload).encode("utf-8")
+    def complete(self, payload: Dict[str, Any],
+                 parse: Optional[Callable[[str], Any]] = None) -> ChatResult:
+        """Send one request (``payload``: model, messages, ...); return the assistant text
+        and ``parse(text)`` as ``value``, or raise an :class:`APIError`."""
         errors: List[str] = []
+        log: List[Dict[str, Any]] = []
         t0 = time.monotonic()
         for attempt in range(self.retries + 1):
             try:
-                data = self._post(body)
+                data = self._post(payload)
                 text, usage, finish = self._extract(data)
-                return ChatResult(text, attempt + 1, time.monotonic() - t0, usage, finish, errors)
+                value = None
+                if parse is not None:
+                    try:
+                        value = parse(text)
+                    except MalformedReply as exc:
+                        raise _Retryable("malformed", f"malformed reply: {exc}", raw=(text or "")[:2000]) from None
+                return ChatResult(text, attempt + 1, time.monotonic() - t0, usage, finish, errors, log, value)
             except APIError as exc:
                 exc.args = (self._scrub(str(exc)),)
+                entry = {"attempt": attempt, "error": "http", "detail": str(exc)}
+                if exc.status is not None:
+                    entry["status"] = exc.status
+                log.append(entry)
                 exc.attempts = attempt + 1
+                exc.attempt_log = log
                 raise
             except _Retryable as exc:
-                errors.append(str(exc))
+                message = self._scrub(str(exc))
+                errors.append(message)
+                entry: Dict[str, Any] = {"attempt": attempt, "error": exc.kind, "detail": message}
+                if exc.status is not None:
+                    entry["status"] = exc.status
+                if exc.raw is not None:
+                    entry["raw"] = self._scrub(exc.raw)
+                log.append(entry)
                 if attempt >= self.retries:
                     break
                 delay = min(self.max_backoff, self.backoff * 2 ** attempt)
@@ -237,80 +279,79 @@ class ChatClient:
             f"in {time.monotonic() - t0:.1f}s; last error: {errors[-1]}"
         ))
         exc.attempts = self.retries + 1
+        exc.attempt_log = log
         raise exc
 
     # ----------------------------------------------------------------- internals
     def _scrub(self, text: str) -> str:
-        """Mask the key should a server echo it back in an error body."""
-        return text.replace(self._key, "***") if self._key else text
+        """Mask the key should a server echo it back, and any bearer token."""
+        text = text.replace(self._key, "***") if self._key else text
+        return re.sub(r"(?i)bearer\s+\S+", "Bearer ***", text)
 
-    def _headers(self) -> Dict[str, str]:
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": self._user_agent,
-        }
-        if self._key:
-            headers["Authorization"] = "Bearer " + self._key
-        return headers
+    def _client(self):
+        if self._sdk is None:
+            import openai
 
-    def _post(self, body: bytes) -> Any:
-        request = urllib.request.Request(self.url, data=body, headers=self._headers(), method="POST")
-        deadline = time.monotonic() + self.timeout
+            # A local model server must not be routed through an HTTP(S)_PROXY.
+            http_client = openai.DefaultHttpxClient(trust_env=False) if self.is_loopback else None
+            self._sdk = openai.OpenAI(
+                base_url=self.url[: -len("/chat/completions")], api_key=self._key or "unused",
+                timeout=self.timeout, max_retries=0, http_client=http_client,
+                default_headers={"User-Agent": self._user_agent})
+        return self._sdk
+
+    def _throttle(self) -> None:
+        with self._lock:
+            if self._last_start is not None and self.min_interval > 0:
+                wait = self._last_start + self.min_interval - time.monotonic()
+                if wait > 0:
+                    self._sleep(wait)
+            self._last_start = time.monotonic()
+            self.requests_sent += 1
+
+    def _post(self, payload: Dict[str, Any]) -> Any:
+        import openai
+
+        body = dict(payload)
+        model, messages = body.pop("model"), body.pop("messages")
+        headers = {} if self._key else {"Authorization": openai.Omit()}
+        self._throttle()
         try:
-            with self._opener.open(request, timeout=self.timeout) as response:
-                raw = self._read_body(response, deadline)
-        except urllib.error.HTTPError as exc:
-            detail = ""
-            try:
-                detail = _short(exc.read().decode("utf-8", errors="replace"))
-            except Exception:  # noqa: BLE001 - the body is only for the message
-                pass
-            message = f"HTTP {exc.code} {exc.reason}" + (f": {detail}" if detail else "")
-            if exc.code >= 500 or exc.code in _RETRY_STATUS:
-                retry_after = None
-                value = exc.headers.get("Retry-After") if exc.headers else None
-                if value:
-                    try:
-                        retry_after = float(value)
-                    except ValueError:
-                        retry_after = None
-                raise _Retryable(message, retry_after) from None
-            raise APIRequestError(f"chat server {self.url} rejected the request: {message}") from None
-        except (socket.timeout, TimeoutError) as exc:
-            raise _Retryable(f"no reply within --api-timeout {self.timeout:g}s ({exc or 'timed out'})") from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (socket.timeout, TimeoutError)):
-                raise _Retryable(f"no reply within --api-timeout {self.timeout:g}s") from None
-            raise _Retryable(f"connection failed: {reason}") from None
-        except (HTTPException, ConnectionError, OSError) as exc:
-            raise _Retryable(f"connection failed: {type(exc).__name__}: {exc}") from None
+            raw = self._client().chat.completions.with_raw_response.create(
+                model=model, messages=messages, extra_body=body or None, extra_headers=headers)
+        except openai.APIStatusError as exc:
+            code = exc.status_code
+            detail = exc.body.get("message") if isinstance(exc.body, dict) else exc.response.text
+            reason = exc.response.reason_phrase or ""
+            message = f"HTTP {code} {reason}".rstrip() + (f": {_short(detail)}" if detail else "")
+            if code >= 500 or code in _RETRY_STATUS:
+                raise _Retryable("http", message, _retry_after(exc.response.headers), code) from None
+            cls = APIAuthError if code in (401, 403) else APIRequestError
+            err = cls(f"chat server {self.url} rejected the request: {message}")
+            err.status = code
+            raise err from None
+        except openai.APITimeoutError:
+            raise _Retryable("timeout", f"no reply within --api-timeout {self.timeout:g}s") from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__
+            why = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+            raise _Retryable("connection", f"connection failed: {why}") from None
+        text = raw.http_response.text
         try:
-            return json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise _Retryable(f"reply is not JSON: {_short(raw.decode('utf-8', errors='replace'), 120)!r}") from None
-
-    def _read_body(self, response: Any, deadline: float) -> bytes:
-        chunks = []
-        while True:
-            if time.monotonic() > deadline:
-                raise socket.timeout("reply body not complete within the time-out")
-            chunk = response.read(65536)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
+            return json.loads(text)
+        except ValueError:
+            raise _Retryable("malformed", f"reply is not JSON: {_short(text, 120)!r}") from None
 
     def _extract(self, data: Any) -> Tuple[Optional[str], Dict[str, Any], Optional[str]]:
         if not isinstance(data, dict):
-            raise _Retryable("reply JSON is not an object")
+            raise _Retryable("malformed", "reply JSON is not an object")
         if "error" in data and not data.get("choices"):
             err = data["error"]
             msg = err.get("message") if isinstance(err, dict) else err
             raise APIRequestError(f"chat server {self.url} returned an error: {_short(str(msg))}")
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise _Retryable("reply has no choices[0]")
+            raise _Retryable("malformed", "reply has no choices[0]")
         message = choices[0].get("message") or {}
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):  # some servers return content parts
@@ -321,3 +362,11 @@ class ChatClient:
             content = str(content)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return content, usage, choices[0].get("finish_reason")
+
+
+def _retry_after(headers) -> Optional[float]:
+    value = headers.get("Retry-After") if headers is not None else None
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None

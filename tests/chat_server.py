@@ -70,7 +70,7 @@ class Reply:
 class RecordedRequest:
     method: str
     path: str
-    headers: Dict[str, str]
+    headers: Any  # http.client.HTTPMessage: case-insensitive, as HTTP header names are
     body: bytes
     json: Any
 
@@ -206,7 +206,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def do_GET(self) -> None:
-        self.owner._record(RecordedRequest("GET", self.path, dict(self.headers), b"", None))
+        self.owner._record(RecordedRequest("GET", self.path, self.headers, b"", None))
         if self.path.rstrip("/").endswith("/models"):
             self._send_json(200, {"object": "list", "data": [{"id": self.owner.model, "object": "model"}]})
         else:
@@ -219,7 +219,7 @@ class _Handler(BaseHTTPRequestHandler):
             payload = json.loads(body.decode("utf-8")) if body else None
         except ValueError:
             payload = None
-        self.owner._record(RecordedRequest("POST", self.path, dict(self.headers), body, payload))
+        self.owner._record(RecordedRequest("POST", self.path, self.headers, body, payload))
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return

@@ -135,3 +135,29 @@ def test_key_from_env_var_then_dotenv(tmp_path, monkeypatch):
     assert load_api_key("MY_KEY", str(env_file)) == "from-env"  # the environment wins
     assert load_api_key("ABSENT_KEY_VAR", str(env_file)) is None
     assert load_api_key("ABSENT_KEY_VAR", str(tmp_path / "missing.env")) is None
+
+
+def test_dotenv_comment_is_not_part_of_the_key_for_eval_and_build(tmp_path, monkeypatch):
+    from habitat_mosnav.dataset_building.llm import ApiSettings
+
+    for var in ("OPENAI_API_KEY", "MOSNAV_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    env_file = tmp_path / ".env"
+    env_file.write_text("OPENAI_API_KEY=sk-abc # my key\n")
+    assert load_api_key("OPENAI_API_KEY", str(env_file)) == "sk-abc"  # mosnav-eval --agent api
+    assert ApiSettings.from_env(env_file).api_key == "sk-abc"  # mosnav-build
+
+
+def test_parse_failure_is_retried_and_logged(server):
+    from habitat_mosnav.chat import MalformedReply
+
+    def parse(text):
+        if not text.startswith("{"):
+            raise MalformedReply("not an object")
+        return text
+
+    server.script("nope", "{}")
+    result = _client(server).complete(PAYLOAD, parse=parse)
+    assert result.value == "{}" and result.attempts == 2
+    assert result.attempt_log == [{"attempt": 0, "error": "malformed", "detail": "malformed reply: not an object",
+                                   "raw": "nope"}]

@@ -2,78 +2,38 @@
 the OpenAI chat-completions protocol, with malformed replies, a 500 and a bad key."""
 import base64
 import json
-import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from chat_server import ChatServer, Reply
 from habitat_mosnav.dataset_building.attributes import cache_path, online_attributes
 from habitat_mosnav.dataset_building.common import BuildError
 from habitat_mosnav.dataset_building.llm import (
     ApiAuthError,
     ApiSettings,
-    ChatClient,
     MalformedReply,
+    StageClient,
     parse_attribute_reply,
 )
 
 KEY = "sk-test-SECRET-4f9a1c"
 
 
-class ChatServer:
-    """A chat-completions endpoint on 127.0.0.1 replying from a script.
+EMPTY_ATTRIBUTES = '{"color": [], "material": [], "feature": []}'
 
-    ``script`` is a list of ``(status, content)``: status 200 sends ``content`` as the
-    assistant message; other statuses send an error body. When the script runs out, the
-    ``default`` reply is used. Every request is recorded (path, headers, JSON body).
-    """
 
-    def __init__(self, script=(), default=(200, '{"color": [], "material": [], "feature": []}')):
-        self.script = list(script)
-        self.default = default
-        self.requests = []
-        server = self
+def build_server(script=(), default=EMPTY_ATTRIBUTES):
+    """The shared local chat server, scripted with ``(status, content)`` pairs: 200 sends
+    ``content`` as the assistant message, another status an error body."""
+    def reply(status, content):
+        return Reply.text(content) if status == 200 else Reply.status(status, content or "server error")
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                server.requests.append({"path": self.path, "headers": dict(self.headers),
-                                        "json": json.loads(body)})
-                status, content = server.script.pop(0) if server.script else server.default
-                if status == 200:
-                    payload = {"id": "x", "object": "chat.completion", "model": "m",
-                               "choices": [{"index": 0, "finish_reason": "stop",
-                                            "message": {"role": "assistant", "content": content}}]}
-                else:
-                    payload = {"error": {"message": content or "server error"}}
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self):
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+    server = ChatServer(default=Reply.text(default) if isinstance(default, str) else reply(*default))
+    server.script(*(reply(*item) for item in script))
+    return server
 
 
 def _settings(base_url, **kw):
@@ -124,10 +84,10 @@ def test_attributes_round_trip_malformed_500_and_resume(tmp_path):
     ]
     goals = [_goal(7), _goal(8), _goal(9)]
     counts = Counter()
-    with ChatServer(script) as srv:
-        client = ChatClient(_settings(srv.base_url))
+    with build_server(script) as srv:
+        client = StageClient(_settings(srv.api_base))
         out = online_attributes(goals, "SCENE", tmp_path / "work", client, StubGeometry, 2, counts)
-        reqs = list(srv.requests)
+        reqs = srv.chat_requests()
 
     assert [g["attributes"] for g in out[:2]] == [
         {"color": ["Brown"], "material": ["timber"], "feature": ["armrest"]}] * 2
@@ -145,10 +105,10 @@ def test_attributes_round_trip_malformed_500_and_resume(tmp_path):
 
     # The protocol: POST /v1/chat/completions, bearer key, model, PNG images as data URLs.
     r = reqs[0]
-    assert r["path"] == "/v1/chat/completions"
-    assert r["headers"]["Authorization"] == f"Bearer {KEY}"
-    assert r["json"]["model"] == "test-vlm"
-    parts = r["json"]["messages"][1]["content"]
+    assert r.path == "/v1/chat/completions"
+    assert r.headers["Authorization"] == f"Bearer {KEY}"
+    assert r.json["model"] == "test-vlm"
+    parts = r.json["messages"][1]["content"]
     images = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
     assert len(images) == 2 and all(u.startswith("data:image/png;base64,") for u in images)
     assert base64.b64decode(images[0].split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
@@ -157,17 +117,17 @@ def test_attributes_round_trip_malformed_500_and_resume(tmp_path):
 
     # Resume: the two good goals come from the cache, only the failed one is asked again.
     counts2 = Counter()
-    with ChatServer([(200, GOOD)]) as srv:
-        client = ChatClient(_settings(srv.base_url))
+    with build_server([(200, GOOD)]) as srv:
+        client = StageClient(_settings(srv.api_base))
         out2 = online_attributes(goals, "SCENE", tmp_path / "work", client, StubGeometry, 2, counts2)
-        assert len(srv.requests) == 1
+        assert len(srv.chat_requests()) == 1
     assert counts2["cached"] == 2 and counts2["ok"] == 3
     assert out2[2]["attributes"]["material"] == ["timber"]
 
 
 def test_bad_key_stops_with_one_line_error_without_the_key(tmp_path):
-    with ChatServer([(401, "invalid api key")]) as srv:
-        client = ChatClient(_settings(srv.base_url))
+    with build_server([(401, "invalid api key")]) as srv:
+        client = StageClient(_settings(srv.api_base))
         with pytest.raises(ApiAuthError) as err:
             online_attributes([_goal(7)], "S", tmp_path, client, StubGeometry, 1, Counter())
     assert "HTTP 401" in str(err.value) and KEY not in str(err.value)
@@ -176,8 +136,8 @@ def test_bad_key_stops_with_one_line_error_without_the_key(tmp_path):
 
 def test_rate_limit_spaces_requests():
     slept = []
-    with ChatServer([(200, "a"), (200, "b")]) as srv:
-        client = ChatClient(_settings(srv.base_url, min_interval_s=30.0), sleep=slept.append)
+    with build_server([(200, "a"), (200, "b")]) as srv:
+        client = StageClient(_settings(srv.api_base, min_interval_s=30.0), sleep=slept.append)
         assert client.complete_text("sys", "one") == "a"
         assert client.complete_text("sys", "two") == "b"
     assert len(slept) == 1 and 29.0 < slept[0] <= 30.0  # second request waited for its slot
@@ -196,7 +156,7 @@ def test_settings_from_env_file(tmp_path, monkeypatch):
     assert ApiSettings.from_env(env).vlm_model == "vlm2"
     monkeypatch.setenv("MOSNAV_API_KEY", "")
     with pytest.raises(BuildError, match="--offline"):
-        ChatClient(ApiSettings.from_env(tmp_path / "missing.env"))
+        StageClient(ApiSettings.from_env(tmp_path / "missing.env"))
 
 
 def test_parse_attribute_reply():
@@ -216,10 +176,10 @@ def test_language_from_llm_with_template_fallback():
           {"query_id": "q0001", "query_program": prog, "matched_object_ids": [3]}]
     counts = {}
     # q0000: the model answers; q0001: three empty replies -> the template is used
-    with ChatServer([(200, '"Please find the red chairs"\n'), (200, ""), (200, " "), (200, "")]) as srv:
-        client = ChatClient(_settings(srv.base_url))
+    with build_server([(200, '"Please find the red chairs"\n'), (200, ""), (200, " "), (200, "")]) as srv:
+        client = StageClient(_settings(srv.api_base))
         out = build_instructions(qs, seed=0, scene_id="S", client=client, counts=counts)
-        body = srv.requests[0]["json"]
+        body = srv.chat_requests()[0].json
     assert out[0]["instruction"] == "Please find the red chairs."
     assert out[1]["instruction"] == template_instruction(qs[1], 0, "S")
     assert counts == {"llm": 1, "llm_fallback": 1}

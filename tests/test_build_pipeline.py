@@ -179,22 +179,22 @@ def test_cli_bad_input_is_one_line_error(built, tmp_path, capsys):
 
 
 def test_online_attributes_stage_against_local_server(built, tmp_path, monkeypatch):
-    from test_build_attributes import KEY, ChatServer
+    from test_build_attributes import KEY, build_server
 
     root, sid, cfg, _ = built
     out = tmp_path / "ds"
     shutil.copytree(root / "ds", out)
     reply = '{"color": ["grey"], "material": ["timber"], "feature": ["shiny"], "caption": "a thing"}'
     env = tmp_path / ".env"
-    with ChatServer(default=(200, reply), script=[(200, "garbage"), (500, "")]) as srv:
-        env.write_text(f"MOSNAV_API_KEY={KEY}\nMOSNAV_API_BASE={srv.base_url}\n")
+    with build_server(default=reply, script=[(200, "garbage"), (500, "")]) as srv:
+        env.write_text(f"MOSNAV_API_KEY={KEY}\nMOSNAV_API_BASE={srv.api_base}\n")
         for k in ("MOSNAV_API_KEY", "OPENAI_API_KEY", "MOSNAV_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
             monkeypatch.delenv(k, raising=False)
         cfg_online = BuildConfig(out=out, scenes=root / "scenes", work=tmp_path / "work", env_file=env,
                                  progress=False, api_overrides={"backoff_s": 0.01})
         report = run_attributes(cfg_online)
         n_goals = len(json.loads((out / sid / "goals.json").read_text())["goals"])
-        assert len(srv.requests) == n_goals + 2  # one malformed reply and one 500 retried
+        assert len(srv.chat_requests()) == n_goals + 2  # one malformed reply and one 500 retried
         assert report.counts[sid]["ok"] == n_goals and report.counts[sid]["malformed_replies"] == 1
     goals = json.loads((out / sid / "goals.json").read_text())["goals"]
     assert all(g["attributes"]["material"] == ["timber"] for g in goals)  # raw until normalize

@@ -111,11 +111,7 @@ def online_attributes(goals: List[Dict[str, Any]], scene_id: str, work: Path, cl
     request fails (after retries) is cached as failed with its attempts and kept with empty
     attributes; the stage goes on and the next run retries it.
     """
-    from habitat_mosnav.dataset_building.llm import (
-        ApiError,
-        attribute_messages,
-        parse_attribute_reply,
-    )
+    from habitat_mosnav.dataset_building.llm import APIError, attribute_messages, parse_attribute_reply
 
     geo = None
     out = []
@@ -139,12 +135,14 @@ def online_attributes(goals: List[Dict[str, Any]], scene_id: str, work: Path, cl
                               "attempts": []}
                 else:
                     try:
-                        parsed = client.chat(attribute_messages(g["category"], crops), client.s.vlm_model,
-                                             parse=parse_attribute_reply, attempts_log=attempts)
+                        result = client.chat(attribute_messages(g["category"], crops), client.s.vlm_model,
+                                             parse=parse_attribute_reply)
+                        parsed, attempts = result.value, result.attempt_log
                         cached = {"status": "ok", "attributes": {k: parsed[k] for k in ATTRIBUTE_FIELDS},
                                   "caption": parsed.get("caption", ""), "model": client.s.vlm_model,
                                   "attempts": attempts}
-                    except ApiError as e:
+                    except APIError as e:
+                        attempts = e.attempt_log
                         cached = {"status": "failed", "error": str(e), "model": client.s.vlm_model,
                                   "attempts": attempts}
                 cached["object_id"] = g["object_id"]

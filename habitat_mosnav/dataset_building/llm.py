@@ -1,5 +1,6 @@
-"""A small OpenAI-compatible chat-completions client for the ``attributes`` and
-``language`` stages (stdlib ``urllib`` only).
+"""The attributes and language stages' use of the chat API: settings, prompts, reply
+parsing. The HTTP client (retries, back-off, rate limit, key redaction) is
+:mod:`habitat_mosnav.chat`, the same one the VLM agent uses.
 
 Settings come from the environment, then a ``.env`` file (the environment wins):
 ``MOSNAV_API_KEY`` (or ``OPENAI_API_KEY``), ``MOSNAV_API_BASE`` (or ``OPENAI_BASE_URL`` /
@@ -14,49 +15,31 @@ key (401/403) stops the stage with a clear message, since every request would fa
 """
 from __future__ import annotations
 
-import base64
-import io
 import json
-import os
 import re
-import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from habitat_mosnav.chat import (
+    APIAuthError,
+    APIError,
+    ChatClient,
+    ChatResult,
+    MalformedReply,
+    env_value,
+    png_data_url,
+)
 from habitat_mosnav.dataset_building.common import ATTRIBUTE_FIELDS, BuildError, log
+
+__all__ = ["APIError", "ApiAuthError", "ApiSettings", "MalformedReply", "StageClient",
+           "attribute_messages", "parse_attribute_reply"]
 
 DEFAULT_BASE = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
-
-
-def read_dotenv(path: Path) -> Dict[str, str]:
-    """KEY=VALUE lines of a ``.env`` file (python-dotenv when installed)."""
-    path = Path(path)
-    if not path.is_file():
-        return {}
-    try:
-        from dotenv import dotenv_values  # type: ignore
-
-        return {k: v for k, v in dotenv_values(path).items() if v is not None}
-    except ImportError:
-        pass
-    out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        k, v = line.split("=", 1)
-        k = k.strip()
-        if k.startswith("export "):
-            k = k[len("export "):].strip()
-        out[k] = v.strip().strip("'\"")
-    return out
 
 
 @dataclass
@@ -75,16 +58,10 @@ class ApiSettings:
 
     @classmethod
     def from_env(cls, env_file: Optional[Path] = None, **overrides) -> "ApiSettings":
-        dot = read_dotenv(Path(env_file) if env_file else Path.cwd() / ".env")
+        env_file = Path(env_file) if env_file else Path.cwd() / ".env"
 
         def get(*names: str, default: str = "") -> str:
-            for n in names:
-                if os.environ.get(n):
-                    return os.environ[n]
-            for n in names:
-                if dot.get(n):
-                    return dot[n]
-            return default
+            return env_value(*names, env_file=env_file, default=default)
 
         model = get("OPENAI_MODEL", default=DEFAULT_MODEL)
         s = cls(base_url=get("MOSNAV_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE", default=DEFAULT_BASE),
@@ -97,145 +74,57 @@ class ApiSettings:
         return s
 
 
-class ApiError(Exception):
-    """A request that failed after all retries (message already key-redacted)."""
-
-
 class ApiAuthError(BuildError):
     """401/403: the key or the endpoint is wrong; stopping beats failing every goal."""
 
 
-class MalformedReply(ValueError):
-    """The model answered, but not with what was asked for."""
-
-
-def png_data_url(image: np.ndarray) -> str:
-    """A ``data:image/png;base64,...`` URL of an (H, W, 3) uint8 image."""
-    import imageio.v3 as iio
-
-    buf = io.BytesIO()
-    iio.imwrite(buf, np.ascontiguousarray(image[..., :3]).astype(np.uint8), extension=".png")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-class ChatClient:
-    """Chat-completions over HTTP with retries, back-off and a rate limit."""
+class StageClient:
+    """The stages' handle on one :class:`~habitat_mosnav.chat.ChatClient`: the models of
+    the settings, and a bad key as a one-line :class:`BuildError`."""
 
     def __init__(self, settings: ApiSettings, sleep: Callable[[float], None] = time.sleep):
         if not settings.api_key:
             raise BuildError("no API key: set MOSNAV_API_KEY (or OPENAI_API_KEY) in the environment "
                              "or a .env file, or run with --offline")
         self.s = settings
-        self._sleep = sleep
-        self._last = 0.0
-        self._lock = threading.Lock()
-        self.requests_sent = 0
+        self.client = ChatClient(settings.base_url, settings.api_key, timeout=settings.timeout_s,
+                                 retries=settings.max_retries, backoff=settings.backoff_s,
+                                 min_interval=settings.min_interval_s, sleep=sleep,
+                                 user_agent="habitat_mosnav-build")
 
-    def _redact(self, text: str) -> str:
-        if self.s.api_key:
-            text = text.replace(self.s.api_key, "***")
-        return re.sub(r"(?i)bearer\s+\S+", "Bearer ***", text)
-
-    def _throttle(self) -> None:
-        with self._lock:
-            wait = self._last + self.s.min_interval_s - time.monotonic()
-            if wait > 0:
-                self._sleep(wait)
-            self._last = time.monotonic()
-
-    def _post(self, payload: Dict[str, Any]) -> Dict[str, Any]:
-        url = self.s.base_url.rstrip("/")
-        if not url.endswith("/chat/completions"):  # a base URL, as the OpenAI clients take
-            url += "/chat/completions"
-        data = json.dumps(payload).encode("utf-8")
-        req = urllib.request.Request(url, data=data, method="POST", headers={
-            "Content-Type": "application/json", "Authorization": f"Bearer {self.s.api_key}"})
-        self._throttle()
-        self.requests_sent += 1
-        with urllib.request.urlopen(req, timeout=self.s.timeout_s) as resp:
-            body = resp.read().decode("utf-8", errors="replace")
-        try:
-            return json.loads(body)
-        except json.JSONDecodeError:
-            raise MalformedReply(f"response is not JSON: {body[:200]!r}") from None
+    @property
+    def requests_sent(self) -> int:
+        return self.client.requests_sent
 
     def chat(self, messages: List[Dict[str, Any]], model: str,
-             parse: Optional[Callable[[str], Any]] = None,
-             attempts_log: Optional[List[Dict[str, Any]]] = None) -> Any:
-        """Send the messages; return ``parse(content)`` (or the content).
-
-        Every failed attempt (HTTP error, timeout, malformed reply) is appended to
-        ``attempts_log`` and retried after ``backoff_s * 2**i`` seconds; after
-        ``max_retries`` retries an ApiError is raised.
-        """
+             parse: Optional[Callable[[str], Any]] = None) -> ChatResult:
+        """Send the messages; ``result.value`` is ``parse(content)``. A reply that fails
+        ``parse`` (:class:`MalformedReply`) is retried; after every retry an
+        :class:`APIError` is raised (its ``attempt_log`` lists the failed attempts)."""
         payload = {"model": model, "messages": messages, "temperature": 0,
                    "max_tokens": self.s.max_tokens}
-        last_err = "no attempt"
-        for attempt in range(self.s.max_retries + 1):
-            if attempt:
-                self._sleep(self.s.backoff_s * (2 ** (attempt - 1)))
-            record: Dict[str, Any] = {"attempt": attempt}
-            try:
-                reply = self._post(payload)
-                content = _content_of(reply)
-                record["raw"] = content[:2000]
-                result = parse(content) if parse else content
-                return result
-            except urllib.error.HTTPError as e:
-                body = ""
-                try:
-                    body = e.read().decode("utf-8", errors="replace")[:300]
-                except Exception:
-                    pass
-                last_err = self._redact(f"HTTP {e.code}: {body}".strip())
-                record.update(error="http", status=e.code, detail=last_err)
-                if e.code in (401, 403):
-                    raise ApiAuthError(f"{self.s.base_url}: HTTP {e.code} (check the API key "
-                                       "and base URL)") from None
-                if e.code not in (408, 409, 425, 429) and e.code < 500:
-                    if attempts_log is not None:
-                        attempts_log.append(record)
-                    raise ApiError(last_err) from None
-            except MalformedReply as e:
-                last_err = self._redact(f"malformed reply: {e}")
-                record.update(error="malformed", detail=last_err)
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
-                reason = getattr(e, "reason", e)
-                last_err = self._redact(f"connection error: {reason}")
-                record.update(error="connection", detail=last_err)
-            finally:
-                if attempts_log is not None and "error" in record and record not in attempts_log:
-                    attempts_log.append(record)
-        raise ApiError(f"gave up after {self.s.max_retries + 1} attempts; last: {last_err}")
+        try:
+            return self.client.complete(payload, parse=parse)
+        except APIAuthError as e:
+            raise ApiAuthError(f"{e} (check the API key and base URL)") from None
 
-    # -- conveniences for the stages ---------------------------------------------------
     def complete_text(self, system: str, user: str, cache_key: str = "") -> Optional[str]:
         """A text-only completion (language stage); None when it fails."""
         try:
             return self.chat([{"role": "system", "content": system},
                               {"role": "user", "content": user}], self.s.llm_model,
-                             parse=_nonempty)
-        except ApiError as e:
+                             parse=_nonempty).value
+        except ApiAuthError:
+            raise
+        except APIError as e:
             log.warning("language: %s: %s", cache_key, e)
             return None
 
 
-def _nonempty(text: str) -> str:
+def _nonempty(text: Optional[str]) -> str:
     if not text or not text.strip():
         raise MalformedReply("empty reply")
     return text
-
-
-def _content_of(reply: Any) -> str:
-    try:
-        content = reply["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        raise MalformedReply("no choices[0].message.content in the response") from None
-    if isinstance(content, list):  # some servers return content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    if not isinstance(content, str):
-        raise MalformedReply("message content is not text")
-    return content
 
 
 ATTRIBUTE_SYSTEM = ("You describe household objects in images for a navigation benchmark. "

@@ -93,9 +93,9 @@ class BuildConfig:
                           up_axis=self.extract.up_axis)
 
     def api_client(self):
-        from habitat_mosnav.dataset_building.llm import ApiSettings, ChatClient
+        from habitat_mosnav.dataset_building.llm import ApiSettings, StageClient
 
-        return ChatClient(ApiSettings.from_env(self.env_file, **self.api_overrides))
+        return StageClient(ApiSettings.from_env(self.env_file, **self.api_overrides))
 
 
 def _per_scene(cfg: BuildConfig, stage: str, scene_ids: List[str],

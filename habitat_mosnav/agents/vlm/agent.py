@@ -3,7 +3,7 @@
 Each step sends the task prompt, the goal text, the current RGB (and optionally the depth
 as a colour-coded image) and a bounded history of previous actions; the reply is parsed
 into an action id (strict ``ACTION: <id>`` / JSON, then a tolerant fallback). Works with
-vLLM, SGLang, llama.cpp, Ollama's ``/v1`` and hosted APIs — no SDK needed.
+vLLM, SGLang, llama.cpp, Ollama's ``/v1`` and hosted APIs, through :mod:`habitat_mosnav.chat`.
 
     mosnav-eval --agent api --api-base http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-VL-7B-Instruct
 
@@ -33,8 +33,8 @@ from habitat_mosnav.chat import (
     APIRequestError,
     APIUnavailableError,
     ChatClient,
+    env_value,
     load_api_key,
-    read_env_file,
 )
 from habitat_mosnav.agents.vlm.messages import (
     REPAIR_PROMPT,
@@ -213,9 +213,7 @@ class APIAgent:
         env_file = get("env_file", ".env")
         env_var = get("api_key_env", "OPENAI_API_KEY") or "OPENAI_API_KEY"
         api_key = load_api_key(env_var, env_file)
-        api_base = (get("api_base") or os.environ.get("OPENAI_BASE_URL")
-                    or (read_env_file(Path(env_file)).get("OPENAI_BASE_URL") if env_file else None)
-                    or DEFAULT_API_BASE)
+        api_base = get("api_base") or env_value("OPENAI_BASE_URL", env_file=env_file, default=DEFAULT_API_BASE)
         extra = get("api_extra_body")
         extra_body: Dict[str, Any] = {}
         if extra:

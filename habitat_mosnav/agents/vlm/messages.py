@@ -4,7 +4,6 @@ Kept apart from the HTTP client so the prompt can be inspected and tested withou
 """
 from __future__ import annotations
 
-import base64
 import hashlib
 import io
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ import numpy as np
 from PIL import Image, ImageOps
 
 from habitat_mosnav.agents.vlm.parsing import ACTION_NAMES
+from habitat_mosnav.chat import data_url
 
 __all__ = [
     "EncodedImage",
@@ -140,7 +140,7 @@ def encode_image(img: Image.Image, role: str, size: int = 0, fmt: str = "png", q
     else:
         raise ValueError(f"--image-format: expected png or jpeg, got {fmt!r}")
     data = buf.getvalue()
-    url = f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
+    url = data_url(data, mime)
     png = data if fmt == "png" else b""
     return EncodedImage(role, url, hashlib.sha256(data).hexdigest(), img.size[0], img.size[1], fmt, len(data), png)
 
