@@ -62,7 +62,6 @@ class OracleAgent:
         self._last_pos: Optional[np.ndarray] = None
         self._last_action: Optional[int] = None
         self._stuck = 0
-        self._escape_turns = 0
         self._escape_side: Optional[int] = None
         self._queue: List[int] = []
 
@@ -136,7 +135,6 @@ class OracleAgent:
             # turn one step toward the path side and commit to a forward step; while still
             # blocked, keep turning the same way (30 degrees more each time).
             self._stuck = 0
-            self._escape_turns += 1
             if self._escape_side is None:
                 self._escape_side = 1 if diff >= 0 else -1
             turn_action = Action.TURN_LEFT if self._escape_side > 0 else Action.TURN_RIGHT
@@ -173,7 +171,6 @@ class OracleAgent:
             else:
                 self._stuck = 0
                 if not self._queue:  # escaped: the next blockage starts afresh
-                    self._escape_turns = 0
                     self._escape_side = None
         self._last_pos = pos
 

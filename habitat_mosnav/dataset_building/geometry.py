@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -115,9 +115,6 @@ class SceneGeometry:
                                        [np.asarray(b, dtype=np.float32)])
         d = float(d)
         return d if np.isfinite(d) else float("inf")
-
-    def geodesics(self, a: Sequence[float], targets: Iterable[Sequence[float]]) -> List[float]:
-        return [self.geodesic(a, t) for t in targets]
 
     def bounds(self):
         lo, hi = self.pf.get_bounds()

@@ -1,0 +1,18 @@
+"""The import rules of docs/DESIGN.md, as import-linter contracts (.importlinter): lower
+layers never import evaluation/agents/baselines/dataset_building; agents never import
+evaluation. Runs in `make test`; `lint-imports` from the repository root prints the same."""
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_import_contracts_are_kept():
+    code = ("import sys\nfrom importlinter.cli import lint_imports\n"
+            "sys.exit(lint_imports(config_filename='.importlinter', no_cache=True, no_logo=True))\n")
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert "Contracts: 2 kept, 0 broken." in res.stdout
