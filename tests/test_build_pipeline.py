@@ -35,7 +35,9 @@ def _read(root, sid, name):
 
 def test_output_validates_and_covers_modes_and_goal_types(built):
     root, sid, cfg, reports = built
-    assert sorted(p.name for p in (root / "ds").iterdir()) == [sid]  # nothing but the scene
+    assert sorted(p.name for p in (root / "ds").iterdir()) == sorted([sid, "categories.json"])
+    cats = json.loads((root / "ds" / "categories.json").read_text())  # the dataset-wide vocabulary
+    assert cats == sorted({g["category"] for g in _read(root, sid, "goals.json")["goals"]})
     assert sorted(p.name for p in (root / "ds" / sid).iterdir()) == sorted(FILES)
     goals, queries, episodes = load_scene_dir(str(root / "ds" / sid))  # raises on any bad field
     assert len(goals) >= 10
@@ -269,7 +271,7 @@ def test_up_axis_auto_reads_meta_else_z_up_like_hm3d(built, tmp_path):
     assert bare.meta is None and resolve_up_axis(bare.render_glb) == "z"
     objs2, _ = parse_objects(bare, ExtractOptions())
     assert [o.object_id for o in objs2] == [o.object_id for o in objs]
-    assert all(np.array_equal(a.vertices, b.vertices) for a, b in zip(objs, objs2))
+    assert all(np.array_equal(a.lo, b.lo) and np.array_equal(a.hi, b.hi) for a, b in zip(objs, objs2))
     # forcing Y up reads the same file wrongly: heights become depths
     wrong, _ = parse_objects(scene, ExtractOptions(up_axis="y"))
     assert min(float(o.aabb_min[1]) for o in wrong) < -0.5
@@ -312,3 +314,37 @@ def test_view_point_rotation_faces_the_object(built):
             assert (geo.semantic(vp["position"], back) == g["object_id"]).sum() == 0
     finally:
         geo.close()
+
+
+def test_extract_takes_view_points_from_objectnav_goals(built, tmp_path, capsys):
+    """``mosnav-build extract --objectnav-goals``: the goals ObjectNav lists get its view
+    points; a NaN iou in the file is one line naming the file, goal and field (exit 2)."""
+    import gzip
+
+    root, sid, cfg, _ = built
+    goals = _read(root, sid, "goals.json")["goals"]
+    g0 = goals[0]
+    vp = {"agent_state": {"position": g0["navigable_position"], "rotation": [0, 1, 0, 0]}, "iou": 0.77}
+    onav = tmp_path / "content"
+    onav.mkdir()
+    doc = {"goals_by_category": {f"{sid}.basis.glb_{g0['category']}": [
+        {"object_id": g0["object_id"], "object_category": g0["category"], "view_points": [vp]},
+        {"object_id": 99999, "view_points": [vp]}]}}
+    with gzip.open(onav / f"{sid}.json.gz", "wt") as f:
+        json.dump(doc, f)
+    out = tmp_path / "ds"
+    args = ["extract", "--scenes", str(root / "scenes"), "--out", str(out), "--objectnav-goals", str(tmp_path),
+            "--no-progress"]
+    assert build_main(args) == 0
+    new = {g["object_id"]: g for g in json.loads((out / sid / "goals.json").read_text())["goals"]}
+    assert new[g0["object_id"]]["view_points"] == [{"position": g0["navigable_position"],
+                                                    "rotation": [0.0, 1.0, 0.0, 0.0], "iou": 0.77}]
+    assert new[goals[1]["object_id"]]["view_points"] == goals[1]["view_points"]  # not listed: ours
+    doc["goals_by_category"][f"{sid}.basis.glb_{g0['category']}"][0]["view_points"][0]["iou"] = float("nan")
+    with gzip.open(onav / f"{sid}.json.gz", "wt") as f:
+        json.dump(doc, f)
+    capsys.readouterr()
+    assert build_main(args + ["--overwrite"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{sid}.json.gz" in err and f"(object {g0['object_id']}) view_points[0]" in err
+    assert "field 'iou': expected a finite number, got NaN" in err

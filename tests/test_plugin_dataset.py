@@ -161,11 +161,52 @@ def test_missing_dataset_dir(tmp_path):
 
 
 def test_missing_scene_file(tmp_path):
+    """Only the scenes a selection uses must be on disk: content_scenes naming a missing
+    scene fails at load; with all scenes, the missing one is recorded and the error comes
+    when a selection uses it."""
     data, scenes = write_dataset(tmp_path)
+    write_dataset(tmp_path, base_documents("otherScene2"), scene="otherScene2")
     os.remove(os.path.join(scenes, f"00000-{SCENE}", f"{SCENE}.glb"))
-    cfg = OmegaConf.structured(MultiObjectNavDatasetConfig(data_path=data, scenes_dir=scenes))
+    cfg = OmegaConf.structured(MultiObjectNavDatasetConfig(data_path=data, scenes_dir=scenes,
+                                                           content_scenes=[SCENE]))
     with pytest.raises(DatasetFormatError, match=f"scene '{SCENE}' not found"):
         MultiObjectNavDatasetV1(cfg)
+    cfg = OmegaConf.structured(MultiObjectNavDatasetConfig(data_path=data, scenes_dir=scenes))
+    ds = MultiObjectNavDatasetV1(cfg)
+    assert sorted({e.scene_name for e in ds.episodes}) == ["otherScene2", SCENE]
+    assert list(ds.missing_scene_files) == [SCENE]
+    ds.check_scene_files(["otherScene2"])  # present: fine
+    with pytest.raises(DatasetFormatError, match=f"scene '{SCENE}' not found"):
+        ds.check_scene_files([SCENE, "otherScene2"])
+    ok = MultiObjectNavDatasetV1(OmegaConf.structured(MultiObjectNavDatasetConfig(
+        data_path=data, scenes_dir=scenes, content_scenes=["otherScene2"])))
+    assert ok.missing_scene_files == {} and {e.scene_name for e in ok.episodes} == {"otherScene2"}
+
+
+def test_scene_dataset_config_goes_into_every_episode(tmp_path):
+    """habitat.Env copies the first episode's scene_dataset_config over
+    habitat.simulator.scene_dataset, so every episode carries the configured file."""
+    data, scenes = write_dataset(tmp_path)
+    assert {e.scene_dataset_config for e in make(tmp_path / "a").episodes} == {"default"}
+    sdc = tmp_path / "hm3d_annotated_basis.scene_dataset_config.json"
+    sdc.write_text("{}")
+    cfg = OmegaConf.structured(MultiObjectNavDatasetConfig(data_path=data, scenes_dir=scenes,
+                                                           scene_dataset_config=str(sdc)))
+    ds = MultiObjectNavDatasetV1(cfg)
+    assert ds.episodes and {e.scene_dataset_config for e in ds.episodes} == {str(sdc)}
+    cfg.scene_dataset_config = str(tmp_path / "nope.json")
+    with pytest.raises(DatasetFormatError, match=r"nope\.json: file not found \(habitat\.dataset\.scene_dataset_config"):
+        MultiObjectNavDatasetV1(cfg)
+
+
+def test_hm3d_configs_set_the_scene_dataset_config():
+    from habitat_mosnav.config.default import get_config
+
+    for name in ("single_hm3d", "mos_hm3d", "moc_hm3d", "any_hm3d"):
+        cfg = get_config(f"benchmark/nav/mosnav/{name}.yaml")
+        assert cfg.habitat.dataset.scene_dataset_config.endswith(
+            "hm3d/hm3d_annotated_basis.scene_dataset_config.json"), name
+    assert get_config("benchmark/nav/mosnav/mos_demo.yaml").habitat.dataset.scene_dataset_config == "default"
 
 
 def test_split_substitution_and_basis_glb(tmp_path):
@@ -180,6 +221,43 @@ def test_split_substitution_and_basis_glb(tmp_path):
     assert MultiObjectNavDatasetV1.scene_from_scene_path(ds.episodes[0].scene_id) == SCENE
 
 
+def test_one_categories_file_for_every_split(tmp_path):
+    """categories.json at the dataset root (above {split}) gives train and val the same
+    objectgoal ids and sensor range, whatever categories each split has; a goal category
+    missing from it is a one-line error naming goals.json, the goal and the field."""
+    from habitat_mosnav.sensors.sensors import MosNavObjectGoalSensor
+
+    train_docs = base_documents()
+    val_docs = base_documents()
+    for g in val_docs["goals.json"]["goals"]:
+        if g["category"] == "table":
+            g["category"] = "sofa"
+    write_dataset(tmp_path / "train", train_docs)
+    write_dataset(tmp_path / "val", val_docs)
+    with open(tmp_path / "categories.json", "w") as f:
+        json.dump(["table", "sofa", "chair"], f)
+    got = {}
+    for split in ("train", "val"):
+        cfg = OmegaConf.structured(MultiObjectNavDatasetConfig(
+            data_path=str(tmp_path / "{split}" / "dataset_semantic"),
+            scenes_dir=str(tmp_path / "{split}" / "scenes"), split=split))
+        ds = MultiObjectNavDatasetV1(cfg)
+        sensor = MosNavObjectGoalSensor(sim=None, config=OmegaConf.create({"type": "x"}), dataset=ds)
+        got[split] = (ds.categories, ds.category_index("chair"), float(sensor.observation_space.high[0]))
+    assert got["train"] == got["val"] == (["table", "sofa", "chair"], 2, 2.0)
+    with open(tmp_path / "categories.json", "w") as f:
+        json.dump(["table", "chair"], f)
+    cfg = OmegaConf.structured(MultiObjectNavDatasetConfig(
+        data_path=str(tmp_path / "{split}" / "dataset_semantic"),
+        scenes_dir=str(tmp_path / "{split}" / "scenes"), split="val"))
+    with pytest.raises(DatasetFormatError, match=r"goals\.json: goal 201: field 'category': 'sofa' is not in"):
+        MultiObjectNavDatasetV1(cfg)
+    with open(tmp_path / "categories.json", "w") as f:
+        json.dump(["table", "table"], f)
+    with pytest.raises(DatasetFormatError, match=r"categories\.json: entry \[1\]: duplicate category 'table'"):
+        MultiObjectNavDatasetV1(cfg)
+
+
 def test_categories_file_overrides(tmp_path):
     data, scenes = write_dataset(tmp_path)
     with open(os.path.join(data, "categories.json"), "w") as f:
@@ -187,3 +265,16 @@ def test_categories_file_overrides(tmp_path):
     cfg = OmegaConf.structured(MultiObjectNavDatasetConfig(data_path=data, scenes_dir=scenes))
     ds = MultiObjectNavDatasetV1(cfg)
     assert ds.category_index("chair") == 2
+
+
+def test_demo_dataset_ships_its_categories_file():
+    """The bundled demo has a categories.json with the ids it always had (sorted union)."""
+    from habitat_mosnav.datasets.schema import parse_categories, parse_goals
+
+    root = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo", "dataset_semantic")
+    cats = parse_categories(os.path.join(root, "categories.json"))
+    used = set()
+    for sid in sorted(os.listdir(root)):
+        if os.path.isdir(os.path.join(root, sid)):
+            used |= {g["category"] for g in parse_goals(os.path.join(root, sid, "goals.json"), sid).values()}
+    assert cats == sorted(used)

@@ -13,6 +13,8 @@ from scipy import ndimage
 from habitat_mosnav.scenes import generate_scene, generate_scenes, load_scene_meta, read_semantic_txt
 from habitat_mosnav.scenes.io import file_to_world, scene_files, scene_up_axis
 
+from glb_fixtures import linear_to_srgb8, read_color0
+
 SEED = 5
 
 
@@ -26,13 +28,19 @@ def _load(path):
     return trimesh.load(path, force="mesh", process=False)
 
 
+def _srgb(scene):
+    """Per-vertex colours of the semantic mesh as habitat-sim compares them with
+    semantic.txt: COLOR_0 read as linear, converted to sRGB bytes."""
+    return linear_to_srgb8(read_color0(scene.semantic_glb))[:, :3]
+
+
 def _semantic(scene):
     """(world vertices, faces, per-vertex object id) of the semantic mesh, via semantic.txt
     colours; the file is Z up, turned into habitat's Y-up world as habitat-sim does."""
     objs = read_semantic_txt(scene.semantic_txt)
     by_color = {o.rgb: o.object_id for o in objs}
     mesh = _load(scene.semantic_glb)
-    cols = np.asarray(mesh.visual.vertex_colors)[:, :3]
+    cols = _srgb(scene)
     ids = np.array([by_color.get(tuple(int(v) for v in c), -1) for c in cols])
     return file_to_world(np.asarray(mesh.vertices), "z"), np.asarray(mesh.faces), ids, objs
 
@@ -84,7 +92,7 @@ def test_meshes_are_written_z_up_like_hm3d(scene):
     assert scene_up_axis(scene.glb) == "z" and scene_up_axis(scene.semantic_glb) == "z"
     objs = {o.object_id: o for o in read_semantic_txt(scene.semantic_txt)}
     mesh = _load(scene.semantic_glb)
-    cols = np.asarray(mesh.visual.vertex_colors)[:, :3]
+    cols = _srgb(scene)
     floor_rgb = {o.rgb for o in objs.values() if o.category == "floor"}
     on_floor = np.array([tuple(int(v) for v in c) in floor_rgb for c in cols])
     tri_floor = on_floor[mesh.faces].all(1)
@@ -100,6 +108,16 @@ def test_meshes_are_written_z_up_like_hm3d(scene):
     v = np.asarray(mesh.vertices)[np.array([tuple(int(x) for x in c) == objs[o["object_id"]].rgb for c in cols])]
     c, s = np.array(o["aabb"]["center"]), np.array(o["aabb"]["size"])
     assert np.allclose(v.min(0), [c[0] - s[0] / 2, -(c[2] + s[2] / 2), c[1] - s[1] / 2], atol=2e-3)
+
+
+def test_semantic_glb_colour_is_stored_linear_as_habitat_sim_reads_it(scene):
+    """COLOR_0 is float (no 8-bit rounding of linear values), and its raw bytes are not the
+    sRGB hex: read raw, almost no vertex would match semantic.txt."""
+    raw = read_color0(scene.semantic_glb)
+    objs = {o.rgb for o in read_semantic_txt(scene.semantic_txt)}
+    as_raw = np.rint(raw[:, :3] * 255).astype(int)
+    assert np.mean([tuple(c) in objs for c in as_raw]) < 0.1
+    assert all(tuple(int(x) for x in c) in objs for c in linear_to_srgb8(raw)[:, :3])
 
 
 def test_semantic_txt_matches_semantic_glb_colours(scene):

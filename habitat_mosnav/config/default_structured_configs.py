@@ -51,6 +51,10 @@ class MultiObjectNavDatasetConfig(DatasetConfig):
     goal_type: str = "description"
     #: Keep only these target modes (empty = all of single, any, many, all).
     target_modes: List[str] = field(default_factory=list)
+    #: habitat-sim scene dataset config put into every episode (``habitat.Env`` copies the
+    #: episode's value over ``habitat.simulator.scene_dataset``); HM3D:
+    #: ``hm3d_annotated_basis.scene_dataset_config.json``, so semantics load.
+    scene_dataset_config: str = "default"
 
 
 # ----------------------------------------------------------------------------- task

@@ -62,9 +62,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     ex = common.add_argument_group("extract")
     ex.add_argument("--category-map", type=Path, default=None,
-                    help="JSON {raw category: canonical name or null to drop}")
+                    help="JSON {raw category: clean name or null to drop}; overrides the category table")
+    ex.add_argument("--category-table", type=Path, default=None,
+                    help="raw -> clean category table replacing the default "
+                         "(habitat_mosnav/dataset_building/data/hm3d_categories.json)")
     ex.add_argument("--drop", type=_csv, default=None,
-                    help="categories to drop (comma-separated; replaces the default list: wall, floor, ceiling, unknown, ...)")
+                    help="extra clean category names to drop (comma-separated); structure, placeholders "
+                         "and annotator notes are dropped by the category table")
+    ex.add_argument("--categories", type=Path, default=None,
+                    help="the dataset-wide categories.json to extend (default <out>/categories.json); "
+                         "give train and val builds the same file so objectgoal ids agree")
+    ex.add_argument("--objectnav-goals", type=Path, default=None,
+                    help="habitat ObjectNav HM3D v2 data (a content/<scene>.json.gz file or its directory): "
+                         "use its goals' view points for the objects it lists")
     ex.add_argument("--min-size", type=float, default=0.15, help="drop objects whose largest side is below this (m)")
     ex.add_argument("--max-size", type=float, default=None, help="drop objects whose largest side is above this (m)")
     ex.add_argument("--ring-offsets", type=_floats, default=[0.5, 1.0, 1.5],
@@ -119,16 +129,12 @@ def config_from_args(args):
     from habitat_mosnav.dataset_building.extract import ExtractOptions
     from habitat_mosnav.dataset_building.geometry import CameraSpec
     from habitat_mosnav.dataset_building.pipeline import BuildConfig
+    from habitat_mosnav.dataset_building.categories import DEFAULT_TABLE, load_table, read_category_map
     from habitat_mosnav.dataset_building.semantic import DEFAULT_DROP
 
-    cmap = {}
-    if args.category_map is not None:
-        from habitat_mosnav.dataset_building.common import norm_text, read_json
-
-        doc = read_json(args.category_map)
-        if not isinstance(doc, dict) or not all(isinstance(v, (str, type(None))) for v in doc.values()):
-            raise BuildError(f"{args.category_map}: expected a JSON object {{raw: canonical or null}}")
-        cmap = {norm_text(k): v for k, v in doc.items()}
+    cmap = read_category_map(args.category_map) if args.category_map is not None else {}
+    table = str(args.category_table) if args.category_table is not None else str(DEFAULT_TABLE)
+    load_table(table)  # a bad table fails now, with its one-line message
     bad = [m for m in args.modes if m not in TARGET_MODES]
     if bad:
         raise BuildError(f"--modes: unknown target mode {bad[0]!r} (expected {', '.join(TARGET_MODES)})")
@@ -139,7 +145,9 @@ def config_from_args(args):
         scene_ids=args.scene_ids, offline=args.offline, backend=args.backend,
         scene_dataset=args.scene_dataset,
         camera=CameraSpec(width=args.image_size, height=args.image_size),
+        categories=args.categories, objectnav_goals=args.objectnav_goals,
         extract=ExtractOptions(category_map=cmap, drop=tuple(args.drop) if args.drop is not None else DEFAULT_DROP,
+                               category_table=table,
                                min_size=args.min_size, max_size=args.max_size,
                                ring_offsets=tuple(args.ring_offsets), ring_points=args.ring_points,
                                min_pixels=args.min_pixels, max_view_points=args.max_view_points,

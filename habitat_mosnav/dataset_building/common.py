@@ -256,9 +256,11 @@ class StageReport:
     done: List[str] = field(default_factory=list)
     skipped: List[str] = field(default_factory=list)
     counts: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)  # dataset-wide lines (e.g. categories.json)
 
     def summary(self) -> str:
         parts = [f"{self.stage}: {len(self.done)} scene(s) built, {len(self.skipped)} skipped (already done)"]
         for sid, c in self.counts.items():
             parts.append(f"  {sid}: " + ", ".join(f"{k}={v}" for k, v in c.items()))
+        parts += [f"  {n}" for n in self.notes]
         return "\n".join(parts)

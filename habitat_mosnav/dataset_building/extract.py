@@ -25,12 +25,11 @@ from habitat_mosnav.dataset_building.common import (
     yaw_to_quat,
 )
 from habitat_mosnav.dataset_building.geometry import CameraSpec, SceneGeometry
+from habitat_mosnav.dataset_building.categories import DEFAULT_TABLE, CategoryNormalizer, load_table
 from habitat_mosnav.dataset_building.semantic import (
     DEFAULT_DROP,
     AnnotatedObject,
-    attach_vertices,
-    load_colored_vertices,
-    map_category,
+    attach_geometry,
     read_annotations,
     resolve_up_axis,
 )
@@ -40,8 +39,9 @@ from habitat_mosnav.dataset_building.semantic import (
 class ExtractOptions:
     """Knobs of ``extract`` (all in metres / pixels)."""
 
-    category_map: Dict[str, Optional[str]] = field(default_factory=dict)
-    drop: Sequence[str] = DEFAULT_DROP
+    category_map: Dict[str, Optional[str]] = field(default_factory=dict)  # user overrides
+    drop: Sequence[str] = DEFAULT_DROP  # extra clean names to drop
+    category_table: str = str(DEFAULT_TABLE)  # raw -> clean normalisation (categories.py)
     min_size: float = 0.15          # largest AABB side below this: too small
     max_size: Optional[float] = None  # largest AABB side above this: too big (None: no limit)
     ring_offsets: Sequence[float] = (0.5, 1.0, 1.5)  # clearance from the AABB footprint
@@ -57,25 +57,46 @@ class ExtractOptions:
     def params(self) -> Dict[str, Any]:
         d = dict(self.__dict__)
         d["drop"] = sorted(self.drop)
+        d["category_table"] = _file_digest(self.category_table)
         d["ring_offsets"] = list(self.ring_offsets)
         return d
 
 
-def parse_objects(scene: SceneFiles, opts: ExtractOptions) -> Tuple[List[AnnotatedObject], Counter]:
-    """Objects of the scene that survive the category map, drop list and size limits."""
+def _file_digest(path: str) -> str:
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:16]
+    except OSError:
+        return f"missing:{path}"
+
+
+def parse_objects(scene: SceneFiles, opts: ExtractOptions,
+                  progress: bool = False) -> Tuple[List[AnnotatedObject], Counter]:
+    """Objects of the scene that survive category normalisation and size limits, with their
+    boxes from the semantic mesh (texels or vertex colours); drops counted per reason."""
     counts: Counter = Counter()
     objects = read_annotations(scene.semantic_txt)
     counts["annotated"] = len(objects)
-    verts, cols = load_colored_vertices(scene.semantic_glb, resolve_up_axis(scene.render_glb, opts.up_axis))
-    attach_vertices(objects, verts, cols)
-    drop = {d.strip().lower() for d in opts.drop}
-    kept = []
+    norm = CategoryNormalizer(load_table(opts.category_table), opts.category_map, opts.drop)
+    named = []
     for o in objects:
-        cat = map_category(o.raw_category, opts.category_map)
-        if cat is None or cat in drop or o.raw_category.strip().lower() in drop:
+        cat, reason = norm.normalize(o.raw_category)
+        if cat is None:
             counts["dropped_category"] += 1
+            counts[f"dropped_category_{reason}"] += 1
             continue
-        if o.vertices is None or len(o.vertices) < 3:
+        counts[f"category_{reason}"] += 1
+        o.category = cat
+        named.append(o)
+    geo = attach_geometry(objects, scene.semantic_glb, resolve_up_axis(scene.render_glb, opts.up_axis),
+                          wanted={o.object_id for o in named}, progress=progress)
+    for k, v in geo.items():
+        counts[k] = v
+    kept = []
+    for o in named:
+        if o.samples < 3:
             counts["dropped_no_geometry"] += 1
             continue
         size = o.aabb_max - o.aabb_min
@@ -85,7 +106,6 @@ def parse_objects(scene: SceneFiles, opts: ExtractOptions) -> Tuple[List[Annotat
         if opts.max_size is not None and float(size.max()) > opts.max_size:
             counts["dropped_too_big"] += 1
             continue
-        o.category = cat
         kept.append(o)
     return kept, counts
 

@@ -58,12 +58,17 @@ class BuildConfig:
     progress: bool = True
     show_object_ids: Optional[Sequence[int]] = None
     show_dir: Optional[Path] = None
+    categories: Optional[Path] = None     # categories.json to extend (default <out>/categories.json)
+    objectnav_goals: Optional[Path] = None  # habitat ObjectNav HM3D v2 data to take view points from
 
     def __post_init__(self):
         self.out = Path(self.out)
         if self.scenes is not None:
             self.scenes = Path(self.scenes)
         self.work = Path(self.work) if self.work else self.out.parent / (self.out.name + ".build")
+        self.categories = Path(self.categories) if self.categories else self.out / "categories.json"
+        if self.objectnav_goals is not None:
+            self.objectnav_goals = Path(self.objectnav_goals)
 
     # -- helpers -----------------------------------------------------------------------
     def input_scenes(self) -> List[SceneFiles]:
@@ -151,15 +156,34 @@ def run_extract(cfg: BuildConfig) -> StageReport:
     from habitat_mosnav.dataset_building.extract import extract_goals, parse_objects
     from habitat_mosnav.dataset_building.semantic import resolve_up_axis
 
+    from habitat_mosnav.dataset_building.objectnav import (
+        apply_objectnav,
+        find_objectnav_file,
+        read_objectnav_goals,
+    )
+
     scenes = {s.scene_id: s for s in cfg.input_scenes()}
+    objectnav = {}
+    if cfg.objectnav_goals is not None:
+        objectnav = {sid: find_objectnav_file(cfg.objectnav_goals, sid) for sid in scenes}
+
     def params_of(sid: str) -> Dict[str, Any]:
+        onav = objectnav.get(sid)
         return {"backend": cfg.backend, "camera": {k: v for k, v in cfg.camera.__dict__.items() if k != "rgb"},
-                "extract": cfg.extract.params(), "input": fingerprint(scenes[sid])}
+                "extract": cfg.extract.params(), "input": fingerprint(scenes[sid]),
+                "objectnav": None if onav is None else [str(onav), onav.stat().st_size, onav.stat().st_mtime_ns]}
 
     def work(sid: str, counts: Counter) -> None:
         scene = scenes[sid]
-        objects, c = parse_objects(scene, cfg.extract)
-        counts.update(c)
+        imported = None
+        if cfg.objectnav_goals is not None:
+            if objectnav[sid] is None:
+                counts["objectnav_no_file"] += 1
+            else:  # validated before the slow part
+                imported = read_objectnav_goals(objectnav[sid], sid)
+        objects, c = parse_objects(scene, cfg.extract, progress=cfg.progress)
+        for k, v in c.items():
+            counts[k] = v
         geo = cfg.open_geometry(scene, rgb=False)
         try:
             with cfg.bar(len(objects), f"extract {sid}") as bar:
@@ -173,9 +197,25 @@ def run_extract(cfg: BuildConfig) -> StageReport:
                 log.warning("extract: %s: most objects are never seen; the scene meshes were read "
                             "%s-up (--up-axis %s): if that is wrong, rerun with --up-axis y or z", sid,
                             resolve_up_axis(scene.render_glb, cfg.extract.up_axis).upper(), cfg.extract.up_axis)
+        if imported is not None:
+            from habitat_mosnav.dataset_building.semantic import read_annotations
+
+            annotated = {o.object_id for o in read_annotations(scene.semantic_txt)}
+            goals = apply_objectnav(goals, imported, annotated, counts)
         write_json(_goals_path(cfg, sid), make_doc(sid, "goals", goals))
 
-    return _per_scene(cfg, "extract", sorted(scenes), params_of, lambda s: [_goals_path(cfg, s)], work)
+    report = _per_scene(cfg, "extract", sorted(scenes), params_of, lambda s: [_goals_path(cfg, s)], work)
+    write_categories(cfg, report)
+    return report
+
+
+def write_categories(cfg: BuildConfig, report: StageReport) -> None:
+    """Extend the dataset-wide ``categories.json`` with the categories of every scene in
+    ``cfg.out`` (existing ids never move; new names are appended sorted)."""
+    from habitat_mosnav.dataset_building.categories import dataset_categories, update_categories
+
+    cats, new = update_categories(cfg.categories, dataset_categories(cfg.out))
+    report.notes.append(f"categories: {len(cats)} in {cfg.categories}" + (f" ({len(new)} new)" if new else ""))
 
 
 def run_attributes(cfg: BuildConfig) -> StageReport:

@@ -1,42 +1,61 @@
-"""Reading HM3D semantic annotations: ``<id>.semantic.txt`` and the vertex colours of
-``<id>.semantic.glb``.
+"""Reading HM3D semantic annotations: ``<id>.semantic.txt`` and ``<id>.semantic.glb``.
 
 ``semantic.txt`` is a header line (``HM3D Semantic Annotations``) then one line per object,
-``object_id,HEXCOLOR,"category",region_id``. In ``semantic.glb`` each object's vertices
-carry its colour, so the object's geometry is the set of vertices of that colour.
+``object_id,HEXCOLOR,"category",region_id``. ``semantic.glb`` paints each object in its
+colour, in one of two ways (both read here, per primitive):
+
+- **texture** (HM3D v0.2, ``has_semantic_textures``): every texel of a primitive's base
+  colour texture is an object's colour. Objects may exist only as texels painted onto
+  another mesh (a picture on a wall) and one triangle may span several objects. Each
+  triangle is rasterised in UV space at the texture's resolution; every texel centre it
+  covers gets the 3D surface point interpolated barycentrically from the triangle's
+  vertices, and an object's box is the box of its texels' surface points. Work is
+  vectorised in chunks of a few million texels with a progress bar, so a whole HM3D scene
+  (tens of millions of texels) takes seconds to a minute.
+- **vertex colours** (``COLOR_0``, the generator's files and many exporters): each vertex
+  carries its object's colour. habitat-sim reads a ``.glb``'s ``COLOR_0`` as linear and
+  converts it to sRGB before the lookup; some exporters store the sRGB bytes directly.
+  Both readings are tried and the one that matches more vertices to ``semantic.txt`` is
+  used (reported as ``color_encoding``).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from habitat_mosnav.dataset_building.common import BuildError, norm_text
+from habitat_mosnav.dataset_building.common import BuildError
+from habitat_mosnav.scenes import gltf
 from habitat_mosnav.scenes import io as scene_io
 
 UP_AXIS_CHOICES = ("auto", "y", "z")
+#: Texel candidates handled per vectorised step (memory ~ 100 bytes each).
+TEXEL_CHUNK = 1 << 20
 
 
 @dataclass
 class AnnotatedObject:
-    """One ``semantic.txt`` line plus what the build adds: its geometry and canonical category."""
+    """One ``semantic.txt`` line plus what the build adds: its box and canonical category."""
 
     object_id: int
     color_hex: str
     raw_category: str
     region_id: int
-    vertices: Optional[np.ndarray] = None  # (N, 3) world coordinates, Y up
-    category: str = ""  # canonical category (after the category map), set by extract
+    lo: Optional[np.ndarray] = None  # world AABB (Y up) of the object's texels / vertices
+    hi: Optional[np.ndarray] = None
+    samples: int = 0  # texels + vertices that carry the object's colour
+    category: str = ""  # canonical category (after normalisation), set by extract
 
     @property
     def aabb_min(self) -> np.ndarray:
-        return self.vertices.min(axis=0)
+        return self.lo
 
     @property
     def aabb_max(self) -> np.ndarray:
-        return self.vertices.max(axis=0)
+        return self.hi
 
 
 def read_annotations(path: Path) -> List[AnnotatedObject]:
@@ -63,82 +82,190 @@ def resolve_up_axis(render_glb: Path, option: str = "auto") -> str:
         raise BuildError(f"--up-axis must be one of {', '.join(UP_AXIS_CHOICES)}, got {option!r}") from None
 
 
-def load_colored_vertices(path: Path, up_axis: str = "z"):
-    """World-space (Y up) vertices and their RGB colours (uint8) of every mesh in a glb;
-    ``up_axis`` is the file's ('z': HM3D and generated scenes, turned as habitat-sim does)."""
-    import trimesh
+class _Boxes:
+    """Per-object running AABBs and sample counts (object index = position in ``keys``)."""
+
+    def __init__(self, n: int):
+        self.lo = np.full((n, 3), np.inf)
+        self.hi = np.full((n, 3), -np.inf)
+        self.n = np.zeros(n, dtype=np.int64)
+
+    def add(self, idx: np.ndarray, pts: np.ndarray) -> None:
+        keep = idx >= 0
+        idx, pts = idx[keep], pts[keep]
+        if not len(idx):
+            return
+        order = np.argsort(idx, kind="stable")
+        idx, pts = idx[order], pts[order]
+        uniq, start = np.unique(idx, return_index=True)
+        self.lo[uniq] = np.minimum(self.lo[uniq], np.minimum.reduceat(pts, start, axis=0))
+        self.hi[uniq] = np.maximum(self.hi[uniq], np.maximum.reduceat(pts, start, axis=0))
+        self.n[uniq] += np.diff(np.append(start, len(idx)))
+
+
+def _texel_items(px: np.ndarray, limit: int):
+    """Rasterisation work items for triangles in texel coordinates ``px`` (F, 3, 2):
+    (triangle, first column, columns, first row, rows) covering the texel centres inside
+    each triangle's bounding box, big triangles split into row bands of <= ``limit``."""
+    mn, mx = px.min(axis=1), px.max(axis=1)
+    x0 = np.ceil(mn[:, 0] - 0.5).astype(np.int64)
+    x1 = np.floor(mx[:, 0] - 0.5).astype(np.int64)
+    y0 = np.ceil(mn[:, 1] - 0.5).astype(np.int64)
+    y1 = np.floor(mx[:, 1] - 0.5).astype(np.int64)
+    nx, ny = np.maximum(x1 - x0 + 1, 0), np.maximum(y1 - y0 + 1, 0)
+    tri = np.nonzero(nx * ny > 0)[0]
+    nx, ny, x0, y0 = nx[tri], ny[tri], x0[tri], y0[tri]
+    rows = np.maximum(1, limit // np.maximum(nx, 1))
+    bands = -(-ny // rows)
+    it = np.repeat(np.arange(len(tri)), bands)
+    k = np.arange(len(it)) - np.repeat(np.cumsum(bands) - bands, bands)
+    by0 = y0[it] + k * rows[it]
+    bny = np.minimum(rows[it], y0[it] + ny[it] - by0)
+    return tri[it], x0[it], nx[it], by0, bny
+
+
+def _raster_chunks(items, limit: int):
+    tri, x0, nx, y0, ny = items
+    sizes = nx * ny
+    ends = np.cumsum(sizes)
+    start = 0
+    while start < len(tri):
+        base = ends[start] - sizes[start]
+        stop = max(start + 1, int(np.searchsorted(ends, base + limit, side="right")))
+        yield tri[start:stop], x0[start:stop], nx[start:stop], y0[start:stop], ny[start:stop]
+        start = stop
+
+
+def _rasterise_primitive(world: np.ndarray, faces: np.ndarray, uv: np.ndarray, tex_index: np.ndarray,
+                         boxes: _Boxes, wanted: np.ndarray, bar, counts: Counter) -> None:
+    """Add the surface points of every texel centre covered by the primitive's triangles
+    to the boxes of the objects whose colour the texel has (``tex_index``: (H, W) object
+    index per texel, -1 none). UVs outside [0, 1] wrap (glTF's default sampler)."""
+    h, w = tex_index.shape
+    px, ok = _texel_coords(uv, faces, tex_index.shape)
+    counts["triangles_zero_uv_area"] += int(np.count_nonzero(~ok))
+    px = px[ok]
+    tri_ids = np.nonzero(ok)[0]
+    items = _texel_items(px, TEXEL_CHUNK)
+    for t, cx0, cnx, cy0, cny in _raster_chunks(items, TEXEL_CHUNK):
+        n = cnx * cny
+        total = int(n.sum())
+        rep = np.repeat(np.arange(len(t)), n)
+        local = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
+        x = cx0[rep] + local % cnx[rep]
+        y = cy0[rep] + local // cnx[rep]
+        tr = t[rep]
+        d0 = x + 0.5 - px[tr, 0, 0]
+        d1 = y + 0.5 - px[tr, 0, 1]
+        e1r, e2r = px[tr, 1] - px[tr, 0], px[tr, 2] - px[tr, 0]
+        dt = e1r[:, 0] * e2r[:, 1] - e1r[:, 1] * e2r[:, 0]
+        l1 = (d0 * e2r[:, 1] - d1 * e2r[:, 0]) / dt
+        l2 = (e1r[:, 0] * d1 - e1r[:, 1] * d0) / dt
+        eps = 1e-9
+        inside = (l1 >= -eps) & (l2 >= -eps) & (l1 + l2 <= 1 + eps)
+        tr, x, y, l1, l2 = tr[inside], x[inside], y[inside], l1[inside], l2[inside]
+        obj = tex_index[np.mod(y, h), np.mod(x, w)]
+        counts["texels"] += int(len(obj))
+        counts["texels_unmatched"] += int(np.count_nonzero(obj < 0))
+        keep = obj >= 0
+        keep[keep] = wanted[obj[keep]]
+        if np.any(keep):
+            f = faces[tri_ids[tr[keep]]]
+            va, vb, vc = world[f[:, 0]], world[f[:, 1]], world[f[:, 2]]
+            pts = va + l1[keep, None] * (vb - va) + l2[keep, None] * (vc - va)
+            boxes.add(obj[keep], pts)
+        if bar is not None:
+            bar.update(total)
+
+
+def _texel_coords(uv: np.ndarray, faces: np.ndarray, shape) -> Tuple[np.ndarray, np.ndarray]:
+    """Triangles in texel coordinates (F, 3, 2) and the mask of those with UV area."""
+    h, w = shape[:2]
+    px = uv[faces] * np.array([w, h], dtype=np.float64)  # glTF: v runs down the image
+    e1, e2 = px[:, 1] - px[:, 0], px[:, 2] - px[:, 0]
+    det = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]
+    return px, np.abs(det) >= 1e-12
+
+
+def _texel_total(glb: "gltf.GlbFile") -> int:
+    total = 0
+    for p in glb.primitives:
+        if p.image is not None:
+            px, ok = _texel_coords(p.uv, p.faces, glb.image_size(p.image))
+            _, _, nx, _, ny = _texel_items(px[ok], TEXEL_CHUNK)
+            total += int((nx * ny).sum())
+    return total
+
+
+def attach_geometry(objects: List[AnnotatedObject], path: Path, up_axis: str = "z",
+                    wanted: Optional[set] = None, progress: bool = False) -> Counter:
+    """Give each object (of ``wanted`` ids; default all) its world AABB from the semantic
+    mesh ``path`` (texels of textured primitives, ``COLOR_0`` vertices of the others).
+
+    Returns counts: ``texels``, ``texels_unmatched``, ``vertices``, ``vertices_unmatched``,
+    ``primitives_textured`` / ``_vertex_colours`` / ``_unlabelled`` and ``color_encoding``
+    ('linear' or 'srgb', when ``COLOR_0`` is present). A file where no texel and no vertex
+    carries a ``semantic.txt`` colour is a one-line ``BuildError``.
+    """
+    from tqdm.auto import tqdm
 
     if up_axis not in scene_io.UP_AXES:
         raise BuildError(f"up axis must be 'y' or 'z', got {up_axis!r}")
     path = Path(path)
     try:
-        scene = trimesh.load(str(path), force="scene", process=False)
-    except Exception as e:  # trimesh raises many types on bad files
-        raise BuildError(f"{path}: cannot read mesh ({type(e).__name__}: {e})") from None
-    verts, cols = [], []
-    for node in scene.graph.nodes_geometry:
-        transform, geom_name = scene.graph[node]
-        geom = scene.geometry[geom_name]
-        if not hasattr(geom, "vertices") or len(geom.vertices) == 0:
-            continue
-        visual = geom.visual
-        if getattr(visual, "kind", None) == "vertex":
-            c = np.asarray(visual.vertex_colors)[:, :3]
-        elif getattr(visual, "kind", None) == "texture":
-            c = np.asarray(visual.to_color().vertex_colors)[:, :3]
-        else:
-            continue
-        v = trimesh.transformations.transform_points(np.asarray(geom.vertices, dtype=np.float64), transform)
-        verts.append(v)
-        cols.append(c.astype(np.uint8))
-    if not verts:
-        raise BuildError(f"{path}: no vertex colours found (expected a semantic mesh with per-object vertex colours)")
-    return scene_io.file_to_world(np.concatenate(verts), up_axis), np.concatenate(cols)
-
-
-def attach_vertices(objects: List[AnnotatedObject], vertices: np.ndarray, colors: np.ndarray,
-                    tolerance: int = 2) -> Dict[str, int]:
-    """Give each object the vertices of its colour; returns counts (matched / unmatched).
-
-    Colours are matched exactly, then (for exporters that round) to the nearest annotation
-    colour within ``tolerance`` per channel.
-    """
-    key = colors[:, 0].astype(np.int64) << 16 | colors[:, 1].astype(np.int64) << 8 | colors[:, 2]
+        glb = gltf.read_glb(str(path))
+    except scene_io.SceneFormatError as e:
+        raise BuildError(str(e)) from None
+    counts: Counter = Counter()
+    keys = np.array(sorted(int(o.color_hex, 16) for o in objects), dtype=np.int64)
     by_key = {int(o.color_hex, 16): o for o in objects}
-    uniq, inverse = np.unique(key, return_inverse=True)
-    ann = np.array(sorted(by_key), dtype=np.int64)
-    ann_rgb = np.stack([(ann >> 16) & 255, (ann >> 8) & 255, ann & 255], axis=1) if len(ann) else np.zeros((0, 3))
-    groups: Dict[int, List[int]] = {}
-    unmatched = 0
-    for ui, k in enumerate(uniq):
-        k = int(k)
-        target = k if k in by_key else None
-        if target is None and len(ann):
-            rgb = np.array([(k >> 16) & 255, (k >> 8) & 255, k & 255])
-            d = np.abs(ann_rgb - rgb).max(axis=1)
-            j = int(np.argmin(d))
-            if d[j] <= tolerance:
-                target = int(ann[j])
-        if target is None:
-            unmatched += int((inverse == ui).sum())
-            continue
-        groups.setdefault(target, []).append(ui)
-    for k, uis in groups.items():
-        mask = np.isin(inverse, uis)
-        by_key[k].vertices = vertices[mask]
-    return {"vertices_unmatched": unmatched,
-            "objects_without_geometry": sum(1 for o in objects if o.vertices is None)}
+    want = np.array([wanted is None or by_key[int(k)].object_id in wanted for k in keys], dtype=bool)
+    boxes = _Boxes(len(keys))
+    colour_prims = [p for p in glb.primitives if p.color0 is not None]
+    encoding = None
+    if colour_prims:
+        encoding, stats = gltf.decide_color_encoding(np.concatenate([p.color0 for p in colour_prims]), keys)
+        counts.update(stats)
+        counts["color_encoding"] = encoding or "none"
+    to8 = gltf.raw8 if encoding == "srgb" else gltf.linear_to_srgb8
+    try:
+        total = _texel_total(glb)
+        with tqdm(total=total, desc=f"texels {path.name}", unit="texel", unit_scale=True,
+                  disable=not progress or total == 0, leave=False, dynamic_ncols=True) as bar:
+            tex_cache: Dict[int, np.ndarray] = {}
+            for p in glb.primitives:
+                world = scene_io.file_to_world(p.positions, up_axis)
+                if p.image is not None:
+                    counts["primitives_textured"] += 1
+                    if p.image not in tex_cache:
+                        img = glb.image(p.image)
+                        tex_cache[p.image] = gltf.lookup_colors(gltf.pack_rgb(img), keys)
+                    _rasterise_primitive(world, p.faces, p.uv, tex_cache[p.image], boxes, want, bar, counts)
+                elif p.color0 is not None:
+                    counts["primitives_vertex_colours"] += 1
+                    idx = gltf.lookup_colors(gltf.pack_rgb(to8(p.color0)), keys)
+                    counts["vertices"] += len(idx)
+                    counts["vertices_unmatched"] += int(np.count_nonzero(idx < 0))
+                    sel = idx >= 0
+                    sel[sel] = want[idx[sel]]
+                    boxes.add(np.where(sel, idx, -1), world)
+                else:
+                    counts["primitives_unlabelled"] += 1
+    except scene_io.SceneFormatError as e:
+        raise BuildError(str(e)) from None
+    matched = (counts["texels"] - counts["texels_unmatched"]) + (counts["vertices"] - counts["vertices_unmatched"])
+    if matched == 0:
+        if not glb.primitives or not (colour_prims or counts["primitives_textured"]):
+            raise BuildError(f"{path}: no semantic colours: no primitive has COLOR_0 or a base colour texture")
+        raise BuildError(f"{path}: no texel or vertex colour matches a colour of its semantic.txt "
+                         "(COLOR_0 read as linear, as habitat-sim does, and as sRGB)")
+    for i, k in enumerate(keys):
+        if boxes.n[i] > 0:
+            o = by_key[int(k)]
+            o.lo, o.hi, o.samples = boxes.lo[i].copy(), boxes.hi[i].copy(), int(boxes.n[i])
+    return counts
 
 
-DEFAULT_DROP = ("wall", "floor", "ceiling", "unknown", "misc", "objects", "void", "unlabeled",
-                "door frame", "window frame", "frame", "beam", "column", "pillar",
-                "baseboard", "wall trim", "ceiling trim", "stairs", "railing")
-
-
-def map_category(raw: str, category_map: Dict[str, Optional[str]]) -> Optional[str]:
-    """Canonical category (None = drop) through the user's map; default lower-cased text."""
-    name = norm_text(raw)
-    if name in category_map:
-        mapped = category_map[name]
-        return norm_text(mapped) if mapped else None
-    return name or None
+#: Extra clean category names to drop (``--drop``); structure, placeholders and annotator
+#: notes are dropped by the category table (:mod:`.categories`).
+DEFAULT_DROP: Tuple[str, ...] = ()

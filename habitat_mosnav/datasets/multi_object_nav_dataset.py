@@ -2,7 +2,14 @@
 
 Config (``habitat.dataset``, see ``MultiObjectNavDatasetConfig``): ``data_path`` (the
 ``dataset_semantic`` directory), ``scenes_dir``, ``split`` (substituted for ``{split}`` in
-both), ``content_scenes``, ``goal_type`` and ``target_modes``.
+both), ``content_scenes``, ``goal_type``, ``target_modes`` and ``scene_dataset_config``
+(copied into every episode: ``habitat.Env`` hands it to the simulator, so habitat-sim loads
+HM3D's semantic annotations).
+
+Only the scenes a selection uses must be on disk: a scene listed in ``content_scenes``
+must exist, while with ``content_scenes: ["*"]`` a missing scene file is recorded
+(:meth:`MultiObjectNavDatasetV1.check_scene_files` raises the one-line error for the scenes
+an evaluation selects), so one downloaded HM3D scene is enough to smoke-test.
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ from habitat_mosnav.keys import episode_key, scene_name_from_path
 from habitat_mosnav.datasets.schema import (
     DatasetFormatError,
     load_scene_dir,
+    parse_categories,
     parse_goals,
     pure_category,
     query_category,
@@ -58,17 +66,27 @@ def find_scene_file(scenes_dir: str, scene_id: str) -> str:
         f"{scene_id}.basis.glb or {scene_id}.glb; habitat.dataset.scenes_dir)")
 
 
-def load_categories(data_path: str) -> List[str]:
-    """The dataset-wide category list (``objectgoal`` indices): ``categories.json`` at the
-    dataset root when present, else the sorted union of all scenes' goal categories, so
-    every worker and every content_scenes subset agrees on the indices."""
-    path = os.path.join(data_path, CATEGORIES_FILE)
-    if os.path.isfile(path):
-        with open(path, "r", encoding="utf-8") as f:
-            cats = json.load(f)
-        if not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
-            raise DatasetFormatError(f"{path}: expected a JSON list of category names")
-        return list(cats)
+def categories_path(data_path: str, template: Optional[str] = None) -> Optional[str]:
+    """``categories.json`` of a dataset: in ``data_path``, else at the dataset root above
+    the ``{split}`` folder of the ``data_path`` template (one file for every split)."""
+    candidates = [os.path.join(data_path, CATEGORIES_FILE)]
+    if template and "{split}" in template:
+        root = template.split("{split}", 1)[0]
+        candidates.append(os.path.join(root or ".", CATEGORIES_FILE))
+    for c in candidates:
+        if os.path.isfile(c):
+            return c
+    return None
+
+
+def load_categories(data_path: str, template: Optional[str] = None) -> List[str]:
+    """The dataset-wide category list (``objectgoal`` indices): ``categories.json`` (see
+    :func:`categories_path`; written by ``mosnav-build``) when present, else the sorted union
+    of all scenes' goal categories, so every worker and every content_scenes subset agrees
+    on the indices."""
+    path = categories_path(data_path, template)
+    if path is not None:
+        return parse_categories(path)
     cats = set()
     for sid in list_scene_ids(data_path):
         goals = parse_goals(os.path.join(data_path, sid, "goals.json"), sid)
@@ -111,17 +129,46 @@ class MultiObjectNavDatasetV1(Dataset):
                     f"{self.data_path}: content_scenes {missing} not in the dataset "
                     "(habitat.dataset.content_scenes)")
             scene_ids = [s for s in scene_ids if s in wanted]
-        self.categories = load_categories(self.data_path)
+        self.categories = load_categories(self.data_path, config.data_path)
+        self._categories_file = categories_path(self.data_path, config.data_path)
         self.category_to_task_category_id = {c: i for i, c in enumerate(self.categories)}
+        self.scene_dataset_config = str(config.get("scene_dataset_config", "default") or "default")
+        if self.scene_dataset_config != "default" and not os.path.isfile(self.scene_dataset_config):
+            raise DatasetFormatError(
+                f"{self.scene_dataset_config}: file not found (habitat.dataset.scene_dataset_config; "
+                "HM3D: hm3d_annotated_basis.scene_dataset_config.json of the semantic download)")
+        #: scene name -> one-line error, for scenes whose files are not on disk
+        self.missing_scene_files: Dict[str, str] = {}
+        self._explicit_scenes = ALL_SCENES_MASK not in wanted
         for sid in scene_ids:
             self._load_scene(sid, split, goal_type, set(modes))
+
+    def check_scene_files(self, scene_names) -> None:
+        """Raise the one-line error of the first of ``scene_names`` whose file is missing."""
+        bad = sorted(set(scene_names) & set(self.missing_scene_files))
+        if bad:
+            more = f" (and {len(bad) - 1} more selected scene(s) missing)" if len(bad) > 1 else ""
+            raise DatasetFormatError(self.missing_scene_files[bad[0]] + more)
 
     def _load_scene(self, scene_id: str, split: str, goal_type: str, modes: set) -> None:
         goals, queries, episodes = load_scene_dir(os.path.join(self.data_path, scene_id))
         wanted = [e for e in episodes if e["target_mode"] in modes]
         if not wanted:
             return
-        scene_path = find_scene_file(self.scenes_dir, scene_id)
+        try:
+            scene_path = find_scene_file(self.scenes_dir, scene_id)
+        except DatasetFormatError as exc:
+            if self._explicit_scenes:
+                raise
+            self.missing_scene_files[scene_id] = str(exc)
+            scene_path = os.path.abspath(os.path.join(self.scenes_dir, f"{scene_id}.basis.glb"))
+        if self._categories_file is not None:
+            gpath = os.path.join(self.data_path, scene_id, "goals.json")
+            for oid, g in goals.items():
+                if g["category"] not in self.category_to_task_category_id:
+                    raise DatasetFormatError(
+                        f"{gpath}: goal {oid}: field 'category': '{g['category']}' is not in "
+                        f"{self._categories_file} (rebuild it with mosnav-build extract)")
         goal_objs = {oid: _make_goal(g) for oid, g in goals.items()}
         scene_categories = {g["category"] for g in goals.values()}
         for e in wanted:
@@ -140,6 +187,7 @@ class MultiObjectNavDatasetV1(Dataset):
             self.episodes.append(MultiObjectNavEpisode(
                 episode_id=e["episode_id"],
                 scene_id=scene_path,
+                scene_dataset_config=self.scene_dataset_config,
                 scene_name=scene_id,
                 split=split,
                 episode_key=episode_key(split, scene_id, e["episode_id"]),

@@ -127,6 +127,22 @@ def parse_goals(path: str, scene_id: str) -> Dict[int, Dict[str, Any]]:
     return goals
 
 
+def parse_categories(path: str) -> List[str]:
+    """``categories.json``: a JSON list of distinct, non-empty category names; the index of
+    a name is its ``objectgoal`` id in every split."""
+    doc = read_json(path)
+    if not isinstance(doc, list):
+        raise DatasetFormatError(f"{path}: expected a JSON list of category names")
+    seen = set()
+    for i, c in enumerate(doc):
+        if not isinstance(c, str) or not c.strip():
+            raise DatasetFormatError(f"{path}: entry [{i}]: expected a non-empty string, got {json.dumps(c)[:60]}")
+        if c in seen:
+            raise DatasetFormatError(f"{path}: entry [{i}]: duplicate category '{c}'")
+        seen.add(c)
+    return list(doc)
+
+
 def parse_queries(path: str, scene_id: str) -> Dict[str, Dict[str, Any]]:
     """queries.json -> {query_id: query dict}."""
     queries: Dict[str, Dict[str, Any]] = {}

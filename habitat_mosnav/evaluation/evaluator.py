@@ -257,6 +257,12 @@ class Evaluator:
         self._benchmark = self._check_benchmark()
         dataset = self._load_dataset()
         selection, pool, total = self.select(list(dataset.episodes))
+        check = getattr(dataset, "check_scene_files", None)
+        if check is not None:  # only the selected scenes must be on disk (SPEC §6)
+            try:
+                check({episode_scene_name(pool[k]) for _, k in selection})
+            except Exception as exc:  # noqa: BLE001 - a DatasetFormatError, one line
+                raise EvaluationSetupError(_one_line(exc)) from None
         try:
             writer = res.RankWriter(cfg.output_dir, rank, resume=cfg.resume)
         except (res.ResultFileError, OSError) as exc:

@@ -18,6 +18,7 @@ from scipy import ndimage
 
 from habitat_mosnav.scenes import furniture as F
 from habitat_mosnav.scenes.geometry import MeshData, Part, bake_colors, box_from_bounds, yaw_matrix
+from habitat_mosnav.scenes.gltf import write_semantic_glb
 from habitat_mosnav.scenes.io import world_to_file, write_semantic_txt
 from habitat_mosnav.scenes.layout import (
     HALF_WALL, WALL_HEIGHT, Door, FloorPlan, Room, make_floor_plan,
@@ -673,7 +674,8 @@ def generate_scene(out_dir: str, seed: int, index: int = 0) -> SceneInfo:
     # Meshes are stored Z up like HM3D/MP3D, so habitat-sim (which reads a .glb stage as
     # Z up) and MosNavMeshSim-v0 both load them with the floor at world y = 0.
     _write_glb(base + ".glb", world_to_file(v), fcs, c)
-    _write_glb(base + ".semantic.glb", world_to_file(sv), sf, sc)
+    # COLOR_0 stored linear (float), as habitat-sim reads a .glb's vertex colours.
+    write_semantic_glb(base + ".semantic.glb", world_to_file(sv), sf, sc)
     write_semantic_txt(base + ".semantic.txt", annotations)
     meta = {
         "schema_version": SCHEMA_VERSION,

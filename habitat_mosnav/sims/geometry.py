@@ -144,12 +144,19 @@ def load_semantic_mesh(scene_path: str, up: str = "y") -> Optional[MeshData]:
     paths = semantic_paths(scene_path)
     if paths is None:
         return None
+    from habitat_mosnav.scenes.gltf import read_semantic_vertices
+
     glb, txt = paths
     table = read_semantic_table(txt)
-    mesh = load_mesh(glb, up)
-    rgb = mesh.colors[:, :3].astype(np.int64)
-    packed = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]
     keys = np.array(sorted(table), dtype=np.int64)
+    try:  # COLOR_0 read as linear (habitat-sim's reading of a .glb) or sRGB, whichever matches
+        v, f, rgb8, _ = read_semantic_vertices(glb, keys)
+    except SceneFormatError as exc:
+        raise SceneLoadError(str(exc)) from None
+    mesh = MeshData(vertices=file_to_world(v, up).astype(np.float32), faces=f,
+                    colors=np.concatenate([rgb8, np.full((len(rgb8), 1), 255, np.uint8)], axis=1))
+    rgb = rgb8.astype(np.int64)
+    packed = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]
     vals = np.array([table[k].object_id for k in keys], dtype=np.int32)
     ids = np.zeros(len(packed), np.int32)
     if len(keys):
