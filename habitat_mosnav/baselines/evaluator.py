@@ -2,7 +2,7 @@
 
 Set ``habitat_baselines.evaluator`` to the ``mosnav`` entry (``_target_`` this class). It
 runs habitat-baselines' own ``HabitatEvaluator`` loop unchanged — same policy calls, same
-logged averages and videos — with three fixes around it:
+logged averages and videos — with four fixes around it:
 
 * the loop's buffers are sized from the environments really built (habitat-baselines
   sizes them from ``num_environments``, which breaks when eval builds fewer);
@@ -10,6 +10,10 @@ logged averages and videos — with three fixes around it:
   without claims) are left out of that episode's info, so the logged means are the means
   of the finite values (SPEC §5) instead of NaN; the list ``mos_report_events`` is taken
   out too (video overlays and scalar extraction cannot handle lists);
+* the evaluation video's text overlay (habitat's ``overlay_frame``, which formats every
+  info value with ``:.2f`` and crashes on the ``top_down_map`` dict of arrays; habitat-lab
+  PR #1060) gets only the scalar and string values, see :func:`scalar_overlay_frame`; the
+  map itself still reaches ``observations_to_image``;
 * every finished episode is written as one SPEC §8 record (``info["mosnav_episode"]``
   from :class:`~habitat_mosnav.baselines.envs.MosNavEpisodeInfo`) to
   ``<output_dir>/<checkpoint name>/rank_00000/episodes.jsonl``, then ``done.json`` and
@@ -18,7 +22,9 @@ logged averages and videos — with three fixes around it:
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import numbers
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
@@ -26,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional
 from habitat import logger
 from habitat.config import read_write
 from habitat_baselines.config.default_structured_configs import EvaluatorConfig
+from habitat_baselines.rl.ppo import habitat_evaluator as _stock_loop
 from habitat_baselines.rl.ppo.habitat_evaluator import HabitatEvaluator
 from hydra.core.config_store import ConfigStore
 
@@ -91,6 +98,41 @@ def completed(out_dir: str) -> bool:
         return res.summarize(out_dir)["status"] in ("complete", "completed_with_errors")
     except (res.ResultFileError, OSError, ValueError):
         return False
+
+
+_STOCK_OVERLAY = _stock_loop.overlay_frame
+
+
+def overlay_values(info: Dict[str, Any]) -> Dict[str, Any]:
+    """The values of ``info`` (flattened as habitat does) that ``overlay_frame`` can print:
+    strings and real scalars (numpy 0-d included); arrays, maps, lists and None are left out."""
+    from habitat.utils.visualizations.utils import flatten_dict
+
+    out: Dict[str, Any] = {}
+    for key, value in flatten_dict(info).items():
+        if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+            value = value.item()
+        if isinstance(value, str) or (isinstance(value, numbers.Real) and not isinstance(value, bool)):
+            out[key] = value
+        elif isinstance(value, bool):
+            out[key] = float(value)
+    return out
+
+
+def scalar_overlay_frame(frame, info, additional=None):
+    """habitat's ``overlay_frame`` over :func:`overlay_values` of ``info`` only."""
+    return _STOCK_OVERLAY(frame, overlay_values(info), additional)
+
+
+@contextlib.contextmanager
+def scalar_overlay():
+    """Within the block, habitat-baselines' evaluation loop overlays only scalar values."""
+    previous = _stock_loop.overlay_frame
+    _stock_loop.overlay_frame = scalar_overlay_frame
+    try:
+        yield
+    finally:
+        _stock_loop.overlay_frame = previous
 
 
 class _RecordingEnvs:
@@ -172,9 +214,10 @@ class MosNavEvaluator(HabitatEvaluator):
                     int(loop_config.habitat_baselines.test_episode_count) > len(keys)):
                 loop_config.habitat_baselines.test_episode_count = len(keys)
         try:
-            super().evaluate_agent(agent, _RecordingEnvs(envs, on_episode), loop_config,
-                                   checkpoint_index, step_id, writer, device, obs_transforms,
-                                   env_spec, rank0_keys)
+            with scalar_overlay():
+                super().evaluate_agent(agent, _RecordingEnvs(envs, on_episode), loop_config,
+                                       checkpoint_index, step_id, writer, device,
+                                       obs_transforms, env_spec, rank0_keys)
             rank_writer.write_done(expected_count=len(keys))
         finally:
             rank_writer.close()

@@ -184,7 +184,12 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     g.add_argument("--render-live", action="store_true",
                    help="show the agent's view in an OpenCV window (keys for --agent human); needs a display")
     g.add_argument("--save-video", nargs="?", const="mp4", choices=("mp4", "gif"), default=None,
-                   help="write one video per episode to <output-dir>/videos (mp4 by default)")
+                   help="write one video per episode to <output-dir>/videos (mp4 by default): "
+                        "RGB | depth | the growing top-down map, with step, claims so far and action")
+    g.add_argument("--save-maps", action="store_true",
+                   help="draw each episode's top-down map to <output-dir>/maps/<episode>.png "
+                        "(trajectory, targets and view points, claims, FINISH; see "
+                        "docs/EVALUATION.md)")
     return p
 
 
@@ -366,8 +371,8 @@ def _run(argv: Optional[Sequence[str]]) -> int:
         retry_errors=args.retry_errors,
         fail_fast=args.fail_fast, record_actions=args.action_trace,
         log_prompts=args.log_prompts, log_positions=args.log_positions,
-        log_episodes=args.log_episodes, video=args.save_video, render_live=args.render_live,
-        progress=args.progress, benchmark=args.benchmark,
+        log_episodes=args.log_episodes, video=args.save_video, maps=args.save_maps,
+        render_live=args.render_live, progress=args.progress, benchmark=args.benchmark,
     )
     evaluator = Evaluator(agent, config, eval_cfg)
     try:

@@ -15,7 +15,6 @@ No torch is imported here; habitat is imported when the run starts.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -52,7 +51,10 @@ class EvaluationConfig:
     ``scene_limit`` / ``episode_limit``: the benchmark README's ``--limit`` (first N scenes,
     sorted) and ``--episode-limit`` (first N episodes per scene), applied before that.
     ``rank``/``world_size`` None: from torchrun/SLURM variables, else 0/1.
-    ``video``: None, ``"mp4"`` or ``"gif"`` (one file per episode under ``<out>/videos``).
+    ``video``: None, ``"mp4"`` or ``"gif"`` (one file per episode under ``<out>/videos``:
+    RGB | depth | the growing top-down map, with step, claims so far and action).
+    ``maps``: write each episode's top-down map to ``<out>/maps/<episode>.png``
+    (:mod:`~habitat_mosnav.evaluation.maps`).
     ``retry_errors`` (with ``resume``): keys whose last record is an error are run again
     (the new record is appended; the summary keeps a key's last record).
     ``benchmark``: a benchmark setting's name (``demo/official``, see
@@ -82,6 +84,7 @@ class EvaluationConfig:
     log_positions: bool = False
     log_episodes: bool = False
     video: Optional[str] = None
+    maps: bool = False
     render_live: bool = False
     progress: bool = True
     benchmark: Optional[str] = None
@@ -103,10 +106,6 @@ def _episode_summary(episode, max_steps: int) -> Dict[str, Any]:
         "target_object_ids": list(getattr(episode, "target_object_ids", []) or []),
         "max_steps": int(max_steps),
     }
-
-
-def _safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "episode"
 
 
 class Evaluator:
@@ -161,6 +160,7 @@ class Evaluator:
         self._owns_env = env is None
         self._viewer = None
         self._benchmark: Optional[Dict[str, Any]] = None
+        self._grid = None  # (scene, height, MapGrid) of the last map drawn
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -441,6 +441,8 @@ class Evaluator:
                     self._log(self._episode_line(record))
                 if frames and cfg.video:
                     self._write_video(key, frames)
+                if cfg.maps:
+                    self._write_map(env, key, episode, record)
                 bar.update(1)
                 self._update_bar(bar, prior)
                 if record["status"] == "error" and cfg.fail_fast:
@@ -458,15 +460,26 @@ class Evaluator:
             return res.make_record(
                 episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
                 steps_taken=run.steps_taken, initial_agent_state=run.initial_agent_state,
-                action_trace=trace, error=error_type_of(run.error),
+                action_trace=trace, positions=run.positions, error=error_type_of(run.error),
                 error_message=error_message_of(run.error), extras=extras, benchmark=self._benchmark)
         return res.make_record(
             episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
             status="ok", steps_taken=run.steps_taken, terminated_by=run.terminated_by,
             initial_metrics=run.initial_metrics, metrics=run.metrics,
             report_events=run.report_events, initial_agent_state=run.initial_agent_state,
-            final_agent_state=run.final_agent_state, action_trace=trace, extras=extras,
-            benchmark=self._benchmark)
+            final_agent_state=run.final_agent_state, action_trace=trace,
+            positions=run.positions, extras=extras, benchmark=self._benchmark)
+
+    def _map_grid(self, env, episode, height: float):
+        """habitat's top-down grid of the episode's floor (cached per scene and floor)."""
+        from habitat_mosnav.evaluation.maps import MapGrid
+
+        scene = getattr(episode, "scene_id", None)
+        cached = self._grid
+        if cached is None or cached[0] != scene or abs(cached[1] - height) > 0.5:
+            cached = (scene, height, MapGrid.from_pathfinder(env.sim.pathfinder, height))
+            self._grid = cached
+        return cached[2]
 
     def _make_hook(self, key: str, frames: List[np.ndarray]):
         cfg = self.config
@@ -474,6 +487,31 @@ class Evaluator:
         wants = print_prompts or cfg.log_positions or cfg.video or self._viewer is not None
         if not wants:
             return None
+        trail: List[List[float]] = []
+        painter: List[Any] = []
+
+        def growing_map(info: Dict[str, Any]):
+            """(the map so far or None, the claims so far) for a video frame."""
+            from habitat_mosnav.evaluation.maps import EpisodeMapPainter
+
+            pose, episode = info["pose"], info["episode"]
+            if info["step"] == 0:
+                trail.clear()
+                painter.clear()
+                try:
+                    grid = self._map_grid(self.env, episode, pose["position"][1])
+                    painter.append(EpisodeMapPainter(grid, episode.goals, pose["position"],
+                                                     pose["rotation"]))
+                except Exception as exc:  # a map problem never loses the episode
+                    self._log(f"warning: {key}: no map in the video: {type(exc).__name__}: "
+                              f"{_one_line(exc)}")
+                    painter.append(None)
+            trail.append(pose["position"])
+            events = [dict(ev) for ev in self.env.task.mos_state.events]
+            if not painter or painter[0] is None:
+                return None, events
+            return painter[0].draw(trail, events, total_steps=self._max_steps(),
+                                   agent_rotation=pose["rotation"]), events
 
         def hook(info: Dict[str, Any]) -> None:
             step, pose, observation = info["step"], info["pose"], info["observation"]
@@ -487,8 +525,9 @@ class Evaluator:
             if cfg.video or self._viewer is not None:
                 from habitat_mosnav.evaluation.video import compose_frame
 
+                top_down, events = growing_map(info) if cfg.video else (None, None)
                 frame = compose_frame(info["obs"], info["episode"], step, info["action"],
-                                      self._max_steps())
+                                      self._max_steps(), top_down_map=top_down, events=events)
                 if cfg.video:
                     frames.append(frame)
                 if self._viewer is not None:
@@ -497,13 +536,25 @@ class Evaluator:
         return hook
 
     def _write_video(self, key: str, frames: List[np.ndarray]) -> None:
+        from habitat_mosnav.evaluation.maps import episode_file_stem
         from habitat_mosnav.evaluation.video import write_video
 
         directory = os.path.join(self.config.output_dir, "videos")
-        path = os.path.join(directory, _safe_name(key.replace("::", "__")) + "." + self.config.video)
+        path = os.path.join(directory, episode_file_stem(key) + "." + self.config.video)
         try:
             write_video(path, frames)
         except Exception as exc:  # a video problem never loses the record
+            self._log(f"warning: could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
+
+    def _write_map(self, env, key: str, episode, record: Mapping[str, Any]) -> None:
+        """``<out>/maps/<episode>.png`` of a finished (or failed) episode."""
+        from habitat_mosnav.evaluation.maps import episode_file_stem, save_record_map, start_height
+
+        path = os.path.join(self.config.output_dir, "maps", episode_file_stem(key) + ".png")
+        try:
+            grid = self._map_grid(env, episode, start_height(record, episode))
+            save_record_map(path, grid, episode.goals, record)
+        except Exception as exc:  # a map problem never loses the record
             self._log(f"warning: could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
 
     @staticmethod

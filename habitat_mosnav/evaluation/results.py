@@ -98,6 +98,17 @@ def to_jsonable(obj, where: str = "value"):
     raise ValueError(f"{where}: cannot write a {type(obj).__name__} to JSON")
 
 
+def compact_positions(positions, where: str = "positions") -> List[List[float]]:
+    """``[[x, y, z], ...]`` rounded to 1 mm (about 25 bytes a step in JSON)."""
+    out = []
+    for i, p in enumerate(positions):
+        xyz = to_jsonable(p, f"{where}[{i}]")
+        if not isinstance(xyz, list) or len(xyz) != 3 or any(v is None for v in xyz):
+            raise ValueError(f"{where}[{i}]: expected 3 finite numbers, got {p!r}")
+        out.append([round(float(v), 3) for v in xyz])
+    return out
+
+
 def scrub_paths(message: str) -> str:
     """Replace absolute paths in a message by ``<path>``."""
     return _PATH_RE.sub("<path>", str(message))
@@ -115,7 +126,7 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
                 terminated_by: str = "max_steps", initial_metrics: Optional[Mapping] = None,
                 metrics: Optional[Mapping] = None, report_events: Iterable = (),
                 initial_agent_state=None, final_agent_state=None, action_trace=None,
-                error=None, error_message: Optional[str] = None,
+                positions=None, error=None, error_message: Optional[str] = None,
                 extras: Optional[Mapping[str, Any]] = None,
                 benchmark: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """One JSONL record of SPEC §8. ``episode`` may hold more fields: only the logical
@@ -123,7 +134,9 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
     an error record with ``error_type`` and a generic ``error_message``. ``extras`` (e.g.
     ``{"agent": agent.episode_stats()}``) is stored as ``extras`` when given, converted to
     plain JSON types (a value that cannot be converted raises ValueError naming it).
-    ``benchmark`` (the run's benchmark setting and its deviations) is stored as ``benchmark``."""
+    ``benchmark`` (the run's benchmark setting and its deviations) is stored as ``benchmark``.
+    ``positions`` (the agent's ``[x, y, z]`` after each step, index 0 = start) is stored
+    rounded to millimetres (:func:`compact_positions`) for maps and videos."""
     if status not in STATUSES:
         raise ValueError(f"record {episode_key}: status must be one of {STATUSES}, got {status!r}")
     if error is not None:
@@ -153,6 +166,8 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
         record["action_trace"] = to_jsonable(list(action_trace), "action_trace")
     if benchmark is not None:
         record["benchmark"] = to_jsonable(dict(benchmark), "benchmark")
+    if positions is not None:
+        record["positions"] = compact_positions(positions, f"record {episode_key}: positions")
     if extras is not None:
         if not isinstance(extras, Mapping):
             raise ValueError(f"record {episode_key}: extras must be a mapping, got {type(extras).__name__}")
@@ -392,14 +407,11 @@ def _rank_dirs(out_dir: str) -> List[Tuple[int, str]]:
     return found
 
 
-def summarize(out_dir: str, expected_episode_count: Optional[int] = None) -> Dict[str, Any]:
-    """summary.json contents for all rank directories of ``out_dir`` (SPEC §8).
-
-    A repeated key keeps its last record (ranks in order, lines in order);
-    ``expected_episode_count`` defaults to the sum of the ranks' done.json counts.
-    Status: incomplete when a rank has no done.json, says incomplete, left a partial line
-    or fewer unique records than expected; else completed_with_errors / complete.
-    """
+def read_run(out_dir: str) -> Tuple["Dict[str, Tuple[str, Dict[str, Any]]]", int, bool,
+                                    List[Optional[Dict[str, Any]]]]:
+    """(latest record per key as ``key -> ("file:line", record)`` in the order of their
+    last records, number of record lines, whether a rank is unfinished or left a partial
+    line, each rank's done.json or None)."""
     all_records: List[Tuple[str, Dict[str, Any]]] = []
     incomplete = False
     dones = []
@@ -413,13 +425,29 @@ def summarize(out_dir: str, expected_episode_count: Optional[int] = None) -> Dic
         dones.append(done)
         if done is None or done["status"] == "incomplete":
             incomplete = True
-    if expected_episode_count is None and all(d is not None for d in dones):
-        expected_episode_count = sum(d["expected_count"] for d in dones)
-
     latest: Dict[str, Tuple[str, Dict[str, Any]]] = {}
     for where, rec in all_records:
         latest.pop(rec["episode_key"], None)  # re-insert so order follows the last record
         latest[rec["episode_key"]] = (where, rec)
+    return latest, len(all_records), incomplete, dones
+
+
+def latest_records(out_dir: str) -> "Dict[str, Tuple[str, Dict[str, Any]]]":
+    """Each episode key's last record of a run: ``key -> ("file:line", record)``."""
+    return read_run(out_dir)[0]
+
+
+def summarize(out_dir: str, expected_episode_count: Optional[int] = None) -> Dict[str, Any]:
+    """summary.json contents for all rank directories of ``out_dir`` (SPEC §8).
+
+    A repeated key keeps its last record (ranks in order, lines in order);
+    ``expected_episode_count`` defaults to the sum of the ranks' done.json counts.
+    Status: incomplete when a rank has no done.json, says incomplete, left a partial line
+    or fewer unique records than expected; else completed_with_errors / complete.
+    """
+    latest, record_count, incomplete, dones = read_run(out_dir)
+    if expected_episode_count is None and all(d is not None for d in dones):
+        expected_episode_count = sum(d["expected_count"] for d in dones)
     ok, errors = [], 0
     for where, rec in latest.values():
         if rec["status"] == "error":
@@ -441,7 +469,7 @@ def summarize(out_dir: str, expected_episode_count: Optional[int] = None) -> Dic
         "schema_version": SCHEMA_VERSION,
         "status": status,
         "expected_episode_count": expected_episode_count,
-        "record_count": len(all_records),
+        "record_count": record_count,
         "unique_record_count": len(latest),
         "ok_episode_count": len(ok),
         "error_episode_count": errors,

@@ -1,0 +1,469 @@
+"""Top-down maps of evaluated episodes (``mosnav-eval --save-maps``, ``mosnav-report --maps``).
+
+The navigable area comes from habitat's own map utilities
+(:func:`habitat.utils.visualizations.maps.get_topdown_map` over ``sim.pathfinder``), so the
+same code draws maps on habitat-sim and on the CPU simulator ``MosNavMeshSim-v0``. World
+points become pixels with :func:`habitat.utils.visualizations.maps.to_grid`
+(``to_grid(z, x, map_shape, pathfinder=...) -> (row, col)``); nothing is rescaled, so a
+pixel of the saved PNG is a pixel of that grid (the legend is a panel to its right).
+
+On the map: the navigable area (habitat's grey/white/border colours), every target (its
+bounding box, or a dot without one; dark green once claimed, magenta otherwise) with its
+view points (light red dots), the start pose (habitat's agent sprite), the trajectory
+coloured by time (viridis, start dark blue → end yellow), each claim at the agent's
+position at its step (green = true positive, orange = duplicate, red = false), and the end
+point (a black square for FINISH, grey otherwise). The PNG carries a ``mosnav_map`` text
+chunk (JSON: ``meters_per_pixel``, ``map_shape``, ``bounds``, ``height``) so the pixel of
+any world point can be recomputed.
+
+A record's ``positions`` (``[x, y, z]`` after each step, index 0 = start; see
+docs/EVALUATION.md) gives the trajectory and the claim positions; a record without them
+(an older run) still gets targets, start and end point.
+
+    python -m habitat_mosnav.evaluation.maps RUN_DIR [--out DIR] [--config CFG] [--set K=V]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from habitat_mosnav.pose import wrap_angle, yaw_of
+
+__all__ = ["CLAIM_COLORS", "END_COLOR", "FINISH_COLOR", "MapGrid", "EpisodeMapPainter",
+           "claim_kind", "episode_file_stem", "read_map_info", "render_run_maps",
+           "save_map_png", "trajectory_color"]
+
+#: RGB colours of the claim markers by kind.
+CLAIM_COLORS = {"true": (40, 200, 40), "duplicate": (255, 150, 0), "false": (230, 30, 30)}
+TARGET_FOUND_COLOR = (0, 110, 0)
+TARGET_MISSED_COLOR = (170, 0, 170)
+VIEW_POINT_COLOR = (245, 150, 150)  # habitat's MAP_VIEW_POINT_INDICATOR colour
+FINISH_COLOR = (0, 0, 0)
+END_COLOR = (110, 110, 110)
+LEGEND_WIDTH = 300
+MAP_INFO_KEY = "mosnav_map"
+
+
+def episode_file_stem(key: str) -> str:
+    """File name (no extension) for an episode key: ``val::scene::ep`` → ``val__scene__ep``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(key).replace("::", "__")).strip("_") or "episode"
+
+
+def claim_kind(event: Mapping[str, Any]) -> str:
+    """``true`` (a new target), ``duplicate`` (only already-claimed targets near) or ``false``."""
+    if event.get("is_true_positive"):
+        return "true"
+    if event.get("duplicate_targets"):
+        return "duplicate"
+    return "false"
+
+
+def trajectory_color(fraction: float) -> Tuple[int, int, int]:
+    """Viridis colour (RGB) of a trajectory segment at ``fraction`` ∈ [0, 1] of the episode."""
+    import cv2
+
+    value = np.uint8(round(255 * min(1.0, max(0.0, float(fraction)))))
+    bgr = cv2.applyColorMap(np.array([[value]], np.uint8), cv2.COLORMAP_VIRIDIS)[0, 0]
+    return int(bgr[2]), int(bgr[1]), int(bgr[0])
+
+
+def _map_angle(rotation) -> float:
+    """The ``agent_rotation`` habitat's ``draw_agent`` expects (its TopDownMap's polar angle)."""
+    return wrap_angle(yaw_of(rotation) + math.pi)
+
+
+@dataclass
+class MapGrid:
+    """habitat's top-down grid of one floor: ``codes`` (MAP_INVALID/VALID/BORDER values)."""
+
+    codes: np.ndarray
+    pathfinder: Any
+    meters_per_pixel: float
+    height: float
+
+    @classmethod
+    def from_pathfinder(cls, pathfinder, height: float, meters_per_pixel: Optional[float] = None,
+                        longest_side_px: int = 512) -> "MapGrid":
+        """The navigable area at ``height`` (habitat's ``get_topdown_map``); by default the
+        longer side of the scene bounds gets about ``longest_side_px`` pixels."""
+        from habitat.utils.visualizations import maps
+
+        if meters_per_pixel is None:
+            lo, hi = pathfinder.get_bounds()
+            extent = max(float(hi[0] - lo[0]), float(hi[2] - lo[2]), 1e-3)
+            meters_per_pixel = min(0.1, max(0.01, extent / float(longest_side_px)))
+        codes = maps.get_topdown_map(pathfinder, float(height),
+                                     meters_per_pixel=float(meters_per_pixel))
+        return cls(codes=codes, pathfinder=pathfinder, meters_per_pixel=float(meters_per_pixel),
+                   height=float(height))
+
+    @property
+    def shape(self) -> Tuple[int, int]:
+        return int(self.codes.shape[0]), int(self.codes.shape[1])
+
+    def to_pixel(self, position: Sequence[float]) -> Tuple[int, int]:
+        """``(row, col)`` of a world point ``[x, y, z]`` (habitat's ``to_grid``)."""
+        from habitat.utils.visualizations import maps
+
+        return maps.to_grid(float(position[2]), float(position[0]), self.shape,
+                            pathfinder=self.pathfinder)
+
+    def info(self) -> Dict[str, Any]:
+        lo, hi = self.pathfinder.get_bounds()
+        return {"meters_per_pixel": self.meters_per_pixel, "map_shape": list(self.shape),
+                "bounds": [[float(v) for v in lo], [float(v) for v in hi]],
+                "height": self.height}
+
+
+def _xy(pixel: Tuple[int, int]) -> Tuple[int, int]:
+    """cv2 wants (x=col, y=row)."""
+    return int(pixel[1]), int(pixel[0])
+
+
+def _goal_fields(goal) -> Tuple[int, Optional[Mapping[str, Any]], Sequence[float], List[Sequence[float]]]:
+    """(object_id, aabb or None, position, view point positions) of a dataset goal object
+    or a goals.json-style dict."""
+    get = goal.get if isinstance(goal, Mapping) else (lambda k, d=None: getattr(goal, k, d))
+    oid = get("object_id")
+    aabb = get("aabb")
+    position = get("position")
+    views = []
+    for vp in get("view_points") or []:
+        if isinstance(vp, Mapping):
+            views.append(vp.get("position") or (vp.get("agent_state") or {}).get("position"))
+        else:
+            state = getattr(vp, "agent_state", None)
+            views.append(getattr(state, "position", None) if state is not None else None)
+    return oid, aabb, position, [v for v in views if v is not None]
+
+
+class EpisodeMapPainter:
+    """Draws one episode on a :class:`MapGrid`: :meth:`base` once (area, targets, view
+    points, start), then :meth:`draw` for any prefix of the trajectory (the video's growing
+    map) or the whole episode (the saved map)."""
+
+    def __init__(self, grid: MapGrid, goals: Iterable[Any], start_position: Sequence[float],
+                 start_rotation: Optional[Sequence[float]] = None) -> None:
+        self.grid = grid
+        self.goals = [_goal_fields(g) for g in goals]
+        self.start_position = [float(v) for v in start_position]
+        self.start_rotation = start_rotation
+        self._base: Optional[np.ndarray] = None
+
+    def _area(self) -> np.ndarray:
+        from habitat.utils.visualizations import maps
+
+        return maps.colorize_topdown_map(self.grid.codes)
+
+    def base(self, found: Iterable[int] = ()) -> np.ndarray:
+        """The navigable area with every target and its view points (RGB uint8)."""
+        import cv2
+
+        found = {int(f) for f in found}
+        img = self._area()
+        for oid, aabb, position, views in self.goals:
+            for v in views:
+                cv2.circle(img, _xy(self.grid.to_pixel(v)), 1, VIEW_POINT_COLOR, -1)
+        for oid, aabb, position, views in self.goals:
+            color = TARGET_FOUND_COLOR if oid is not None and int(oid) in found else TARGET_MISSED_COLOR
+            if aabb and aabb.get("center") is not None and aabb.get("size") is not None:
+                c, s = aabb["center"], aabb["size"]
+                a = self.grid.to_pixel([c[0] - s[0] / 2, 0.0, c[2] - s[2] / 2])
+                b = self.grid.to_pixel([c[0] + s[0] / 2, 0.0, c[2] + s[2] / 2])
+                cv2.rectangle(img, _xy(a), _xy(b), color, 2)
+            elif position is not None:
+                cv2.circle(img, _xy(self.grid.to_pixel(position)), 4, color, -1)
+        return img
+
+    def draw(self, positions: Sequence[Sequence[float]], events: Sequence[Mapping[str, Any]] = (),
+             *, total_steps: Optional[int] = None, end: Optional[str] = None,
+             end_position: Optional[Sequence[float]] = None,
+             agent_rotation: Optional[Sequence[float]] = None) -> np.ndarray:
+        """The map after ``positions`` (``positions[k]`` = position after step k), with the
+        claims of ``events`` whose step is reached. ``total_steps`` fixes the colour scale
+        (default: this trajectory's length); ``end`` = ``"finish"`` or another termination
+        draws the end point; ``agent_rotation`` draws the agent sprite at the last position
+        (the video's growing map) instead of the start sprite only."""
+        import cv2
+        from habitat.utils.visualizations import maps
+
+        found = {int(t) for ev in events for t in (ev.get("new_targets") or [])}
+        img = self.base(found)
+        pixels = [self.grid.to_pixel(p) for p in positions]
+        n = max(1, int(total_steps if total_steps else len(pixels) - 1))
+        for k in range(1, len(pixels)):
+            maps.draw_path(img, [pixels[k - 1], pixels[k]], color=trajectory_color(k / n),
+                           thickness=2)
+        radius = max(4, int(round(0.2 / self.grid.meters_per_pixel)))
+        start_px = self.grid.to_pixel(self.start_position)
+        if self.start_rotation is not None:
+            maps.draw_agent(img, start_px, _map_angle(self.start_rotation), radius)
+        else:
+            cv2.circle(img, _xy(start_px), radius, (0, 0, 200), 2)
+        if end is not None:
+            where = end_position if end_position is not None else (positions[-1] if positions else None)
+            if where is not None:
+                px = self.grid.to_pixel(where)
+                half = radius + 2
+                color = FINISH_COLOR if end == "finish" else END_COLOR
+                cv2.rectangle(img, (px[1] - half, px[0] - half), (px[1] + half, px[0] + half),
+                              color, 2)
+        if positions:
+            for ev in events:
+                step = int(ev.get("step", 0))
+                if step >= len(positions):
+                    if end is None:
+                        continue  # not reached yet (growing map)
+                    step = len(positions) - 1
+                px = _xy(pixels[step])
+                cv2.circle(img, px, 5, (0, 0, 0), -1)
+                cv2.circle(img, px, 4, CLAIM_COLORS[claim_kind(ev)], -1)
+        if agent_rotation is not None and positions:
+            maps.draw_agent(img, pixels[-1], _map_angle(agent_rotation), radius)
+        return img
+
+
+def _legend(height: int, lines: Sequence[str]) -> np.ndarray:
+    import cv2
+
+    rows = max(height, 28 + 18 * (len(lines) + 8))
+    panel = np.full((rows, LEGEND_WIDTH, 3), 255, np.uint8)
+    y = 16
+    for text in lines:
+        cv2.putText(panel, text[:46], (6, y), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (0, 0, 0), 1, cv2.LINE_AA)
+        y += 18
+    y += 6
+    items = [("claim: true", "dot", CLAIM_COLORS["true"]),
+             ("claim: duplicate", "dot", CLAIM_COLORS["duplicate"]),
+             ("claim: false", "dot", CLAIM_COLORS["false"]),
+             ("target (claimed)", "box", TARGET_FOUND_COLOR),
+             ("target (not claimed)", "box", TARGET_MISSED_COLOR),
+             ("view point", "small", VIEW_POINT_COLOR),
+             ("FINISH / end", "square", FINISH_COLOR)]
+    for label, kind, color in items:
+        c = (14, y - 4)
+        if kind == "dot":
+            cv2.circle(panel, c, 5, (0, 0, 0), -1)
+            cv2.circle(panel, c, 4, color, -1)
+        elif kind == "box":
+            cv2.rectangle(panel, (8, y - 10), (20, y + 2), color, 2)
+        elif kind == "small":
+            cv2.circle(panel, c, 2, color, -1)
+        else:
+            cv2.rectangle(panel, (8, y - 10), (20, y + 2), color, 2)
+        cv2.putText(panel, label, (30, y), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (0, 0, 0), 1, cv2.LINE_AA)
+        y += 18
+    for i in range(LEGEND_WIDTH - 40):  # time colour bar
+        cv2.line(panel, (8 + i, y - 8), (8 + i, y), trajectory_color(i / (LEGEND_WIDTH - 41)), 1)
+    cv2.putText(panel, "trajectory: start -> end", (8, y + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.4,
+                (0, 0, 0), 1, cv2.LINE_AA)
+    return panel
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def record_lines(record: Mapping[str, Any]) -> List[str]:
+    """The legend's header: episode, mode, outcome."""
+    ep = record.get("episode") or {}
+    m = record.get("metrics") or {}
+    claims = record.get("report_events") or []
+    kinds = [claim_kind(ev) for ev in claims]
+    lines = [str(ep.get("scene_id", "")), str(ep.get("episode_id", record.get("episode_key", ""))),
+             f"mode {ep.get('target_mode')}  targets {len(ep.get('target_object_ids') or [])}"
+             + (f"  need {ep.get('target_count')}" if ep.get("target_mode") == "many" else ""),
+             f"{record.get('status')}: {record.get('terminated_by')} after {record.get('steps_taken')} steps"]
+    if record.get("status") == "ok":
+        lines.append(f"success {_fmt(m.get('success'))}  f1 {_fmt(m.get('f1'))}  "
+                     f"spl {_fmt(m.get('spl_multi'))}")
+    lines.append(f"claims {len(kinds)}: {kinds.count('true')} true, "
+                 f"{kinds.count('duplicate')} dup, {kinds.count('false')} false")
+    if not record.get("positions"):
+        lines.append("(no per-step positions in this record)")
+    return lines
+
+
+def render_record_map(grid: MapGrid, goals: Iterable[Any], record: Mapping[str, Any]) -> np.ndarray:
+    """The saved map of one record: map on the left (grid pixels), legend on the right."""
+    start = record.get("initial_agent_state") or {}
+    final = record.get("final_agent_state") or {}
+    positions = record.get("positions") or []
+    start_position = start.get("position") or (positions[0] if positions else None)
+    if start_position is None:
+        raise ValueError(f"record {record.get('episode_key')}: field 'initial_agent_state.position' "
+                         "is missing (nothing to draw)")
+    painter = EpisodeMapPainter(grid, goals, start_position, start.get("rotation"))
+    img = painter.draw(positions, record.get("report_events") or [],
+                       end=record.get("terminated_by"),
+                       end_position=final.get("position") or (positions[-1] if positions else None))
+    legend = _legend(img.shape[0], record_lines(record))
+    if legend.shape[0] > img.shape[0]:
+        pad = np.full((legend.shape[0] - img.shape[0], img.shape[1], 3), 255, np.uint8)
+        img = np.concatenate([img, pad], axis=0)
+    return np.concatenate([img, legend], axis=1)
+
+
+def save_map_png(path: str, image: np.ndarray, info: Mapping[str, Any]) -> str:
+    """Write an RGB map as PNG with the ``mosnav_map`` JSON text chunk."""
+    from PIL import Image, PngImagePlugin
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    meta = PngImagePlugin.PngInfo()
+    meta.add_text(MAP_INFO_KEY, json.dumps(dict(info)))
+    tmp = path + ".tmp"
+    Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(tmp, format="PNG", pnginfo=meta)
+    os.replace(tmp, path)
+    return path
+
+
+def read_map_info(path: str) -> Dict[str, Any]:
+    """The ``mosnav_map`` JSON of a saved map."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        text = im.text.get(MAP_INFO_KEY) if hasattr(im, "text") else None
+    if not text:
+        raise ValueError(f"{path}: no {MAP_INFO_KEY} text chunk (not a mosnav map)")
+    return json.loads(text)
+
+
+def save_record_map(path: str, grid: MapGrid, goals: Iterable[Any], record: Mapping[str, Any]) -> str:
+    info = dict(grid.info(), episode_key=record.get("episode_key"))
+    return save_map_png(path, render_record_map(grid, goals, record), info)
+
+
+def start_height(record: Mapping[str, Any], episode=None) -> float:
+    start = (record.get("initial_agent_state") or {}).get("position")
+    if start is None and episode is not None:
+        start = episode.start_position
+    return float(start[1]) if start is not None else 0.0
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def _manifest(run_dir: str) -> Dict[str, Any]:
+    path = os.path.join(run_dir, "run.json")
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            data = json.load(f)
+    except ValueError as exc:
+        raise ValueError(f"{path}: invalid JSON ({exc})") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _config_source(run_dir: str, config: Optional[str], overrides: Sequence[str]):
+    """(config path, overrides): the flags when given, else the run's manifest, else the
+    demo config."""
+    if config is not None:
+        return config, list(overrides)
+    manifest = _manifest(run_dir)
+    cfg = manifest.get("config")
+    if isinstance(cfg, Mapping):  # {"path": ..., "overrides": [...]}
+        path, ov = cfg.get("path"), cfg.get("overrides") or []
+    else:
+        path = cfg
+        ov = manifest.get("config_overrides") or manifest.get("overrides") or []
+    if not isinstance(path, str) or not path:
+        from habitat_mosnav.evaluation.cli import DEFAULT_CONFIG
+
+        path = DEFAULT_CONFIG
+    return path, [str(o) for o in ov] + list(overrides)
+
+
+def render_run_maps(run_dir: str, out_dir: Optional[str] = None, *, config: Optional[str] = None,
+                    overrides: Sequence[str] = (), keys: Optional[Iterable[str]] = None,
+                    progress: bool = True, stream=None) -> Dict[str, str]:
+    """Draw ``<out_dir>/<episode>.png`` (default ``<run_dir>/maps``) for every latest
+    record of a run (or only ``keys``); returns key -> path. The scenes are loaded through
+    ``habitat.Env`` with the run's config (``config``/``overrides`` win; else the
+    manifest's; else the demo config). Episodes missing from that dataset are an error."""
+    from tqdm import tqdm
+
+    from habitat_mosnav import get_config
+    from habitat_mosnav.evaluation.results import latest_records
+
+    out_dir = out_dir or os.path.join(run_dir, "maps")
+    records = {k: rec for k, (_, rec) in latest_records(run_dir).items()}
+    if keys is not None:
+        records = {k: records[k] for k in keys if k in records}
+    if not records:
+        return {}
+    path, ov = _config_source(run_dir, config, overrides)
+    cfg = get_config(path, list(ov) + ["habitat.task.mosnav_space_coverage_samples=0"])
+    import habitat
+
+    hcfg = cfg.habitat if "habitat" in cfg else cfg
+    env = habitat.Env(config=hcfg)
+    try:
+        by_key = {getattr(ep, "episode_key", ""): ep for ep in env.episodes}
+        missing = [k for k in records if k not in by_key]
+        if missing:
+            raise ValueError(f"{run_dir}: record {missing[0]} is not an episode of config {path} "
+                             f"({len(missing)} missing); pass the run's --config/--set")
+        order = sorted(records, key=lambda k: (by_key[k].scene_id, k))
+        written: Dict[str, str] = {}
+        grid, scene, grid_height = None, None, None
+        for key in tqdm(order, desc="maps", unit="ep", disable=not progress,
+                        file=stream if stream is not None else sys.stderr):
+            ep = by_key[key]
+            rec = records[key]
+            height = start_height(rec, ep)
+            if ep.scene_id != scene:
+                env.current_episode = ep
+                env.reset()
+                scene, grid = ep.scene_id, None
+            if grid is None or abs(grid_height - height) > 0.5:
+                grid = MapGrid.from_pathfinder(env.sim.pathfinder, height)
+                grid_height = height
+            target = os.path.join(out_dir, episode_file_stem(key) + ".png")
+            written[key] = save_record_map(target, grid, ep.goals, rec)
+        return written
+    finally:
+        env.close()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m habitat_mosnav.evaluation.maps",
+                                description="Draw the top-down map of every episode of a mosnav-eval run.")
+    p.add_argument("run_dir", help="a mosnav-eval --output-dir")
+    p.add_argument("--out", default=None, help="where the PNGs go (default: RUN_DIR/maps)")
+    p.add_argument("--config", default=None,
+                   help="the run's habitat config (default: from RUN_DIR/run.json, else the demo config)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="habitat config override, repeatable (e.g. the run's dataset paths)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    from habitat_mosnav.evaluation.results import ResultFileError
+
+    try:
+        written = render_run_maps(args.run_dir, args.out, config=args.config,
+                                  overrides=args.overrides, progress=args.progress)
+    except (ResultFileError, ValueError, OSError) as exc:
+        print(f"maps: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(written)} map(s) to {args.out or os.path.join(args.run_dir, 'maps')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Top-down maps and videos of an evaluated episode (``--save-maps``, ``--save-video``,
+``python -m habitat_mosnav.evaluation.maps``) on the open room of tests/conftest.py.
+
+Expected pixels are computed with habitat's ``maps.to_grid`` on the simulator's own
+pathfinder; expected positions and claim kinds by hand from the script (conftest.py)."""
+import json
+import os
+
+import cv2
+import imageio
+import numpy as np
+import pytest
+
+import habitat
+import habitat_mosnav
+from habitat.utils.visualizations import maps
+
+from conftest import SCRIPT, SCRIPT_CLAIMS
+from habitat_mosnav.evaluation.maps import CLAIM_COLORS, FINISH_COLOR, LEGEND_WIDTH, read_map_info
+from habitat_mosnav.evaluation.maps import main as maps_main
+
+MANY = "val::testScene01::q0-many-0"
+STEM = "val__testScene01__q0-many-0"
+
+
+def _records(out):
+    with open(os.path.join(out, "rank_00000", "episodes.jsonl")) as f:
+        return {r["episode_key"]: r for r in map(json.loads, f)}
+
+
+@pytest.fixture(scope="module")
+def pathfinder(room_runs):
+    """The room scene's pathfinder (a habitat.Env on the same dataset)."""
+    cfg = habitat_mosnav.get_config("benchmark/nav/mosnav/mos_demo.yaml", [
+        f"habitat.dataset.data_path={room_runs['data']}",
+        f"habitat.dataset.scenes_dir={room_runs['scenes']}",
+        "habitat.task.mosnav_space_coverage_samples=0"])
+    env = habitat.Env(cfg.habitat)
+    env.reset()
+    yield env.sim.pathfinder
+    env.close()
+
+
+def _viridis(fraction):
+    bgr = cv2.applyColorMap(np.array([[round(255 * fraction)]], np.uint8), cv2.COLORMAP_VIRIDIS)[0, 0]
+    return tuple(int(c) for c in bgr[::-1])
+
+
+def test_records_keep_compact_positions_of_every_step(room_runs):
+    rec = _records(room_runs["scripted"])[MANY]
+    pos = rec["positions"]
+    assert rec["steps_taken"] == len(SCRIPT) and len(pos) == len(SCRIPT) + 1
+    assert pos[0] == [0.0, 0.0, 0.0]
+    for step, _kind, where in SCRIPT_CLAIMS:
+        assert pos[step] == pytest.approx(list(where), abs=2e-3)
+    assert pos[-1] == pytest.approx(rec["final_agent_state"]["position"], abs=1e-3)
+    # millimetres: at most 3 decimals, so about 25 bytes a step
+    assert all(round(v, 3) == v for p in pos for v in p)
+    assert len(json.dumps(pos, separators=(",", ":"))) <= 26 * len(pos)
+    kinds = [("true" if e["is_true_positive"] else "duplicate" if e["duplicate_targets"] else "false")
+             for e in rec["report_events"]]
+    assert [(e["step"], k) for e, k in zip(rec["report_events"], kinds)] == \
+        [(s, k) for s, k, _ in SCRIPT_CLAIMS]
+
+
+def test_saved_map_shows_trajectory_on_navigable_area_claims_and_finish(room_runs, pathfinder):
+    path = os.path.join(room_runs["scripted"], "maps", STEM + ".png")
+    img = imageio.imread(path)[..., :3]
+    info = read_map_info(path)
+    h, w = info["map_shape"]
+    codes = maps.get_topdown_map(pathfinder, 0.0, meters_per_pixel=info["meters_per_pixel"])
+    assert codes.shape == (h, w)
+    assert img.shape[1] == w + LEGEND_WIDTH and img.shape[0] >= h
+    legend = img[:, w:]
+    assert (legend < 128).any(axis=2).mean() > 0.02  # text and swatches drawn
+
+    def px(p):
+        return maps.to_grid(p[2], p[0], (h, w), pathfinder=pathfinder)
+
+    rec = _records(room_runs["scripted"])[MANY]
+    pos = rec["positions"]
+    n = len(pos) - 1
+    # A point on the walk from x=1 to x=3 (steps 29..36): its segment's time colour.
+    for k in (31, 33):
+        r, c = px(pos[k])
+        assert codes[r, c] == maps.MAP_VALID_POINT
+        got = tuple(int(v) for v in img[r, c])
+        assert got in {_viridis(k / n), _viridis((k + 1) / n)}, (k, got)
+    # Every trajectory-coloured pixel of the map lies on the navigable area (or its border).
+    palette = {_viridis(k / n) for k in range(1, n + 1)}
+    area = img[:h, :w].reshape(-1, 3)
+    is_traj = np.array([tuple(int(v) for v in p) in palette for p in area]).reshape(h, w)
+    assert is_traj.sum() > 50
+    assert (codes[is_traj] != maps.MAP_INVALID_POINT).mean() >= 0.99
+    # Claim markers (the last claim drawn at a place wins: the duplicate covers claim 27).
+    for step, kind, where in SCRIPT_CLAIMS:
+        if step == 27:
+            continue
+        r, c = px(where)
+        assert tuple(int(v) for v in img[r, c]) == CLAIM_COLORS[kind], (step, kind)
+    # FINISH: a black square outline around the end point, not at its centre.
+    r, c = px(pos[-1])
+    ring = img[r - 12:r + 13, c - 12:c + 13].reshape(-1, 3)
+    assert (ring == np.array(FINISH_COLOR)).all(axis=1).sum() >= 20
+    # Nothing was claimed where the agent never went: no claim colour far from the claims.
+    far = img[px((-3.0, 0, 3.0))[0] - 5: px((-3.0, 0, 3.0))[0] + 5,
+              px((-3.0, 0, 3.0))[1] - 5: px((-3.0, 0, 3.0))[1] + 5].reshape(-1, 3)
+    for color in CLAIM_COLORS.values():
+        assert not (far == np.array(color)).all(axis=1).any()
+
+
+def test_maps_from_an_existing_run_match_the_saved_ones(room_runs, tmp_path, capsys):
+    data, scenes = room_runs["data"], room_runs["scenes"]
+    out = str(tmp_path / "maps")
+    rc = maps_main([room_runs["scripted"], "--out", out, "--no-progress",
+                    "--set", f"habitat.dataset.data_path={data}",
+                    "--set", f"habitat.dataset.scenes_dir={scenes}",
+                    "--set", "habitat.dataset.target_modes=[many,all]"])
+    assert rc == 0, capsys.readouterr().err
+    names = sorted(os.listdir(out))
+    assert names == sorted(os.listdir(os.path.join(room_runs["scripted"], "maps")))
+    a = imageio.imread(os.path.join(out, STEM + ".png"))
+    b = imageio.imread(os.path.join(room_runs["scripted"], "maps", STEM + ".png"))
+    assert np.array_equal(a, b)
+
+
+def test_maps_of_a_run_with_the_wrong_dataset_is_one_line(room_runs, capsys):
+    rc = maps_main([room_runs["scripted"], "--out", "/tmp/unused-maps", "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "is not an episode of config" in err[0]
+
+
+def test_video_has_rgb_depth_and_a_growing_map(room_runs):
+    path = os.path.join(room_runs["scripted"], "videos", STEM + ".gif")
+    frames = [np.asarray(f)[..., :3] for f in imageio.mimread(path)]
+    assert len(frames) == len(SCRIPT) + 1  # the reset frame and one per step
+    first, last = frames[0], frames[-1]
+    assert first.shape[1] > 2 * 64  # RGB | depth | map
+    map_first, map_last = first[:64, 128:], last[:64, 128:]
+    assert map_first.shape[1] >= 32
+    assert np.abs(map_first.astype(int) - map_last.astype(int)).sum() > 0  # the map grew
+    assert not np.array_equal(first[:64, :64], last[:64, :64])  # the view changed
