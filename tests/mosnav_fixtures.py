@@ -90,3 +90,13 @@ def write_open_room_dataset(root):
 
     glb = export_boxes(os.path.join(str(root), "room.glb"), room_boxes(-6, -6, 6, 6))
     return write_dataset(root, base_documents(), scene_file=glb)
+
+
+def quick_eval_args(data_path, scenes_dir, *extra):
+    """``mosnav-eval`` flags for a fast CPU run on a test dataset: no RGB/depth sensors, no
+    space oracle, no progress bar."""
+    return ["--dataset-dir", str(data_path), "--scene-root", str(scenes_dir),
+            "--space-coverage-samples", "0",
+            "--set", "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
+            "--set", "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
+            "--no-progress", *extra]

@@ -175,9 +175,9 @@ def test_agent_error_exit_codes(capsys, room, tmp_path):
     assert main(base + ["--output-dir", str(tmp_path / "b"), "--fail-on-episode-error"]) == 1
     recs = [json.loads(x) for x in open(tmp_path / "b" / "rank_00000" / "episodes.jsonl")]
     assert [r["error_type"] for r in recs] == ["InvalidAction", "InvalidAction"]
-    # --fail-fast stops after the first error record (SPEC §8); the exit status is
-    # --fail-on-episode-error's business.
-    assert main(base + ["--output-dir", str(tmp_path / "c"), "--fail-fast"]) == 0
+    # --fail-fast stops after the first error record and exits 1 (SPEC §8), so a
+    # launcher chaining commands with && stops too.
+    assert main(base + ["--output-dir", str(tmp_path / "c"), "--fail-fast"]) == 1
     recs = [json.loads(x) for x in open(tmp_path / "c" / "rank_00000" / "episodes.jsonl")]
     assert len(recs) == 1 and recs[0]["status"] == "error"
     assert json.load(open(tmp_path / "c" / "summary.json"))["status"] == "incomplete"

@@ -195,9 +195,13 @@ def test_fail_fast_stops_after_writing_the_error(env, tmp_path):
 
 def test_resume_skips_recorded_keys_and_refuses_without_flag(env, tmp_path):
     out = tmp_path / "r"
-    evaluate(env, Scripted(), out, num_episodes=2, seed=1)
+    evaluate(env, Scripted(), out, seed=1)
     with pytest.raises(EvaluationSetupError, match="pass --resume"):
         evaluate(env, Scripted(), out, seed=1)
+    # a crash after the first two records: the last two lines and done.json are gone
+    path = out / "rank_00000" / "episodes.jsonl"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:2]))
+    (out / "rank_00000" / "done.json").unlink()
     agent = Scripted()
     summary = evaluate(env, agent, out, seed=1, resume=True)
     keys = [r["episode_key"] for r in records(out)]

@@ -1,8 +1,10 @@
 """``mosnav-aggregate <out> [--fail-on-episode-error]``: merge the ranks of a run.
 
 Reads every ``rank_XXXXX`` directory of ``<out>``, writes ``<out>/summary.json`` and prints
-the metrics table. Exit codes: 0 done, 1 episodes failed and ``--fail-on-episode-error``,
-2 a missing or invalid output directory (one-line error).
+the metrics table. Exit codes: 0 done; 1 with ``--fail-on-episode-error`` when an episode
+failed or the run is incomplete; 2 a missing or invalid output directory or record (one
+line naming file:line, e.g. a metric given as the string "0.5" or as true); 3 summary.json
+cannot be written.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Optional, Sequence
 
 from habitat_mosnav.evaluation.results import (
     ResultFileError,
+    ResultWriteError,
     format_summary,
     summarize,
     write_summary,
@@ -25,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("output_dir", help="the --output-dir of the mosnav-eval run(s)")
     p.add_argument("--fail-on-episode-error", action="store_true",
-                   help="exit with status 1 if any episode record has status 'error'")
+                   help="exit with status 1 if any episode record has status 'error' or the "
+                        "run is incomplete")
     p.add_argument("--expected-count", type=int, default=None,
                    help="number of episodes the run should hold (default: from the ranks' done.json)")
     return p
@@ -36,6 +40,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         summary = summarize(args.output_dir, expected_episode_count=args.expected_count)
         path = write_summary(args.output_dir, summary)
+    except ResultWriteError as exc:
+        print(f"mosnav-aggregate: error: {exc}", file=sys.stderr)
+        return 3
     except (ResultFileError, OSError) as exc:
         print(f"mosnav-aggregate: error: {exc}", file=sys.stderr)
         return 2
@@ -48,6 +55,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"mosnav-aggregate: {summary['error_episode_count']} episode(s) failed",
               file=sys.stderr)
         return 1
+    if args.fail_on_episode_error and summary["status"] == "incomplete":
+        return 1  # episodes without a record count as not passed
     return 0
 
 

@@ -4,10 +4,13 @@
     mosnav-eval --agent my_agents.vlm:MyAgent --config benchmark/nav/mosnav/mos_hm3d.yaml \\
         --dataset-dir dataset_semantic --scene-root /data/hm3d/val --output-dir out/run1
 
-Exit codes: 0 done (``--fail-fast`` only stops the run early: summary status
-"incomplete"); 1 episodes failed with ``--fail-on-episode-error``; 2 usage errors
-(a one-line message: bad flag, unknown agent, missing dataset, existing output directory
-without ``--resume``, ...); 130 interrupted (resume with ``--resume``).
+Exit codes (SPEC §8): 0 done; 1 episodes failed and ``--fail-on-episode-error``, or
+``--fail-fast`` stopped the run; 2 bad input or usage (a one-line message: bad flag,
+unknown agent, bad dataset, existing output directory without ``--resume``, a resume whose
+settings differ from ``run.json``, a rank directory locked by another process, ...); 3 the
+results cannot be written (disk full, no permission: one line naming the file, no torn
+record left); 130 / 143 interrupted by SIGINT / SIGTERM (one line: continue with
+``--resume``).
 
 An agent class may add its own flags: a classmethod ``add_arguments(parser)`` is called
 before parsing and ``from_args(args)`` builds the agent (used by ``--agent api``).
@@ -16,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from typing import List, Optional, Sequence
 
@@ -33,6 +38,14 @@ DEFAULT_TARGET_MODES = MULTI_MODES
 
 class UsageError(Exception):
     """A problem with the command line or its inputs: one line, exit code 2."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (sent by SLURM, torchrun, ``kill``), raised like Ctrl-C: exit code 143."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -169,6 +182,11 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
                    help="stop after the first failed episode (its error record is written)")
     g.add_argument("--fail-on-episode-error", action="store_true",
                    help="exit with status 1 at the end if any episode failed")
+    g.add_argument("--step-timeout", type=_float_positive("--step-timeout"), default=None,
+                   metavar="SECONDS",
+                   help="seconds one agent act() may take; a slower step ends that episode "
+                        "with a StepTimeout error record and the run goes on (the hung call "
+                        "is left in a daemon thread; default: no limit)")
     g.add_argument("--no-action-trace", dest="action_trace", action="store_false",
                    help="leave action_trace out of the records")
     g.add_argument("--no-progress", dest="progress", action="store_false",
@@ -299,7 +317,7 @@ def _load_config(args, setting=None):
     from habitat_mosnav import get_config
 
     try:
-        return get_config(path, overrides)
+        return get_config(path, overrides), overrides
     except Exception as exc:
         text = " ".join(str(exc).split())
         if len(text) > 400:
@@ -307,7 +325,16 @@ def _load_config(args, setting=None):
         raise UsageError(f"--config {path}: {type(exc).__name__}: {text}") from None
 
 
-def _run(argv: Optional[Sequence[str]]) -> int:
+def _manifest_fields(args, overrides: Sequence[str], config_path: str) -> dict:
+    """The CLI's part of the run manifest: the agent spec, the config and its overrides
+    (local data/scene paths left out: the dataset fingerprint stands for the data)."""
+    local = ("habitat.dataset.data_path=", "habitat.dataset.scenes_dir=")
+    agent = args.agent + (" (legacy agent api)" if args.legacy_agent_api else "")
+    return {"agent": agent, "config": config_path,
+            "config_overrides": [o for o in overrides if not o.startswith(local)]}
+
+
+def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     args, factory = _parse(argv)
     if args.render_live:
         from habitat_mosnav.evaluation.viewer import DisplayUnavailable, check_display
@@ -322,7 +349,8 @@ def _run(argv: Optional[Sequence[str]]) -> int:
         raise UsageError(f"--rank {args.rank} must be < --world-size {args.world_size}")
 
     setting = _load_setting(args, argv) if args.benchmark is not None else None
-    config = _load_config(args, setting)
+    config, overrides = _load_config(args, setting)
+    ctx["config_path"] = setting.config if setting is not None else (args.config or DEFAULT_CONFIG)
     if args.print_config:
         from omegaconf import OmegaConf
 
@@ -347,14 +375,14 @@ def _run(argv: Optional[Sequence[str]]) -> int:
             raise UsageError("--output-dir is required when several ranks write one run")
         output_dir = _default_output_dir(args)
 
-    from habitat_mosnav.evaluation.results import rank_dir
+    from habitat_mosnav.evaluation.results import ResultFileError, refuse_existing
 
-    mine = rank_dir(output_dir, rank)
-    if not args.resume and os.path.isdir(mine) and os.listdir(mine):
-        # Refuse before building the agent (which may load a large model).
-        raise UsageError(f"output directory {output_dir} already has results in "
-                         f"{os.path.basename(mine)}; pass --resume to continue that run, or "
-                         "choose a new --output-dir")
+    ctx["output_dir"] = output_dir
+    if not args.resume:
+        try:  # refuse before building the agent (which may load a large model)
+            refuse_existing(output_dir, rank)
+        except ResultFileError as exc:
+            raise UsageError(str(exc)) from None
     try:
         agent = instantiate_agent(factory, args.agent, args)
     except AgentLoadError as exc:
@@ -373,16 +401,14 @@ def _run(argv: Optional[Sequence[str]]) -> int:
         log_prompts=args.log_prompts, log_positions=args.log_positions,
         log_episodes=args.log_episodes, video=args.save_video, maps=args.save_maps,
         render_live=args.render_live, progress=args.progress, benchmark=args.benchmark,
+        step_timeout=args.step_timeout,
+        manifest=_manifest_fields(args, overrides, ctx["config_path"]),
     )
     evaluator = Evaluator(agent, config, eval_cfg)
     try:
         summary = evaluator.run()
     except EvaluationSetupError as exc:
         raise UsageError(str(exc)) from None
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; continue with --resume --output-dir {output_dir}",
-              file=sys.stderr)
-        return 130
 
     if "rank_done" in summary:
         done = summary["rank_done"]
@@ -399,15 +425,47 @@ def _run(argv: Optional[Sequence[str]]) -> int:
               file=sys.stderr)
         if args.fail_on_episode_error:
             return 1
+    if evaluator.stopped_by_fail_fast:
+        print(f"{PROG}: --fail-fast stopped the run after a failed episode (summary status "
+              "'incomplete')", file=sys.stderr)
+        return 1
     return 0
 
 
+def _interrupted(exc: KeyboardInterrupt, ctx: dict) -> int:
+    name, code = ("SIGTERM", 143) if isinstance(exc, Terminated) else ("SIGINT", 130)
+    out = ctx.get("output_dir")
+    if out is None:
+        print(f"{PROG}: interrupted by {name} during start-up; nothing was written; run the "
+              "command again", file=sys.stderr)
+    else:
+        print(f"{PROG}: interrupted by {name}; the records written so far are kept; continue "
+              f"with the same command and --resume --output-dir {out}", file=sys.stderr)
+    return code
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command; returns the exit status (SPEC §8), never raises for bad input,
+    a full disk or a signal (SIGTERM is handled like Ctrl-C while this runs)."""
+    from habitat_mosnav.evaluation.results import ResultWriteError
+
+    ctx: dict = {}
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        return _run(argv)
+        return _run(argv, ctx)
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    except ResultWriteError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc, ctx)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

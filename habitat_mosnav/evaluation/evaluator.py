@@ -17,16 +17,18 @@ from __future__ import annotations
 import os
 import sys
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
 from habitat_mosnav.evaluation import results as res
+from habitat_mosnav.evaluation.manifest import RunManifest, check_or_write_manifest, keys_digest
 from habitat_mosnav.evaluation.observations import ObservationBuilder
 from habitat_mosnav.evaluation.rollout import (
     EpisodeRun,
+    StartNotNavigable,
     describe_error,
     episode_metrics_record,
     error_message_of,
@@ -65,6 +67,11 @@ class EvaluationConfig:
     ``log_prompts``: an agent with ``set_log_path(path)`` gets
     ``<out>/rank_XXXXX/prompts.jsonl`` before the first episode; any other agent's task
     prompt is printed at the start of each episode.
+    ``step_timeout``: seconds one ``act()`` may take (None: no limit); a slower step ends
+    the episode with a ``StepTimeout`` error record and the run goes on.
+    ``manifest``: fields for the run manifest ``run.json`` (``agent``, ``config``,
+    ``config_overrides``, and any further field of the caller's); the rest of it is built
+    from this config, the dataset and the selection (:meth:`Evaluator.manifest`).
     """
 
     output_dir: str
@@ -88,6 +95,8 @@ class EvaluationConfig:
     render_live: bool = False
     progress: bool = True
     benchmark: Optional[str] = None
+    step_timeout: Optional[float] = None
+    manifest: Dict[str, Any] = field(default_factory=dict)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -161,6 +170,12 @@ class Evaluator:
         self._viewer = None
         self._benchmark: Optional[Dict[str, Any]] = None
         self._grid = None  # (scene, height, MapGrid) of the last map drawn
+        self._interrupt: Optional[BaseException] = None
+        self._current_episode = None
+        #: True when ``fail_fast`` stopped the run after an error record (CLI: exit 1).
+        self.stopped_by_fail_fast = False
+        #: The global (all ranks) selected keys, set by :meth:`select`.
+        self.selected_keys: List[str] = []
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -237,7 +252,39 @@ class Evaluator:
             mine = select_episodes(pool.keys(), cfg.offset, cfg.num_episodes, rank, world)
         except ValueError as exc:
             raise EvaluationSetupError(str(exc)) from None
+        self.selected_keys = [k for _, k in everything]
         return mine, pool, len(everything)
+
+    def manifest(self, dataset, world: int) -> RunManifest:
+        """The run manifest of this run (SPEC §8), built here only: the settings that decide
+        which episodes run and how, the dataset's fingerprint, then the caller's
+        ``config.manifest`` fields (``agent``, ``config``, ``config_overrides``; any other
+        key is stored as an extra top-level field)."""
+        from habitat_mosnav.datasets.fingerprint import dataset_fingerprint
+
+        cfg = self.config
+        given = dict(cfg.manifest)
+        dcfg = self._hcfg.dataset
+        data_path = getattr(dataset, "data_path", None)
+        agent = type(getattr(self.agent, "agent", self.agent))
+        return RunManifest(
+            split=str(dcfg.get("split", "")),
+            offset=int(cfg.offset), limit=int(cfg.num_episodes), world_size=int(world),
+            seed=int(cfg.seed), max_steps=self._max_steps(), protocol=cfg.action_protocol,
+            agent=str(given.pop("agent", f"{agent.__module__}:{agent.__qualname__}")),
+            config=given.pop("config", None),
+            config_overrides=[str(o) for o in given.pop("config_overrides", [])],
+            selection={
+                "scene_limit": cfg.scene_limit, "episode_limit": cfg.episode_limit,
+                "target_modes": [str(m) for m in (dcfg.get("target_modes") or [])],
+                "goal_type": dcfg.get("goal_type"),
+                "episode_count": len(self.selected_keys),
+                "keys_sha256": keys_digest(self.selected_keys),
+            },
+            dataset_fingerprint=dataset_fingerprint(data_path) if data_path and os.path.isdir(
+                data_path) else None,
+            extra={**({"benchmark": self._benchmark} if self._benchmark else {}), **given},
+        )
 
     def _max_steps(self) -> int:
         return int(self._hcfg.environment.max_episode_steps)
@@ -264,8 +311,11 @@ class Evaluator:
             except Exception as exc:  # noqa: BLE001 - a DatasetFormatError, one line
                 raise EvaluationSetupError(_one_line(exc)) from None
         try:
+            if not cfg.resume:
+                res.refuse_existing(cfg.output_dir, rank)
+            check_or_write_manifest(cfg.output_dir, self.manifest(dataset, world).to_dict())
             writer = res.RankWriter(cfg.output_dir, rank, resume=cfg.resume)
-        except (res.ResultFileError, OSError) as exc:
+        except res.ResultFileError as exc:  # ResultWriteError (exit 3) goes through
             raise EvaluationSetupError(_one_line(exc)) from None
         interrupted = False
         try:
@@ -285,11 +335,13 @@ class Evaluator:
             self._set_prompt_log(writer)
             if todo:
                 interrupted = self._run_episodes(todo, pool, writer, prior, len(selection))
+        except StartNotNavigable as exc:
+            raise EvaluationSetupError(self._start_error(exc)) from None
         finally:
             writer.close()
             self._close_env()
         if interrupted:
-            raise KeyboardInterrupt
+            raise self._interrupt if self._interrupt is not None else KeyboardInterrupt()
         done = writer.write_done(expected_count=len(selection), expected_keys=[k for _, k in selection])
         return self._finish(rank, world, total, done)
 
@@ -325,6 +377,13 @@ class Evaluator:
             self._log(f"warning: {text}; running the {setting.kind} setting anyway")
             deviations.append("dataset differs from the setting's fingerprint")
         return dict(setting.identity(), deviations=deviations)
+    def _start_error(self, exc: StartNotNavigable) -> str:
+        episode = self._current_episode
+        data_path = getattr(self._load_dataset(), "data_path", None) or "<dataset>"
+        scene = episode_scene_name(episode)
+        return (f"{os.path.join(data_path, scene, 'episodes.json')}: episode "
+                f"'{episode.episode_id}': field 'start_position': {exc.position} is not on the "
+                f"navmesh of scene {scene} (checked at reset); fix the dataset")
 
     def _set_prompt_log(self, writer) -> None:
         """``log_prompts``: point an agent that keeps its own prompt log at this rank's
@@ -419,13 +478,16 @@ class Evaluator:
                 seed = episode_seed(cfg.seed, key)
                 frames: List[np.ndarray] = []
                 hook = self._make_hook(key, frames)
+                self._current_episode = episode
                 try:
                     run = run_episode(env, self.agent, episode, builder,
                                       protocol=cfg.action_protocol, seed=seed,
-                                      record_trace=cfg.record_actions, on_step=hook)
-                except KeyboardInterrupt:
+                                      record_trace=cfg.record_actions, on_step=hook,
+                                      step_timeout=cfg.step_timeout)
+                except KeyboardInterrupt as exc:
                     self._log(f"interrupted during {key}; it is not recorded. Continue with "
                               "--resume and the same --output-dir.")
+                    self._interrupt = exc
                     return True
                 record = self._record(env, run, index, key, episode, seed, writer.rank, max_steps)
                 writer.write(record)
@@ -447,6 +509,7 @@ class Evaluator:
                 self._update_bar(bar, prior)
                 if record["status"] == "error" and cfg.fail_fast:
                     self._log("--fail-fast: stopping after the first failed episode")
+                    self.stopped_by_fail_fast = True
                     break
         finally:
             bar.close()
@@ -595,8 +658,9 @@ class Evaluator:
         if not ranks_done:
             return {"rank_done": done, "status": "rank_finished"}
         try:
-            summary = res.summarize(out, expected_episode_count=total)
+            summary = res.summarize(out, expected_episode_count=total,
+                                    expected_keys=self.selected_keys)
             res.write_summary(out, summary)
-        except (res.ResultFileError, OSError) as exc:
+        except res.ResultFileError as exc:  # ResultWriteError (exit 3) goes through
             raise EvaluationSetupError(f"this rank finished, but the summary failed: {_one_line(exc)}") from None
         return summary

@@ -4,21 +4,31 @@ Layout: ``<out>/rank_00000/episodes.jsonl`` (one record per finished or failed e
 appended, flushed and fsynced so a crash loses at most the line being written),
 ``<out>/rank_00000/done.json`` (atomic, when the rank finishes) and ``<out>/summary.json``.
 Resume truncates a trailing partial line left by a crash, but never deletes a complete line:
-a complete invalid line is an error. No torch, no habitat.
+a complete invalid line is an error. A failed write (disk full, no permission) truncates
+the file back to its last complete record and raises :class:`ResultWriteError` naming the
+file (exit 3). While a process writes a rank directory it holds an exclusive
+``fcntl.flock`` on ``rank_XXXXX/writer.lock`` (which holds its pid); a second writer is
+refused with :class:`RankLockedError`. No torch, no habitat.
 """
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import math
 import numbers
 import os
 import re
+import signal
 import tempfile
+import threading
+from contextlib import contextmanager
+from os import write as _os_write  # one name for the raw write (tests make it fail)
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from habitat_mosnav.keys import scene_name_from_path
 from habitat_mosnav.api import TARGET_MODES
-from habitat_mosnav.metrics import aggregate
+from habitat_mosnav.metrics import AGGREGATED_FIELDS, aggregate
 
 SCHEMA_VERSION = 1
 EPISODES_FILE = "episodes.jsonl"
@@ -26,6 +36,10 @@ EPISODES_FILE = "episodes.jsonl"
 PROMPTS_FILE = "prompts.jsonl"
 DONE_FILE = "done.json"
 SUMMARY_FILE = "summary.json"
+#: Held with ``fcntl.flock`` by the process writing a rank directory; holds its pid.
+LOCK_FILE = "writer.lock"
+#: Files of a rank directory that are not results (a directory with only these is empty).
+_NOT_RESULTS = frozenset({LOCK_FILE})
 RANK_DIR_RE = re.compile(r"^rank_(\d{5})$")
 
 EPISODE_FIELDS = ("scene_id", "episode_id", "query_id", "target_mode", "goal_type",
@@ -38,6 +52,84 @@ _PATH_RE = re.compile(r"(?<![^\s'\"=(\[:,])(?:[A-Za-z]:\\|/)[^\s'\",)\]]+")
 
 class ResultFileError(ValueError):
     """A result file or directory that cannot be used (message names file and line)."""
+
+
+class RankLockedError(ResultFileError):
+    """Another live process is writing this rank directory (message names its pid)."""
+
+
+class ResultWriteError(Exception):
+    """A result file could not be written (disk full, no permission): one line naming the
+    file; the file is left at its last complete record. The CLI exits with status 3."""
+
+    def __init__(self, message: str, errno_: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.errno = errno_
+
+
+def _write_failed(path: str, exc: OSError, what: str = "write") -> ResultWriteError:
+    reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else "") or str(exc) \
+        or type(exc).__name__
+    hint = "; free some space, then continue with --resume" if exc.errno in (
+        errno.ENOSPC, errno.EDQUOT) else ""
+    return ResultWriteError(f"cannot {what} {path}: {reason}{hint}", exc.errno)
+
+
+def has_results(directory: str) -> bool:
+    """Whether a rank directory holds anything but its lock file."""
+    return os.path.isdir(directory) and any(
+        name not in _NOT_RESULTS for name in os.listdir(directory))
+
+
+def refuse_existing(out_dir: str, rank: int) -> None:
+    """A fresh start (no ``--resume``) on a rank directory with results is refused."""
+    directory = rank_dir(out_dir, rank)
+    if has_results(directory):
+        raise ResultFileError(
+            f"output directory {out_dir} already has results in {os.path.basename(directory)}; "
+            f"pass --resume to continue that run, or choose a new --output-dir")
+
+
+@contextmanager
+def signals_deferred():
+    """SIGINT/SIGTERM wait until the block is done (a record is never torn by Ctrl-C or
+    SLURM's SIGTERM): the signal is blocked, then delivered when the block ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    wanted = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = _os_write(fd, view)
+        view = view[n:]
+
+
+def fsync_dir(directory: str) -> None:
+    """fsync a directory, so a file created or renamed in it survives a power cut."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot fsync a directory
+    finally:
+        os.close(fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def rank_dir(out_dir: str, rank: int) -> str:
@@ -180,22 +272,42 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
 # ----------------------------------------------------------------------------- files
 
 
-def atomic_write_json(path: str, data: Mapping[str, Any]) -> None:
-    """Write JSON to a temp file in the same directory, fsync, then os.replace."""
+def atomic_write_json(path: str, data: Mapping[str, Any], *, exclusive: bool = False) -> bool:
+    """Write JSON to a temp file in the same directory, fsync, then rename it over ``path``
+    and fsync the directory. The file gets the usual mode (0666 minus the umask, 0644
+    by default), like episodes.jsonl. ``exclusive``: never replace an existing file (the
+    first writer wins; returns False when ``path`` already existed). A failure raises
+    :class:`ResultWriteError` naming ``path`` and leaves no temp file."""
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=directory)
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    tmp = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, allow_nan=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=directory)
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())
+            _write_all(fd, text.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if exclusive:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
+                tmp = None
+        else:
+            os.replace(tmp, path)
+            tmp = None
+        fsync_dir(directory)
+        return True
+    except OSError as exc:
+        raise _write_failed(path, exc) from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-        raise
 
 
 def _check_record(obj, path: str, lineno: int) -> Dict[str, Any]:
@@ -303,11 +415,15 @@ def write_done(out_dir: str, rank: int, *, expected_count: int, record_count: in
 class RankWriter:
     """Appends this rank's records to ``<out>/rank_XXXXX/episodes.jsonl``.
 
+    The rank directory is locked (``fcntl.flock`` on ``writer.lock``) from the start until
+    :meth:`close`; a second writer gets :class:`RankLockedError` naming the holder's pid.
     A rank directory that already holds results is refused unless ``resume``; with
     ``resume`` a crash's partial last line is truncated, the stale done.json is removed
     and :attr:`finished_keys` holds the keys already recorded (skip them). ``record_count``
     counts lines; ``error_count`` counts keys whose *last* record is an error, so an
     episode re-run with ``--retry-errors`` that now succeeds is no longer an error.
+    A write that fails (disk full) truncates the file back to its last complete record
+    and raises :class:`ResultWriteError`; after space is freed ``resume`` continues.
     """
 
     def __init__(self, out_dir: str, rank: int = 0, resume: bool = False):
@@ -316,26 +432,68 @@ class RankWriter:
         self.dir = rank_dir(out_dir, rank)
         self.path = os.path.join(self.dir, EPISODES_FILE)
         self.done_path = os.path.join(self.dir, DONE_FILE)
+        self.lock_path = os.path.join(self.dir, LOCK_FILE)
         self.finished: Dict[str, str] = {}  # key → status of its last record
         self.record_count = 0
         self.truncated_partial_line = False
-        if os.path.isdir(self.dir) and os.listdir(self.dir):
-            if not resume:
-                raise ResultFileError(
-                    f"output directory {out_dir} already has results in {os.path.basename(self.dir)}; "
-                    f"pass --resume to continue that run, or choose a new --output-dir"
-                )
-            if os.path.exists(self.path):
-                records, self.truncated_partial_line = read_jsonl(self.path, truncate_partial=True)
-                for rec in records:
-                    self.finished[rec["episode_key"]] = rec["status"]
-                    self.record_count += 1
-            if os.path.exists(self.done_path):
-                os.unlink(self.done_path)  # rewritten when this run finishes
-        elif os.path.exists(self.dir) and not os.path.isdir(self.dir):
+        self._fd: Optional[int] = None
+        self._lock_fd: Optional[int] = None
+        if os.path.exists(self.dir) and not os.path.isdir(self.dir):
             raise ResultFileError(f"{self.dir} exists and is not a directory")
-        os.makedirs(self.dir, exist_ok=True)
-        self._file = open(self.path, "a", encoding="utf-8")
+        if not resume:
+            refuse_existing(out_dir, rank)
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+        except OSError as exc:
+            raise _write_failed(self.dir, exc, "create") from None
+        self._lock()
+        try:
+            if resume:
+                self._load_existing()
+            try:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                self._size = os.fstat(self._fd).st_size
+            except OSError as exc:
+                raise _write_failed(self.path, exc, "open") from None
+            fsync_dir(self.dir)
+        except BaseException:
+            self.close()
+            raise
+
+    def _lock(self) -> None:
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise _write_failed(self.lock_path, exc, "create") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise RankLockedError(
+                    f"{self.dir} is being written by another process (pid {holder}, lock "
+                    f"{self.lock_path}); wait for it to end or stop it, then --resume"
+                ) from None
+            raise _write_failed(self.lock_path, exc, "lock") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        except OSError:
+            pass  # the lock holds without the pid (e.g. disk full)
+        self._lock_fd = fd
+
+    def _load_existing(self) -> None:
+        if os.path.exists(self.path):
+            try:
+                records, self.truncated_partial_line = read_jsonl(self.path, truncate_partial=True)
+            except OSError as exc:
+                raise _write_failed(self.path, exc, "repair") from None
+            for rec in records:
+                self.finished[rec["episode_key"]] = rec["status"]
+                self.record_count += 1
+        if os.path.exists(self.done_path):
+            os.unlink(self.done_path)  # rewritten when this run finishes
 
     @property
     def finished_keys(self) -> Set[str]:
@@ -356,11 +514,30 @@ class RankWriter:
             raise ValueError(f"{self.path}: a record needs a string 'episode_key' and a status "
                              f"in {STATUSES}, got {record.get('episode_key')!r}/{record.get('status')!r}")
         line = json.dumps(record, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-        self._file.write(line + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        data = (line + "\n").encode("utf-8")
+        if self._fd is None:
+            raise ResultWriteError(f"cannot write {self.path}: the writer is closed")
+        with signals_deferred():
+            try:
+                _write_all(self._fd, data)
+                os.fsync(self._fd)
+            except BaseException as exc:
+                self._cut_back()
+                if isinstance(exc, OSError):
+                    raise _write_failed(self.path, exc) from None
+                raise
+            self._size += len(data)
         self.finished[record["episode_key"]] = record["status"]
         self.record_count += 1
+
+    def _cut_back(self) -> None:
+        """Truncate episodes.jsonl to its last complete record (a torn write is removed;
+        truncating needs no free space)."""
+        try:
+            os.ftruncate(self._fd, self._size)
+            os.fsync(self._fd)
+        except OSError:
+            pass
 
     def write_done(self, expected_count: int, status: Optional[str] = None,
                    expected_keys: Optional[Iterable[str]] = None) -> Dict[str, Any]:
@@ -381,8 +558,13 @@ class RankWriter:
                           status=status)
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._file.close()
+        """Close the file and release the rank directory's lock."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
 
     def __enter__(self):
         return self
@@ -407,11 +589,25 @@ def _rank_dirs(out_dir: str) -> List[Tuple[int, str]]:
     return found
 
 
-def read_run(out_dir: str) -> Tuple["Dict[str, Tuple[str, Dict[str, Any]]]", int, bool,
-                                    List[Optional[Dict[str, Any]]]]:
+def _check_metrics(metrics: Mapping[str, Any], where: str) -> None:
+    """An aggregated field must be a number or null: a string ("0.5") or a boolean is an
+    error naming the file and line, never silently dropped or counted as 1.0."""
+    for name in AGGREGATED_FIELDS:
+        value = metrics.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ResultFileError(f"{where}: field 'metrics.{name}' must be a number or null, "
+                                  f"got {json.dumps(value)[:40]}")
+
+
+def read_run(out_dir: str, expected_keys: Optional[Iterable[str]] = None
+             ) -> Tuple["Dict[str, Tuple[str, Dict[str, Any]]]", int, bool,
+                        List[Optional[Dict[str, Any]]]]:
     """(latest record per key as ``key -> ("file:line", record)`` in the order of their
     last records, number of record lines, whether a rank is unfinished or left a partial
-    line, each rank's done.json or None)."""
+    line, each rank's done.json or None). With ``expected_keys`` only the records of
+    those keys count."""
     all_records: List[Tuple[str, Dict[str, Any]]] = []
     incomplete = False
     dones = []
@@ -425,6 +621,9 @@ def read_run(out_dir: str) -> Tuple["Dict[str, Tuple[str, Dict[str, Any]]]", int
         dones.append(done)
         if done is None or done["status"] == "incomplete":
             incomplete = True
+    if expected_keys is not None:
+        wanted = set(expected_keys)
+        all_records = [(w, r) for w, r in all_records if r["episode_key"] in wanted]
     latest: Dict[str, Tuple[str, Dict[str, Any]]] = {}
     for where, rec in all_records:
         latest.pop(rec["episode_key"], None)  # re-insert so order follows the last record
@@ -437,15 +636,23 @@ def latest_records(out_dir: str) -> "Dict[str, Tuple[str, Dict[str, Any]]]":
     return read_run(out_dir)[0]
 
 
-def summarize(out_dir: str, expected_episode_count: Optional[int] = None) -> Dict[str, Any]:
+def summarize(out_dir: str, expected_episode_count: Optional[int] = None,
+              expected_keys: Optional[Iterable[str]] = None) -> Dict[str, Any]:
     """summary.json contents for all rank directories of ``out_dir`` (SPEC §8).
 
     A repeated key keeps its last record (ranks in order, lines in order);
-    ``expected_episode_count`` defaults to the sum of the ranks' done.json counts.
-    Status: incomplete when a rank has no done.json, says incomplete, left a partial line
-    or fewer unique records than expected; else completed_with_errors / complete.
+    ``expected_episode_count`` defaults to the number of ``expected_keys`` when given,
+    else to the sum of the ranks' done.json counts. With ``expected_keys`` only records
+    of those keys count. Status: incomplete when a rank has no done.json, says
+    incomplete, left a partial line or fewer unique records than expected; else
+    completed_with_errors / complete. A metric that is not a number is an error naming
+    the file and line.
     """
-    latest, record_count, incomplete, dones = read_run(out_dir)
+    if expected_keys is not None:
+        expected_keys = set(expected_keys)
+        if expected_episode_count is None:
+            expected_episode_count = len(expected_keys)
+    latest, record_count, incomplete, dones = read_run(out_dir, expected_keys)
     if expected_episode_count is None and all(d is not None for d in dones):
         expected_episode_count = sum(d["expected_count"] for d in dones)
     ok, errors = [], 0
@@ -460,6 +667,7 @@ def summarize(out_dir: str, expected_episode_count: Optional[int] = None) -> Dic
         metrics = rec.get("metrics")
         if not isinstance(metrics, dict):
             raise ResultFileError(f"{where}: field 'metrics' is missing or not an object")
+        _check_metrics(metrics, where)
         ok.append((mode, metrics))
 
     if expected_episode_count is not None and len(latest) < expected_episode_count:

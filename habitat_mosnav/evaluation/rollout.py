@@ -11,6 +11,7 @@ Env object it is given.
 from __future__ import annotations
 
 import os
+import threading
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
@@ -20,8 +21,9 @@ from habitat_mosnav.evaluation.observations import ObservationBuilder
 from habitat_mosnav.metrics.measure_table import MEASURE_TO_FIELD
 from habitat_mosnav.pose import agent_pose
 
-__all__ = ["AgentError", "EpisodeRun", "describe_error", "episode_metrics_record",
-           "error_message_of", "error_type_of", "run_episode", "terminated_by"]
+__all__ = ["AgentError", "EpisodeRun", "StartNotNavigable", "StepTimeout", "describe_error",
+           "episode_metrics_record", "error_message_of", "error_type_of", "run_episode",
+           "terminated_by"]
 
 
 @dataclass
@@ -54,12 +56,56 @@ class AgentError(RuntimeError):
         self.error_type = type(exc).__name__
 
 
-def _call_agent(where: str, fn, *args):
+class StepTimeout(Exception):
+    """``act()`` did not return within ``--step-timeout`` seconds."""
+
+
+class StartNotNavigable(ValueError):
+    """The episode's start position is not on the scene's navmesh (bad dataset): the run
+    stops (exit 2) instead of recording a meaningless episode."""
+
+    def __init__(self, position) -> None:
+        super().__init__(f"start_position {list(position)} is not on the navmesh")
+        self.position = [float(v) for v in position]
+
+
+def _call_with_timeout(fn, args, timeout: float):
+    """``fn(*args)`` in a daemon thread; :class:`StepTimeout` after ``timeout`` seconds.
+
+    Python cannot stop a thread: a call that times out keeps running in its daemon thread
+    until it returns by itself; its late result is discarded and the process does not wait
+    for it at exit. The main thread waits in ``Event.wait``, so Ctrl-C/SIGTERM still work.
+    """
+    box: Dict[str, Any] = {}
+    done = threading.Event()
+
+    def target():
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=target, name="mosnav-agent-act", daemon=True)
+    thread.start()
+    if not done.wait(timeout):
+        raise StepTimeout(f"act() did not return within {timeout:g} s (--step-timeout)")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _call_agent(where: str, fn, *args, timeout: Optional[float] = None):
+    """Call the agent's code; its exceptions (also ``SystemExit``) become
+    :class:`AgentError`, so they end the episode with an error record, never the run."""
     try:
+        if timeout is not None:
+            return _call_with_timeout(fn, args, timeout)
         return fn(*args)
     except (InvalidAction, KeyboardInterrupt):
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise AgentError(where, exc) from exc
 
 
@@ -68,6 +114,18 @@ def terminated_by(state) -> str:
     (``finish`` or ``target_found``), else ``max_steps``."""
     ended = state.ended_by
     return ended if ended in ("finish", "target_found") else "max_steps"
+
+
+def _check_start(env, episode) -> None:
+    """Refuse an episode whose start is off the navmesh (checked right after reset, when
+    the simulator has the scene's navmesh)."""
+    pathfinder = getattr(getattr(env, "sim", None), "pathfinder", None)
+    check = getattr(pathfinder, "is_navigable", None)
+    start = getattr(episode, "start_position", None)
+    if check is None or start is None or not getattr(pathfinder, "is_loaded", True):
+        return
+    if not check([float(v) for v in start]):
+        raise StartNotNavigable(start)
 
 
 def episode_metrics_record(env) -> Dict[str, Any]:
@@ -94,12 +152,16 @@ def run_episode(
     seed: Optional[int] = None,
     record_trace: bool = False,
     on_step: Optional[Callable[[Dict[str, Any]], None]] = None,
+    step_timeout: Optional[float] = None,
 ) -> EpisodeRun:
     """Run ``agent`` on ``episode`` in ``env``; exceptions become ``EpisodeRun.error``.
 
     ``on_step`` receives ``{"obs", "observation", "action", "step", "pose", "episode"}``
     after reset (action None) and after every step (video, live view, position logs).
-    A :class:`KeyboardInterrupt` (including the human agent's quit) propagates.
+    ``step_timeout``: seconds one ``act()`` may take; then the episode ends with a
+    :class:`StepTimeout` error (see :func:`_call_with_timeout` for the agent's thread).
+    A :class:`KeyboardInterrupt` (including the human agent's quit) and
+    :class:`StartNotNavigable` (a dataset error) propagate.
     """
     run = EpisodeRun(action_trace=[] if record_trace else None)
     mode = str(getattr(episode, "target_mode", "single"))
@@ -108,6 +170,7 @@ def run_episode(
         if seed is not None:
             env.seed(int(seed))
         obs = env.reset()
+        _check_start(env, episode)
         if callable(getattr(agent, "seed", None)) and seed is not None:
             _call_agent("seed", agent.seed, int(seed))
         if callable(getattr(agent, "bind_env", None)):
@@ -124,7 +187,7 @@ def run_episode(
             on_step({"obs": obs, "observation": observation, "action": None, "step": 0,
                      "pose": pose, "episode": episode})
         while not env.episode_over:
-            raw = _call_agent("act", agent.act, observation)
+            raw = _call_agent("act", agent.act, observation, timeout=step_timeout)
             step = map_action(raw, mode, protocol)
             obs = env.step(step.habitat_action)
             run.steps_taken += 1
@@ -145,7 +208,7 @@ def run_episode(
         run.report_events = [dict(ev) for ev in env.task.mos_state.events]
         run.terminated_by = terminated_by(env.task.mos_state)
         run.final_agent_state = pose
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, StartNotNavigable):
         raise
     except Exception as exc:  # one bad episode never stops the run
         run.error = exc
@@ -177,6 +240,8 @@ def error_message_of(exc: BaseException) -> str:
     """A generic message for the record: no traceback and no local path."""
     if isinstance(exc, InvalidAction):
         return str(exc)
+    if isinstance(exc, AgentError) and isinstance(exc.original, StepTimeout):
+        return str(exc.original)
     if isinstance(exc, AgentError):
         return f"the agent raised {exc.error_type} in {exc.where}()"
     return f"the environment raised {type(exc).__name__} during the episode"

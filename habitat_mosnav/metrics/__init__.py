@@ -1,6 +1,6 @@
 """Pure metric math of SPEC §3–§5 (no habitat, no torch): the exact open-path solver,
 claim resolution, per-episode metrics and their aggregation."""
-from habitat_mosnav.metrics.aggregate import aggregate, finite_mean
+from habitat_mosnav.metrics.aggregate import AGGREGATED_FIELDS, aggregate, finite_mean
 from habitat_mosnav.metrics.episode import (
     METRIC_FIELDS,
     EpisodeOutcome,
@@ -27,7 +27,7 @@ from habitat_mosnav.metrics.episode import (
 from habitat_mosnav.metrics.open_path import shortest_open_path
 
 __all__ = [
-    "METRIC_FIELDS", "EpisodeOutcome", "agent_subset_distance",
+    "AGGREGATED_FIELDS", "METRIC_FIELDS", "EpisodeOutcome", "agent_subset_distance",
     "aggregate", "all_found_step", "claimed_ids", "distance_arrays", "episode_metrics",
     "false_termination", "finish_with_unexplored_space", "finite_mean", "mode_success", "oer",
     "optimal_subset_distance", "path_efficiency", "precision_recall_f1", "raw_spl",

@@ -30,6 +30,10 @@ _BY_MODE = {
     "all": (("sr", "success"), ("f1", "f1"), ("precision", "precision"), ("recall", "recall")),
 }
 
+#: The episode fields that the aggregates read (each must be a number or null).
+AGGREGATED_FIELDS = tuple(sorted({key for _, key in _MAIN + _DIAGNOSTICS + _TASK_FIELDS}
+                                 | {key for fields in _BY_MODE.values() for _, key in fields}))
+
 
 def finite_mean(values: Iterable[Any]) -> Optional[float]:
     """Mean of the finite, non-None numbers; None when there are none."""

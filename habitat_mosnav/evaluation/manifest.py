@@ -1,0 +1,131 @@
+"""The run manifest ``<out>/run.json`` (SPEC §8): what a run evaluates, fixed at its start.
+
+The first process that starts a run writes it (atomically, first writer wins, so the ranks
+of one launch agree); every later start in the same output directory — another rank, or
+``--resume`` — compares its own manifest with it and is refused with one line naming the
+first field that differs. So a resume cannot silently mix episodes, seeds, step budgets,
+agents or datasets.
+
+Fields (:data:`MANIFEST_FIELDS`, compared in this order): ``split, offset, limit,
+world_size, seed, max_steps, protocol, agent, config, config_overrides, selection
+{scene_limit, episode_limit, target_modes, goal_type, episode_count, keys_sha256},
+dataset_fingerprint`` plus ``schema_version``. A caller adds its own fields with
+``extra`` (e.g. a versioned benchmark setting); they are compared like the others.
+Standard library only.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
+from habitat_mosnav.evaluation.results import ResultFileError, atomic_write_json
+
+MANIFEST_FILE = "run.json"
+MANIFEST_SCHEMA_VERSION = 1
+#: The compared fields, in the order a difference is reported.
+MANIFEST_FIELDS = ("split", "offset", "limit", "world_size", "seed", "max_steps", "protocol",
+                   "agent", "config", "config_overrides", "selection", "dataset_fingerprint")
+
+
+class ManifestMismatch(ResultFileError):
+    """A start whose settings differ from the run's ``run.json`` (message names the field)."""
+
+
+def keys_digest(keys: Iterable[str]) -> str:
+    """sha256 of the sorted episode keys (one per line)."""
+    h = hashlib.sha256()
+    for key in sorted(keys):
+        h.update(key.encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+@dataclass
+class RunManifest:
+    """One run's settings; :meth:`to_dict` is the content of ``run.json``."""
+
+    split: str
+    offset: int
+    limit: int
+    world_size: int
+    seed: int
+    max_steps: int
+    protocol: str
+    agent: str
+    config: Optional[str] = None
+    config_overrides: List[str] = field(default_factory=list)
+    selection: Dict[str, Any] = field(default_factory=dict)
+    dataset_fingerprint: Optional[str] = None
+    #: Further fields (a caller's own settings), stored and compared at the top level.
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        data = asdict(self)
+        extra = data.pop("extra")
+        clash = sorted(set(extra) & (set(data) | {"schema_version"}))
+        if clash:
+            raise ValueError(f"run manifest: extra field(s) {clash} clash with built-in fields")
+        return {"schema_version": MANIFEST_SCHEMA_VERSION, **data, **extra}
+
+
+def _first_difference(old: Any, new: Any, name: str) -> Optional[str]:
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in list(old) + [k for k in new if k not in old]:
+            diff = _first_difference(old.get(key), new.get(key), f"{name}.{key}")
+            if diff:
+                return diff
+        return None
+    return None if old == new else name
+
+
+def first_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> Optional[str]:
+    """The dotted name of the first field that differs (built-in fields first), or None."""
+    order = ["schema_version", *MANIFEST_FIELDS]
+    order += [k for k in list(old) + list(new) if k not in order]
+    for key in dict.fromkeys(order):
+        diff = _first_difference(old.get(key), new.get(key), key)
+        if diff:
+            return diff
+    return None
+
+
+def _lookup(data: Mapping[str, Any], dotted: str) -> Any:
+    value: Any = data
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def read_manifest(path: str) -> Dict[str, Any]:
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            data = json.load(f)
+    except ValueError as exc:
+        raise ResultFileError(f"{path}: invalid JSON ({exc})") from None
+    except OSError as exc:
+        raise ResultFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not isinstance(data, dict):
+        raise ResultFileError(f"{path}: must be a JSON object")
+    return data
+
+
+def check_or_write_manifest(out_dir: str, manifest: Mapping[str, Any]) -> str:
+    """Write ``<out>/run.json`` if the run has none; else refuse a manifest that differs
+    (:class:`ManifestMismatch` naming the field). Returns the path."""
+    path = os.path.join(out_dir, MANIFEST_FILE)
+    manifest = dict(manifest)
+    if not os.path.exists(path) and atomic_write_json(path, manifest, exclusive=True):
+        return path
+    existing = read_manifest(path)
+    diff = first_difference(existing, manifest)
+    if diff is not None:
+        def show(v):
+            return json.dumps(v)[:80]
+
+        raise ManifestMismatch(
+            f"{path}: field '{diff}' differs: the run has {show(_lookup(existing, diff))}, "
+            f"this command {show(_lookup(manifest, diff))}; continue it with the same settings "
+            f"or choose a new --output-dir")
+    return path
