@@ -293,9 +293,8 @@ class FrontierAgent:
         self._spin_left = 0
         self._started = False
         self._stuck = 0
-        self._goal_kind = ""
-        self._goal_cell: Optional[Tuple[int, int]] = None
-        self._near_goal_steps = 0
+        self._frontier = None  # committed ((stand row, col), (frontier row, col)), absolute
+        self._facing_turns = 0
         self._geom_key = None
         self._geom = None
         self.stats = {"claims": 0, "frontier_goals": 0, "collisions": 0, "finish_reason": ""}
@@ -454,8 +453,8 @@ class FrontierAgent:
     # ------------------------------------------------------------------ planning
     def _navigate(self, pos: np.ndarray, heading: float) -> Optional[int]:
         """The next motion toward an unclaimed instance or the nearest frontier; None when
-        neither is reachable."""
-        import skfmm
+        neither is reachable. Obstacles are inflated by the agent radius; when nothing is
+        reachable that way (a squeeze the map overstates), by less."""
         from scipy import ndimage
 
         m = self.map
@@ -463,41 +462,74 @@ class FrontierAgent:
         free = m.free[rs, cs_]
         obstacle = m.obstacle[rs, cs_]
         clearance = ndimage.distance_transform_edt(~obstacle) * m.cs
-        radius = self.camera.agent_radius
-        traversable = free & (clearance > radius)
-        ar, ac = m.cell(pos)
-        ar -= rs.start
-        ac -= cs_.start
+        agent = m.cell(pos)
+        agent = (agent[0] - rs.start, agent[1] - cs_.start)
+        fields = {}
+
+        def field(scale):
+            if scale not in fields:
+                fields[scale] = self._distances(free, clearance, agent,
+                                                scale * self.camera.agent_radius)
+            return fields[scale]
+
+        # a seen instance first (tighter squeezes allowed than for exploring), then frontiers
+        for scale in (1.0, 0.7):
+            dist = field(scale)
+            goal = None if dist is None else self._instance_goal(dist, rs, cs_)
+            if goal is not None:
+                self._frontier = None
+                return self._steer(dist, goal, rs, cs_, pos, heading)
+        for scale in (1.0, 0.7, 0.4):
+            dist = field(scale)
+            if dist is None:
+                continue
+            for _ in range(8):  # each pass either moves or retires one frontier
+                frontier = self._frontier_goal(dist, free, obstacle, rs, cs_)
+                if frontier is None:
+                    break
+                stand, seen = frontier
+                if float(np.linalg.norm(m.centre(*stand) - pos)) > 0.3:
+                    return self._steer(dist, (stand[0] - rs.start, stand[1] - cs_.start), rs,
+                                       cs_, pos, heading)
+                # arrived: look at the frontier, then retire it (whatever is still unknown
+                # there cannot be seen from here)
+                err = self._heading_error(m.centre(*seen) - pos, heading)
+                if abs(err) > math.radians(self.camera.turn_angle_deg) / 2.0 + 1e-6 \
+                        and self._facing_turns < 12:
+                    self._facing_turns += 1
+                    return int(Action.TURN_LEFT if err > 0 else Action.TURN_RIGHT)
+                self.map.mark_disk(self._blocked_frontier, m.centre(*seen), 0.6)
+                self._frontier = None
+            else:
+                return int(Action.TURN_LEFT)  # many frontiers retired here: plan again
+        return None
+
+    def _distances(self, free, clearance, agent, inflation) -> Optional[np.ndarray]:
+        """Fast-marching distance (m) from the agent over free cells farther than
+        ``inflation`` from every obstacle (inf elsewhere)."""
+        import skfmm
+
+        cs = self.map.cs
+        traversable = free & (clearance > inflation)
+        ar, ac = agent
         # the agent stands where it stands: its own footprint is traversable
-        k = int(math.ceil(radius / m.cs))
+        k = int(math.ceil(self.camera.agent_radius / cs))
         r_lo, r_hi = max(ar - k, 0), min(ar + k + 1, traversable.shape[0])
         c_lo, c_hi = max(ac - k, 0), min(ac + k + 1, traversable.shape[1])
         yy, xx = np.mgrid[r_lo:r_hi, c_lo:c_hi]
         disk = (yy - ar) ** 2 + (xx - ac) ** 2 <= k * k
         sub = traversable[r_lo:r_hi, c_lo:c_hi]
-        sub[disk & (clearance[r_lo:r_hi, c_lo:c_hi] > 0.5 * m.cs)] = True
+        sub[disk & (clearance[r_lo:r_hi, c_lo:c_hi] > 0.5 * cs)] = True
         phi = np.ones(traversable.shape)
         phi[ar, ac] = -1.0
         try:
-            dist = skfmm.distance(np.ma.MaskedArray(phi, ~traversable), dx=m.cs)
+            dist = skfmm.distance(np.ma.MaskedArray(phi, ~traversable), dx=cs)
         except ValueError:
             return None
         dist = np.ma.filled(dist, np.inf)
         dist[ar, ac] = 0.0
         dist[~traversable] = np.inf
-
-        goal = self._instance_goal(dist, rs, cs_)
-        kind = "target"
-        if goal is None:
-            goal = self._frontier_goal(dist, free, obstacle, traversable, rs, cs_, pos)
-            kind = "frontier"
-        if goal is None:
-            return None
-        if (kind, goal) != (self._goal_kind, self._goal_cell):
-            if kind == "frontier":
-                self.stats["frontier_goals"] += 1
-            self._goal_kind, self._goal_cell = kind, goal
-        return self._steer(dist, goal, (ar, ac), rs, cs_, pos, heading)
+        return dist
 
     def _instance_goal(self, dist: np.ndarray, rs: slice, cs_: slice) -> Optional[Tuple[int, int]]:
         """The nearest reachable cell within ``approach_radius`` (or ``claim_radius``) of an
@@ -530,35 +562,61 @@ class FrontierAgent:
             self._instances[best_oid].goal_steps += 1
         return best
 
-    def _frontier_goal(self, dist, free, obstacle, traversable, rs, cs_, pos) -> Optional[Tuple[int, int]]:
+    def _frontier_goal(self, dist, free, obstacle, rs, cs_):
+        """(cell to stand on, frontier cell), absolute: the committed frontier while it is
+        still one, else the nearest reachable one. Frontier cells are free cells bordering
+        unknown space (obstacles grown by one cell, so gaps in a wall seen edge-on do not
+        count), in clusters of at least ``min_frontier_cells``; the agent stands on a
+        reachable cell within ``agent_radius + 0.1`` m of one."""
         from scipy import ndimage
 
-        unknown = ~(free | obstacle)
-        near_unknown = ndimage.binary_dilation(unknown, structure=np.ones((3, 3), bool))
-        frontier = traversable & near_unknown & np.isfinite(dist)
+        eight = np.ones((3, 3), bool)
+        unknown = ~(free | ndimage.binary_dilation(obstacle, structure=eight))
+        frontier = free & ndimage.binary_dilation(unknown, structure=eight)
         frontier &= ~self._blocked_frontier[rs, cs_]
         if not frontier.any():
             return None
-        labels, n = ndimage.label(frontier, structure=np.ones((3, 3), bool))
+        labels, _ = ndimage.label(frontier, structure=eight)
         sizes = np.bincount(labels.ravel())
         big = sizes >= self.min_frontier_cells
         big[0] = False
         frontier &= big[labels]
         if not frontier.any():
             return None
-        flat = np.where(frontier, dist, np.inf)
-        # frontiers right under the agent are revisited last: it stands there already
-        flat = np.where(flat < 0.3, flat + 100.0, flat)
-        idx = np.unravel_index(int(np.argmin(flat)), flat.shape)
-        return int(idx[0]), int(idx[1])
+        reach = int(math.ceil((self.camera.agent_radius + 0.1) / self.map.cs))
+        if self._frontier is not None:
+            (sr, sc), (fr, fc) = self._frontier
+            sr, sc, fr, fc = sr - rs.start, sc - cs_.start, fr - rs.start, fc - cs_.start
+            h, w = frontier.shape
+            if 0 <= sr < h and 0 <= sc < w and np.isfinite(dist[sr, sc]) \
+                    and frontier[max(fr - 1, 0):fr + 2, max(fc - 1, 0):fc + 2].any():
+                return self._frontier
+        near = ndimage.binary_dilation(frontier, structure=eight, iterations=reach)
+        flat = np.where(near & np.isfinite(dist), dist, np.inf)
+        if not np.isfinite(flat).any():
+            return None
+        stand = np.unravel_index(int(np.argmin(flat)), flat.shape)
+        # the frontier cell this stand point looks at: the nearest one
+        fr_rows, fr_cols = np.nonzero(frontier)
+        k = int(np.argmin((fr_rows - stand[0]) ** 2 + (fr_cols - stand[1]) ** 2))
+        self._frontier = ((int(stand[0]) + rs.start, int(stand[1]) + cs_.start),
+                          (int(fr_rows[k]) + rs.start, int(fr_cols[k]) + cs_.start))
+        self._facing_turns = 0
+        self.stats["frontier_goals"] += 1
+        return self._frontier
 
-    def _steer(self, dist, goal, agent, rs, cs_, pos, heading) -> int:
+    @staticmethod
+    def _heading_error(delta: np.ndarray, heading: float) -> float:
+        desired = math.atan2(-delta[0], -delta[1])
+        return wrap_angle(desired - heading)
+
+    def _steer(self, dist, goal, rs, cs_, pos, heading) -> int:
+        """Turn toward the path point ``lookahead`` m along the way to ``goal`` (crop cell),
+        else move forward."""
         m = self.map
-        # walk back from the goal along decreasing distance to find the look-ahead point
-        path = [goal]
         r, c = goal
         h, w = dist.shape
-        for _ in range(4 * (h + w)):
+        for _ in range(4 * (h + w)):  # walk back along decreasing distance
             if dist[r, c] <= self.lookahead:
                 break
             best = (r, c)
@@ -570,22 +628,10 @@ class FrontierAgent:
             if best == (r, c):
                 break
             r, c = best
-            path.append(best)
-        target = m.centre(r + rs.start, c + cs_.start)
-        goal_xz = m.centre(goal[0] + rs.start, goal[1] + cs_.start)
-        if float(np.linalg.norm(goal_xz - pos)) < 0.3:
-            self._near_goal_steps += 1
-            if self._goal_kind == "frontier" and self._near_goal_steps > 12:
-                # an unreachable sliver of unknown space: stop coming back to it
-                self.map.mark_disk(self._blocked_frontier, goal_xz, 0.5)
-                self._near_goal_steps = 0
-        else:
-            self._near_goal_steps = 0
-        delta = target - pos
+        delta = m.centre(r + rs.start, c + cs_.start) - pos
         if float(np.linalg.norm(delta)) < 1e-6:
             return int(Action.TURN_LEFT)
-        desired = math.atan2(-delta[0], -delta[1])
-        err = wrap_angle(desired - heading)
+        err = self._heading_error(delta, heading)
         half = math.radians(self.camera.turn_angle_deg) / 2.0 + 1e-6
         if self._stuck >= 2:
             self._stuck = 0
