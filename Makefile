@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 DEMO_OUT ?= demo_output
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-baselines egl demo test test-fast bench clean
+.PHONY: setup setup-baselines egl demo baselines test test-fast bench clean
 
 $(VENV)/.base-installed: setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,12 @@ demo: setup
 		--output-dir $(DEMO_OUT)/oracle
 	$(VENV)/bin/mosnav-eval --agent random --output-dir $(DEMO_OUT)/random
 
+# Reference baselines (random, frontier + GT detector, PPO checkpoint if any, oracle) and
+# their table; variables in scripts/baselines.sh (HM3D: BASELINES_BENCHMARK=mosnav-v1/val/official
+# BASELINES_ARGS="--dataset-dir DIR --scene-root DIR").
+baselines: setup
+	BIN=$(VENV)/bin bash scripts/baselines.sh
+
 test: setup-baselines
 	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
 
@@ -46,4 +52,4 @@ bench: setup
 	$(PY) benchmarks/bench_sim.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_OUT) outputs *.egg-info
+	rm -rf $(VENV) $(DEMO_OUT) baselines_output outputs *.egg-info
