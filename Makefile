@@ -50,6 +50,7 @@ test-fast: setup
 bench: setup
 	$(PY) benchmarks/bench_env.py
 	$(PY) benchmarks/bench_sim.py
+	$(PY) benchmarks/bench_texels.py --size 4096 --grid 400 --objects 1000
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUT) baselines_output outputs *.egg-info

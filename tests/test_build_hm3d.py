@@ -93,7 +93,8 @@ def test_big_triangles_are_split_into_chunks_with_the_same_result(tmp_path, monk
 
     scene = _scene(tmp_path, [QUAD], [png(_wall_texture())])
     ref, _ = parse_objects(scene, ExtractOptions(up_axis="y", min_size=0.1))
-    monkeypatch.setattr(semantic, "TEXEL_CHUNK", 100)  # forces row bands and many chunks
+    monkeypatch.setattr(semantic, "TEXEL_CHUNK", 100)  # many texel chunks
+    monkeypatch.setattr(semantic, "ROW_CHUNK", 5)  # many triangle chunks
     got, c = parse_objects(scene, ExtractOptions(up_axis="y", min_size=0.1))
     assert c["texels"] == 64 * 32
     for a, b in zip(ref, got):
@@ -231,3 +232,41 @@ def test_objectnav_goals_are_read_and_validated(tmp_path):
         msg = str(e.value)
         assert msg.startswith(str(p)) and "goals_by_category['abcDEF12345.basis.glb_chair'][0]" in msg
         assert field in msg and "\n" not in msg
+
+
+def test_one_downloaded_scene_is_enough_for_limit_1(tmp_path, capsys):
+    """mosnav-eval --limit 1 needs only the scene it selects; selecting a scene whose file
+    is absent is one line naming it (exit 2)."""
+    import os
+    import shutil
+
+    from habitat_mosnav.evaluation.cli import main as eval_main
+    from mosnav_fixtures import base_documents, write_dataset, write_open_room_dataset
+
+    data, scenes = write_open_room_dataset(tmp_path)
+    write_dataset(tmp_path, base_documents("zzMissing01"), scene="zzMissing01")
+    shutil.rmtree(os.path.join(scenes, "00000-zzMissing01"))
+    base = ["--dataset-dir", data, "--scene-root", scenes, "--agent", "oracle", "--space-coverage-samples", "0",
+            "--no-progress"]
+    assert eval_main(base + ["--limit", "1", "--output-dir", str(tmp_path / "one")]) == 0
+    summary = json.loads((tmp_path / "one" / "summary.json").read_text())
+    assert summary["status"] == "complete" and summary["ok_episode_count"] == summary["expected_episode_count"] > 0
+    capsys.readouterr()
+    assert eval_main(base + ["--limit", "2", "--output-dir", str(tmp_path / "two")]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
+    assert len(err) == 1 and err[0].startswith("mosnav-eval: error: ") and "scene 'zzMissing01' not found" in err[0]
+
+
+def test_offline_on_hm3d_says_why_in_one_line(tmp_path, capsys):
+    """HM3D scenes have no <id>.mosnav_meta.json: --offline attributes cannot run there."""
+    from habitat_mosnav.dataset_building.cli import main
+
+    v, f = _box(0, 0, 0, 1, 1, 1)
+    scene = _scene(tmp_path, [{"positions": v, "faces": f,
+                               "color0": srgb8_to_linear(np.tile(_rgb(CHAIR), (8, 1))).astype(np.float32)}])
+    out = tmp_path / "ds"
+    (out / SID).mkdir(parents=True)
+    (out / SID / "goals.json").write_text(json.dumps({"schema_version": 1, "scene_id": SID, "goals": []}))
+    assert main(["attributes", "--offline", "--scenes", str(tmp_path), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--offline needs {SID}.mosnav_meta.json" in err[0] and str(scene.directory) in err[0]

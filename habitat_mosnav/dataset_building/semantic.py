@@ -34,6 +34,8 @@ from habitat_mosnav.scenes import io as scene_io
 UP_AXIS_CHOICES = ("auto", "y", "z")
 #: Texel candidates handled per vectorised step (memory ~ 100 bytes each).
 TEXEL_CHUNK = 1 << 20
+#: Texel rows handled per vectorised step of triangle set-up.
+ROW_CHUNK = 1 << 18
 
 
 @dataclass
@@ -90,92 +92,18 @@ class _Boxes:
         self.hi = np.full((n, 3), -np.inf)
         self.n = np.zeros(n, dtype=np.int64)
 
-    def add(self, idx: np.ndarray, pts: np.ndarray) -> None:
+    def add(self, idx: np.ndarray, pts: np.ndarray, count: bool = True) -> None:
         keep = idx >= 0
         idx, pts = idx[keep], pts[keep]
         if not len(idx):
             return
-        order = np.argsort(idx, kind="stable")
+        order = np.argsort(idx)  # any order within an object: min / max only
         idx, pts = idx[order], pts[order]
         uniq, start = np.unique(idx, return_index=True)
         self.lo[uniq] = np.minimum(self.lo[uniq], np.minimum.reduceat(pts, start, axis=0))
         self.hi[uniq] = np.maximum(self.hi[uniq], np.maximum.reduceat(pts, start, axis=0))
-        self.n[uniq] += np.diff(np.append(start, len(idx)))
-
-
-def _texel_items(px: np.ndarray, limit: int):
-    """Rasterisation work items for triangles in texel coordinates ``px`` (F, 3, 2):
-    (triangle, first column, columns, first row, rows) covering the texel centres inside
-    each triangle's bounding box, big triangles split into row bands of <= ``limit``."""
-    mn, mx = px.min(axis=1), px.max(axis=1)
-    x0 = np.ceil(mn[:, 0] - 0.5).astype(np.int64)
-    x1 = np.floor(mx[:, 0] - 0.5).astype(np.int64)
-    y0 = np.ceil(mn[:, 1] - 0.5).astype(np.int64)
-    y1 = np.floor(mx[:, 1] - 0.5).astype(np.int64)
-    nx, ny = np.maximum(x1 - x0 + 1, 0), np.maximum(y1 - y0 + 1, 0)
-    tri = np.nonzero(nx * ny > 0)[0]
-    nx, ny, x0, y0 = nx[tri], ny[tri], x0[tri], y0[tri]
-    rows = np.maximum(1, limit // np.maximum(nx, 1))
-    bands = -(-ny // rows)
-    it = np.repeat(np.arange(len(tri)), bands)
-    k = np.arange(len(it)) - np.repeat(np.cumsum(bands) - bands, bands)
-    by0 = y0[it] + k * rows[it]
-    bny = np.minimum(rows[it], y0[it] + ny[it] - by0)
-    return tri[it], x0[it], nx[it], by0, bny
-
-
-def _raster_chunks(items, limit: int):
-    tri, x0, nx, y0, ny = items
-    sizes = nx * ny
-    ends = np.cumsum(sizes)
-    start = 0
-    while start < len(tri):
-        base = ends[start] - sizes[start]
-        stop = max(start + 1, int(np.searchsorted(ends, base + limit, side="right")))
-        yield tri[start:stop], x0[start:stop], nx[start:stop], y0[start:stop], ny[start:stop]
-        start = stop
-
-
-def _rasterise_primitive(world: np.ndarray, faces: np.ndarray, uv: np.ndarray, tex_index: np.ndarray,
-                         boxes: _Boxes, wanted: np.ndarray, bar, counts: Counter) -> None:
-    """Add the surface points of every texel centre covered by the primitive's triangles
-    to the boxes of the objects whose colour the texel has (``tex_index``: (H, W) object
-    index per texel, -1 none). UVs outside [0, 1] wrap (glTF's default sampler)."""
-    h, w = tex_index.shape
-    px, ok = _texel_coords(uv, faces, tex_index.shape)
-    counts["triangles_zero_uv_area"] += int(np.count_nonzero(~ok))
-    px = px[ok]
-    tri_ids = np.nonzero(ok)[0]
-    items = _texel_items(px, TEXEL_CHUNK)
-    for t, cx0, cnx, cy0, cny in _raster_chunks(items, TEXEL_CHUNK):
-        n = cnx * cny
-        total = int(n.sum())
-        rep = np.repeat(np.arange(len(t)), n)
-        local = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
-        x = cx0[rep] + local % cnx[rep]
-        y = cy0[rep] + local // cnx[rep]
-        tr = t[rep]
-        d0 = x + 0.5 - px[tr, 0, 0]
-        d1 = y + 0.5 - px[tr, 0, 1]
-        e1r, e2r = px[tr, 1] - px[tr, 0], px[tr, 2] - px[tr, 0]
-        dt = e1r[:, 0] * e2r[:, 1] - e1r[:, 1] * e2r[:, 0]
-        l1 = (d0 * e2r[:, 1] - d1 * e2r[:, 0]) / dt
-        l2 = (e1r[:, 0] * d1 - e1r[:, 1] * d0) / dt
-        eps = 1e-9
-        inside = (l1 >= -eps) & (l2 >= -eps) & (l1 + l2 <= 1 + eps)
-        tr, x, y, l1, l2 = tr[inside], x[inside], y[inside], l1[inside], l2[inside]
-        obj = tex_index[np.mod(y, h), np.mod(x, w)]
-        counts["texels"] += int(len(obj))
-        counts["texels_unmatched"] += int(np.count_nonzero(obj < 0))
-        keep = obj >= 0
-        keep[keep] = wanted[obj[keep]]
-        if np.any(keep):
-            f = faces[tri_ids[tr[keep]]]
-            va, vb, vc = world[f[:, 0]], world[f[:, 1]], world[f[:, 2]]
-            pts = va + l1[keep, None] * (vb - va) + l2[keep, None] * (vc - va)
-            boxes.add(obj[keep], pts)
-        if bar is not None:
-            bar.update(total)
+        if count:
+            self.n[uniq] += np.diff(np.append(start, len(idx)))
 
 
 def _texel_coords(uv: np.ndarray, faces: np.ndarray, shape) -> Tuple[np.ndarray, np.ndarray]:
@@ -187,14 +115,112 @@ def _texel_coords(uv: np.ndarray, faces: np.ndarray, shape) -> Tuple[np.ndarray,
     return px, np.abs(det) >= 1e-12
 
 
-def _texel_total(glb: "gltf.GlbFile") -> int:
-    total = 0
-    for p in glb.primitives:
-        if p.image is not None:
-            px, ok = _texel_coords(p.uv, p.faces, glb.image_size(p.image))
-            _, _, nx, _, ny = _texel_items(px[ok], TEXEL_CHUNK)
-            total += int((nx * ny).sum())
-    return total
+def _chunks(sizes: np.ndarray, limit: int):
+    """Consecutive [start, stop) ranges whose ``sizes`` sum to <= ``limit`` (>= 1 item each)."""
+    ends = np.cumsum(sizes)
+    start = 0
+    while start < len(sizes):
+        base = ends[start] - sizes[start]
+        stop = max(start + 1, int(np.searchsorted(ends, base + limit, side="right")))
+        yield start, stop
+        start = stop
+
+
+def _scanlines(px: np.ndarray):
+    """Per triangle (texel coordinates, non-degenerate) the barycentric coordinates of a
+    texel centre as affine functions of its column: for texel row ``y`` (centre y + .5),
+    l1 = a1 + b1 * xc, l2 = a2 + b2 * xc. Returns per-row arrays (triangle, y, first
+    column x0, count n, a1, b1, a2, b2) of exactly the texel centres inside the triangle."""
+    a = px[:, 0]
+    e1, e2 = px[:, 1] - a, px[:, 2] - a
+    det = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]
+    i00, i01, i10, i11 = e2[:, 1] / det, -e2[:, 0] / det, -e1[:, 1] / det, e1[:, 0] / det
+    mn, mx = px.min(axis=1), px.max(axis=1)
+    y0 = np.ceil(mn[:, 1] - 0.5).astype(np.int64)
+    ny = np.maximum(np.floor(mx[:, 1] - 0.5).astype(np.int64) - y0 + 1, 0)
+    tri = np.repeat(np.arange(len(px)), ny)
+    y = y0[tri] + (np.arange(len(tri)) - np.repeat(np.cumsum(ny) - ny, ny))
+    dy = y + 0.5 - a[tri, 1]
+    b1, b2 = i00[tri], i10[tri]
+    a1 = i01[tri] * dy - b1 * a[tri, 0]
+    a2 = i11[tri] * dy - b2 * a[tri, 0]
+    eps = 1e-9
+    lo = mn[tri, 0] - 1.0
+    hi = mx[tri, 0] + 1.0
+    # constraints l1 >= 0, l2 >= 0, 1 - l1 - l2 >= 0, each A + B * xc >= -eps
+    for A, B in ((a1, b1), (a2, b2), (1.0 - a1 - a2, -(b1 + b2))):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = (-eps - A) / B
+        pos, neg = B > 0, B < 0
+        lo = np.where(pos, np.maximum(lo, bound), lo)
+        hi = np.where(neg, np.minimum(hi, bound), hi)
+        hi = np.where((B == 0) & (A < -eps), -np.inf, hi)
+    x0 = np.ceil(lo - 0.5).astype(np.int64)
+    n = np.maximum(np.floor(hi - 0.5).astype(np.int64) - x0 + 1, 0)
+    keep = n > 0
+    return tri[keep], y[keep], x0[keep], n[keep], a1[keep], b1[keep], a2[keep], b2[keep]
+
+
+def _rasterise_primitive(world: np.ndarray, faces: np.ndarray, uv: np.ndarray, tex_index: np.ndarray,
+                         boxes: _Boxes, wanted: np.ndarray, bar, counts: Counter) -> None:
+    """Add the surface points of every texel centre covered by the primitive's triangles
+    to the boxes of the objects whose colour the texel has (``tex_index``: (H, W) object
+    index per texel, -1 none). UVs outside [0, 1] wrap (glTF's default sampler).
+
+    Scanline rasterisation in UV space, vectorised: triangles in chunks of <= ROW_CHUNK
+    texel rows, rows in chunks of <= TEXEL_CHUNK texels. Along a row the surface point is
+    affine in the column, so a run of texels of one object adds only its two end points to
+    that object's box (and its length to the object's texel count).
+    """
+    h, w = tex_index.shape
+    px, ok = _texel_coords(uv, faces, tex_index.shape)
+    counts["triangles_zero_uv_area"] += int(np.count_nonzero(~ok))
+    tri_ids = np.nonzero(ok)[0]
+    px = px[ok]
+    rows_per_tri = np.maximum(np.floor(px[:, :, 1].max(1) - 0.5) - np.ceil(px[:, :, 1].min(1) - 0.5) + 1, 0)
+    if bar is not None:
+        bar.update(int(np.count_nonzero(~ok)))
+    for t0, t1 in _chunks(rows_per_tri, ROW_CHUNK):
+        tri, y, x0, n, a1, b1, a2, b2 = _scanlines(px[t0:t1])
+        f = faces[tri_ids[t0 + tri]]
+        va = world[f[:, 0]]
+        eb, ec = world[f[:, 1]] - va, world[f[:, 2]] - va
+        # surface point at column centre xc: va + l1 * eb + l2 * ec, affine in xc
+        for r0, r1 in _chunks(n, TEXEL_CHUNK):
+            rn = n[r0:r1]
+            total = int(rn.sum())
+            row = np.repeat(np.arange(r0, r1), rn)
+            k = np.arange(total) - np.repeat(np.cumsum(rn) - rn, rn)
+            x = x0[row] + k
+            obj = tex_index[np.mod(y[row], h), np.mod(x, w)]
+            counts["texels"] += total
+            counts["texels_unmatched"] += int(np.count_nonzero(obj < 0))
+            # runs of one object within a row: keep their first and last texel
+            first = np.ones(total, dtype=bool)
+            first[1:] = (obj[1:] != obj[:-1]) | (row[1:] != row[:-1])
+            last = np.ones(total, dtype=bool)
+            last[:-1] = first[1:]
+            ends = np.nonzero(first | last)[0]
+            o = obj[ends]
+            sel = o >= 0
+            sel[sel] = wanted[o[sel]]
+            ends, o = ends[sel], o[sel]
+            if not len(ends):
+                continue
+            rr = row[ends]
+            xc = x[ends] + 0.5
+            l1 = a1[rr] + b1[rr] * xc
+            l2 = a2[rr] + b2[rr] * xc
+            pts = va[rr] + l1[:, None] * eb[rr] + l2[:, None] * ec[rr]
+            boxes.add(o, pts, count=False)
+            starts = np.nonzero(first)[0]
+            run_len = np.diff(np.append(starts, total))
+            ro = obj[starts]
+            sel = ro >= 0
+            sel[sel] = wanted[ro[sel]]
+            boxes.n += np.bincount(ro[sel], weights=run_len[sel], minlength=len(boxes.n)).astype(np.int64)
+        if bar is not None:
+            bar.update(t1 - t0)
 
 
 def attach_geometry(objects: List[AnnotatedObject], path: Path, up_axis: str = "z",
@@ -229,8 +255,8 @@ def attach_geometry(objects: List[AnnotatedObject], path: Path, up_axis: str = "
         counts["color_encoding"] = encoding or "none"
     to8 = gltf.raw8 if encoding == "srgb" else gltf.linear_to_srgb8
     try:
-        total = _texel_total(glb)
-        with tqdm(total=total, desc=f"texels {path.name}", unit="texel", unit_scale=True,
+        total = sum(len(p.faces) for p in glb.primitives if p.image is not None)
+        with tqdm(total=total, desc=f"texels {path.name}", unit="triangle", unit_scale=True,
                   disable=not progress or total == 0, leave=False, dynamic_ncols=True) as bar:
             tex_cache: Dict[int, np.ndarray] = {}
             for p in glb.primitives:

@@ -63,8 +63,11 @@ def raw8(c: np.ndarray) -> np.ndarray:
 
 def pack_rgb(rgb8: np.ndarray) -> np.ndarray:
     """(..., >=3) uint8 -> 0xRRGGBB int64."""
-    rgb = np.asarray(rgb8)[..., :3].astype(np.int64)
-    return (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
+    rgb = np.asarray(rgb8)
+    out = rgb[..., 0].astype(np.int64) << 16
+    out |= rgb[..., 1].astype(np.int64) << 8
+    out |= rgb[..., 2]
+    return out
 
 
 def lookup_colors(packed: np.ndarray, keys: np.ndarray) -> np.ndarray:
