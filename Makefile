@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 DEMO_OUT ?= demo_output
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-baselines egl demo baselines test test-fast bench clean
+.PHONY: setup setup-baselines egl chromium demo baselines test test-fast bench clean
 
 $(VENV)/.base-installed: setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ $(VENV)/.baselines-installed: $(VENV)/.base-installed
 
 egl:
 	@bash scripts/ensure_egl.sh
+
+# The report page test renders index.html in a real headless browser.
+chromium:
+	@bash scripts/ensure_chromium.sh
 
 setup: $(VENV)/.base-installed egl
 
@@ -41,10 +45,10 @@ demo: setup
 baselines: setup
 	BIN=$(VENV)/bin bash scripts/baselines.sh
 
-test: setup-baselines
+test: setup-baselines chromium
 	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
 
-test-fast: setup
+test-fast: setup chromium
 	$(PY) -m pytest -q -m "not slow and not baselines" $(PYTEST_ARGS)
 
 bench: setup

@@ -71,6 +71,7 @@ setup(
         "moderngl>=5.8",
         "tqdm>=4.60",
         "imageio>=2.20",
+        "matplotlib>=3.6",
         "pillow>=9",
         "openai>=1.40",
         "python-dotenv>=1.0",
@@ -87,6 +88,7 @@ setup(
         "console_scripts": [
             "mosnav-eval=habitat_mosnav.evaluation.cli:main",
             "mosnav-aggregate=habitat_mosnav.evaluation.aggregate_cli:main",
+            "mosnav-report=habitat_mosnav.evaluation.report:main",
             "mosnav-make-scenes=habitat_mosnav.scenes.cli:main",
             "mosnav-build=habitat_mosnav.dataset_building.cli:main",
         ]

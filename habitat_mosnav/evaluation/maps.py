@@ -356,15 +356,11 @@ def start_height(record: Mapping[str, Any], episode=None) -> float:
 
 
 def _manifest(run_dir: str) -> Dict[str, Any]:
+    """The run's ``run.json`` (written by ``mosnav-eval``), or {} for an older run."""
+    from habitat_mosnav.evaluation.results import read_json_object
+
     path = os.path.join(run_dir, "run.json")
-    if not os.path.exists(path):
-        return {}
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            data = json.load(f)
-    except ValueError as exc:
-        raise ValueError(f"{path}: invalid JSON ({exc})") from None
-    return data if isinstance(data, dict) else {}
+    return read_json_object(path) if os.path.exists(path) else {}
 
 
 def _config_source(run_dir: str, config: Optional[str], overrides: Sequence[str]):
@@ -405,7 +401,10 @@ def render_run_maps(run_dir: str, out_dir: Optional[str] = None, *, config: Opti
     if not records:
         return {}
     path, ov = _config_source(run_dir, config, overrides)
-    cfg = get_config(path, list(ov) + ["habitat.task.mosnav_space_coverage_samples=0"])
+    try:
+        cfg = get_config(path, list(ov) + ["habitat.task.mosnav_space_coverage_samples=0"])
+    except Exception as exc:  # Hydra/OmegaConf errors: one line naming the config
+        raise ValueError(f"config {path}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None
     import habitat
 
     hcfg = cfg.habitat if "habitat" in cfg else cfg

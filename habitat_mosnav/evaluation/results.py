@@ -370,17 +370,24 @@ def read_jsonl(path: str, truncate_partial: bool = False) -> Tuple[List[Dict[str
     return records, partial
 
 
+def read_json_object(path: str) -> Dict[str, Any]:
+    """A JSON file holding one object; :class:`ResultFileError` (one line naming the
+    file) when it does not parse or is not an object."""
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            data = json.load(f)
+    except ValueError as exc:
+        raise ResultFileError(f"{path}: invalid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ResultFileError(f"{path}: must be a JSON object")
+    return data
+
+
 def read_done(path: str) -> Optional[Dict[str, Any]]:
     """A rank's done.json, or None when it is missing."""
     if not os.path.exists(path):
         return None
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            done = json.load(f)
-    except ValueError as exc:
-        raise ResultFileError(f"{path}: invalid JSON ({exc})") from None
-    if not isinstance(done, dict):
-        raise ResultFileError(f"{path}: must be a JSON object")
+    done = read_json_object(path)
     for name in ("rank", "expected_count", "record_count", "error_count"):
         if isinstance(done.get(name), bool) or not isinstance(done.get(name), int):
             raise ResultFileError(f"{path}: field {name!r} is missing or not an integer")
