@@ -181,6 +181,8 @@ def test_experiment_configs_compose(name):
     assert hb.trainer_name == ("mosnav_ddppo" if name.startswith("ddppo") else "mosnav_ppo")
     assert hb.vector_env_factory._target_.startswith("habitat_mosnav.baselines.factory")
     assert hb.evaluator._target_ == "habitat_mosnav.baselines.evaluator.MosNavEvaluator"
+    want = "hm3d_annotated_basis.scene_dataset_config.json" if "hm3d" in name else "default"
+    assert cfg.habitat.dataset.scene_dataset_config.endswith(want)  # into every episode
     assert hb.checkpoint_folder == f"data/mosnav/{name}/checkpoints"
     assert hb.evaluator.output_dir == f"data/mosnav/{name}/eval"
     assert hb.rl.policy.main_agent.name == "PointNavResNetPolicy"

@@ -270,3 +270,19 @@ def test_offline_on_hm3d_says_why_in_one_line(tmp_path, capsys):
     assert main(["attributes", "--offline", "--scenes", str(tmp_path), "--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"--offline needs {SID}.mosnav_meta.json" in err[0] and str(scene.directory) in err[0]
+
+
+def test_scene_ids_resolve_only_the_selected_scenes(tmp_path):
+    """--scene-ids: another scene folder with only its semantic annotations downloaded (no
+    .basis.glb) does not stop the build; without the selection it is a one-line error."""
+    from habitat_mosnav.dataset_building.common import discover_scenes
+
+    v, f = _box(0, 0, 0, 1, 1, 1)
+    _scene(tmp_path, [{"positions": v, "faces": f}])
+    part = tmp_path / "00001-zzzPartial1"
+    part.mkdir()
+    write_semantic_txt(str(part / "zzzPartial1.semantic.txt"), [(1, CAB, "chair", 0)])
+    glb(part / "zzzPartial1.semantic.glb", [{"positions": v, "faces": f}])
+    assert [s.scene_id for s in discover_scenes(tmp_path, [SID])] == [SID]
+    with pytest.raises(BuildError, match=r"00001-zzzPartial1: missing render mesh zzzPartial1\.basis\.glb"):
+        discover_scenes(tmp_path)

@@ -100,18 +100,16 @@ def discover_scenes(root: Path, only: Optional[Sequence[str]] = None) -> List[Sc
     root = Path(root)
     if not root.is_dir():
         raise BuildError(f"{root}: scenes directory does not exist")
-    found = []
     candidates = [root] if _scene_id_of(root) else sorted(p for p in root.iterdir() if p.is_dir())
-    for d in candidates:
-        if _scene_id_of(d) is not None:
-            found.append(scene_files(d))
-    found.sort(key=lambda s: s.scene_id)
-    if only:
+    ids = {d: _scene_id_of(d) for d in candidates}
+    ids = {d: sid for d, sid in ids.items() if sid is not None}
+    if only:  # resolve only the selected scenes: the others may be partly downloaded
         wanted = set(only)
-        missing = wanted - {s.scene_id for s in found}
+        missing = wanted - set(ids.values())
         if missing:
             raise BuildError(f"{root}: scene(s) not found: {', '.join(sorted(missing))}")
-        found = [s for s in found if s.scene_id in wanted]
+        ids = {d: sid for d, sid in ids.items() if sid in wanted}
+    found = sorted((scene_files(d) for d in ids), key=lambda s: s.scene_id)
     if not found:
         raise BuildError(f"{root}: no scenes (directories holding <id>.semantic.txt)")
     return found
