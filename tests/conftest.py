@@ -1,4 +1,7 @@
-"""Shared fixtures.
+"""Fixtures and helpers shared by the test modules.
+
+pytest puts this directory on ``sys.path``, so test modules import these helpers (and
+``chat_server``, ``mosnav_fixtures``) by name: ``from conftest import read_records``.
 
 ``room_runs``: two small ``mosnav-eval`` runs on the open-room dataset of
 tests/mosnav_fixtures.py (CPU simulator, 64x64 RGB-D, ``many`` + ``all`` episodes),
@@ -12,7 +15,9 @@ made once per session:
   (step 37), FINISH (step 38);
 * ``broken``: the same agent raising on ``q0-all-0``, so the run has an error record.
 """
+import json
 import os
+import re
 import sys
 import textwrap
 
@@ -20,6 +25,99 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # mosnav_fixtures, chat_server
 
+from chat_server import ChatServer, Reply  # noqa: E402
+from mosnav_fixtures import write_open_room_dataset  # noqa: E402
+
+#: The API key the ``api_key`` fixture puts in the environment; no output may contain it.
+API_KEY = "sk-test-secret-c0ffee-1234"
+
+#: ``mosnav-eval --set`` overrides that drop the RGB and depth sensors (runs that need no pixels).
+NO_IMAGES = ["--set", "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
+             "--set", "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor"]
+
+
+# ----------------------------------------------------------------------------- datasets
+@pytest.fixture(scope="session")
+def open_room(tmp_path_factory):
+    """``(data_path, scenes_dir)`` of ``mosnav_fixtures.base_documents()`` in an open
+    12 m x 12 m room (geodesic = Euclidean); built once per test session, read-only for
+    tests (copy it before editing)."""
+    return write_open_room_dataset(tmp_path_factory.mktemp("openroom"))
+
+
+# ----------------------------------------------------------------------------- mosnav-eval
+def room_args(room, *extra):
+    """``mosnav-eval`` arguments for a ``(data_path, scenes_dir)`` dataset, without the space
+    oracle and the progress bar, followed by ``extra``."""
+    data, scenes = room
+    return ["--dataset-dir", data, "--scene-root", scenes, "--space-coverage-samples", "0",
+            "--no-progress", *extra]
+
+
+def api_agent_args(server, *extra):
+    """``--agent api`` against the local chat ``server``, with fast retries."""
+    return ["--agent", "api", "--api-base", server.api_base, "--model", "m", "--api-backoff", "0.01",
+            "--api-retries", "1", "--api-timeout", "10", *extra]
+
+
+def read_records(out, rank=None):
+    """The records of ``<out>/rank_<rank>/episodes.jsonl``; every rank's, in rank order,
+    when ``rank`` is None."""
+    out = str(out)
+    ranks = [f"rank_{rank:05d}"] if rank is not None else sorted(
+        name for name in os.listdir(out) if name.startswith("rank_"))
+    recs = []
+    for name in ranks:
+        with open(os.path.join(out, name, "episodes.jsonl")) as f:
+            recs += [json.loads(line) for line in f]
+    return recs
+
+
+def read_summary(out):
+    with open(os.path.join(str(out), "summary.json")) as f:
+        return json.load(f)
+
+
+# ----------------------------------------------------------------------------- API agent
+@pytest.fixture
+def server():
+    """A local scripted chat-completions server (tests/chat_server.py)."""
+    with ChatServer() as s:
+        yield s
+
+
+@pytest.fixture
+def api_key(monkeypatch, tmp_path):
+    """``$OPENAI_API_KEY`` set to :data:`API_KEY`, no ``$OPENAI_BASE_URL``, and the working
+    directory a fresh one (no stray ``.env``)."""
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return API_KEY
+
+
+def assert_key_nowhere(root, key=API_KEY):
+    """``root`` holds files, and none of them contains ``key``."""
+    files = [os.path.join(d, n) for d, _, names in os.walk(str(root)) for n in names]
+    assert files
+    for path in files:
+        with open(path, "rb") as f:
+            assert key.encode() not in f.read(), path
+
+
+def scripted_model(reply_for_step):
+    """A chat-server responder playing a model: it reads "Actions taken so far: k" from the
+    prompt (0 when absent) and answers ``reply_for_step(k)``."""
+    def respond(payload):
+        text = " ".join(p.get("text", "") for m in payload["messages"] if isinstance(m["content"], list)
+                        for p in m["content"] if p.get("type") == "text")
+        match = re.search(r"Actions taken so far: (\d+)", text)
+        return Reply.text(reply_for_step(int(match.group(1)) if match else 0))
+
+    return respond
+
+
+# ----------------------------------------------------------------------------- room_runs
 #: The scripted many episode; action k (from 1) is step k.
 SCRIPT = [1] * 6 + [6] + [2] * 6 + [1] * 6 + [2] * 3 + [1] * 4 + [6, 6] + [1] * 8 + [6, 0]
 #: (step, claim kind, position after that step) of SCRIPT, by hand.
@@ -52,24 +150,20 @@ _AGENT = textwrap.dedent(f"""
 """)
 
 
-def room_args(data, scenes, *extra):
-    """``mosnav-eval`` flags for the open room (small sensors, no space oracle)."""
-    sensors = "habitat.simulator.agents.main_agent.sim_sensors"
-    return ["--dataset-dir", data, "--scene-root", scenes, "--target-modes", "many,all",
-            "--max-steps", str(ROOM_STEPS), "--space-coverage-samples", "0", "--no-progress",
-            "--set", f"{sensors}.rgb_sensor.width=64", "--set", f"{sensors}.rgb_sensor.height=64",
-            "--set", f"{sensors}.depth_sensor.width=64", "--set", f"{sensors}.depth_sensor.height=64",
-            *extra]
+#: ``room_runs`` flags: many + all, ROOM_STEPS steps, 64x64 RGB-D.
+_SENSORS = "habitat.simulator.agents.main_agent.sim_sensors"
+ROOM_RUN_ARGS = ["--target-modes", "many,all", "--max-steps", str(ROOM_STEPS),
+                 "--set", f"{_SENSORS}.rgb_sensor.width=64", "--set", f"{_SENSORS}.rgb_sensor.height=64",
+                 "--set", f"{_SENSORS}.depth_sensor.width=64", "--set", f"{_SENSORS}.depth_sensor.height=64"]
 
 
 @pytest.fixture(scope="session")
-def room_runs(tmp_path_factory):
+def room_runs(tmp_path_factory, open_room):
     """``{"data", "scenes", "agent_file", "scripted", "broken"}`` (paths)."""
     from habitat_mosnav.evaluation.cli import main
-    from mosnav_fixtures import write_open_room_dataset
 
     root = tmp_path_factory.mktemp("room_runs")
-    data, scenes = write_open_room_dataset(root)
+    data, scenes = open_room
     agent_file = root / "room_agent.py"
     agent_file.write_text(_AGENT)
     runs = {"data": data, "scenes": scenes, "agent_file": str(agent_file)}
@@ -77,7 +171,7 @@ def room_runs(tmp_path_factory):
                              ("broken", "BrokenRoomAgent", [])):
         out = str(root / name)
         rc = main(["--agent", f"{agent_file}:{cls}", "--output-dir", out,
-                   *room_args(data, scenes, *extra)])
+                   *room_args((data, scenes), *ROOM_RUN_ARGS, *extra)])
         assert rc == 0, f"mosnav-eval {name} exited {rc}"
         runs[name] = out
     return runs

@@ -9,10 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-try:
-    from chat_server import ChatServer, Reply
-except ImportError:  # tests/ imported as a package
-    from tests.chat_server import ChatServer, Reply
+from chat_server import Reply
 
 from habitat_mosnav.agents.vlm import APIAgent, APIUnavailableError, UnparseableReplyError
 from habitat_mosnav.api import Observation
@@ -29,12 +26,6 @@ def make_obs(step=0, rgb=None, depth=True, prompt="Find two brown chairs. Send 6
         scene_id="SCENE", step_count=step, gps=np.zeros(2, np.float32), compass=0.0, max_steps=50,
         task_prompt=prompt, previous_action=None, extras={"episode_key": "val::SCENE::q1-many-0"},
     )
-
-
-@pytest.fixture
-def server():
-    with ChatServer() as s:
-        yield s
 
 
 def make_agent(server, **kw):

@@ -7,72 +7,36 @@ against a restarted server finishes the run.
 """
 import json
 import os
-import re
 import threading
 import time
 
 import pytest
 
-try:
-    from chat_server import ChatServer, Reply
-    from mosnav_fixtures import write_open_room_dataset
-except ImportError:  # tests/ imported as a package
-    from tests.chat_server import ChatServer, Reply
-    from tests.mosnav_fixtures import write_open_room_dataset
+from chat_server import ChatServer, Reply
+from conftest import API_KEY as KEY
+from conftest import api_agent_args, assert_key_nowhere, room_args
+from conftest import read_records as records
+from conftest import scripted_model as model_answering
 
-eval_cli = pytest.importorskip("habitat_mosnav.evaluation.cli")
+from habitat_mosnav.evaluation import cli as eval_cli
 
-KEY = "sk-cli-secret-c0ffee-1234"
+pytestmark = pytest.mark.usefixtures("api_key")
+
 ACTIONS = [2, 1, 0]  # per episode: TURN_LEFT, MOVE_FORWARD, FINISH (0 ends every mode)
 REPLIES = ["I see a wall.\nACTION: 2", '{"action": "move_forward"}', "ACTION: 0"]
-
-
-@pytest.fixture(scope="module")
-def room(tmp_path_factory):
-    root = tmp_path_factory.mktemp("apiroom")
-    return write_open_room_dataset(root)
-
-
-@pytest.fixture(autouse=True)
-def api_key(monkeypatch, tmp_path):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.chdir(tmp_path)  # no stray .env
-
-
-def scripted_model(payload):
-    """Answer by the step number stated in the prompt: REPLIES[k]."""
-    text = " ".join(p.get("text", "") for m in payload["messages"] if isinstance(m["content"], list)
-                    for p in m["content"] if p.get("type") == "text")
-    k = int(re.search(r"Actions taken so far: (\d+)", text).group(1))
-    return Reply.text(REPLIES[min(k, len(REPLIES) - 1)])
+#: Answers REPLIES[k] at step k (the step number stated in the prompt).
+scripted_model = model_answering(lambda k: REPLIES[min(k, len(REPLIES) - 1)])
 
 
 def argv(room, server, out, *extra):
-    data, scenes = room
-    return ["--dataset-dir", data, "--scene-root", scenes, "--space-coverage-samples", "0",
-            "--target-modes", "many,all,single,any", "--max-steps", "10", "--no-progress",
-            "--agent", "api", "--api-base", server.api_base, "--model", "m", "--api-backoff", "0.01",
-            "--api-retries", "1", "--api-timeout", "10", "--output-dir", out, *extra]
+    return room_args(room, "--target-modes", "many,all,single,any", "--max-steps", "10",
+                     *api_agent_args(server, "--output-dir", out, *extra))
 
 
-def records(out):
-    with open(os.path.join(out, "rank_00000", "episodes.jsonl")) as f:
-        return [json.loads(line) for line in f]
-
-
-def assert_key_nowhere(root):
-    files = [os.path.join(d, n) for d, _, names in os.walk(root) for n in names]
-    assert files
-    for path in files:
-        with open(path, "rb") as f:
-            assert KEY.encode() not in f.read(), path
-
-
-def test_api_agent_run_writes_records_and_prompt_log(room, tmp_path):
+def test_api_agent_run_writes_records_and_prompt_log(open_room, tmp_path):
     out = str(tmp_path / "run")
     with ChatServer(default=scripted_model) as server:
-        assert eval_cli.main(argv(room, server, out, "--log-prompts", "--send-depth")) == 0
+        assert eval_cli.main(argv(open_room, server, out, "--log-prompts", "--send-depth")) == 0
         reqs = server.chat_requests()
     recs = records(out)
     assert len(recs) == 4 and all(r["status"] == "ok" for r in recs)
@@ -89,7 +53,7 @@ def test_api_agent_run_writes_records_and_prompt_log(room, tmp_path):
     assert_key_nowhere(out)
 
 
-def test_server_killed_mid_run_then_resume(room, tmp_path):
+def test_server_killed_mid_run_then_resume(open_room, tmp_path):
     out = str(tmp_path / "run")
     server = ChatServer().start()
     served = {"n": 0}
@@ -105,7 +69,7 @@ def test_server_killed_mid_run_then_resume(room, tmp_path):
     server.default = dying_model
     t0 = time.monotonic()
     try:
-        code = eval_cli.main(argv(room, server, out, "--fail-fast", "--log-prompts"))
+        code = eval_cli.main(argv(open_room, server, out, "--fail-fast", "--log-prompts"))
     finally:
         server.stop()
     assert code == 0 and time.monotonic() - t0 < 60
@@ -115,12 +79,14 @@ def test_server_killed_mid_run_then_resume(room, tmp_path):
     assert json.load(open(os.path.join(out, "summary.json")))["status"] == "incomplete"
     log = [json.loads(x) for x in open(os.path.join(out, "rank_00000", "prompts.jsonl"))]
     assert log[-1]["error"]["type"] == "APIUnavailableError"
+    first_key = recs[0]["episode_key"]
 
     with ChatServer(default=scripted_model) as server2:
-        assert eval_cli.main(argv(room, server2, out, "--resume")) == 0
+        assert eval_cli.main(argv(open_room, server2, out, "--resume")) == 0
     recs2 = records(out)
-    assert recs2[:2] == recs
-    assert len({r["episode_key"] for r in recs2}) == 4
+    assert recs2[:2] == recs  # earlier records kept as they were
+    keys = {r["episode_key"] for r in recs2}
+    assert len(keys) == 4 and first_key in keys
     assert all(r["status"] == "ok" for r in recs2[2:])
     summary = json.load(open(os.path.join(out, "summary.json")))
     assert summary["unique_record_count"] == 4
@@ -128,12 +94,12 @@ def test_server_killed_mid_run_then_resume(room, tmp_path):
     assert_key_nowhere(out)
 
 
-def test_server_down_error_records_then_resume_retry_errors(room, tmp_path):
+def test_server_down_error_records_then_resume_retry_errors(open_room, tmp_path):
     """The model server is down for the whole run: every episode gets an error record with the
     agent's counters; after a restart ``--resume --retry-errors`` re-runs exactly those."""
     out = str(tmp_path / "run")
     with ChatServer(default=Reply.status(503, "model loading")) as server:
-        assert eval_cli.main(argv(room, server, out, "--log-prompts")) == 0
+        assert eval_cli.main(argv(open_room, server, out, "--log-prompts")) == 0
     recs = records(out)
     assert [r["status"] for r in recs] == ["error"] * 4
     assert {r["error_type"] for r in recs} == {"APIUnavailableError"}
@@ -143,9 +109,9 @@ def test_server_down_error_records_then_resume_retry_errors(room, tmp_path):
     assert json.load(open(os.path.join(out, "summary.json")))["status"] == "completed_with_errors"
 
     with ChatServer(default=scripted_model) as server2:
-        assert eval_cli.main(argv(room, server2, out, "--resume")) == 0  # errors count as done
+        assert eval_cli.main(argv(open_room, server2, out, "--resume")) == 0  # errors count as done
         assert server2.chat_requests() == []
-        assert eval_cli.main(argv(room, server2, out, "--resume", "--retry-errors", "--log-prompts")) == 0
+        assert eval_cli.main(argv(open_room, server2, out, "--resume", "--retry-errors", "--log-prompts")) == 0
         assert len(server2.chat_requests()) == 4 * len(ACTIONS)
     recs2 = records(out)
     assert recs2[:4] == recs

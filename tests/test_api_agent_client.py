@@ -3,10 +3,7 @@ import time
 
 import pytest
 
-try:
-    from chat_server import ChatServer, Reply
-except ImportError:  # tests/ imported as a package
-    from tests.chat_server import ChatServer, Reply
+from chat_server import Reply
 
 from habitat_mosnav.chat import (
     APIRequestError,
@@ -17,12 +14,6 @@ from habitat_mosnav.chat import (
 )
 
 PAYLOAD = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-
-
-@pytest.fixture
-def server():
-    with ChatServer() as s:
-        yield s
 
 
 def _client(server, sleeps=None, **kw):

@@ -2,7 +2,6 @@
 the workers know the plugin, training splits nothing away, evaluation shards episodes,
 and a final step carries the episode's record payload."""
 import os
-import sys
 
 import pytest
 
@@ -16,26 +15,19 @@ mb.register()
 from habitat_mosnav.baselines.envs import EPISODE_INFO_KEY, episode_payload  # noqa: E402
 from habitat_mosnav.baselines.factory import MosNavVectorEnvFactory  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(__file__))
-from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset  # noqa: E402
+from mosnav_fixtures import EPISODE_KEYS  # noqa: E402
 
 KEYS = EPISODE_KEYS
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bl_envs")
-    return write_open_room_dataset(root)
-
-
-def config(dataset, *extra):
+def config(room, *extra):
     from habitat.config.default_structured_configs import register_hydra_plugin
     from habitat_baselines.config.default_structured_configs import (
         HabitatBaselinesConfigPlugin,
     )
 
     register_hydra_plugin(HabitatBaselinesConfigPlugin)
-    data, scenes = dataset
+    data, scenes = room
     s = "habitat.simulator.agents.main_agent.sim_sensors"
     return habitat_mosnav.get_config("baselines/ppo_mos_demo.yaml", [
         f"habitat.dataset.data_path={data}", f"habitat.dataset.scenes_dir={scenes}",
@@ -45,9 +37,9 @@ def config(dataset, *extra):
         f"{s}.depth_sensor.width=32", f"{s}.depth_sensor.height=32", *extra])
 
 
-def test_training_envs_run_in_worker_processes_that_know_the_plugin(dataset, monkeypatch):
+def test_training_envs_run_in_worker_processes_that_know_the_plugin(open_room, monkeypatch):
     monkeypatch.delenv("HABITAT_ENV_DEBUG", raising=False)
-    envs = MosNavVectorEnvFactory().construct_envs(config(dataset))
+    envs = MosNavVectorEnvFactory().construct_envs(config(open_room))
     try:
         assert envs.num_envs == 2
         pids = {envs.call_at(i, "process_id") for i in range(2)}
@@ -73,8 +65,8 @@ def test_training_envs_run_in_worker_processes_that_know_the_plugin(dataset, mon
         envs.close()
 
 
-def test_eval_envs_shard_sorted_episodes_without_repeats(dataset):
-    cfg = config(dataset, "habitat_baselines.test_episode_count=3")
+def test_eval_envs_shard_sorted_episodes_without_repeats(open_room):
+    cfg = config(open_room, "habitat_baselines.test_episode_count=3")
     envs = MosNavVectorEnvFactory().construct_envs(cfg, enforce_scenes_greater_eq_environments=True)
     try:
         assert envs.num_envs == 2

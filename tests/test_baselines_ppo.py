@@ -12,7 +12,6 @@ import pytest
 import habitat_mosnav
 from habitat_mosnav.evaluation.results import read_jsonl, summarize
 
-sys.path.insert(0, os.path.dirname(__file__))
 from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset  # noqa: E402
 
 pytestmark = [pytest.mark.baselines, pytest.mark.slow]

@@ -279,6 +279,7 @@ def test_up_axis_auto_reads_meta_else_z_up_like_hm3d(built, tmp_path):
         resolve_up_axis(scene.render_glb, "x")
 
 
+@pytest.mark.slow
 def test_acceptance_eval_runs_the_built_dataset_and_the_oracle_solves_it(built, tmp_path):
     """mosnav-build's output evaluates with mosnav-eval (issue 6's acceptance)."""
     from habitat_mosnav.evaluation.cli import main as eval_main

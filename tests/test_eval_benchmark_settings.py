@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from conftest import NO_IMAGES, read_records, read_summary
 from habitat_mosnav.datasets.fingerprint import dataset_file_digests
 from habitat_mosnav.evaluation.cli import main
 from habitat_mosnav.evaluation.results import benchmark_summary
@@ -24,19 +25,7 @@ from habitat_mosnav.evaluation.settings import (
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_DATA = os.path.join(REPO, "habitat_mosnav", "data", "demo", "dataset_semantic")
-FAST = ["--agent", "habitat_mosnav.agents.oracle:OracleAgent", "--no-progress",
-        "--set", "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
-        "--set", "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor"]
-
-
-def read_summary(out):
-    with open(os.path.join(out, "summary.json")) as f:
-        return json.load(f)
-
-
-def read_records(out):
-    with open(os.path.join(out, "rank_00000", "episodes.jsonl")) as f:
-        return [json.loads(line) for line in f]
+FAST = ["--agent", "habitat_mosnav.agents.oracle:OracleAgent", "--no-progress", *NO_IMAGES]
 
 
 def one_error_line(capsys):

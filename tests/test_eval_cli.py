@@ -8,7 +8,8 @@ import pytest
 
 from habitat_mosnav.evaluation.cli import build_overrides, build_parser, main
 
-from mosnav_fixtures import base_documents, write_dataset, write_open_room_dataset
+from conftest import NO_IMAGES, room_args
+from mosnav_fixtures import base_documents, write_dataset
 
 ISSUE_FLAGS = [
     "--config", "--agent", "--goal-type", "--dataset-dir", "--scene-root", "--split", "--limit",
@@ -20,18 +21,8 @@ ISSUE_FLAGS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def room(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cliroom")
-    return write_open_room_dataset(root)
-
-
 def fast(room, *extra):
-    data, scenes = room
-    return ["--dataset-dir", data, "--scene-root", scenes, "--space-coverage-samples", "0",
-            "--set", "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
-            "--set", "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
-            "--no-progress", *extra]
+    return room_args(room, *NO_IMAGES, *extra)
 
 
 def usage_error(capsys, argv):
@@ -121,8 +112,8 @@ def test_help_lists_agent_flags(tmp_path, capsys):
     assert "--temperature" in capsys.readouterr().out
 
 
-def test_print_config_applies_flags(capsys, room):
-    rc = main(fast(room, "--print-config", "--max-steps", "7", "--goal-type", "object"))
+def test_print_config_applies_flags(capsys, open_room):
+    rc = main(fast(open_room, "--print-config", "--max-steps", "7", "--goal-type", "object"))
     out = capsys.readouterr().out
     assert rc == 0
     assert "max_episode_steps: 7" in out and "goal_type: object" in out
@@ -148,9 +139,9 @@ def test_missing_field_names_file_and_episode(capsys, tmp_path):
     assert "episodes.json" in line and "target_mode" in line and "q0-many-0" in line
 
 
-def test_full_run_oracle_then_existing_directory_refused(capsys, room, tmp_path):
+def test_full_run_oracle_then_existing_directory_refused(capsys, open_room, tmp_path):
     out = str(tmp_path / "run")
-    argv = fast(room, "--agent", "oracle", "--target-modes", "many,all,single,any",
+    argv = fast(open_room, "--agent", "oracle", "--target-modes", "many,all,single,any",
                 "--output-dir", out, "--log-episodes")
     assert main(argv) == 0
     captured = capsys.readouterr()
@@ -165,10 +156,10 @@ def test_full_run_oracle_then_existing_directory_refused(capsys, room, tmp_path)
     assert json.load(open(os.path.join(out, "summary.json")))["unique_record_count"] == 4
 
 
-def test_agent_error_exit_codes(capsys, room, tmp_path):
+def test_agent_error_exit_codes(capsys, open_room, tmp_path):
     f = tmp_path / "bad_agent.py"
     f.write_text("class Bad:\n    def act(self, o):\n        return 7\n")
-    base = fast(room, "--agent", f"{f}:Bad", "--num-episodes", "2")
+    base = fast(open_room, "--agent", f"{f}:Bad", "--num-episodes", "2")
     assert main(base + ["--output-dir", str(tmp_path / "a")]) == 0
     err = capsys.readouterr().err
     assert "InvalidAction" in err and "2 episode(s) failed" in err
@@ -185,7 +176,7 @@ def test_agent_error_exit_codes(capsys, room, tmp_path):
                         "--fail-on-episode-error"]) == 1
 
 
-def test_legacy_agent_api_flag(capsys, room, tmp_path):
+def test_legacy_agent_api_flag(capsys, open_room, tmp_path):
     f = tmp_path / "old_agent.py"
     f.write_text(textwrap.dedent("""
         class Old:
@@ -195,20 +186,20 @@ def test_legacy_agent_api_flag(capsys, room, tmp_path):
                 return 9
     """))
     out = tmp_path / "legacy"
-    rc = main(fast(room, "--agent", f"{f}:Old", "--legacy-agent-api", "--action-protocol",
+    rc = main(fast(open_room, "--agent", f"{f}:Old", "--legacy-agent-api", "--action-protocol",
                    "legacy", "--num-episodes", "1", "--output-dir", str(out)))
     assert rc == 0
     (rec,) = [json.loads(x) for x in open(out / "rank_00000" / "episodes.jsonl")]
     assert rec["status"] == "ok" and rec["terminated_by"] == "finish" and rec["steps_taken"] == 1
 
 
-def test_save_video_and_example_agent(capsys, room, tmp_path, monkeypatch):
+def test_save_video_and_example_agent(capsys, open_room, tmp_path, monkeypatch):
     import imageio
 
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     monkeypatch.chdir(repo)  # users run --agent examples.simple_agent:SimpleAgent from here
     out = tmp_path / "video"
-    rc = main(fast(room, "--agent", "examples.simple_agent:SimpleAgent", "--num-episodes", "2",
+    rc = main(fast(open_room, "--agent", "examples.simple_agent:SimpleAgent", "--num-episodes", "2",
                    "--max-steps", "12", "--save-video", "gif", "--output-dir", str(out)))
     assert rc == 0
     recs = [json.loads(x) for x in open(out / "rank_00000" / "episodes.jsonl")]

@@ -14,7 +14,9 @@ import pytest
 
 from habitat_mosnav.evaluation.cli import main
 
-from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset
+from conftest import NO_IMAGES, room_args
+from conftest import read_records as records
+from mosnav_fixtures import EPISODE_KEYS
 
 # An agent that fails the episodes named in the file $FLAKY_FAIL (as a model server that
 # is down would), counts its calls and keeps its own prompt log when asked to.
@@ -54,12 +56,6 @@ FLAKY = textwrap.dedent("""
 KEYS = EPISODE_KEYS
 
 
-@pytest.fixture(scope="module")
-def room(tmp_path_factory):
-    root = tmp_path_factory.mktemp("retryroom")
-    return write_open_room_dataset(root)
-
-
 @pytest.fixture
 def agent_file(tmp_path):
     path = tmp_path / "flaky_agent.py"
@@ -68,24 +64,15 @@ def agent_file(tmp_path):
 
 
 def argv(room, agent, *extra):
-    data, scenes = room
-    return ["--dataset-dir", data, "--scene-root", scenes, "--space-coverage-samples", "0",
-            "--set", "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
-            "--set", "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
-            "--target-modes", "many,all,single,any", "--no-progress", "--agent", agent, *extra]
+    return room_args(room, *NO_IMAGES, "--target-modes", "many,all,single,any", "--agent", agent, *extra)
 
 
-def records(out):
-    with open(os.path.join(out, "rank_00000", "episodes.jsonl")) as f:
-        return [json.loads(line) for line in f]
-
-
-def test_retry_errors_reruns_only_failed_keys(room, agent_file, tmp_path, monkeypatch, capsys):
+def test_retry_errors_reruns_only_failed_keys(open_room, agent_file, tmp_path, monkeypatch, capsys):
     flag = tmp_path / "down.txt"
     flag.write_text("q0-many-0 q2-single-0")
     monkeypatch.setenv("FLAKY_FAIL", str(flag))
     out = str(tmp_path / "run")
-    base = argv(room, f"{agent_file}:Flaky", "--output-dir", out)
+    base = argv(open_room, f"{agent_file}:Flaky", "--output-dir", out)
 
     assert main(base) == 0
     first = records(out)
@@ -120,12 +107,12 @@ def test_retry_errors_reruns_only_failed_keys(room, agent_file, tmp_path, monkey
     assert len(records(out)) == 6
 
 
-def test_episode_stats_land_in_ok_and_error_records(room, agent_file, tmp_path, monkeypatch):
+def test_episode_stats_land_in_ok_and_error_records(open_room, agent_file, tmp_path, monkeypatch):
     flag = tmp_path / "down.txt"
     flag.write_text("q0-many-0")
     monkeypatch.setenv("FLAKY_FAIL", str(flag))
     out = str(tmp_path / "run")
-    assert main(argv(room, f"{agent_file}:Flaky", "--output-dir", out, "--num-episodes", "2")) == 0
+    assert main(argv(open_room, f"{agent_file}:Flaky", "--output-dir", out, "--num-episodes", "2")) == 0
     ok, err = records(out)
     assert ok["status"] == "ok" and err["status"] == "error"
     # numpy scalars become plain numbers, NaN becomes null, tuples lists.
@@ -133,14 +120,14 @@ def test_episode_stats_land_in_ok_and_error_records(room, agent_file, tmp_path, 
     assert err["extras"]["agent"]["calls"] == 1  # it failed on its first act()
     # An agent without episode_stats gets no extras at all.
     out2 = str(tmp_path / "plain")
-    assert main(argv(room, f"{agent_file}:Plain", "--output-dir", out2, "--num-episodes", "1")) == 0
+    assert main(argv(open_room, f"{agent_file}:Plain", "--output-dir", out2, "--num-episodes", "1")) == 0
     assert "extras" not in records(out2)[0]
 
 
-def test_log_prompts_gives_agents_the_rank_directory(room, agent_file, tmp_path, monkeypatch, capsys):
+def test_log_prompts_gives_agents_the_rank_directory(open_room, agent_file, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # the default output directory goes under ./mosnav_results
     monkeypatch.delenv("FLAKY_FAIL", raising=False)
-    assert main(argv(room, f"{agent_file}:Flaky", "--num-episodes", "2", "--log-prompts")) == 0
+    assert main(argv(open_room, f"{agent_file}:Flaky", "--num-episodes", "2", "--log-prompts")) == 0
     (run,) = glob.glob(str(tmp_path / "mosnav_results" / "Flaky-*"))
     log = os.path.join(run, "rank_00000", "prompts.jsonl")
     assert open(log).read().split() == ["q0-all-0", "q0-all-0", "q0-many-0", "q0-many-0"]
@@ -148,7 +135,7 @@ def test_log_prompts_gives_agents_the_rank_directory(room, agent_file, tmp_path,
     assert "--- prompt for" not in err  # the agent keeps its own log: nothing printed
 
     out = str(tmp_path / "plain")
-    assert main(argv(room, f"{agent_file}:Plain", "--num-episodes", "1", "--output-dir", out,
+    assert main(argv(open_room, f"{agent_file}:Plain", "--num-episodes", "1", "--output-dir", out,
                      "--log-prompts")) == 0
     err = capsys.readouterr().err
     assert "--- prompt for val::testScene01::q0-all-0 ---" in err and "Find the chairs." in err

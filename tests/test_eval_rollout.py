@@ -6,7 +6,6 @@ four 0.25 m steps reach x=1 (near 101). Expected values follow by hand from SPEC
 """
 import json
 import math
-import os
 
 import numpy as np
 import pytest
@@ -17,7 +16,8 @@ from habitat_mosnav.evaluation import EvaluationConfig, Evaluator, episode_seed,
 from habitat_mosnav.evaluation.evaluator import EvaluationSetupError
 from habitat_mosnav.pose import start_frame_pose
 
-from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset
+from conftest import read_records as records
+from mosnav_fixtures import EPISODE_KEYS
 
 T = 40
 KEYS = EPISODE_KEYS
@@ -26,9 +26,8 @@ MANY_PLAN = [3, 3, 3, 1, 1, 1, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1, 6, 0]
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    root = tmp_path_factory.mktemp("evalroom")
-    data, scenes = write_open_room_dataset(root)
+def env(open_room):
+    data, scenes = open_room
     cfg = habitat_mosnav.get_config("benchmark/nav/mosnav/mos_demo.yaml", [
         f"habitat.dataset.data_path={data}", f"habitat.dataset.scenes_dir={scenes}",
         "habitat.dataset.target_modes=[]", f"habitat.environment.max_episode_steps={T}",
@@ -75,12 +74,6 @@ class Scripted:
 def evaluate(env, agent, out, **kw):
     kw.setdefault("progress", False)
     return Evaluator(agent, env=env, config=EvaluationConfig(output_dir=str(out), **kw)).run()
-
-
-def records(out, rank=0):
-    path = os.path.join(str(out), f"rank_{rank:05d}", "episodes.jsonl")
-    with open(path) as f:
-        return [json.loads(line) for line in f]
 
 
 def test_start_frame_pose_math():

@@ -13,7 +13,7 @@ import habitat_mosnav
 import habitat
 from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes
 
-from mosnav_fixtures import base_documents, write_dataset, write_open_room_dataset
+from mosnav_fixtures import base_documents, write_dataset
 
 T = 60  # max_episode_steps in these tests
 ALL_MEASURES = [
@@ -28,13 +28,6 @@ RIGHT3 = ["turn_right"] * 3
 
 def fwd(n):
     return ["move_forward"] * n
-
-
-@pytest.fixture(scope="module")
-def open_room(tmp_path_factory):
-    root = tmp_path_factory.mktemp("openroom")
-    data, scenes = write_open_room_dataset(root)
-    return data, scenes
 
 
 def make_env(paths, extra=()):
