@@ -15,7 +15,7 @@ import habitat
 import habitat_mosnav
 from habitat.utils.visualizations import maps
 
-from conftest import SCRIPT, SCRIPT_CLAIMS
+from conftest import SCRIPT, SCRIPT_CLAIMS, read_records
 from habitat_mosnav.evaluation.maps import CLAIM_COLORS, FINISH_COLOR, LEGEND_WIDTH, read_map_info
 from habitat_mosnav.evaluation.maps import main as maps_main
 
@@ -24,8 +24,7 @@ STEM = "val__testScene01__q0-many-0"
 
 
 def _records(out):
-    with open(os.path.join(out, "rank_00000", "episodes.jsonl")) as f:
-        return {r["episode_key"]: r for r in map(json.loads, f)}
+    return {r["episode_key"]: r for r in read_records(out)}
 
 
 @pytest.fixture(scope="module")
