@@ -12,6 +12,7 @@ import pytest
 from glb_fixtures import glb, png, srgb8_to_linear
 from habitat_mosnav.dataset_building.common import BuildError, scene_files
 from habitat_mosnav.dataset_building.extract import ExtractOptions, parse_objects
+from habitat_mosnav.dataset_building.semantic import AnnotatedObject
 from habitat_mosnav.scenes.io import write_semantic_txt
 
 SID = "abcDEF12345"
@@ -211,17 +212,27 @@ def test_objectnav_goals_are_read_and_validated(tmp_path):
     p = _objectnav(content / f"{SID}.json.gz", SID, {
         "chair": [{"object_id": 3, "object_category": "chair", "position": [1, 0, 1],
                    "view_points": [_vp([1, 0, 2], 0.2), _vp([2, 0, 1], 0.6, (0, 0, 0, 2))]}],
-        "tv_monitor": [{"object_id": 9, "view_points": [_vp([0, 0, 0], 0.1)]}]})
+        "tv_monitor": [{"object_id": 9, "view_points": [_vp([0, 0, 0], 0.1)]}],
+        "bed": [{"object_id": 5, "view_points": [_vp([9, 0, 9], 0.3), _vp([4.5, 0, 3], 0.1)]}],
+        "sofa": [{"object_id": 6, "view_points": [_vp([0, 0, 0], 0.1)]}]})
     assert find_objectnav_file(tmp_path, SID) == p
     got = read_objectnav_goals(p, SID)
-    assert sorted(got) == [3, 9] and got[9]["category"] == "tv_monitor"
+    assert sorted(got) == [3, 5, 6, 9] and got[9]["category"] == "tv_monitor"
     assert got[3]["view_points"][1] == {"position": [2.0, 0.0, 1.0], "rotation": [0.0, 0.0, 0.0, 1.0], "iou": 0.6}
-    ours = [{"object_id": 3, "view_points": [{"position": [5, 0, 5], "rotation": [0, 0, 0, 1], "iou": 0.9}]},
-            {"object_id": 4, "view_points": []}]
+    ours = [{"object_id": 3, "view_points": [{"position": [5, 0, 5], "rotation": [0, 0, 0, 1], "iou": 0.9}]}]
+    # object 5 passed our filters but our view-point search found none: ObjectNav's make it a goal
+    bed = AnnotatedObject(5, "AABBCC", "bed", 2, lo=np.array([4.0, 0.0, 1.0]), hi=np.array([6.0, 0.5, 2.0]),
+                          samples=100, category="bed")
     c = Counter()
-    out = apply_objectnav(ours, got, annotated_ids={3, 4}, counts=c)
+    out = apply_objectnav(ours, got, annotated_ids={3, 5, 6}, counts=c, objects=[bed])
     assert [v["iou"] for v in out[0]["view_points"]] == [0.6, 0.2]  # ObjectNav's, best first
-    assert c == Counter(objectnav_goals=2, objectnav_applied=1, objectnav_unknown_object=1)
+    assert c == Counter(objectnav_goals=4, objectnav_applied=1, objectnav_added=1, goals=1,
+                        objectnav_unknown_object=1, objectnav_not_a_goal=1)
+    new = out[1]
+    assert (new["object_id"], new["category"], new["region_id"]) == (5, "bed", 2)
+    assert new["aabb"] == {"center": [5.0, 0.25, 1.5], "size": [2.0, 0.5, 1.0]}
+    assert new["navigable_position"] == [4.5, 0.0, 3.0]  # the view point nearest the footprint
+    assert [v["iou"] for v in new["view_points"]] == [0.3, 0.1]
     for bad, field in (({"object_id": 3, "view_points": [_vp([1, 0, 2], float("nan"))]}, "'iou'"),
                        ({"object_id": 3, "view_points": [_vp([1, 0, float("inf")], 0.3)]}, "'position'"),
                        ({"object_id": 3, "view_points": [_vp([1, 0, 2], 0.3, (0, 0, 0, 0))]}, "zero-length"),

@@ -10,8 +10,9 @@ Format (``objectnav_hm3d_v2/<split>/content/<scene>.json.gz``)::
 Each goal is validated like our own files (a non-finite number, a zero quaternion, a
 missing field is one ``BuildError`` line naming the file, the ``goals_by_category`` key and
 index, the object and the field). ``mosnav-build extract --objectnav-goals PATH`` then uses
-those view points (position, rotation, iou) for the goals with the same ``object_id``; our
-own ``navigable_position`` and box stay.
+those view points (position, rotation, iou) for the goals with the same ``object_id`` (our
+own ``navigable_position`` and box stay), and adds as goals the objects our view-point
+search dropped but ObjectNav lists.
 """
 from __future__ import annotations
 
@@ -111,22 +112,49 @@ def read_objectnav_goals(path: Path, scene_id: str) -> Dict[int, Dict[str, Any]]
     return out
 
 
+def _footprint_gap(p: List[float], lo, hi) -> float:
+    dx = max(lo[0] - p[0], 0.0, p[0] - hi[0])
+    dz = max(lo[2] - p[2], 0.0, p[2] - hi[2])
+    return math.hypot(dx, dz)
+
+
 def apply_objectnav(goals: List[Dict[str, Any]], imported: Dict[int, Dict[str, Any]],
-                    annotated_ids: set, counts: Counter) -> List[Dict[str, Any]]:
-    """Our goals with ObjectNav's view points where it lists the same object; counts
-    ``objectnav_goals``, ``objectnav_applied`` and per reason why one was not applied
-    (``objectnav_no_view_points``, ``objectnav_not_a_goal``: dropped by our extract,
-    ``objectnav_unknown_object``: not in semantic.txt)."""
+                    annotated_ids: set, counts: Counter, objects: Optional[list] = None) -> List[Dict[str, Any]]:
+    """Our goals with ObjectNav's view points where it lists the same object.
+
+    ``objects``: the annotated objects that passed our category and size filters
+    (``AnnotatedObject``); one that our view-point search dropped but ObjectNav lists with
+    view points becomes a goal with those view points (its ``navigable_position`` is the
+    view point nearest its footprint, since every view point is navigable). Counts
+    ``objectnav_goals``, ``objectnav_applied``, ``objectnav_added`` and, per reason,
+    ``objectnav_no_view_points``, ``objectnav_not_a_goal`` (dropped by our category / size
+    filters) and ``objectnav_unknown_object`` (not in semantic.txt)."""
+    from habitat_mosnav.dataset_building.common import ATTRIBUTE_FIELDS
+
     counts["objectnav_goals"] += len(imported)
     by_id = {int(g["object_id"]): g for g in goals}
+    kept = {int(o.object_id): o for o in (objects or [])}
+    added = []
     for oid, g in sorted(imported.items()):
+        vps = sorted(g["view_points"], key=lambda v: -v["iou"])
         if oid not in annotated_ids:
             counts["objectnav_unknown_object"] += 1
-        elif oid not in by_id:
-            counts["objectnav_not_a_goal"] += 1
-        elif not g["view_points"]:
+        elif not vps:
             counts["objectnav_no_view_points"] += 1
-        else:
-            by_id[oid]["view_points"] = sorted(g["view_points"], key=lambda v: -v["iou"])
+        elif oid in by_id:
+            by_id[oid]["view_points"] = vps
             counts["objectnav_applied"] += 1
-    return goals
+        elif oid in kept:
+            o = kept[oid]
+            lo, hi = o.aabb_min, o.aabb_max
+            center = rounded((lo + hi) / 2.0)
+            nav = min(vps, key=lambda v: (_footprint_gap(v["position"], lo, hi), v["position"]))["position"]
+            added.append({"object_id": oid, "category": o.category, "region_id": int(o.region_id),
+                          "position": center, "aabb": {"center": center, "size": rounded(hi - lo)},
+                          "navigable_position": list(nav), "view_points": vps,
+                          "attributes": {k: [] for k in ATTRIBUTE_FIELDS}, "caption": ""})
+            counts["objectnav_added"] += 1
+            counts["goals"] += 1
+        else:
+            counts["objectnav_not_a_goal"] += 1
+    return goals + added

@@ -201,7 +201,7 @@ def run_extract(cfg: BuildConfig) -> StageReport:
             from habitat_mosnav.dataset_building.semantic import read_annotations
 
             annotated = {o.object_id for o in read_annotations(scene.semantic_txt)}
-            goals = apply_objectnav(goals, imported, annotated, counts)
+            goals = apply_objectnav(goals, imported, annotated, counts, objects)
         write_json(_goals_path(cfg, sid), make_doc(sid, "goals", goals))
 
     report = _per_scene(cfg, "extract", sorted(scenes), params_of, lambda s: [_goals_path(cfg, s)], work)
