@@ -139,3 +139,14 @@ def test_video_has_rgb_depth_and_a_growing_map(room_runs):
     assert map_first.shape[1] >= 32
     assert np.abs(map_first.astype(int) - map_last.astype(int)).sum() > 0  # the map grew
     assert not np.array_equal(first[:64, :64], last[:64, :64])  # the view changed
+
+
+def test_video_caption_names_the_action_and_counts_claims_so_far():
+    from habitat_mosnav.evaluation.video import action_name, claims_caption
+
+    events = [{"is_true_positive": False, "duplicate_targets": []},
+              {"is_true_positive": True}, {"is_true_positive": True}]
+    assert claims_caption(events) == "claims 3 (2 true)"
+    assert claims_caption([]) == "claims 0 (0 true)" and claims_caption(None) == ""
+    assert [action_name(a) for a in (None, 0, 1, 6, 9)] == [
+        "-", "FINISH", "MOVE_FORWARD", "TARGET_FOUND", "LEGACY_FINISH"]

@@ -188,3 +188,21 @@ def test_official_flag_and_benchmark_come_from_summary(room_runs, tmp_path):
     with open(os.path.join(run, "summary.json"), "w") as f:
         json.dump(summary, f)
     assert board_row(load_run(run, resamples=100))["official"] is True
+
+
+def test_report_maps_draws_missing_maps_from_the_records(room_runs, tmp_path):
+    run = str(tmp_path / "nomaps")
+    shutil.copytree(room_runs["scripted"], run)
+    shutil.rmtree(os.path.join(run, "maps"))
+    out = str(tmp_path / "out")
+    assert main([run, "--out", out, "--maps", "--no-progress",
+                 "--set", f"habitat.dataset.data_path={room_runs['data']}",
+                 "--set", f"habitat.dataset.scenes_dir={room_runs['scenes']}",
+                 "--set", "habitat.dataset.target_modes=[many,all]"]) == 0
+    links = re.findall(r'href="(maps/[^"]+\.png)"', open(os.path.join(out, "index.html")).read())
+    assert sorted(links) == ["maps/nomaps/val__testScene01__q0-all-0.png",
+                             "maps/nomaps/val__testScene01__q0-many-0.png"]
+    for link in links:
+        drawn = imageio.imread(os.path.join(out, link))
+        saved = imageio.imread(os.path.join(room_runs["scripted"], "maps", os.path.basename(link)))
+        assert np.array_equal(drawn, saved)
