@@ -1,6 +1,7 @@
 """Procedural scene generator: determinism, HM3D file layout, doors, free space, variety."""
 import collections
 import filecmp
+import glob
 import json
 import os
 import re
@@ -242,3 +243,40 @@ def test_multi_room_apartment_with_many_categories(scene):
     assert len(cats) >= 12
     for c in ("chair", "bed", "toilet", "sink", "sofa", "plant"):
         assert cats[c] >= 1, c
+
+
+#: sha256 over (file name, bytes) of every file of generate_scene(seed, index=0), computed
+#: with the if/elif furnish() before it became one recipe per room type (RECIPES): the
+#: recipes table must write the same bytes. Seeds 0-11 hold every room type.
+SCENE_DIGESTS = {
+    0: "2213f0fe42fd78841624a1b264972d2f18964f36ccb94664bedeff81359772cf",
+    1: "ba1f4a58faa580c377221ee57b9c54e616508ca57152a610a73dcaabfe0e544d",
+    2: "1d77d872efcde812a3abcdc22d3d251807b307d8a7ddc55b7351d2b5f2870d51",
+    3: "6e44118c2429534f399569d8de917a317ce2c77f58b3c2b6f50f815a2f94a293",
+    4: "6626c35c2bed6b1a242e573b7424efdb62fe1b566026e20dc5f84651c5f8fe97",
+    5: "9d7ddb248d76c663f227d9b0343aaf0782026178ce02591b00588659f125e6c6",
+    6: "e067209285e9f6701c93091613e538a358fd58c2e993f1527c913365c27d0c2d",
+    7: "ba1e5ea31a9f7332c4353f60cd9ff719e863da89ba601a6bb313f50d493954c6",
+    8: "f7324b1fb99ae43be814aa55d46a692c1bf87a0b8590fc37c1028b1f7c39077a",
+    9: "5923564861b8cfb61ea0bf512538a41704c93e71c688648b546274466bfbb4d9",
+    10: "e595b50b1e0b331a747d4f10c7ed659df37f45bd0435d0eb403687c9fd479ffd",
+    11: "8da344228430d25e78e2ae16d430f74fdf47e33d598ec5d4b31c84101d0c17d7",
+}
+
+
+def test_room_recipes_write_the_same_files_as_before(tmp_path):
+    import hashlib
+
+    from habitat_mosnav.scenes.generator import RECIPES
+
+    seen = set()
+    for seed, expected in SCENE_DIGESTS.items():
+        info = generate_scene(str(tmp_path), seed, 0)
+        h = hashlib.sha256()
+        for path in sorted(glob.glob(os.path.join(info.directory, "*"))):
+            h.update(os.path.basename(path).encode())
+            with open(path, "rb") as f:
+                h.update(f.read())
+        assert h.hexdigest() == expected, f"seed {seed}: generated files changed"
+        seen |= {r["name"] for r in load_scene_meta(info.meta)["regions"]}
+    assert seen == set(RECIPES)  # every recipe ran

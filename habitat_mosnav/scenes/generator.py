@@ -11,7 +11,7 @@ import json
 import os
 import string
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 from scipy import ndimage
@@ -385,20 +385,27 @@ def _n(rng, lo, hi):
     return int(rng.integers(lo, hi + 1))
 
 
-def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Placed]:
-    """Room-type recipes: the big pieces first, then sets, then decoration."""
-    f = RoomFurnisher(room, doors, rng)
-    B = F.BUILDERS
-    name = room.name
-    chance = rng.random
+class _Kit:
+    """What a room recipe works with: the furnisher ``f``, the generator ``rng`` and
+    builders bound to this room type (``build``, ``copies``, ``decorate``)."""
 
-    def build(cat, **kw):
-        return B[cat](rng, name, **kw)
+    def __init__(self, room: Room, doors: List[Door], rng: np.random.Generator):
+        self.room = room
+        self.rng = rng
+        self.f = RoomFurnisher(room, doors, rng)
+        self.chance = rng.random
 
-    def copies(cat, style, **kw):
-        return lambda: B[cat](rng, name, style=dict(style), **kw)
+    def build(self, cat, **kw):
+        return F.BUILDERS[cat](self.rng, self.room.name, **kw)
 
-    def decorate(n_plants, n_pictures, floor_lamp_p=0.0):
+    def copies(self, cat, style, **kw):
+        return lambda: F.BUILDERS[cat](self.rng, self.room.name, style=dict(style), **kw)
+
+    def n(self, lo, hi):
+        return _n(self.rng, lo, hi)
+
+    def decorate(self, n_plants, n_pictures, floor_lamp_p=0.0):
+        f, build, chance = self.f, self.build, self.chance
         for _ in range(n_plants):
             f.wall(build("plant"), corner=chance() < 0.7) or f.free(build("plant"))
         for _ in range(n_pictures):
@@ -406,131 +413,172 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Pla
         if chance() < floor_lamp_p:
             f.wall(build("lamp", kind="floor"), corner=True)
 
-    if name == "living room":
-        sofa = f.wall(build("sofa"))
-        if sofa is not None and chance() < 0.9:
-            f.front_of(build("table"), sofa, gap=_u(rng, 0.35, 0.5))
-        if sofa is not None and chance() < 0.6:
-            side_table = f.beside(build("table", kind="side"), sofa, which=tuple(rng.permutation([-1, 1])))
-            if side_table is not None and chance() < 0.6:
-                f.on(build("lamp", kind="table"), side_table)
-        if chance() < 0.85:
-            tv = build("tv", mount="stand" if chance() < 0.6 else "wall")
-            if tv.mount == "floor":
-                stand = build("cabinet", kind="sideboard")
-                if stand.style["w"] < tv.style["w"] + 0.1:  # the tv must fit on its stand
-                    stand = build("cabinet", style=dict(stand.style, w=round(tv.style["w"] + 0.1, 2)))
-                cab = f.opposite(stand, sofa) if sofa is not None else f.wall(stand)
-                if cab is not None:
-                    f.on(tv, cab)
-            else:
-                (f.opposite(tv, sofa) if sofa is not None else f.wall(tv))
-        arm = build("chair")
-        f.wall(arm) if chance() < 0.5 else f.free(arm)
-        if chance() < 0.5:
-            f.wall(build("chair", style=dict(arm.style)))
-        if chance() < 0.6:
-            f.wall(build("shelf"))
-        decorate(_n(rng, 1, 3), _n(rng, 1, 3), floor_lamp_p=0.6)
-    elif name in ("kitchen", "dining room"):
-        if name == "kitchen":
-            f.wall(build("refrigerator"), corner=True)
-            counter = f.wall(build("cabinet", kind="counter"))
-            run = counter  # sink and stove continue the counter along its wall when they fit
-            for cat in ("sink", "stove"):
-                item = build(cat)
-                placed = f.beside(item, run, which=tuple(rng.permutation([-1, 1]))) if run is not None else None
-                placed = placed or f.wall(item)
-                run = placed or run
-            if chance() < 0.5:
-                f.wall(build("cabinet", kind="counter"))
-        table = f.free(build("table"), margin=0.75) if (name == "dining room" or chance() < 0.75) else None
-        if table is not None:
-            chair = build("chair")
-            n_ch = _n(rng, 2, 4) if name == "kitchen" else _n(rng, 3, 6)
-            f.around(copies("chair", chair.style), table, n_ch)
-        elif name == "kitchen":
-            st = build("stool")
-            for _ in range(_n(rng, 1, 2)):
-                f.wall(build("stool", style=dict(st.style)))
-        if name == "dining room":
-            f.wall(build("cabinet", kind="sideboard"))
-            decorate(_n(rng, 1, 2), _n(rng, 0, 2), floor_lamp_p=0.4)
+    def chairs_around(self, table, lo, hi):
+        chair = self.build("chair")
+        self.f.around(self.copies("chair", chair.style), table, self.n(lo, hi))
+
+
+def _living_room(k: _Kit) -> None:
+    f, build, chance = k.f, k.build, k.chance
+    sofa = f.wall(build("sofa"))
+    if sofa is not None and chance() < 0.9:
+        f.front_of(build("table"), sofa, gap=_u(k.rng, 0.35, 0.5))
+    if sofa is not None and chance() < 0.6:
+        side_table = f.beside(build("table", kind="side"), sofa, which=tuple(k.rng.permutation([-1, 1])))
+        if side_table is not None and chance() < 0.6:
+            f.on(build("lamp", kind="table"), side_table)
+    if chance() < 0.85:
+        tv = build("tv", mount="stand" if chance() < 0.6 else "wall")
+        if tv.mount == "floor":
+            stand = build("cabinet", kind="sideboard")
+            if stand.style["w"] < tv.style["w"] + 0.1:  # the tv must fit on its stand
+                stand = build("cabinet", style=dict(stand.style, w=round(tv.style["w"] + 0.1, 2)))
+            cab = f.opposite(stand, sofa) if sofa is not None else f.wall(stand)
+            if cab is not None:
+                f.on(tv, cab)
         else:
-            decorate(_n(rng, 0, 2), _n(rng, 0, 1))
-    elif name == "bedroom":
-        bed_item = build("bed")
-        bed = f.wall(bed_item)
-        if bed is None and bed_item.style["double"]:
-            bed = f.wall(build("bed", style=dict(bed_item.style, double=False, w=0.95)))
-        if bed is not None:
-            ns = build("cabinet", kind="nightstand")
-            a = f.beside(ns, bed, which=(-1,))
-            ns2 = build("cabinet", kind="nightstand", style=dict(ns.style))
-            b = f.beside(ns2, bed, which=(1,))
-            if a is None or b is None:  # no room at the bed's head: somewhere near it
-                b = f.wall(ns2 if b is None else ns, sides=[bed.side], near_u=bed.u)
-            for stand in (a, b):
-                if stand is not None and chance() < 0.6:
-                    f.on(build("lamp", kind="table"), stand)
-        f.wall(build("cabinet", kind="wardrobe"), corner=chance() < 0.5)
-        if chance() < 0.5:
-            desk = f.wall(build("desk"))
-            if desk is not None:
-                f.front_of(build("chair"), desk, gap=0.05, face_parent=True)
-        elif chance() < 0.5:
-            f.wall(build("chair"))
-        if chance() < 0.4:
-            f.wall(build("shelf"))
-        if chance() < 0.3:
-            tv = build("tv", mount="wall")
-            f.opposite(tv, bed) if bed is not None else f.wall(tv)
-        if chance() < 0.4:
-            f.wall(build("mirror", kind="tall"), gap=0.0)
-        decorate(_n(rng, 0, 2), _n(rng, 0, 2))
-    elif name == "office":
+            (f.opposite(tv, sofa) if sofa is not None else f.wall(tv))
+    arm = build("chair")
+    f.wall(arm) if chance() < 0.5 else f.free(arm)
+    if chance() < 0.5:
+        f.wall(build("chair", style=dict(arm.style)))
+    if chance() < 0.6:
+        f.wall(build("shelf"))
+    k.decorate(k.n(1, 3), k.n(1, 3), floor_lamp_p=0.6)
+
+
+def _kitchen(k: _Kit) -> None:
+    f, build, chance = k.f, k.build, k.chance
+    f.wall(build("refrigerator"), corner=True)
+    run = f.wall(build("cabinet", kind="counter"))
+    for cat in ("sink", "stove"):  # sink and stove continue the counter along its wall when they fit
+        item = build(cat)
+        placed = f.beside(item, run, which=tuple(k.rng.permutation([-1, 1]))) if run is not None else None
+        placed = placed or f.wall(item)
+        run = placed or run
+    if chance() < 0.5:
+        f.wall(build("cabinet", kind="counter"))
+    table = f.free(build("table"), margin=0.75) if chance() < 0.75 else None
+    if table is not None:
+        k.chairs_around(table, 2, 4)
+    else:
+        st = build("stool")
+        for _ in range(k.n(1, 2)):
+            f.wall(build("stool", style=dict(st.style)))
+    k.decorate(k.n(0, 2), k.n(0, 1))
+
+
+def _dining_room(k: _Kit) -> None:
+    table = k.f.free(k.build("table"), margin=0.75)
+    if table is not None:
+        k.chairs_around(table, 3, 6)
+    k.f.wall(k.build("cabinet", kind="sideboard"))
+    k.decorate(k.n(1, 2), k.n(0, 2), floor_lamp_p=0.4)
+
+
+def _bedroom(k: _Kit) -> None:
+    f, build, chance = k.f, k.build, k.chance
+    bed_item = build("bed")
+    bed = f.wall(bed_item)
+    if bed is None and bed_item.style["double"]:
+        bed = f.wall(build("bed", style=dict(bed_item.style, double=False, w=0.95)))
+    if bed is not None:
+        ns = build("cabinet", kind="nightstand")
+        a = f.beside(ns, bed, which=(-1,))
+        ns2 = build("cabinet", kind="nightstand", style=dict(ns.style))
+        b = f.beside(ns2, bed, which=(1,))
+        if a is None or b is None:  # no room at the bed's head: somewhere near it
+            b = f.wall(ns2 if b is None else ns, sides=[bed.side], near_u=bed.u)
+        for stand in (a, b):
+            if stand is not None and chance() < 0.6:
+                f.on(build("lamp", kind="table"), stand)
+    f.wall(build("cabinet", kind="wardrobe"), corner=chance() < 0.5)
+    if chance() < 0.5:
         desk = f.wall(build("desk"))
         if desk is not None:
             f.front_of(build("chair"), desk, gap=0.05, face_parent=True)
-        sh = build("shelf")
-        f.wall(sh)
-        if chance() < 0.6:
-            f.wall(build("shelf", style=dict(sh.style)))
-        if chance() < 0.5:
-            f.wall(build("cabinet", kind="sideboard"))
-        if chance() < 0.5:
-            f.wall(build("chair"))
-        decorate(_n(rng, 1, 2), _n(rng, 0, 1), floor_lamp_p=0.5)
-    elif name == "bathroom":
-        tub = f.wall(build("bathtub"), corner=True) if room.area > 6.5 and chance() < 0.8 else None
-        f.wall(build("toilet"))
-        sink = f.wall(build("sink"))
-        if sink is not None and chance() < 0.85:
-            f.wall(build("mirror"), sides=[sink.side], near_u=sink.u, gap=0.0)
-        mat = build("bath mat")
-        placed_mat = None
-        for anchor in (tub, sink):
-            if anchor is not None and placed_mat is None:
-                placed_mat = f.front_of(mat, anchor, gap=0.08)
-        if placed_mat is None:
-            f.free(mat, margin=0.1)
-        towel = build("towel")
-        f.wall(towel, gap=0.0)
-        for _ in range(_n(rng, 0, 2)):
-            t = build("towel", style=dict(towel.style)) if chance() < 0.5 else build("towel")
-            f.wall(t, gap=0.0)
-        if chance() < 0.5:
-            f.wall(build("cabinet", kind="bathroom"))
-        decorate(_n(rng, 0, 1), 0)
-    elif name == "corridor":
-        if chance() < 0.6:
-            f.wall(build("cabinet", kind="hall"))
-        if chance() < 0.4:
-            f.wall(build("shelf", shallow=True))
-        if chance() < 0.3:
-            f.wall(build("mirror", kind="tall"), gap=0.0)
-        decorate(_n(rng, 0, 2), _n(rng, 1, 3))
-    return f.placed
+    elif chance() < 0.5:
+        f.wall(build("chair"))
+    if chance() < 0.4:
+        f.wall(build("shelf"))
+    if chance() < 0.3:
+        tv = build("tv", mount="wall")
+        f.opposite(tv, bed) if bed is not None else f.wall(tv)
+    if chance() < 0.4:
+        f.wall(build("mirror", kind="tall"), gap=0.0)
+    k.decorate(k.n(0, 2), k.n(0, 2))
+
+
+def _office(k: _Kit) -> None:
+    f, build, chance = k.f, k.build, k.chance
+    desk = f.wall(build("desk"))
+    if desk is not None:
+        f.front_of(build("chair"), desk, gap=0.05, face_parent=True)
+    sh = build("shelf")
+    f.wall(sh)
+    if chance() < 0.6:
+        f.wall(build("shelf", style=dict(sh.style)))
+    if chance() < 0.5:
+        f.wall(build("cabinet", kind="sideboard"))
+    if chance() < 0.5:
+        f.wall(build("chair"))
+    k.decorate(k.n(1, 2), k.n(0, 1), floor_lamp_p=0.5)
+
+
+def _bathroom(k: _Kit) -> None:
+    f, build, chance = k.f, k.build, k.chance
+    tub = f.wall(build("bathtub"), corner=True) if k.room.area > 6.5 and chance() < 0.8 else None
+    f.wall(build("toilet"))
+    sink = f.wall(build("sink"))
+    if sink is not None and chance() < 0.85:
+        f.wall(build("mirror"), sides=[sink.side], near_u=sink.u, gap=0.0)
+    mat = build("bath mat")
+    placed_mat = None
+    for anchor in (tub, sink):
+        if anchor is not None and placed_mat is None:
+            placed_mat = f.front_of(mat, anchor, gap=0.08)
+    if placed_mat is None:
+        f.free(mat, margin=0.1)
+    towel = build("towel")
+    f.wall(towel, gap=0.0)
+    for _ in range(k.n(0, 2)):
+        t = build("towel", style=dict(towel.style)) if chance() < 0.5 else build("towel")
+        f.wall(t, gap=0.0)
+    if chance() < 0.5:
+        f.wall(build("cabinet", kind="bathroom"))
+    k.decorate(k.n(0, 1), 0)
+
+
+def _corridor(k: _Kit) -> None:
+    f, build, chance = k.f, k.build, k.chance
+    if chance() < 0.6:
+        f.wall(build("cabinet", kind="hall"))
+    if chance() < 0.4:
+        f.wall(build("shelf", shallow=True))
+    if chance() < 0.3:
+        f.wall(build("mirror", kind="tall"), gap=0.0)
+    k.decorate(k.n(0, 2), k.n(1, 3))
+
+
+#: One recipe per room type: the big pieces first, then sets, then decoration.
+RECIPES: Dict[str, Callable[[_Kit], None]] = {
+    "living room": _living_room,
+    "kitchen": _kitchen,
+    "dining room": _dining_room,
+    "bedroom": _bedroom,
+    "office": _office,
+    "bathroom": _bathroom,
+    "corridor": _corridor,
+}
+
+
+def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Placed]:
+    """The furniture of ``room`` by its type's recipe in :data:`RECIPES` (none for an unknown type)."""
+    kit = _Kit(room, doors, rng)
+    recipe = RECIPES.get(room.name)
+    if recipe is not None:
+        recipe(kit)
+    return kit.f.placed
 
 
 def _u(rng, lo, hi):
