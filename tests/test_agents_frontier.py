@@ -248,3 +248,26 @@ def test_ground_truth_detector_needs_a_semantic_sensor(tmp_path):
     det.bind_env(Env)
     with pytest.raises(RuntimeError, match="no 'semantic' sensor.*mosnav_semantic_sensor"):
         det.detect(None)
+
+
+def _observation(depth, step=0, mode="all", count=None):
+    from habitat_mosnav.api import Observation
+
+    return Observation(
+        rgb=None, depth=depth, goal_text="cabinet", goal_embedding=None, goal_image=None,
+        goal_type="object", subtask_type="object", target_mode=mode, target_count=count,
+        episode_id="e", scene_id="s", step_count=step, gps=np.zeros(2, np.float32),
+        compass=0.0, max_steps=T, task_prompt=None, previous_action=None, extras=None)
+
+
+def test_an_obstacle_marked_under_the_agent_does_not_end_the_episode():
+    """A wall 3 m ahead leaves unknown space on both sides (frontiers). An obstacle cell
+    under the agent (a mis-placed collision mark) must not cut the agent off its own map:
+    it moves on instead of reporting the map exhausted (FINISH)."""
+    depth = np.full((64, 64), 3.0, np.float32)
+    agent = FrontierAgent(detector=NoDetector(), spin_at_start=False)
+    agent.act(_observation(depth))
+    agent.map.mark_disk(agent.map.obstacle, (0.0, 0.0), 0.06)
+    action = agent.act(_observation(depth, step=1))
+    assert action in (1, 2, 3)
+    assert agent.stats["finish_reason"] == ""

@@ -203,14 +203,18 @@ class OccupancyMap:
     def centre(self, row: int, col: int) -> np.ndarray:
         return np.array([self.origin + (col + 0.5) * self.cs, self.origin + (row + 0.5) * self.cs])
 
-    def mark_disk(self, layer: np.ndarray, xz: Sequence[float], radius: float) -> None:
+    def _disk(self, xz: Sequence[float], radius: float):
         r0, c0 = self.cell(xz)
-        k = int(math.ceil(radius / self.cs))
+        k = int(math.ceil(max(radius, 0.0) / self.cs))
         rr, cc = np.mgrid[-k:k + 1, -k:k + 1]
         keep = (rr ** 2 + cc ** 2) * self.cs ** 2 <= radius ** 2 + 1e-9
-        rows = np.clip(r0 + rr[keep], 0, self.n - 1)
-        cols = np.clip(c0 + cc[keep], 0, self.n - 1)
-        layer[rows, cols] = True
+        return np.clip(r0 + rr[keep], 0, self.n - 1), np.clip(c0 + cc[keep], 0, self.n - 1)
+
+    def mark_disk(self, layer: np.ndarray, xz: Sequence[float], radius: float) -> None:
+        layer[self._disk(xz, radius)] = True
+
+    def clear_disk(self, layer: np.ndarray, xz: Sequence[float], radius: float) -> None:
+        layer[self._disk(xz, radius)] = False
 
     def bounds(self, margin: int = 10) -> Tuple[slice, slice]:
         """Rows/cols slices around everything known, plus ``margin`` cells."""
@@ -315,7 +319,10 @@ class FrontierAgent:
             turns = int(round(360.0 / max(self.camera.turn_angle_deg, 1e-6)))
             self._spin_left = turns - 1 if self.spin_at_start else 0
         self._check_motion(pos, heading)
+        # the agent stands here: its footprint is free, whatever a collision or a stray
+        # depth point said before
         self.map.mark_disk(self.map.free, pos, self.camera.agent_radius)
+        self.map.clear_disk(self.map.obstacle, pos, self.camera.agent_radius - self.map.cs)
         if observation.depth is not None:
             self._integrate_depth(np.asarray(observation.depth, dtype=np.float32), pos, heading)
         self._integrate_detections(self.detector.detect(observation), observation, pos, heading)
@@ -520,6 +527,7 @@ class FrontierAgent:
         disk = (yy - ar) ** 2 + (xx - ac) ** 2 <= k * k
         sub = traversable[r_lo:r_hi, c_lo:c_hi]
         sub[disk & (clearance[r_lo:r_hi, c_lo:c_hi] > 0.5 * cs)] = True
+        traversable[ar, ac] = True
         phi = np.ones(traversable.shape)
         phi[ar, ac] = -1.0
         try:
