@@ -125,15 +125,20 @@ def _check_aabb(path, where, box):
         _check(_vec3(box.get(k)), path, where, f"aabb.{k}", "expected 3 numbers")
 
 
-def load_scene_meta(path: str) -> dict:
-    """Load and validate ``<id>.mosnav_meta.json``; returns the parsed document."""
+def _read_meta_json(path: str):
+    """The parsed ``<id>.mosnav_meta.json``; a one-line SceneFormatError if unreadable."""
     try:
         with open(path, "r", encoding="utf-8") as fh:
-            doc = json.load(fh)
+            return json.load(fh)
     except OSError as e:
         raise SceneFormatError(f"{path}: cannot read scene metadata: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise SceneFormatError(f"{path}:{e.lineno}: bad JSON: {e.msg}") from None
+
+
+def load_scene_meta(path: str) -> dict:
+    """Load and validate ``<id>.mosnav_meta.json``; returns the parsed document."""
+    doc = _read_meta_json(path)
     _check(isinstance(doc, dict), path, "document", "root", "expected a JSON object")
     _check(isinstance(doc.get("schema_version"), int), path, "document", "schema_version", "expected an integer")
     _check(doc["schema_version"] == 1, path, "document", "schema_version", f"unsupported version {doc['schema_version']}")
@@ -216,13 +221,7 @@ def meta_up_axis(meta_path: str) -> Optional[str]:
     """The up axis a ``<id>.mosnav_meta.json`` declares ('y'/'z'), None when it says none.
 
     ``up_axis`` wins; older files only had ``units`` (e.g. "meters, Y up")."""
-    try:
-        with open(meta_path, "r", encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except OSError as e:
-        raise SceneFormatError(f"{meta_path}: cannot read scene metadata: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise SceneFormatError(f"{meta_path}:{e.lineno}: bad JSON: {e.msg}") from None
+    doc = _read_meta_json(meta_path)
     if not isinstance(doc, dict):
         raise SceneFormatError(f"{meta_path}: document: root: expected a JSON object")
     if "up_axis" in doc:
