@@ -147,7 +147,8 @@ def test_mos_false_alarm_and_no_finish():
     check(m, dict(
         tp=1, fp=1, fn=1, precision=0.5, recall=0.5, f1=0.5, success=0.0, targets_found=1,
         optimal_subset_distance=5.0, agent_subset_distance=6.0,
-        spl_multi=0.0, spl=0.0, raw_spl=0.25, pe=0.3, tse=5.0 / 6.0,
+        spl_multi=0.0, spl=0.0, raw_spl=0.25, pe=0.3,
+        tse=None,  # F = 1 < R = 2: a smaller subset is not comparable with l
         rtsr=0.0,  # the false alarm had no near target, so it is not in S
         false_termination=None, oer_target=None,
         oer_space=0.4,  # never finished: (100 - 60) / 100
@@ -164,7 +165,7 @@ def test_moc_repeated_claims_and_false_termination():
     check(m, dict(
         tp=2, fp=2, fn=1, precision=0.5, recall=2.0 / 3.0, f1=4.0 / 7.0, success=0.0,
         required_target_count=3, optimal_subset_distance=7.0, agent_subset_distance=5.0,
-        spl_multi=0.0, raw_spl=0.875, pe=0.625, tse=1.4,
+        spl_multi=0.0, raw_spl=0.875, pe=0.625, tse=None,  # F = 2 < R = 3
         rtsr=0.5,  # S = [101, 101, 105, 105]: (4 - 2) / 4
         false_termination=1.0,
         finish_with_unexplored_space=1.0,  # space never exhausted

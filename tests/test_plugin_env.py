@@ -3,7 +3,11 @@ trajectories, with expected values computed by hand from SPEC §3-§4.
 
 Scene: an open 12 m x 12 m room, so geodesic = Euclidean (up to the fast-marching grid's
 error; tolerances 0.05 m). Start at the origin facing -Z; three right turns face +X.
-Targets (fixture): chairs 101 @ x=1, 102 @ x=3, 103 @ x=5 (z=0), table 201 @ (0, 0, 3).
+Targets (fixture): chairs 101 @ x=1, 102 @ x=3, 103 @ x=5 (z=0), table 201 @ (0, 0, 3),
+no view points (so each target's only view point is its navigable position). Success
+distance d = 0.25 m (the default), so the legs of SPEC §4 are s_j = |start - j| - 0.25 and
+c_ij = |i - j| - 0.5: s = 0.75, 2.75, 4.75 (101, 102, 103), c(101,102) = c(102,103) = 1.5,
+c(101,103) = 3.5; table: s_201 = 2.75.
 """
 import math
 
@@ -84,10 +88,11 @@ def test_many_true_false_and_repeated_claims(env):
     assert m["mos_f1"] == pytest.approx(0.8)          # 2*(2/3)*1 / (2/3 + 1)
     assert m["mos_success"] == 1.0                    # many: F >= target_count
     assert m["trajectory_length"] == pytest.approx(3.0, abs=1e-6)   # 12 x 0.25 m
-    assert m["optimal_subset_distance"] == pytest.approx(3.0, abs=0.05)  # 0->1->3
-    assert m["agent_subset_distance"] == pytest.approx(3.0, abs=0.05)
-    assert m["spl_multi"] == pytest.approx(1.0, abs=0.02)
-    assert m["path_efficiency"] == pytest.approx(1.0, abs=0.02)
+    # l = s_101 + c(101,102) = 0.75 + 1.5 = 2.25 (best 2 of 3); a: the same two targets
+    assert m["optimal_subset_distance"] == pytest.approx(2.25, abs=0.05)
+    assert m["agent_subset_distance"] == pytest.approx(2.25, abs=0.05)
+    assert m["spl_multi"] == pytest.approx(2.25 / 3.0, abs=0.02)    # l / p
+    assert m["path_efficiency"] == pytest.approx(2.25 / 3.0, abs=0.02)
     assert m["target_selection_efficiency"] == pytest.approx(1.0, abs=0.02)
     assert m["rtsr"] == pytest.approx(1 / 3)          # S = [101, 101, 102]
     assert math.isnan(m["false_termination"])         # not 'all'
@@ -120,14 +125,14 @@ def test_moc_all_found_without_finish_is_failure(env):
     assert m["spl_multi"] == 0.0
     assert math.isnan(m["false_termination"])         # never sent FINISH
     assert m["oer_target"] == pytest.approx((T - 26) / T)   # finish_step = T
-    assert m["optimal_subset_distance"] == pytest.approx(5.0, abs=0.05)
+    assert m["optimal_subset_distance"] == pytest.approx(3.75, abs=0.05)  # 0.75+1.5+1.5
 
 
 def test_moc_finish_with_all_found_succeeds(env):
     m = run(env, "q0-all-0", RIGHT3 + fwd(4) + ["target_found"] + fwd(8) + [
         "target_found"] + fwd(8) + ["target_found", "stop"])
     assert m["mos_success"] == 1.0 and m["false_termination"] == 0.0
-    assert m["spl_multi"] == pytest.approx(1.0, abs=0.02)   # p = 5.0 = l
+    assert m["spl_multi"] == pytest.approx(3.75 / 5.0, abs=0.02)   # l = 3.75, p = 5.0
     assert m["oer_target"] == pytest.approx(1 / T)          # found at 26, FINISH at 27
 
 
@@ -136,15 +141,20 @@ def test_moc_early_finish_is_false_termination(env):
     assert m["false_termination"] == 1.0 and m["mos_success"] == 0.0
     assert m["mos_recall"] == pytest.approx(1 / 3)
     assert math.isnan(m["oer_target"])                 # R targets never all found
+    assert m["path_efficiency"] == pytest.approx(0.75 / 1.0, abs=0.02)  # a = s_101, p = 1
+    assert math.isnan(m["target_selection_efficiency"])   # F = 1 < R = 3: not comparable
 
 
 def test_single_ends_on_target_found_near_target(env):
-    # table 201 at (0, 0, 3): face +Z (six turns), walk 2.25 m -> 0.75 m away (< 1.0).
-    m = run(env, "q2-single-0", ["turn_left"] * 6 + fwd(9) + ["target_found"])
+    # table 201 at (0, 0, 3): face +Z (six turns), walk 2.75 m -> 0.25 m away (= d: near
+    # up to the grid error, so walk 3.0 m onto it); 0.5 m away is not near.
+    m = run(env, "q2-single-0", ["turn_left"] * 6 + fwd(10) + ["target_found"])
+    assert m["mos_success"] == 0.0                          # 0.5 m > d = 0.25 m
+    m = run(env, "q2-single-0", ["turn_left"] * 6 + fwd(12) + ["target_found"])
     assert env.episode_over and env.task.mos_state.ended_by == "target_found"
     assert m["mos_success"] == 1.0 and m["mos_targets_found"] == 1
-    assert m["optimal_subset_distance"] == pytest.approx(3.0, abs=0.05)
-    assert m["spl_multi"] == pytest.approx(1.0, abs=0.02)   # p = 2.25 < l
+    assert m["optimal_subset_distance"] == pytest.approx(2.75, abs=0.05)  # 3.0 - d
+    assert m["spl_multi"] == pytest.approx(2.75 / 3.0, abs=0.02)   # l / p
 
 
 def test_single_finish_far_from_target_fails(env):
@@ -158,7 +168,7 @@ def test_any_nearest_of_several(env):
     m = run(env, "q1-any-0", RIGHT3 + fwd(12) + ["target_found"])  # at x=3: 102 near
     assert m["mos_success"] == 1.0
     assert m["mos_report_events"][0]["new_targets"] == [102]
-    assert m["optimal_subset_distance"] == pytest.approx(1.0, abs=0.05)  # nearest: 101
+    assert m["optimal_subset_distance"] == pytest.approx(0.75, abs=0.05)  # nearest: s_101
 
 
 def test_every_measure_present(env):
@@ -201,3 +211,96 @@ def test_reward_progress_and_claims(env):
     assert env.get_metrics()["mos_reward"] == pytest.approx(2.5 - 0.01)
     env.step("target_found")                      # repeat: -1.0 - 0.01
     assert env.get_metrics()["mos_reward"] == pytest.approx(-1.0 - 0.01)
+
+
+# ----------------------------------------------------------------------------- view points
+# Same room and start (origin), d = 0.25. View points (x, z):
+#   101: (1, 1), (1.5, 0)     102: (2.5, 0), (3, -1)     103: (5, 0)
+# g_j(start): 101 min(sqrt 2, 1.5) = 1.4142, 102 min(2.5, sqrt 10) = 2.5, 103 5.0
+#   -> s = 1.1642, 2.25, 4.75
+# min over view point pairs: 101-102 |(1.5,0)-(2.5,0)| = 1.0, 101-103 |(1.5,0)-(5,0)| = 3.5,
+#   102-103 |(3,-1)-(5,0)| = sqrt 5 = 2.2361  -> c = 0.5, 3.0, 1.7361
+# many (k=2): s_101 + c(101,102) = 1.6642 (next best s_102 + c = 2.75)
+# all: 101 -> 102 -> 103 = 1.1642 + 0.5 + 1.7361 = 3.4003
+VP = {101: [(1.0, 1.0), (1.5, 0.0)], 102: [(2.5, 0.0), (3.0, -1.0)], 103: [(5.0, 0.0)]}
+
+
+@pytest.fixture(scope="module")
+def vp_env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("vproom")
+    docs = base_documents()
+    for g in docs["goals.json"]["goals"]:
+        g["view_points"] = [{"position": [x, 0.0, z], "rotation": [0, 0, 0, 1], "iou": 0.5}
+                            for x, z in VP.get(g["object_id"], [])]
+    glb = export_boxes(str(root / "room.glb"), room_boxes(-6, -6, 6, 6))
+    e = make_env(write_dataset(root, docs, scene_file=glb))
+    yield e
+    e.close()
+
+
+def test_legs_go_between_nearest_view_points(vp_env):
+    # claim 101 at (1.5, 0) (its view point), 102 at (2.5, 0): p = 2.5 m
+    m = run(vp_env, "q0-many-0", RIGHT3 + fwd(6) + ["target_found"] + fwd(4) + ["target_found"])
+    state = vp_env.task.mos_state
+    assert list(state.start_dist) == pytest.approx([1.1642, 2.25, 4.75], abs=0.05)
+    assert state.pair_dist[0, 1] == pytest.approx(0.5, abs=0.05)
+    assert state.pair_dist[0, 2] == pytest.approx(3.0, abs=0.05)
+    assert state.pair_dist[1, 2] == pytest.approx(1.7361, abs=0.05)
+    assert m["mos_targets_found"] == 2 and m["mos_success"] == 1.0
+    assert m["optimal_subset_distance"] == pytest.approx(1.6642, abs=0.05)
+    assert m["trajectory_length"] == pytest.approx(2.5, abs=1e-6)
+    assert m["spl_multi"] == pytest.approx(1.6642 / 2.5, abs=0.02)
+    m = run(vp_env, "q0-all-0", ["move_forward"])
+    assert m["optimal_subset_distance"] == pytest.approx(3.4003, abs=0.05)
+
+
+def test_geodesic_queries_per_step(vp_env, monkeypatch):
+    sim = vp_env.sim
+    calls = []
+    original = sim.geodesic_distance
+
+    def counting(a, b, episode=None):
+        calls.append(1)
+        return original(a, b, episode=episode)
+
+    monkeypatch.setattr(sim, "geodesic_distance", counting)
+    vp_env.task.leg_cache.clear()
+    vp_env.current_episode = next(e for e in vp_env.episodes if e.episode_id == "q0-all-0")
+    vp_env.reset()
+    # 3 start queries + per pair one per view point of the smaller side: 2 + 1 + 1
+    # (space oracle off); the first step's distance query happens in reset_metric.
+    assert len(calls) == 3 + 4 + 1
+    calls.clear()
+    vp_env.current_episode = next(e for e in vp_env.episodes if e.episode_id == "q0-all-0")
+    vp_env.reset()                        # same targets: pair legs come from the cache
+    assert len(calls) == 3 + 1
+    per_step = []
+    for a in RIGHT3 + fwd(6) + ["look_up", "look_down", "turn_left", "turn_right"]:
+        calls.clear()
+        vp_env.step(a)
+        per_step.append(len(calls))
+    assert max(per_step) == 1             # plain steps: one multi-goal query
+    calls.clear()
+    vp_env.step("target_found")           # at (1.5, 0): claims 101
+    assert vp_env.task.mos_state.claimed == [101]
+    assert len(calls) == 3                # per-target distances at a claim only
+    calls.clear()
+    vp_env.step("move_forward")
+    assert len(calls) == 1
+    assert vp_env.get_metrics()["distance_to_nearest_unclaimed_target"] == pytest.approx(
+        0.75, abs=0.05)                   # (1.75, 0) -> 102's view point (2.5, 0)
+
+
+def test_report_events_copied_only_when_they_change(vp_env):
+    vp_env.current_episode = next(e for e in vp_env.episodes if e.episode_id == "q0-many-0")
+    vp_env.reset()
+    for a in RIGHT3 + fwd(6) + ["target_found"]:
+        vp_env.step(a)
+    first = vp_env.get_metrics()["mos_report_events"]
+    vp_env.step("move_forward")
+    assert vp_env.get_metrics()["mos_report_events"] is first       # nothing new: no copy
+    first[0]["new_targets"].append(999)                              # a reader's change ...
+    assert vp_env.task.mos_state.events[0]["new_targets"] == [101]   # ... stays out
+    vp_env.step("target_found")
+    events = vp_env.get_metrics()["mos_report_events"]
+    assert events is not first and len(events) == 2 and len(first) == 1

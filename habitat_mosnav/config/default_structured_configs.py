@@ -26,6 +26,7 @@ from omegaconf import II
 
 from habitat_mosnav.config.simulator import MosNavMeshOptions, MosNavMeshSimConfig
 from habitat_mosnav.metrics.measure_table import MEASURES
+from habitat_mosnav.metrics.legs import SUCCESS_DISTANCE
 
 __all__ = [
     "MultiObjectNavDatasetConfig",
@@ -61,8 +62,9 @@ class MultiObjectNavDatasetConfig(DatasetConfig):
 @dataclass
 class MultiObjectNavTaskConfig(TaskConfig):
     type: str = "MultiObjectNav-v1"
-    #: A target is near when the geodesic distance to its nearest view point is <= this.
-    mosnav_success_distance: float = 1.0
+    #: A target is near when the geodesic distance to its nearest view point is <= this
+    #: (SPEC §3; GOAT-Bench's Habitat setting).
+    mosnav_success_distance: float = SUCCESS_DISTANCE
     #: Space oracle: navigable samples on the start's island (0 disables it) and the
     #: radius within which the agent explores a sample.
     mosnav_space_coverage_samples: int = 200

@@ -173,8 +173,18 @@ class MosReportEvents(_StateMeasure):
 
     cls_uuid = "mos_report_events"
 
-    def value(self, state):
-        return copy.deepcopy(state.events)
+    # A copy, so that readers cannot change the episode's record; only new events are
+    # copied, and a step without a claim keeps the previous list object.
+    def reset_metric(self, *args: Any, task, **kwargs: Any) -> None:
+        self._copied: list = []
+        self._metric = self._copied
+        self.update_metric(task=task)
+
+    def update_metric(self, *args: Any, task, **kwargs: Any) -> None:
+        events = task.mos_state.events
+        if len(events) != len(self._copied):
+            self._copied = self._copied + [copy.deepcopy(e) for e in events[len(self._copied):]]
+            self._metric = self._copied
 
 
 @registry.register_measure

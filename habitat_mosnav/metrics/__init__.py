@@ -1,5 +1,5 @@
 """Pure metric math of SPEC §3–§5 (no habitat, no torch): the exact open-path solver,
-claim resolution, per-episode metrics and their aggregation."""
+the legs between claim regions, claim resolution, per-episode metrics and their aggregation."""
 from habitat_mosnav.metrics.aggregate import AGGREGATED_FIELDS, aggregate, finite_mean
 from habitat_mosnav.metrics.episode import (
     METRIC_FIELDS,
@@ -24,10 +24,19 @@ from habitat_mosnav.metrics.episode import (
     subset_distance,
     target_selection_efficiency,
 )
+from habitat_mosnav.metrics.legs import (
+    SUCCESS_DISTANCE,
+    leg_geodesics,
+    legs,
+    min_pair_geodesic,
+    pair_legs,
+    start_legs,
+)
 from habitat_mosnav.metrics.open_path import shortest_open_path
 
 __all__ = [
-    "AGGREGATED_FIELDS", "METRIC_FIELDS", "EpisodeOutcome", "agent_subset_distance",
+    "AGGREGATED_FIELDS", "METRIC_FIELDS", "SUCCESS_DISTANCE", "leg_geodesics", "legs",
+    "min_pair_geodesic", "pair_legs", "start_legs", "EpisodeOutcome", "agent_subset_distance",
     "aggregate", "all_found_step", "claimed_ids", "distance_arrays", "episode_metrics",
     "false_termination", "finish_with_unexplored_space", "finite_mean", "mode_success", "oer",
     "optimal_subset_distance", "path_efficiency", "precision_recall_f1", "raw_spl",

@@ -164,9 +164,15 @@ def path_efficiency(a: Optional[float], p: float) -> Optional[float]:
     return _ratio(a, p)
 
 
-def target_selection_efficiency(l: Optional[float], a: Optional[float]) -> Optional[float]:
-    """TSE = l / a (1 when l = a = 0); None when a is missing or the ratio is not finite."""
+def target_selection_efficiency(l: Optional[float], a: Optional[float],
+                                found: Optional[int] = None,
+                                required: Optional[int] = None) -> Optional[float]:
+    """TSE = l / a (1 when l = a = 0); None when a is missing, the ratio is not finite, or
+    the agent claimed fewer targets than required (F < R: a smaller subset is not
+    comparable with l)."""
     if l is None or a is None:
+        return None
+    if found is not None and required is not None and found < required:
         return None
     l, a = float(l), float(a)
     if not (math.isfinite(l) and math.isfinite(a)):
@@ -265,7 +271,8 @@ def subset_distance(ids: Sequence, target_ids: Sequence, start_dist, pair_dist,
 
 def optimal_subset_distance(target_mode: str, target_ids: Sequence, target_count: Optional[int],
                             start_dist, pair_dist) -> float:
-    """l: single/any → nearest target; many → best k-subset; all → every target."""
+    """l: single/any → nearest target; many → best k-subset; all → every target.
+    ``start_dist``/``pair_dist`` are the legs s_j / c_ij of :mod:`habitat_mosnav.metrics.legs`."""
     required = required_target_count(target_mode, target_ids, target_count)
     k = None if target_mode == "all" else required
     return subset_distance(target_ids, target_ids, start_dist, pair_dist, k)
@@ -294,8 +301,9 @@ class EpisodeOutcome:
 
     ``events``: the claim events of SPEC §3 (for single/any the final 6/0 already appended).
     ``finish_step``: step of FINISH (0/9), or of the ending 6/0 in single/any; None if never.
-    ``start_dist``/``pair_dist``: geodesics start→target and target→target (navigable
-    positions), as {id: d} / {(a, b): d} or arrays aligned with ``target_ids``.
+    ``start_dist``/``pair_dist``: the legs of SPEC §4 "Reaching a target" (s_j = max(0,
+    g_j(start) − d), c_ij = max(0, min_u g_j(u) − 2d); :mod:`habitat_mosnav.metrics.legs`),
+    as {id: d} / {(a, b): d} or arrays aligned with ``target_ids``.
     ``coverage`` None means the space oracle was disabled.
     """
 
@@ -359,7 +367,7 @@ def episode_metrics(outcome: EpisodeOutcome) -> Dict[str, Any]:
         "spl": spl,
         "raw_spl": raw_spl(l, p),
         "pe": path_efficiency(a, p),
-        "tse": target_selection_efficiency(l, a),
+        "tse": target_selection_efficiency(l, a, found, required),
         "rtsr": rtsr(events),
         "false_termination": false_termination(mode, o.finish_sent, found, required),
         "finish_with_unexplored_space": finish_with_unexplored_space(

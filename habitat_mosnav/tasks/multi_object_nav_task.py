@@ -31,6 +31,8 @@ class MultiObjectNavTask(NavigationTask):
     def __init__(self, config, sim, dataset=None) -> None:
         super().__init__(config=config, sim=sim, dataset=dataset)
         self.mos_state = None
+        # Pair legs per (scene, target pair): episodes of a scene share targets.
+        self.leg_cache: Dict[Any, float] = {}
 
     def reset(self, episode):
         observations = super().reset(episode)
@@ -41,6 +43,7 @@ class MultiObjectNavTask(NavigationTask):
             coverage_samples=cfg.mosnav_space_coverage_samples,
             coverage_radius=cfg.mosnav_space_coverage_radius,
             max_steps=cfg.mosnav_max_steps,
+            leg_cache=self.leg_cache,
         )
         return observations
 

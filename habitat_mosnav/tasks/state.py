@@ -4,12 +4,22 @@ The task owns one :class:`MosEpisodeState` per episode (``task.mos_state``). Act
 it, measures read it, and the evaluation layer and privileged agents inspect it. All metric
 arithmetic is delegated to :mod:`habitat_mosnav.metrics`, so Habitat measures and result
 files share one definition. Geodesics go through the simulator interface only
-(``sim.geodesic_distance(a, [b, ...], episode=None)``); start/target distances are computed
-once at reset, and per step only the agent-to-target distances are looked up.
+(``sim.geodesic_distance(a, [b, ...], episode=None)``, multi-goal: the distance to the
+nearest of the points).
+
+Cost per step (the hot path): a step without a claim asks at most **one** geodesic query,
+the multi-goal query from the agent to every view point of the targets not yet claimed
+(it serves ``distance_to_nearest_unclaimed_target`` and ``mos_reward``); per-target
+distances are asked only at a claim (to resolve it: one query per target). At reset, the
+legs of SPEC §4 are computed once (:func:`habitat_mosnav.metrics.legs`: one query per
+target from the start, and per pair of targets one multi-goal query per view point of the
+target with fewer view points); pair values are kept in the task's ``leg_cache`` for the
+next episodes of the same scene, which share targets.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+import math
+from typing import Any, Dict, List, MutableMapping, Optional
 
 import numpy as np
 
@@ -22,7 +32,8 @@ class MosEpisodeState:
     """Everything that happened so far in the current episode."""
 
     def __init__(self, sim, episode, success_distance: float, coverage_samples: int,
-                 coverage_radius: float, max_steps: int):
+                 coverage_radius: float, max_steps: int,
+                 leg_cache: Optional[MutableMapping] = None):
         self._sim = sim
         self.episode = episode
         self.target_mode: str = episode.target_mode
@@ -33,7 +44,8 @@ class MosEpisodeState:
         self.success_distance = float(success_distance)
         self.max_steps = int(max_steps)
         self.goals = {g.object_id: g for g in episode.goals}
-        self._near_points = {oid: self.goals[oid].near_points for oid in self.target_ids}
+        self._near_points = {oid: np.asarray(self.goals[oid].near_points, dtype=np.float32)
+                             .reshape(-1, 3) for oid in self.target_ids}
 
         self.step = 0
         self.events: List[Dict[str, Any]] = []
@@ -47,15 +59,11 @@ class MosEpisodeState:
         self.position = np.asarray(sim.get_agent_state().position, dtype=np.float64)
         self.trajectory_length = 0.0
 
-        nav = [list(self.goals[oid].navigable_position) for oid in self.target_ids]
-        n = len(nav)
-        self.start_dist = np.array(
-            [self._geo(self.start_position, [p]) for p in nav], dtype=np.float64)
-        self.pair_dist = np.zeros((n, n), dtype=np.float64)
-        for j in range(n):
-            for i in range(n):
-                if i != j:
-                    self.pair_dist[i, j] = self._geo(nav[i], [nav[j]])
+        # Legs of SPEC §4: start_dist[j] = s_j, pair_dist[i, j] = c_ij.
+        self.start_dist, self.pair_dist, self.start_geodesic = metrics.legs(
+            self._geo, self.start_position,
+            [self._near_points[oid] for oid in self.target_ids], self.success_distance,
+            cache=leg_cache, cache_scope=getattr(episode, "scene_id", None))
         self.optimal_subset_distance = metrics.optimal_subset_distance(
             self.target_mode, self.target_ids, self.target_count, self.start_dist,
             self.pair_dist)
@@ -64,16 +72,25 @@ class MosEpisodeState:
         self._init_space_oracle(int(coverage_samples), float(coverage_radius))
         self._dist_step = -1
         self._dists: Dict[int, float] = {}
+        self._nearest_key = None
+        self._nearest = math.inf
+        self._unclaimed_points = self._points_of(self.target_ids)
         self._metrics_key = None
         self._metrics: Dict[str, Any] = {}
 
     # ------------------------------------------------------------------ geometry
     def _geo(self, a, points) -> float:
         # episode=None: HabitatSim caches the first goal set per episode otherwise.
-        return float(self._sim.geodesic_distance(list(map(float, a)), points, episode=None))
+        return float(self._sim.geodesic_distance(np.asarray(a, dtype=np.float32), points,
+                                                 episode=None))
+
+    def _points_of(self, ids) -> np.ndarray:
+        parts = [self._near_points[oid] for oid in ids]
+        return np.concatenate(parts) if parts else np.zeros((0, 3), dtype=np.float32)
 
     def target_distances(self) -> Dict[int, float]:
-        """Geodesic agent -> nearest view point of each target (cached per step)."""
+        """Geodesic agent -> nearest view point of each target (one query per target,
+        cached per step; the task asks for it only at a claim)."""
         if self._dist_step != self.step:
             self._dists = {oid: self._geo(self.position, pts)
                            for oid, pts in self._near_points.items()}
@@ -85,9 +102,20 @@ class MosEpisodeState:
                 if d <= self.success_distance]
 
     def distance_to_nearest_unclaimed(self) -> float:
-        claimed = set(self.claimed)
-        rest = [d for oid, d in self.target_distances().items() if oid not in claimed]
-        return min(rest) if rest else 0.0
+        """Geodesic agent -> nearest view point of any unclaimed target (0 when all are
+        claimed): one multi-goal query per step, none when this step's per-target
+        distances are already known."""
+        key = (self.step, len(self.claimed))
+        if key != self._nearest_key:
+            claimed = set(self.claimed)
+            if len(claimed) >= len(self.target_ids):
+                self._nearest = 0.0
+            elif self._dist_step == self.step:
+                self._nearest = min(d for oid, d in self._dists.items() if oid not in claimed)
+            else:
+                self._nearest = self._geo(self.position, self._unclaimed_points)
+            self._nearest_key = key
+        return self._nearest
 
     # ------------------------------------------------------------------ space oracle
     def _init_space_oracle(self, samples: int, radius: float) -> None:
@@ -143,6 +171,9 @@ class MosEpisodeState:
         self.events.append(event)
         if event["new_targets"]:
             self.claimed.extend(event["new_targets"])
+            claimed = set(self.claimed)
+            self._unclaimed_points = self._points_of(
+                [oid for oid in self.target_ids if oid not in claimed])
             self.agent_subset_distance = metrics.agent_subset_distance(
                 self.claimed, self.target_ids, self.start_dist, self.pair_dist)
             if self.all_found_step is None and len(self.claimed) >= self.required_count:
