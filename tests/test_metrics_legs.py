@@ -1,4 +1,5 @@
-"""Legs of SPEC §4 "Reaching a target" (s_j, c_ij) and l / a over them, values by hand.
+"""Legs of SPEC §4 "Reaching a target" (s_j, c_ij) and the bound l / a over them
+(L_j = max(s_j, L_i + c_ij) along an order, minimum over subsets and orders), by hand.
 
 The geodesic here is the straight-line distance (an exact reference for an open plane).
 """
@@ -9,12 +10,14 @@ import pytest
 
 from habitat_mosnav.metrics import (
     SUCCESS_DISTANCE,
+    agent_subset_distance,
     legs,
     min_pair_geodesic,
     optimal_subset_distance,
     pair_legs,
     shortest_open_path,
     start_legs,
+    subset_lower_bound,
 )
 
 
@@ -62,8 +65,13 @@ def test_min_pair_geodesic_over_both_sets_from_the_smaller_one():
 #   g(start): A 1.8, B 5.0, C 2.5           -> s = 1.55, 4.75, 2.25
 #   nearest view point pairs: A-B 5.0 - 2.2 = 2.8, A-C 1.8 + 2.5 = 4.3, B-C 7.5
 #                                            -> c = 2.3, 3.8, 7.0
-#   many, k = 2: A,B 1.55 + 2.3 = 3.85 (A,C 5.35; C,A 6.05; B,A 7.05)
-#   all: C,A,B 2.25 + 3.8 + 2.3 = 8.35 (A,B,C and B,A,C 10.85; A,C,B 12.35)
+# Along an order, L_first = s_first and L_j = max(s_j, L_i + c_ij):
+#   many, k = 2: A,B max(4.75, 1.55 + 2.3 = 3.85) = 4.75; A,C max(2.25, 5.35) = 5.35;
+#     C,A max(1.55, 6.05) = 6.05; B,A 7.05; C,B 9.25; B,C 11.75  -> l = 4.75 (A, B)
+#     (the plain sum s_A + c_AB = 3.85 would be shorter than any path that reaches B)
+#   all: C,A,B 2.25 -> max(1.55, 6.05) = 6.05 -> max(4.75, 8.35) = 8.35;
+#     A,B,C 1.55 -> 4.75 -> 11.75; A,C,B -> 5.35 -> 12.35; B,A,C -> 7.05 -> 10.85;
+#     C,B,A -> 9.25 -> 11.55; B,C,A -> 11.75 -> 15.55          -> l = 8.35 (C, A, B)
 #   single A: 1.55; any: min(s) = 1.55
 CORRIDOR = [[x(1.8), x(2.2)], [x(5.0)], [x(-3.0), x(-2.5)]]
 IDS = ["A", "B", "C"]
@@ -79,18 +87,22 @@ def test_corridor_legs_and_subset_distances():
     assert c[1, 2] == c[2, 1] == pytest.approx(7.0)
     # queries: 3 from the start + A-B 1 (B has one point) + A-C 2 + B-C 1
     assert geo.calls == 3 + 1 + 2 + 1
-    assert optimal_subset_distance("many", IDS, 2, s, c) == pytest.approx(3.85)
-    assert shortest_open_path(s, c, 2)[1] == [0, 1]
+    assert optimal_subset_distance("many", IDS, 2, s, c) == pytest.approx(4.75)
+    assert subset_lower_bound(s, c, 2) == (pytest.approx(4.75), [0, 1])
+    assert shortest_open_path(s, c, 2) == (pytest.approx(3.85), [0, 1])  # plain sums
     assert optimal_subset_distance("all", IDS, None, s, c) == pytest.approx(8.35)
-    assert shortest_open_path(s, c)[1] == [2, 0, 1]
+    assert subset_lower_bound(s, c)[1] == [2, 0, 1]
     assert optimal_subset_distance("single", ["A"], None, s[:1], c[:1, :1]) == pytest.approx(1.55)
     assert optimal_subset_distance("any", IDS, None, s, c) == pytest.approx(1.55)
+    assert agent_subset_distance(["B", "A"], IDS, s, c) == pytest.approx(4.75)
 
 
 def test_corridor_l_is_a_lower_bound_of_a_claiming_path():
-    # The shortest path that claims C, A, B in that order: 0 -> -2.25 (within d of -2.5),
-    # -> 1.55 (within d of 1.8), -> 4.75 (within d of 5.0): 2.25 + 3.8 + 3.2 = 9.25 >= 8.35.
     s, c, _ = legs(Euclid(), x(0), CORRIDOR, 0.25)
+    # Claiming A then B: walk 0 -> 4.75 (within d of 5.0), passing A's region: 4.75 = l.
+    assert optimal_subset_distance("many", IDS, 2, s, c) <= 4.75 + 1e-9
+    # Claiming C, A, B: 0 -> -2.25 (within d of -2.5), -> 1.55, -> 4.75: 2.25 + 3.8 + 3.2
+    # = 9.25 >= 8.35.
     assert optimal_subset_distance("all", IDS, None, s, c) <= 9.25
 
 

@@ -9,20 +9,23 @@ import pytest
 from habitat_mosnav.metrics import shortest_open_path
 
 
-def brute_force(start, pair, k):
-    best = math.inf
-    for perm in itertools.permutations(range(len(start)), k):
-        length = start[perm[0]] + sum(pair[a][b] for a, b in zip(perm, perm[1:]))
-        best = min(best, length)
-    return best
+def path_length(start, pair, order, prefix_floor=False):
+    length = start[order[0]]
+    for a, b in zip(order, order[1:]):
+        length = length + pair[a][b]
+        if prefix_floor:
+            length = max(start[b], length)
+    return length
 
 
-def path_length(start, pair, order):
-    return start[order[0]] + sum(pair[a][b] for a, b in zip(order, order[1:]))
+def brute_force(start, pair, k, prefix_floor=False):
+    return min((path_length(start, pair, perm, prefix_floor)
+                for perm in itertools.permutations(range(len(start)), k)), default=math.inf)
 
 
+@pytest.mark.parametrize("prefix_floor", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_matches_brute_force_random_asymmetric_with_inf(seed):
+def test_matches_brute_force_random_asymmetric_with_inf(seed, prefix_floor):
     rng = np.random.default_rng(seed)
     for n in range(1, 9):
         start = rng.uniform(0.0, 10.0, n)
@@ -34,14 +37,15 @@ def test_matches_brute_force_random_asymmetric_with_inf(seed):
             ks = [None, 3]  # keep the 8! brute force to one call per seed
         for k in ks:
             kk = n if k is None else k
-            expected = brute_force(start, pair, kk)
-            length, order = shortest_open_path(start, pair, k)
+            expected = brute_force(start, pair, kk, prefix_floor)
+            length, order = shortest_open_path(start, pair, k, prefix_floor=prefix_floor)
             if math.isinf(expected):
                 assert math.isinf(length) and order == []
             else:
                 assert length == pytest.approx(expected, abs=1e-9)
                 assert len(order) == kk and len(set(order)) == kk
-                assert path_length(start, pair, order) == pytest.approx(length, abs=1e-9)
+                assert path_length(start, pair, order, prefix_floor) == pytest.approx(
+                    length, abs=1e-9)
 
 
 def test_hand_example_three_targets():

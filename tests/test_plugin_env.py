@@ -7,7 +7,8 @@ Targets (fixture): chairs 101 @ x=1, 102 @ x=3, 103 @ x=5 (z=0), table 201 @ (0,
 no view points (so each target's only view point is its navigable position). Success
 distance d = 0.25 m (the default), so the legs of SPEC §4 are s_j = |start - j| - 0.25 and
 c_ij = |i - j| - 0.5: s = 0.75, 2.75, 4.75 (101, 102, 103), c(101,102) = c(102,103) = 1.5,
-c(101,103) = 3.5; table: s_201 = 2.75.
+c(101,103) = 3.5; table: s_201 = 2.75. Along an order the bound is L_first = s_first,
+L_j = max(s_j, L_i + c_ij); l and a are its minimum over subsets and orders.
 """
 import math
 
@@ -88,11 +89,12 @@ def test_many_true_false_and_repeated_claims(env):
     assert m["mos_f1"] == pytest.approx(0.8)          # 2*(2/3)*1 / (2/3 + 1)
     assert m["mos_success"] == 1.0                    # many: F >= target_count
     assert m["trajectory_length"] == pytest.approx(3.0, abs=1e-6)   # 12 x 0.25 m
-    # l = s_101 + c(101,102) = 0.75 + 1.5 = 2.25 (best 2 of 3); a: the same two targets
-    assert m["optimal_subset_distance"] == pytest.approx(2.25, abs=0.05)
-    assert m["agent_subset_distance"] == pytest.approx(2.25, abs=0.05)
-    assert m["spl_multi"] == pytest.approx(2.25 / 3.0, abs=0.02)    # l / p
-    assert m["path_efficiency"] == pytest.approx(2.25 / 3.0, abs=0.02)
+    # l: 101,102 max(s_102 = 2.75, 0.75 + 1.5) = 2.75 (102,101: max(0.75, 4.25); 101,103:
+    # max(4.75, 4.25); ...): best 2 of 3; a: the same two targets
+    assert m["optimal_subset_distance"] == pytest.approx(2.75, abs=0.05)
+    assert m["agent_subset_distance"] == pytest.approx(2.75, abs=0.05)
+    assert m["spl_multi"] == pytest.approx(2.75 / 3.0, abs=0.02)    # l / p
+    assert m["path_efficiency"] == pytest.approx(2.75 / 3.0, abs=0.02)
     assert m["target_selection_efficiency"] == pytest.approx(1.0, abs=0.02)
     assert m["rtsr"] == pytest.approx(1 / 3)          # S = [101, 101, 102]
     assert math.isnan(m["false_termination"])         # not 'all'
@@ -125,14 +127,15 @@ def test_moc_all_found_without_finish_is_failure(env):
     assert m["spl_multi"] == 0.0
     assert math.isnan(m["false_termination"])         # never sent FINISH
     assert m["oer_target"] == pytest.approx((T - 26) / T)   # finish_step = T
-    assert m["optimal_subset_distance"] == pytest.approx(3.75, abs=0.05)  # 0.75+1.5+1.5
+    # 101,102,103: 0.75 -> max(2.75, 2.25) = 2.75 -> max(4.75, 4.25) = 4.75
+    assert m["optimal_subset_distance"] == pytest.approx(4.75, abs=0.05)
 
 
 def test_moc_finish_with_all_found_succeeds(env):
     m = run(env, "q0-all-0", RIGHT3 + fwd(4) + ["target_found"] + fwd(8) + [
         "target_found"] + fwd(8) + ["target_found", "stop"])
     assert m["mos_success"] == 1.0 and m["false_termination"] == 0.0
-    assert m["spl_multi"] == pytest.approx(3.75 / 5.0, abs=0.02)   # l = 3.75, p = 5.0
+    assert m["spl_multi"] == pytest.approx(4.75 / 5.0, abs=0.02)   # l = 4.75, p = 5.0
     assert m["oer_target"] == pytest.approx(1 / T)          # found at 26, FINISH at 27
 
 
@@ -220,8 +223,11 @@ def test_reward_progress_and_claims(env):
 #   -> s = 1.1642, 2.25, 4.75
 # min over view point pairs: 101-102 |(1.5,0)-(2.5,0)| = 1.0, 101-103 |(1.5,0)-(5,0)| = 3.5,
 #   102-103 |(3,-1)-(5,0)| = sqrt 5 = 2.2361  -> c = 0.5, 3.0, 1.7361
-# many (k=2): s_101 + c(101,102) = 1.6642 (next best s_102 + c = 2.75)
-# all: 101 -> 102 -> 103 = 1.1642 + 0.5 + 1.7361 = 3.4003
+# Bound along an order: L_first = s_first, L_j = max(s_j, L_i + c_ij).
+# many (k=2): 101,102 max(2.25, 1.1642 + 0.5) = 2.25 (102,101 max(1.1642, 2.75) = 2.75;
+#   101,103 / 103,101 / 102,103 / 103,102 >= 4.75)                    -> l = 2.25
+# all: 101,102,103 1.1642 -> 2.25 -> max(4.75, 2.25 + 1.7361) = 4.75 (every other order
+#   ends at >= 4.75 too)                                                 -> l = 4.75
 VP = {101: [(1.0, 1.0), (1.5, 0.0)], 102: [(2.5, 0.0), (3.0, -1.0)], 103: [(5.0, 0.0)]}
 
 
@@ -247,11 +253,11 @@ def test_legs_go_between_nearest_view_points(vp_env):
     assert state.pair_dist[0, 2] == pytest.approx(3.0, abs=0.05)
     assert state.pair_dist[1, 2] == pytest.approx(1.7361, abs=0.05)
     assert m["mos_targets_found"] == 2 and m["mos_success"] == 1.0
-    assert m["optimal_subset_distance"] == pytest.approx(1.6642, abs=0.05)
+    assert m["optimal_subset_distance"] == pytest.approx(2.25, abs=0.05)
     assert m["trajectory_length"] == pytest.approx(2.5, abs=1e-6)
-    assert m["spl_multi"] == pytest.approx(1.6642 / 2.5, abs=0.02)
+    assert m["spl_multi"] == pytest.approx(2.25 / 2.5, abs=0.02)
     m = run(vp_env, "q0-all-0", ["move_forward"])
-    assert m["optimal_subset_distance"] == pytest.approx(3.4003, abs=0.05)
+    assert m["optimal_subset_distance"] == pytest.approx(4.75, abs=0.05)
 
 
 def test_geodesic_queries_per_step(vp_env, monkeypatch):

@@ -2,10 +2,19 @@
 
 It reads the episode's targets and ``task.mos_state`` through the ``habitat.Env`` handed to
 ``bind_env`` (the evaluator calls it at each episode start), visits the required number of
-targets in the exact solver's optimal order (``metrics.shortest_open_path`` over the task's
-own start/pair geodesics), walks geodesic paths (``sim.pathfinder.find_path``) with the
-discrete actions, claims each target (6) as soon as it is near, and sends FINISH (0) in
-many/all once enough targets are claimed. It speaks the ``goat`` protocol.
+targets in the order of the task's own bound l (``metrics.subset_lower_bound`` over the
+task's legs, SPEC §4), picks one view point per planned target so that start -> view point ->
+view point ... is shortest (dynamic programming over the view points in that order, on
+the simulator's geodesics), walks geodesic paths (``sim.pathfinder.find_path``) to them
+with the discrete actions (to the nearest remaining view point when a chosen one fails),
+claims a target (6) as soon as one is near (within the success distance of a view point:
+it usually stops short of the view point), and sends FINISH (0) in many/all once enough
+targets are claimed. It speaks the ``goat`` protocol and asks no geodesic query of its own
+per step: nearness is the task's cached ``distance_to_nearest_unclaimed``.
+
+``detour_steps`` > 0 makes a deliberately inefficient oracle (for checking that SPL falls
+with path length): it first turns away from its first target and walks that many forward
+steps, then proceeds as the oracle.
 """
 from __future__ import annotations
 
@@ -19,21 +28,19 @@ from habitat_mosnav.pose import wrap_angle, yaw_of
 
 __all__ = ["OracleAgent"]
 
-def _shortest_path_class(sim):
-    """``ShortestPath`` of the simulator in use (CPU backend or habitat-sim)."""
-    module = type(sim).__module__
-    if module.startswith("habitat_mosnav"):
-        from habitat_mosnav.sims import ShortestPath
+def _path_classes(sim):
+    """``(ShortestPath, MultiGoalShortestPath)`` of the simulator in use (CPU backend or
+    habitat-sim)."""
+    if not type(sim).__module__.startswith("habitat_mosnav"):
+        try:
+            from habitat_sim import MultiGoalShortestPath, ShortestPath  # type: ignore
 
-        return ShortestPath
-    try:
-        from habitat_sim import ShortestPath  # type: ignore
+            return ShortestPath, MultiGoalShortestPath
+        except ImportError:
+            pass
+    from habitat_mosnav.sims import MultiGoalShortestPath, ShortestPath
 
-        return ShortestPath
-    except ImportError:
-        from habitat_mosnav.sims import ShortestPath
-
-        return ShortestPath
+    return ShortestPath, MultiGoalShortestPath
 
 
 class OracleAgent:
@@ -44,7 +51,9 @@ class OracleAgent:
     """
 
     def __init__(self, waypoint_tolerance: float = 0.1, claim_margin: float = 1e-3,
-                 max_stuck: int = 6) -> None:
+                 max_stuck: int = 6, detour_steps: int = 0, max_view_points: int = 64) -> None:
+        self.detour_steps = int(detour_steps)
+        self.max_view_points = int(max_view_points)
         self.waypoint_tolerance = float(waypoint_tolerance)
         self.claim_margin = float(claim_margin)
         self.max_stuck = int(max_stuck)
@@ -64,6 +73,8 @@ class OracleAgent:
         self._stuck = 0
         self._escape_side: Optional[int] = None
         self._queue: List[int] = []
+        self._detour: Optional[List[int]] = None
+        self._via: Dict[int, np.ndarray] = {}
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -77,13 +88,13 @@ class OracleAgent:
         return state
 
     def _make_plan(self, state) -> List[int]:
-        from habitat_mosnav.metrics import shortest_open_path
+        from habitat_mosnav.metrics import subset_lower_bound
 
         ids = list(state.target_ids)
         start = np.asarray(state.start_dist, dtype=np.float64)
         pair = np.asarray(state.pair_dist, dtype=np.float64)
         k = min(int(state.required_count), len(ids))
-        length, order = shortest_open_path(start, pair, k)
+        length, order = subset_lower_bound(start, pair, k)
         if not order:  # nothing reachable: try the nearest ones anyway
             order = list(np.argsort(start)[:k])
         plan = [ids[i] for i in order]
@@ -91,30 +102,64 @@ class OracleAgent:
         plan += [oid for oid in sorted(ids, key=lambda o: start[ids.index(o)]) if oid not in plan]
         return plan
 
-    def _candidate_points(self, state, oid: int) -> List[np.ndarray]:
-        """Where to walk for target ``oid``: its navigable position, then its view points
-        nearest first (used when the navigable position turns out not to be near)."""
+    def _choose_view_points(self, state, sim, order: Sequence[int]) -> Dict[int, np.ndarray]:
+        """One view point per target of ``order`` minimising the geodesic length of
+        start -> vp_1 -> vp_2 ... (exact over the view points: a layered shortest path)."""
+        def geo(a, b) -> float:
+            d = float(sim.geodesic_distance(np.asarray(a, dtype=np.float32),
+                                            [np.asarray(b, dtype=np.float32)], episode=None))
+            return d if math.isfinite(d) else math.inf
+
+        layers = [self._ends(state, oid)[: self.max_view_points] for oid in order]
+        if not layers or not all(layers):
+            return {}
+        start = np.asarray(state.start_position, dtype=np.float64)
+        cost = np.array([geo(u, start) for u in layers[0]])
+        back: List[np.ndarray] = []
+        for prev, layer in zip(layers, layers[1:]):
+            step = np.full((len(prev), len(layer)), math.inf)
+            for a, u in enumerate(prev):  # one field per u on the CPU simulator
+                for b, v in enumerate(layer):
+                    step[a, b] = geo(v, u)
+            total = cost[:, None] + step
+            back.append(np.argmin(total, axis=0))
+            cost = total[back[-1], np.arange(len(layer))]
+        if not np.isfinite(cost).any():
+            return {}
+        idx = [int(np.argmin(cost))]
+        for b in reversed(back):
+            idx.append(int(b[idx[-1]]))
+        idx.reverse()
+        return {oid: layers[i][j] for i, (oid, j) in enumerate(zip(order, idx))}
+
+    def _ends(self, state, oid: int) -> List[np.ndarray]:
+        """The view points of ``oid`` still worth walking to (all, at first)."""
         if oid not in self._goal_points:
-            goal = state.goals[oid]
-            pts = []
-            if getattr(goal, "navigable_position", None) is not None:
-                pts.append(np.asarray(goal.navigable_position, dtype=np.float64))
-            nav = pts[0] if pts else None
-            vps = [np.asarray(p, dtype=np.float64) for p in goal.near_points]
-            if nav is not None:
-                vps.sort(key=lambda p: float(np.linalg.norm(p - nav)))
-            pts.extend(vps)
-            self._goal_points[oid] = pts
+            self._goal_points[oid] = [np.asarray(p, dtype=np.float64)
+                                      for p in state.goals[oid].near_points]
         return self._goal_points[oid]
 
-    def _find_path(self, sim, start: np.ndarray, end: np.ndarray) -> Optional[List[np.ndarray]]:
-        sp = _shortest_path_class(sim)()
+    def _find_path(self, sim, start: np.ndarray, ends: Sequence[np.ndarray]):
+        """(path points, index of the end reached) to the nearest of ``ends``, or None."""
+        _, multi_goal = _path_classes(sim)
+        sp = multi_goal()
         sp.requested_start = np.asarray(start, dtype=np.float32)
-        sp.requested_end = np.asarray(end, dtype=np.float32)
+        sp.requested_ends = np.asarray(ends, dtype=np.float32).reshape(-1, 3)
         ok = sim.pathfinder.find_path(sp)
         if not ok or not np.isfinite(sp.geodesic_distance) or len(sp.points) == 0:
             return None
-        return [np.asarray(p, dtype=np.float64) for p in sp.points]
+        return [np.asarray(p, dtype=np.float64) for p in sp.points], int(sp.closest_end_point_index)
+
+    def _detour_actions(self, state, rotation) -> List[int]:
+        """Turn to face away from the first planned target, then walk forward."""
+        first = self._ends(state, self._plan[0])
+        d = np.mean(first, axis=0) - np.asarray(state.start_position)
+        away = math.atan2(d[0], d[2])  # the heading opposite to (d_x, d_z) (-Z forward)
+        diff = wrap_angle(away - yaw_of(rotation))
+        turn = math.radians(float(self._turn_angle_deg()))
+        n = int(round(abs(diff) / turn))
+        side = Action.TURN_LEFT if diff > 0 else Action.TURN_RIGHT
+        return [int(side)] * n + [int(Action.MOVE_FORWARD)] * self.detour_steps
 
     def _step_along(self, path: Sequence[np.ndarray], pos: np.ndarray, rotation) -> int:
         """Turn toward the next path point that is not yet reached, else move forward."""
@@ -157,6 +202,8 @@ class OracleAgent:
         multi = state.target_mode in MULTI_MODES
         if self._plan is None:
             self._plan = self._make_plan(state)
+            self._via = self._choose_view_points(
+                state, sim, self._plan[:min(int(state.required_count), len(self._plan))])
         claimed = set(state.claimed)
         if multi and len(claimed) >= state.required_count:
             return int(Action.FINISH)
@@ -174,11 +221,16 @@ class OracleAgent:
                     self._escape_side = None
         self._last_pos = pos
 
-        distances = state.target_distances()
         limit = state.success_distance - self.claim_margin
         # Claim whenever an unclaimed target is near (a claim never costs path length).
-        if any(d <= limit for oid, d in distances.items() if oid not in claimed):
+        if state.distance_to_nearest_unclaimed() <= limit:
             return self._remember(int(Action.TARGET_FOUND))
+
+        if self._detour is None:
+            self._detour = self._detour_actions(state, agent_state.rotation) \
+                if self.detour_steps > 0 else []
+        if self._detour:
+            return self._remember(self._detour.pop(0))
 
         if self._queue:  # finish an escape manoeuvre
             return self._remember(self._queue.pop(0))
@@ -186,16 +238,23 @@ class OracleAgent:
         for oid in self._plan:
             if oid in claimed or oid in self._skipped:
                 continue
-            points = self._candidate_points(state, oid)
-            while points:
-                goal = points[0]
-                horizontal = math.hypot(*(goal - pos)[[0, 2]])
-                if horizontal <= self.waypoint_tolerance:
-                    points.pop(0)  # reached this point without being near: try the next
-                    continue
-                path = self._find_path(sim, pos, goal)
-                if path is None:
-                    points.pop(0)
+            via = self._via.get(oid)
+            if via is not None:
+                found = self._find_path(sim, pos, [via])
+                if found is not None and math.hypot(*(found[0][-1] - pos)[[0, 2]]) \
+                        > self.waypoint_tolerance:
+                    return self._remember(self._step_along(found[0], pos, agent_state.rotation))
+                del self._via[oid]  # unreachable, or reached without being near
+            ends = self._ends(state, oid)
+            while ends:
+                found = self._find_path(sim, pos, ends)
+                if found is None:
+                    ends.clear()
+                    break
+                path, reached = found
+                horizontal = math.hypot(*(path[-1] - pos)[[0, 2]])
+                if horizontal <= self.waypoint_tolerance and 0 <= reached < len(ends):
+                    ends.pop(reached)  # at this view point without being near: the next
                     continue
                 return self._remember(self._step_along(path, pos, agent_state.rotation))
             self._skipped.add(oid)

@@ -34,13 +34,6 @@ def _csv(s: str) -> List[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
-def _floats(s: str) -> List[float]:
-    try:
-        return [float(x) for x in _csv(s)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {s!r}") from None
-
-
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     g = common.add_argument_group("common")
@@ -77,11 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "use its goals' view points for the objects it lists")
     ex.add_argument("--min-size", type=float, default=0.15, help="drop objects whose largest side is below this (m)")
     ex.add_argument("--max-size", type=float, default=None, help="drop objects whose largest side is above this (m)")
-    ex.add_argument("--ring-offsets", type=_floats, default=[0.5, 1.0, 1.5],
-                    help="view point rings: clearance from the object's footprint (m)")
-    ex.add_argument("--ring-points", type=int, default=12)
+    ex.add_argument("--view-radius", type=float, default=1.0,
+                    help="view points: navigable grid points within this of the object's box (m)")
+    ex.add_argument("--view-spacing", type=float, default=0.25, help="view point grid spacing (m)")
     ex.add_argument("--min-pixels", type=int, default=30, help="object pixels for a view point to see it")
-    ex.add_argument("--max-view-points", type=int, default=8)
+    ex.add_argument("--max-view-points", type=int, default=None,
+                    help="keep only the best N view points per goal (default: all)")
     ex.add_argument("--image-size", type=int, default=160, help="render size for visibility checks and crops")
     ex.add_argument("--up-axis", choices=("auto", "y", "z"), default="auto",
                     help="up axis of the scene meshes (render and semantic .glb). auto: the up_axis of "
@@ -110,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     qe.add_argument("--min-distance", type=float, default=2.0, help="min optimal_subset_distance (m)")
     qe.add_argument("--max-distance", type=float, default=25.0, help="max optimal_subset_distance (m)")
     qe.add_argument("--max-targets", type=int, default=12)
+    qe.add_argument("--success-distance", type=float, default=None,
+                    help="d of SPEC §4 for info.optimal_subset_distance (default 0.25 m, the "
+                         "task's mosnav_success_distance); info names the value used")
 
     sh = common.add_argument_group("show")
     sh.add_argument("--object-ids", type=int, nargs="*", default=None, help="goals to render (default all)")
@@ -149,7 +146,7 @@ def config_from_args(args):
         extract=ExtractOptions(category_map=cmap, drop=tuple(args.drop) if args.drop is not None else DEFAULT_DROP,
                                category_table=table,
                                min_size=args.min_size, max_size=args.max_size,
-                               ring_offsets=tuple(args.ring_offsets), ring_points=args.ring_points,
+                               view_radius=args.view_radius, view_spacing=args.view_spacing,
                                min_pixels=args.min_pixels, max_view_points=args.max_view_points,
                                up_axis=args.up_axis),
         attribute_views=args.views, env_file=args.env_file,
@@ -160,7 +157,9 @@ def config_from_args(args):
                                 max_per_group=args.max_per_group,
                                 min_start_distance=args.min_start_distance,
                                 min_optimal_distance=args.min_distance,
-                                max_optimal_distance=args.max_distance, max_targets=args.max_targets),
+                                max_optimal_distance=args.max_distance, max_targets=args.max_targets,
+                                **({} if args.success_distance is None
+                                   else {"success_distance": args.success_distance})),
         progress=not args.no_progress, show_object_ids=args.object_ids, show_dir=args.show_dir,
     )
 

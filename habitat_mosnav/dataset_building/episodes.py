@@ -6,9 +6,14 @@ targets, so claiming any matching instance counts): ``single`` needs N = 1, ``an
 mutually reachable; a start is accepted when it reaches every target (so it lies on their
 island), is not already within reach of one (geodesic to every target's view points above
 ``min_start_distance``) and the optimal subset distance lies within
-[``min_optimal_distance``, ``max_optimal_distance``]. ``info.optimal_subset_distance`` is
-computed by the exact solver :func:`habitat_mosnav.metrics.shortest_open_path` over
-geodesic distances between ``navigable_position`` s (SPEC §4).
+[``min_optimal_distance``, ``max_optimal_distance``].
+
+``info`` (informative; the task recomputes everything at reset): ``optimal_subset_distance``
+l of SPEC §4, i.e. the exact subset DP :func:`habitat_mosnav.metrics.subset_lower_bound`
+over the legs s_j = max(0, g_j(start) − d) and c_ij = max(0, min_u g_j(u) − 2d) between
+claim regions (:mod:`habitat_mosnav.metrics.legs`), with ``success_distance`` d named next
+to it; ``geodesic_to_targets`` g_j(start), the geodesic from the start to each target's
+nearest view point; ``optimal_target_order``.
 """
 from __future__ import annotations
 
@@ -20,6 +25,14 @@ import numpy as np
 
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.dataset_building.common import rng_for, stable_seed, yaw_to_quat, rounded
+from habitat_mosnav.metrics import (
+    SUCCESS_DISTANCE,
+    pair_geodesics,
+    pair_legs,
+    start_geodesics,
+    start_legs,
+    subset_lower_bound,
+)
 
 
 @dataclass
@@ -32,6 +45,7 @@ class EpisodeOptions:
     max_optimal_distance: float = 25.0
     max_targets: int = 12                # exact solver stays fast up to here
     start_tries: int = 300
+    success_distance: float = SUCCESS_DISTANCE  # d of the legs behind info's l
 
     def params(self) -> Dict[str, Any]:
         d = dict(self.__dict__)
@@ -50,47 +64,34 @@ def solver_k(mode: str, n: int, target_count: Optional[int]) -> Optional[int]:
 
 
 class _Distances:
-    """Geodesics between goals (navigable_position) and from a start, memoised."""
+    """Geodesics to the goals' view points (SPEC §3; the navigable position for a goal
+    without view points) and the pair legs between goals, memoised per scene."""
 
-    def __init__(self, geo, goals: Dict[int, Dict[str, Any]]):
+    def __init__(self, geo, goals: Dict[int, Dict[str, Any]], success_distance: float):
         self.geo = geo
-        self.goals = goals
-        self._pair: Dict[Tuple[int, int], float] = {}
+        self.d = float(success_distance)
+        self.points = {oid: [v["position"] for v in g.get("view_points") or []]
+                       or [g["navigable_position"]] for oid, g in goals.items()}
+        self._pair: Dict[Any, float] = {}
 
-    def pair(self, a: int, b: int) -> float:
-        if a == b:
-            return 0.0
-        if (a, b) not in self._pair:
-            self._pair[(a, b)] = self.geo.geodesic(self.goals[a]["navigable_position"],
-                                                   self.goals[b]["navigable_position"])
-        return self._pair[(a, b)]
+    def geodesic(self, a, points) -> float:
+        d = float(self.geo.sim.geodesic_distance(np.asarray(a, dtype=np.float32),
+                                                 np.asarray(points, dtype=np.float32)))
+        return d if np.isfinite(d) else float("inf")
 
-    def pair_matrix(self, ids: Sequence[int]) -> np.ndarray:
-        n = len(ids)
-        m = np.zeros((n, n))
-        for i in range(n):
-            for j in range(n):
-                m[i, j] = self.pair(ids[i], ids[j])
-        return m
+    def pair_geodesics(self, ids: Sequence[int]) -> np.ndarray:
+        """min over view point pairs, (n, n), inf where two goals do not reach each other."""
+        return pair_geodesics(self.geodesic, [self.points[i] for i in ids], self._pair)
 
-    def start(self, p, oid: int) -> float:
-        return self.geo.geodesic(p, self.goals[oid]["navigable_position"])
-
-    def start_to_views(self, p, oid: int) -> float:
-        g = self.goals[oid]
-        pts = [v["position"] for v in g.get("view_points") or []] or [g["navigable_position"]]
-        d = self.geo.sim.geodesic_distance(np.asarray(p, dtype=np.float32),
-                                           [np.asarray(x, dtype=np.float32) for x in pts])
-        return float(d) if np.isfinite(d) else float("inf")
+    def start_geodesics(self, p, ids: Sequence[int]) -> np.ndarray:
+        return start_geodesics(self.geodesic, p, [self.points[i] for i in ids])
 
 
 def build_episodes(geo, scene_id: str, goals: List[Dict[str, Any]], queries: List[Dict[str, Any]],
                    opts: EpisodeOptions, seed: int, counts: Counter, progress=None) -> List[Dict[str, Any]]:
     """Episodes of one scene, deterministic for a given seed."""
-    from habitat_mosnav.metrics import shortest_open_path
-
     by_id = {int(g["object_id"]): g for g in goals}
-    dist = _Distances(geo, by_id)
+    dist = _Distances(geo, by_id, opts.success_distance)
     order = list(queries)
     rng_order = rng_for("episodes-order", seed, scene_id)
     rng_order.shuffle(order)  # with max_per_group, which queries get episodes depends on the seed
@@ -107,8 +108,8 @@ def build_episodes(geo, scene_id: str, goals: List[Dict[str, Any]], queries: Lis
             group = (pure, mode)
             if opts.max_per_group is not None and group_count[group] >= opts.max_per_group:
                 continue
-            pair = dist.pair_matrix(ids)
-            if not np.all(np.isfinite(pair)):
+            pair_g = dist.pair_geodesics(ids)
+            if not np.all(np.isfinite(pair_g)):
                 counts["skipped_targets_not_mutually_reachable"] += 1
                 continue
             for e in range(opts.episodes_per_query):
@@ -118,9 +119,8 @@ def build_episodes(geo, scene_id: str, goals: List[Dict[str, Any]], queries: Lis
                 n = len(ids)
                 target_count = int(rng.integers(2, n)) if mode == "many" else None
                 k = solver_k(mode, n, target_count)
-                found = _sample_start(geo, dist, ids, pair, k, opts,
-                                      stable_seed("start", seed, scene_id, q["query_id"], mode, e),
-                                      shortest_open_path)
+                found = _sample_start(geo, dist, ids, pair_legs(pair_g, opts.success_distance), k,
+                                      opts, stable_seed("start", seed, scene_id, q["query_id"], mode, e))
                 if found is None:
                     counts[f"no_start_{mode}"] += 1
                     continue
@@ -135,6 +135,7 @@ def build_episodes(geo, scene_id: str, goals: List[Dict[str, Any]], queries: Lis
                     "start_position": rounded(start),
                     "start_rotation": yaw_to_quat(yaw),
                     "info": {"optimal_subset_distance": round(float(length), 4),
+                             "success_distance": opts.success_distance,
                              "geodesic_to_targets": [round(float(d), 4) for d in start_d],
                              "optimal_target_order": [ids[i] for i in order_idx]},
                 })
@@ -146,24 +147,25 @@ def build_episodes(geo, scene_id: str, goals: List[Dict[str, Any]], queries: Lis
 
 
 def _sample_start(geo, dist: _Distances, ids: List[int], pair: np.ndarray, k: Optional[int],
-                  opts: EpisodeOptions, seed: int, solver):
-    """First sampled navigable start meeting every constraint, or None."""
+                  opts: EpisodeOptions, seed: int):
+    """First sampled navigable start meeting every constraint, or None. ``pair``: the pair
+    legs c_ij of ``ids``; returns (start, g_j(start), l, solver order)."""
     geo.seed(seed)
     for _ in range(opts.start_tries):
         p = geo.random_point()
         if not np.all(np.isfinite(p)):
             continue
-        start_d = [dist.start(p, oid) for oid in ids]
-        if not all(np.isfinite(start_d)):
+        start_d = dist.start_geodesics(p, ids)
+        if not np.all(np.isfinite(start_d)):
             continue  # another island
-        if min(start_d) > opts.max_optimal_distance:
+        if float(np.min(start_d)) < opts.min_start_distance:
             continue
-        if min(dist.start_to_views(p, oid) for oid in ids) < opts.min_start_distance:
+        if float(np.min(start_d)) > opts.max_optimal_distance + opts.success_distance:
             continue
-        length, order_idx = solver(np.asarray(start_d), pair, k)
+        length, order_idx = subset_lower_bound(start_legs(start_d, opts.success_distance), pair, k)
         if not np.isfinite(length):
             continue
         if not (opts.min_optimal_distance <= length <= opts.max_optimal_distance):
             continue
-        return np.asarray(p, dtype=np.float64), start_d, float(length), list(order_idx)
+        return np.asarray(p, dtype=np.float64), list(start_d), float(length), list(order_idx)
     return None

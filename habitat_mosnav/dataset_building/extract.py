@@ -3,11 +3,16 @@
 Per annotated object: category (through a configurable map), drop list (structure such as
 walls and floors, unknown labels, objects too small to be a navigation target), region,
 AABB from the vertices of its semantic colour, ``navigable_position`` (the navigable point
-nearest the object's footprint) and ``view_points``: navigable points on rings around the
-object from which a camera at the agent's sensor height, turned towards the object, sees
-it. Visibility is measured with the simulator's semantic sensor, so walls and furniture in
-between occlude as they do for the agent. An object without a single view point cannot be
-found by looking and is dropped (counted).
+nearest the object's footprint) and dense ``view_points`` (SPEC §3): the navigable agent
+positions on a square grid (``view_spacing``, default 0.25 m, aligned to the world origin)
+within ``view_radius`` (default 1.0 m, horizontal) of the object's box from which a camera
+at the agent's sensor height, turned towards the object, sees at least ``min_pixels`` of
+it. So "near" (geodesic ≤ success distance to a view point) means "within about a metre of
+the object, with it in view". Visibility is measured with the simulator's semantic sensor,
+so walls and furniture in between occlude as they do for the agent; ``iou`` (visible
+pixels against the unoccluded box's silhouette) is informative and orders the view points,
+best first. An object without a single view point cannot be found by looking and is
+dropped (counted).
 """
 from __future__ import annotations
 
@@ -44,12 +49,11 @@ class ExtractOptions:
     category_table: str = str(DEFAULT_TABLE)  # raw -> clean normalisation (categories.py)
     min_size: float = 0.15          # largest AABB side below this: too small
     max_size: Optional[float] = None  # largest AABB side above this: too big (None: no limit)
-    ring_offsets: Sequence[float] = (0.5, 1.0, 1.5)  # clearance from the AABB footprint
-    ring_points: int = 12
+    view_radius: float = 1.0        # view points within this (horizontal) of the AABB
+    view_spacing: float = 0.25      # grid spacing of the view point candidates
     min_pixels: int = 30            # object pixels for a view to count as seeing it
-    min_iou: float = 0.02
-    max_view_points: int = 8
-    max_snap_offset: float = 0.15   # a ring point must itself be navigable (within this)
+    max_view_points: Optional[int] = None  # keep only the best this many (None: all)
+    max_snap_offset: float = 0.05   # a grid point must itself be navigable (within this)
     max_drop: float = 2.0           # view point floor at most this far below the object
     min_island_radius: float = 1.5  # ignore navmesh islands smaller than this (furniture tops)
     up_axis: str = "auto"  # of the scene meshes: auto (meta file, else Z up as HM3D), y or z
@@ -58,7 +62,6 @@ class ExtractOptions:
         d = dict(self.__dict__)
         d["drop"] = sorted(self.drop)
         d["category_table"] = _file_digest(self.category_table)
-        d["ring_offsets"] = list(self.ring_offsets)
         return d
 
 
@@ -110,19 +113,19 @@ def parse_objects(scene: SceneFiles, opts: ExtractOptions,
     return kept, counts
 
 
-def ring_candidates(center: np.ndarray, half: np.ndarray, offsets: Sequence[float], n: int) -> List[np.ndarray]:
-    """Points at ``offset`` metres outside the AABB footprint, ``n`` directions per ring."""
+def grid_candidates(lo: np.ndarray, hi: np.ndarray, radius: float, spacing: float) -> List[np.ndarray]:
+    """(x, z) points of the world grid of ``spacing`` within ``radius`` (horizontal) of the
+    box footprint [lo, hi] (inside the footprint included)."""
+    if spacing <= 0 or radius < 0:
+        raise ValueError(f"view point grid: spacing {spacing} must be > 0 and radius {radius} >= 0")
+    i0, i1 = int(np.floor((lo[0] - radius) / spacing)), int(np.ceil((hi[0] + radius) / spacing))
+    k0, k1 = int(np.floor((lo[2] - radius) / spacing)), int(np.ceil((hi[2] + radius) / spacing))
     pts = []
-    for k, off in enumerate(offsets):
-        phase = (k % 2) * np.pi / n  # stagger the rings
-        for i in range(n):
-            a = 2 * np.pi * i / n + phase
-            u = np.array([np.cos(a), np.sin(a)])
-            with np.errstate(divide="ignore"):
-                t = min(half[0] / abs(u[0]) if abs(u[0]) > 1e-9 else np.inf,
-                        half[2] / abs(u[1]) if abs(u[1]) > 1e-9 else np.inf)
-            r = t + off
-            pts.append(np.array([center[0] + r * u[0], center[1], center[2] + r * u[1]]))
+    for i in range(i0, i1 + 1):
+        for k in range(k0, k1 + 1):
+            x, z = i * spacing, k * spacing
+            if _footprint_distance((x, 0.0, z), lo, hi) <= radius + 1e-9:
+                pts.append(np.array([x, z]))
     return pts
 
 
@@ -157,20 +160,21 @@ def _corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def view_points_of(geo: SceneGeometry, obj: AnnotatedObject, opts: ExtractOptions) -> List[Dict[str, Any]]:
-    """Visible view points of one object, best (highest IoU) first."""
+    """Dense view points of one object (SPEC §3), best (highest IoU) first."""
     lo, hi = obj.aabb_min, obj.aabb_max
     center = (lo + hi) / 2.0
-    half = (hi - lo) / 2.0
-    base = np.array([center[0], lo[1], center[2]])
     corners = _corners(lo, hi)
     cam = geo.camera
     found = []
     seen_xz = set()
-    for p in ring_candidates(base, half, opts.ring_offsets, opts.ring_points):
+    for x, z in grid_candidates(lo, hi, opts.view_radius, opts.view_spacing):
+        p = np.array([x, lo[1], z])
         q = geo.snap(p)
         if q is None:
             continue
         if np.hypot(q[0] - p[0], q[2] - p[2]) > opts.max_snap_offset:
+            continue  # not itself navigable
+        if _footprint_distance(q, lo, hi) > opts.view_radius + 1e-6:
             continue
         if not (lo[1] - opts.max_drop <= q[1] <= lo[1] + 0.5):
             continue
@@ -193,8 +197,6 @@ def view_points_of(geo: SceneGeometry, obj: AnnotatedObject, opts: ExtractOption
         # IoU of the visible pixels with the whole projected box (also the part outside the
         # frame): high when the object is in view, unoccluded and not cut by the border.
         iou = min(1.0, inter / (box_area + pixels - inter))
-        if iou < opts.min_iou:
-            continue
         found.append({"position": rounded(q), "rotation": rot, "iou": round(iou, 4), "_pixels": pixels})
     found.sort(key=lambda v: (-v["iou"], -v["_pixels"], v["position"]))
     return found
@@ -227,7 +229,7 @@ def extract_goals(geo: SceneGeometry, objects: List[AnnotatedObject], opts: Extr
             "position": rounded(center),
             "aabb": {"center": rounded(center), "size": rounded(hi - lo)},
             "navigable_position": rounded(nav),
-            "view_points": vps[: opts.max_view_points],
+            "view_points": vps[: opts.max_view_points] if opts.max_view_points else vps,
             "attributes": {k: [] for k in ATTRIBUTE_FIELDS},
             "caption": "",
         })

@@ -29,14 +29,18 @@ from habitat_mosnav.metrics.legs import (
     leg_geodesics,
     legs,
     min_pair_geodesic,
+    pair_geodesics,
     pair_legs,
+    start_geodesics,
     start_legs,
+    subset_lower_bound,
 )
 from habitat_mosnav.metrics.open_path import shortest_open_path
 
 __all__ = [
     "AGGREGATED_FIELDS", "METRIC_FIELDS", "SUCCESS_DISTANCE", "leg_geodesics", "legs",
-    "min_pair_geodesic", "pair_legs", "start_legs", "EpisodeOutcome", "agent_subset_distance",
+    "min_pair_geodesic", "pair_geodesics", "pair_legs", "start_geodesics", "start_legs",
+    "subset_lower_bound", "EpisodeOutcome", "agent_subset_distance",
     "aggregate", "all_found_step", "claimed_ids", "distance_arrays", "episode_metrics",
     "false_termination", "finish_with_unexplored_space", "finite_mean", "mode_success", "oer",
     "optimal_subset_distance", "path_efficiency", "precision_recall_f1", "raw_spl",

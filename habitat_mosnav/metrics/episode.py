@@ -14,7 +14,7 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Seque
 import numpy as np
 
 from habitat_mosnav.api import TARGET_MODES
-from habitat_mosnav.metrics.open_path import shortest_open_path
+from habitat_mosnav.metrics.legs import subset_lower_bound
 
 #: Every key of :func:`episode_metrics`, in a stable order (the JSONL ``metrics`` schema).
 METRIC_FIELDS = (
@@ -264,9 +264,11 @@ def distance_arrays(ids: Sequence, target_ids: Sequence, start_dist, pair_dist) 
 
 def subset_distance(ids: Sequence, target_ids: Sequence, start_dist, pair_dist,
                     k: Optional[int] = None) -> float:
-    """Shortest open path from the start over k of ``ids`` (all when None)."""
+    """The bound of SPEC §4 over k of ``ids`` (all when None): the exact minimum over
+    subsets and orders of L_last with L_j = max(s_j, L_i + c_ij) (legs in ``start_dist`` /
+    ``pair_dist``; :func:`habitat_mosnav.metrics.legs.subset_lower_bound`)."""
     start, pair = distance_arrays(ids, target_ids, start_dist, pair_dist)
-    return shortest_open_path(start, pair, k)[0]
+    return subset_lower_bound(start, pair, k)[0]
 
 
 def optimal_subset_distance(target_mode: str, target_ids: Sequence, target_count: Optional[int],

@@ -7,9 +7,16 @@ of target j, a claim of j succeeds in R_j = {x : g_j(x) ≤ d}. Then
     i → j:      c_ij = max(0, min over view points u of i of g_j(u) − 2d)
 
 are lower bounds of any path that leaves the start (or R_i) and enters R_j: a path from x
-in R_i to R_j passes within d of a view point u of i and ends within d of a view point of
-j, so it is at least g_j(u) − 2d long. ``optimal_subset_distance`` and
-``agent_subset_distance`` are the exact shortest open paths over these legs.
+in R_i to R_j starts within d of a view point u of i and ends within d of a view point of
+j, so it is at least g_j(u) − 2d long. The legs do not obey the triangle inequality (a
+path from R_i to R_j may be far longer than c_ij when the view points of i spread around
+a large object), so along an order the bound of the part of a path up to entering R_j is
+
+    L_j = max(s_j, L_i + c_ij)      (L_first = s_first)
+
+(any path that reaches R_j has also gone at least s_j from the start). ``l`` and ``a`` are
+the minimum of L_last over the subsets and orders, computed exactly by the subset DP of
+:func:`subset_lower_bound`; they are lower bounds of every path that claims those targets.
 
 Geodesics are symmetric, so min_u g_j(u) = min over view point pairs (u of i, v of j) of
 geo(u, v) = min_v g_i(v): each unordered pair is computed once, from the target with fewer
@@ -22,6 +29,8 @@ import math
 from typing import Callable, Dict, Hashable, List, MutableMapping, Optional, Sequence, Tuple
 
 import numpy as np
+
+from habitat_mosnav.metrics.open_path import shortest_open_path
 
 #: Default claim radius (m): a target is near when the geodesic distance to its nearest
 #: view point is ≤ this (GOAT-Bench's Habitat setting; habitat's ObjectNav uses 0.1 m).
@@ -66,21 +75,26 @@ def min_pair_geodesic(geodesic: Geodesic, points_i: Sequence, points_j: Sequence
     return best
 
 
-def leg_geodesics(geodesic: Geodesic, start: Sequence[float], view_points: Sequence[Sequence],
-                  cache: Optional[MutableMapping[Hashable, float]] = None,
-                  cache_scope: Hashable = None) -> Tuple[np.ndarray, np.ndarray]:
-    """(g_j(start) for each target, symmetric matrix of min_u g_j(u)) for the targets whose
-    view point lists are ``view_points`` (each a non-empty list of [x, y, z]).
+def start_geodesics(geodesic: Geodesic, start: Sequence[float],
+                    view_points: Sequence[Sequence]) -> np.ndarray:
+    """g_j(start) for each target: one multi-goal query per target."""
+    a = [float(x) for x in start]
+    return np.array([float(geodesic(a, np.asarray(v, dtype=np.float64).reshape(-1, 3).tolist()))
+                     for v in view_points], dtype=np.float64).reshape(len(view_points))
+
+
+def pair_geodesics(geodesic: Geodesic, view_points: Sequence[Sequence],
+                   cache: Optional[MutableMapping[Hashable, float]] = None,
+                   cache_scope: Hashable = None) -> np.ndarray:
+    """Symmetric matrix of min_u g_j(u) (diagonal 0) for the targets whose view point lists
+    are ``view_points``.
 
     ``cache`` (any mutable mapping; keys are ``cache_scope`` plus both point sets) keeps
-    the pair values across episodes of one scene: a pair depends only on the two targets'
-    view points and the scene. Queries: n for the start, plus per pair not yet cached
-    min(|VP_i|, |VP_j|).
+    the values across episodes of one scene: a pair depends only on the two targets' view
+    points and the scene. Queries per pair not yet cached: min(|VP_i|, |VP_j|).
     """
     pts = [np.asarray(v, dtype=np.float64).reshape(-1, 3) for v in view_points]
     n = len(pts)
-    start_g = np.array([float(geodesic([float(x) for x in start], [list(map(float, p)) for p in v]))
-                        for v in pts], dtype=np.float64).reshape(n)
     pair = np.zeros((n, n), dtype=np.float64)
     keys = [_points_key(v) for v in pts] if cache is not None else None
     for i in range(n):
@@ -94,7 +108,23 @@ def leg_geodesics(geodesic: Geodesic, start: Sequence[float], view_points: Seque
                 if cache is not None:
                     cache[key] = d
             pair[i, j] = pair[j, i] = d
-    return start_g, pair
+    return pair
+
+
+def leg_geodesics(geodesic: Geodesic, start: Sequence[float], view_points: Sequence[Sequence],
+                  cache: Optional[MutableMapping[Hashable, float]] = None,
+                  cache_scope: Hashable = None) -> Tuple[np.ndarray, np.ndarray]:
+    """(:func:`start_geodesics`, :func:`pair_geodesics`): n queries for the start plus
+    min(|VP_i|, |VP_j|) per pair not in ``cache``."""
+    return (start_geodesics(geodesic, start, view_points),
+            pair_geodesics(geodesic, view_points, cache, cache_scope))
+
+
+def subset_lower_bound(start_legs_: Sequence[float], pair_legs_, k: Optional[int] = None
+                       ) -> Tuple[float, List[int]]:
+    """(min over k-subsets and their orders of L_last, that order): the exact subset DP of
+    :func:`habitat_mosnav.metrics.shortest_open_path` with the prefix floor L_j ≥ s_j."""
+    return shortest_open_path(start_legs_, pair_legs_, k, prefix_floor=True)
 
 
 def legs(geodesic: Geodesic, start: Sequence[float], view_points: Sequence[Sequence],

@@ -51,6 +51,7 @@ def shortest_open_path(
     start_dist: Sequence[float],
     pair_dist,
     k: Optional[int] = None,
+    prefix_floor: bool = False,
 ) -> Tuple[float, List[int]]:
     """Length and visiting order of the shortest open path start → exactly k of n points.
 
@@ -58,6 +59,12 @@ def shortest_open_path(
     asymmetric; ``inf`` = unreachable; the diagonal is ignored). ``k=None`` visits all n.
     Returns ``(length, order)`` with ``order`` the point indices in visiting order;
     ``(0.0, [])`` for k = 0 and ``(inf, [])`` when no finite path exists.
+
+    ``prefix_floor``: the length up to point j is max(start_dist[j], length up to the
+    previous point + pair_dist[i][j]) instead of the plain sum: with lower-bound legs that
+    break the triangle inequality (SPEC §4 "Reaching a target"), a path that reaches j has
+    also gone at least start_dist[j] from the start. The composition is monotone, so the
+    subset DP stays exact.
     """
     start, pair = _as_arrays(start_dist, pair_dist)
     n = start.shape[0]
@@ -96,6 +103,8 @@ def shortest_open_path(
         step = max(1, _CHUNK_ELEMENTS // (n * n))
         for lo in range(0, m, step):
             ext = cost[lo:lo + step, :, None] + pair[None, :, :]  # (rows, last j, next i)
+            if prefix_floor:
+                np.maximum(ext, start[None, None, :], out=ext)
             arg[lo:lo + step] = ext.argmin(axis=1)
             best[lo:lo + step] = np.take_along_axis(ext, arg[lo:lo + step, None, :], axis=1)[:, 0, :]
         # Extend only by points not yet in the subset.
