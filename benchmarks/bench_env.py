@@ -2,9 +2,11 @@
 """Benchmark of the whole task: ``habitat.Env`` on the bundled demo episodes with every
 MultiObjectNav measure (space oracle with 200 samples included), random actions.
 
-Prints env steps/s without visual sensors and with RGB-D 256x256, episode reset time, and
-the exact open-path solver's time for 12 targets. Pinned to ``--cores`` cores (default 1)
-because the targets are per core.
+Prints, in one run on ``--cores`` cores (default 1, because the targets are per core):
+env steps/s without visual sensors and with RGB-D 256x256, episode reset time, geodesic
+queries per step (plain steps and claim steps apart) and per reset, the measures' share of
+the step time, the speed of all measures relative to ``mos_success`` alone (same episodes,
+same actions, no visual sensors), and the exact subset solver's time for 12 targets.
 
     python benchmarks/bench_env.py [--steps 1500] [--config benchmark/nav/mosnav/mos_demo.yaml]
 """
@@ -19,12 +21,47 @@ import numpy as np
 
 NO_SENSORS = ["~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
               "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor"]
+ACTIONS = ["move_forward"] * 3 + ["turn_left", "turn_right", "look_up", "look_down",
+                                  "target_found"]
 
 
 def _pin(cores: int) -> None:
     os.environ["LP_NUM_THREADS"] = str(cores)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:cores]))
+
+
+def _only_success(config: str):
+    """Overrides that keep ``mos_success`` as the only measure."""
+    import habitat_mosnav
+
+    cfg = habitat_mosnav.get_config(config, NO_SENSORS)
+    return [f"~habitat.task.measurements.{m}" for m in cfg.habitat.task.measurements
+            if m != "mos_success"]
+
+
+class _Probe:
+    """Counts geodesic queries and times the measures' update inside ``env``."""
+
+    def __init__(self, env):
+        self.queries = 0
+        self.measure_time = 0.0
+        sim, measurements = env.sim, env.task.measurements
+        geodesic, update = sim.geodesic_distance, measurements.update_measures
+
+        def counted(*args, **kwargs):
+            self.queries += 1
+            return geodesic(*args, **kwargs)
+
+        def timed(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return update(*args, **kwargs)
+            finally:
+                self.measure_time += time.perf_counter() - t
+
+        sim.geodesic_distance = counted
+        measurements.update_measures = timed
 
 
 def bench_env(config: str, overrides, steps: int, seed: int = 0):
@@ -34,31 +71,51 @@ def bench_env(config: str, overrides, steps: int, seed: int = 0):
     env = habitat.Env(habitat_mosnav.get_config(config, list(overrides)))
     rng = random.Random(seed)
     env.reset()  # first scene load (navigability) not counted
-    n, resets, reset_time, t0 = 0, 0, 0.0, time.perf_counter()
+    probe = _Probe(env)
+    n, resets, reset_time, step_time = 0, 0, 0.0, 0.0
+    reset_queries = 0
+    plain = {"steps": 0, "queries": 0}
+    claims = {"steps": 0, "queries": 0}
+    measure_time = 0.0
     while n < steps:
         if env.episode_over:
+            q = probe.queries
             t = time.perf_counter()
             env.reset()
             reset_time += time.perf_counter() - t
+            reset_queries += probe.queries - q
             resets += 1
-        env.step(rng.choice(["move_forward"] * 3 + ["turn_left", "turn_right", "look_up",
-                                                    "look_down", "target_found"]))
+        action = rng.choice(ACTIONS)
+        q, m = probe.queries, probe.measure_time
+        t = time.perf_counter()
+        env.step(action)
+        step_time += time.perf_counter() - t
+        measure_time += probe.measure_time - m
+        kind = claims if action == "target_found" else plain
+        kind["steps"] += 1
+        kind["queries"] += probe.queries - q
         n += 1
-    total = time.perf_counter() - t0
     env.close()
-    step_time = total - reset_time
-    return n / step_time, n / total, (reset_time / resets if resets else float("nan"))
+    return {
+        "steps_per_s": n / step_time,
+        "steps_per_s_with_resets": n / (step_time + reset_time),
+        "reset_ms": 1000 * reset_time / resets if resets else float("nan"),
+        "queries_per_plain_step": plain["queries"] / max(1, plain["steps"]),
+        "queries_per_claim": claims["queries"] / max(1, claims["steps"]),
+        "queries_per_reset": reset_queries / resets if resets else float("nan"),
+        "measure_share": measure_time / step_time,
+    }
 
 
 def bench_solver(n: int = 12, repeats: int = 5) -> float:
-    from habitat_mosnav.metrics import shortest_open_path
+    from habitat_mosnav.metrics import subset_lower_bound
 
     rng = np.random.default_rng(0)
     pts = rng.uniform(0, 20, size=(n + 1, 2))
     d = np.linalg.norm(pts[:, None] - pts[None], axis=-1)
     t = time.perf_counter()
     for _ in range(repeats):
-        shortest_open_path(d[0, 1:], d[1:, 1:])
+        subset_lower_bound(d[0, 1:], d[1:, 1:])
     return (time.perf_counter() - t) / repeats
 
 
@@ -70,11 +127,20 @@ def main() -> None:
     args = ap.parse_args()
     _pin(args.cores)
     print(f"habitat.Env, {args.config}, all MOS measures, random actions, {args.cores} core(s)")
+    results = {}
     for label, ov in (("no visual sensors", NO_SENSORS), ("RGB-D 256x256", [])):
-        sps, sps_all, reset = bench_env(args.config, ov, args.steps)
-        print(f"  {label:18s}: {sps:7.1f} steps/s ({sps_all:6.1f} with resets), "
-              f"reset {reset * 1000:6.1f} ms")
-    print(f"  exact open-path solver, 12 targets: {bench_solver() * 1000:.1f} ms")
+        r = results[label] = bench_env(args.config, ov, args.steps)
+        print(f"  {label:18s}: {r['steps_per_s']:7.1f} steps/s ({r['steps_per_s_with_resets']:6.1f} "
+              f"with resets), reset {r['reset_ms']:6.1f} ms, measures {100 * r['measure_share']:4.1f} % "
+              f"of a step")
+    r = results["no visual sensors"]
+    print(f"  geodesic queries: {r['queries_per_plain_step']:.2f} per plain step, "
+          f"{r['queries_per_claim']:.2f} per claim step, {r['queries_per_reset']:.1f} per reset "
+          f"(space oracle included)")
+    alone = bench_env(args.config, NO_SENSORS + _only_success(args.config), args.steps)
+    print(f"  mos_success alone : {alone['steps_per_s']:7.1f} steps/s; all measures run at "
+          f"{r['steps_per_s'] / alone['steps_per_s']:.2f}x its speed (no visual sensors)")
+    print(f"  exact subset solver (SPEC §4 bound), 12 targets: {bench_solver() * 1000:.1f} ms")
 
 
 if __name__ == "__main__":
