@@ -117,7 +117,8 @@ def test_observations_and_records_of_a_goat_many_episode(env, tmp_path):
     m = many["metrics"]
     assert (m["tp"], m["fp"], m["fn"], m["success"]) == (2, 0, 0, 1.0)
     assert m["trajectory_length"] == pytest.approx(3.0, abs=1e-6)
-    assert m["spl_multi"] == pytest.approx(1.0, abs=0.02)
+    # l (SPEC §4, d = 0.25): 101,102 max(s_102 = 2.75, s_101 + c = 0.75 + 1.5) = 2.75
+    assert m["spl_multi"] == pytest.approx(2.75 / 3.0, abs=0.02)
     assert m["false_termination"] is None and m["oer_space"] is None  # JSON null
     assert [e["new_targets"] for e in many["report_events"]] == [[101], [102]]
     assert many["initial_agent_state"]["position"] == pytest.approx([0, 0, 0])
@@ -149,10 +150,10 @@ def test_legacy_protocol_zero_claims_nine_finishes(env, tmp_path):
 
 
 def test_single_ends_with_target_found(env, tmp_path):
-    plan = [2] * 6 + [1] * 9 + [6]  # face +Z, 2.25 m toward the table at z = 3
+    plan = [2] * 6 + [1] * 12 + [6]  # face +Z, 3 m onto the table's point at z = 3
     evaluate(env, Scripted({"q2-single-0": plan}), tmp_path / "s", offset=3, num_episodes=1)
     (rec,) = records(tmp_path / "s")
-    assert rec["terminated_by"] == "target_found" and rec["steps_taken"] == 16
+    assert rec["terminated_by"] == "target_found" and rec["steps_taken"] == 19
     assert rec["metrics"]["success"] == 1.0
 
 
