@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `make baselines`: random, the frontier agent with ground-truth detection, the PPO
-# checkpoint (when one is trained) and the oracle on one benchmark setting, then the table.
+# checkpoint (when one is trained) and the oracle on one benchmark setting, then their
+# leaderboard with mosnav-report ($BASELINES_OUT/report/leaderboard.md, index.html).
 #
 #   BASELINES_BENCHMARK  benchmark setting (default demo/official; HM3D: mosnav-v1/val/official)
 #   BASELINES_ARGS       extra mosnav-eval flags (HM3D: --dataset-dir DIR --scene-root DIR)
-#   BASELINES_OUT        output directory (default baselines_output), one folder per agent
+#   BASELINES_OUT        output directory (default baselines_output), one run folder per agent
 #   BASELINES_PPO_CONFIG habitat-baselines config of the checkpoint (default ppo_mos_demo)
 #   BASELINES_PPO_CKPT   checkpoint (default data/mosnav/$BASELINES_PPO_CONFIG/checkpoints/latest.pth)
 #   BASELINES_PPO_ARGS   extra Hydra overrides for its evaluation (HM3D: habitat.dataset.data_path=...)
@@ -30,16 +31,20 @@ run() {
 }
 run random --agent random
 run frontier_gt --agent habitat_mosnav.agents.frontier:FrontierAgent --set "$SEMANTIC"
+RUNS=("$OUT/random")
 if [ -f "$PPO_CKPT" ]; then
     echo "== ppo ($PPO_CKPT)"
     # shellcheck disable=SC2086
     "$BIN/python" -m habitat_mosnav.run --config-name="$PPO_CONFIG" habitat_baselines.evaluate=True \
-        habitat_baselines.eval_ckpt_path_dir="$PPO_CKPT" habitat_baselines.evaluator.output_dir="$OUT/ppo" \
+        habitat_baselines.eval_ckpt_path_dir="$PPO_CKPT" habitat_baselines.evaluator.output_dir="$OUT/ppo_eval" \
         mosnav_output_dir="$OUT/ppo_run" $PPO_ARGS
-    rm -rf "$OUT/ppo_run"
+    mv "$OUT"/ppo_eval/ckpt.* "$OUT/ppo"  # one checkpoint: its records are the run
+    rm -rf "$OUT/ppo_eval" "$OUT/ppo_run"
+    RUNS+=("$OUT/ppo")
 else
     echo "== ppo: no checkpoint at $PPO_CKPT (train one: python -m habitat_mosnav.run --config-name=$PPO_CONFIG); skipped"
 fi
 run oracle --agent oracle
-"$BIN/python" scripts/baseline_table.py "$OUT" --out "$OUT/baselines.md"
-echo "table: $OUT/baselines.md"
+RUNS+=("$OUT/frontier_gt" "$OUT/oracle")
+"$BIN/mosnav-report" "${RUNS[@]}" --out "$OUT/report" --no-progress
+echo "table: $OUT/report/leaderboard.md"
