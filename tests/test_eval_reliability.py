@@ -265,3 +265,311 @@ def test_summary_counts_only_expected_keys(tmp_path):
     s = results.summarize(out, expected_keys=keys)
     assert (s["expected_episode_count"], s["record_count"], s["unique_record_count"]) == (2, 2, 2)
     assert s["status"] == "complete"
+
+
+# ------------------------------------------------------------------ 4./5. dataset gaps
+
+
+def _nan_iou(docs):
+    docs["goals.json"]["goals"][0]["view_points"] = [
+        {"position": [1.0, 0.0, 0.5], "rotation": [0, 0, 0, 1], "iou": float("nan")}]
+
+
+def _episode(field, value):
+    def edit(docs):
+        docs["episodes.json"]["episodes"][0][field] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit, where", [
+    (_nan_iou, "goals.json: goal 101 view_points[0]: field 'iou': expected a finite number, got nan"),
+    (_episode("start_rotation", [0, 0, 0, 0]),
+     "episodes.json: episode 'q0-many-0': field 'start_rotation': a zero-length quaternion"),
+    (_episode("episode_id", ""), "episodes.json: episode #0: field 'episode_id': empty"),
+    (_episode("episode_id", "a::b"),
+     "episodes.json: episode 'a::b': field 'episode_id': must not contain '::'"),
+], ids=["iou-nan", "zero-quaternion", "empty-episode-id", "episode-id-with-separator"])
+def test_bad_dataset_values_are_one_line_errors(capsys, tmp_path, edit, where):
+    from mosnav_fixtures import base_documents, write_dataset
+
+    docs = base_documents()
+    edit(docs)
+    data, scenes = write_dataset(tmp_path, docs)
+    rc, lines, err = cli(capsys, (data, scenes), "--output-dir", str(tmp_path / "o"))
+    assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert f"{data}/testScene01/{where}" in lines[0], lines
+    assert not (tmp_path / "o" / "summary.json").exists()
+
+
+def test_scene_folder_without_episodes_and_empty_dataset(capsys, tmp_path):
+    from mosnav_fixtures import write_dataset
+
+    data, scenes = write_dataset(tmp_path)
+    os.makedirs(os.path.join(data, "otherScene"))
+    shutil.copy(os.path.join(data, "testScene01", "goals.json"), os.path.join(data, "otherScene"))
+    rc, lines, err = cli(capsys, (data, scenes), "--output-dir", str(tmp_path / "o"))
+    assert rc == 2 and len(lines) == 1, err
+    assert f"{data}/otherScene: scene folder without episodes.json" in lines[0]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    rc, lines, err = cli(capsys, (str(empty), scenes), "--output-dir", str(tmp_path / "o2"))
+    assert rc == 2 and len(lines) == 1, err
+    assert f"{empty}: no scene folder in the dataset directory" in lines[0]
+    assert not (tmp_path / "o2").exists()
+
+
+def test_invalid_categories_json_names_the_file(capsys, tmp_path):
+    from mosnav_fixtures import write_dataset
+
+    data, scenes = write_dataset(tmp_path)
+    with open(os.path.join(data, "categories.json"), "w") as f:
+        f.write("[,")
+    rc, lines, err = cli(capsys, (data, scenes), "--output-dir", str(tmp_path / "o"))
+    assert rc == 2 and len(lines) == 1, err
+    assert f"{data}/categories.json: not valid JSON (line 1, column 2" in lines[0]
+
+
+def test_start_off_the_navmesh_stops_the_run_naming_the_episode(capsys, tmp_path):
+    """Checked at reset (only the simulator knows the navmesh): exit 2 with one line; the
+    records before it stay, and the bad episode is not recorded (nor averaged)."""
+    from mosnav_fixtures import write_open_room_dataset
+
+    data, scenes = write_open_room_dataset(tmp_path)
+    path = os.path.join(data, "testScene01", "episodes.json")
+    doc = json.load(open(path))
+    bad = next(e for e in doc["episodes"] if e["episode_id"] == "q0-many-0")
+    bad["start_position"] = [20.0, 0.0, 0.0]  # the room spans -6..6
+    json.dump(doc, open(path, "w"))
+    out = tmp_path / "o"
+    rc, lines, err = cli(capsys, (data, scenes), "--agent", "oracle", "--output-dir", str(out))
+    assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0] == (f"mosnav-eval: error: {path}: episode 'q0-many-0': field "
+                        "'start_position': [20.0, 0.0, 0.0] is not on the navmesh of scene "
+                        "testScene01 (checked at reset); fix the dataset")
+    assert [r["episode_key"] for r in jsonl(out)] == ["val::testScene01::q0-all-0"]
+    assert not (out / "summary.json").exists()
+
+
+# ------------------------------------------------------------------ 6. signals
+
+SLOW_AGENT = textwrap.dedent("""
+    import os, time
+
+    class Slow:
+        '''Turns left, 20 ms a step; MARKER (if set) is written once it is built.'''
+        def __init__(self):
+            marker = os.environ.get("MOSNAV_TEST_MARKER")
+            if marker:
+                open(marker, "w").close()
+                time.sleep(float(os.environ.get("MOSNAV_TEST_INIT_SLEEP", "0")))
+
+        def act(self, observation):
+            time.sleep(0.02)
+            return 2
+""")
+
+
+def _spawn(tmp_path, out, *extra, env=None):
+    agent = tmp_path / "slow_agent.py"
+    agent.write_text(SLOW_AGENT)
+    argv = [sys.executable, "-m", "habitat_mosnav.eval", "--agent", f"{agent}:Slow",
+            "--output-dir", str(out), *extra]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": REPO, **(env or {})})
+
+
+def _wait_for(predicate, proc, timeout=120):
+    deadline = time.time() + timeout
+    while not predicate():
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, code, name", [(signal.SIGTERM, 143, "SIGTERM"),
+                                                (signal.SIGINT, 130, "SIGINT")])
+def test_signal_mid_run_keeps_records_and_says_how_to_resume(capsys, open_room, tmp_path,
+                                                             signum, code, name):
+    out = tmp_path / "run"
+    flags = quick_eval_args(*open_room, *ALL_MODES, "--max-steps", "40")
+    proc = _spawn(tmp_path, out, *flags)
+    episodes = out / "rank_00000" / "episodes.jsonl"
+    _wait_for(lambda: episodes.exists() and episodes.read_bytes().count(b"\n") >= 1, proc)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"mosnav-eval: interrupted by {name}; the records written so far "
+                           f"are kept; continue with the same command and --resume "
+                           f"--output-dir {out}"), last
+    kept = jsonl(out)  # complete lines only
+    assert 1 <= len(kept) < 4 and not (out / "rank_00000" / "done.json").exists()
+    agent = f"{tmp_path / 'slow_agent.py'}:Slow"
+    assert main(["--agent", agent, "--output-dir", str(out), *flags, "--resume"]) == 0
+    keys = [r["episode_key"] for r in jsonl(out)]
+    assert sorted(keys) == EPISODE_KEYS and keys[:len(kept)] == [r["episode_key"] for r in kept]
+
+
+@pytest.mark.slow
+def test_sigint_during_start_up_is_one_line_without_traceback(open_room, tmp_path):
+    marker = tmp_path / "built"
+    proc = _spawn(tmp_path, tmp_path / "run", *quick_eval_args(*open_room),
+                  env={"MOSNAV_TEST_MARKER": str(marker), "MOSNAV_TEST_INIT_SLEEP": "60"})
+    _wait_for(marker.exists, proc)  # the agent is being built: before any episode
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith("mosnav-eval")]
+    assert lines == [f"mosnav-eval: interrupted by SIGINT; the records written so far are "
+                     f"kept; continue with the same command and --resume --output-dir "
+                     f"{tmp_path / 'run'}"]
+
+
+def test_sigint_while_parsing_is_exit_130(capsys, monkeypatch):
+    """Before the output directory is known (e.g. while habitat imports)."""
+    from habitat_mosnav.evaluation import cli as cli_module
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_module, "_parse", interrupted)
+    assert main([]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "mosnav-eval: interrupted by SIGINT during start-up; nothing was written; run the "
+        "command again"]
+
+
+def test_signal_during_a_record_write_is_delivered_after_it(tmp_path):
+    from test_results_files import record
+
+    out = str(tmp_path / "o")
+    real_write = results._os_write
+
+    def write_then_signal(fd, data):
+        n = real_write(fd, bytes(data[:10]))
+        os.kill(os.getpid(), signal.SIGINT)  # blocked while the record is written
+        return n
+
+    with RankWriter(out) as w:
+        results._os_write = write_then_signal
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                w.write(record(0, 1.0))
+        finally:
+            results._os_write = real_write
+    assert [r["episode_key"] for r in jsonl(out)] == [record(0, 1.0)["episode_key"]]
+
+
+# ------------------------------------------------------------------ 7. agents
+
+EXITING_AGENT = textwrap.dedent("""
+    import sys, time
+
+    class Exits:
+        def act(self, observation):
+            if observation.episode_id == "q0-all-0":
+                sys.exit(3)
+            return 0
+
+    class Hangs:
+        def act(self, observation):
+            if observation.episode_id == "q0-all-0":
+                time.sleep(30)  # left behind in its daemon thread
+            return 0
+""")
+
+
+@pytest.mark.parametrize("cls, extra, error_type", [
+    ("Exits", (), "SystemExit"),
+    ("Hangs", ("--step-timeout", "0.5"), "StepTimeout"),
+])
+def test_agent_that_exits_or_hangs_gets_an_error_record(capsys, open_room, tmp_path, cls, extra,
+                                                         error_type):
+    f = tmp_path / "agents.py"
+    f.write_text(EXITING_AGENT)
+    out = tmp_path / "run"
+    start = time.time()
+    rc, lines, err = cli(capsys, open_room, "--agent", f"{f}:{cls}", *ALL_MODES, *extra,
+                         "--output-dir", str(out))
+    assert rc == 0, err
+    assert time.time() - start < 25  # the hung step did not stall the run
+    recs = {r["episode_key"]: r for r in jsonl(out)}
+    assert sorted(recs) == EPISODE_KEYS  # the run went on after the failed episode
+    bad = recs["val::testScene01::q0-all-0"]
+    assert (bad["status"], bad["error_type"], bad["steps_taken"]) == ("error", error_type, 0)
+    if error_type == "StepTimeout":
+        assert bad["error_message"] == "act() did not return within 0.5 s (--step-timeout)"
+    assert all(r["status"] == "ok" for k, r in recs.items() if k != bad["episode_key"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "completed_with_errors" and summary["error_episode_count"] == 1
+
+
+def test_step_timeout_is_positive(capsys):
+    rc = main(["--step-timeout", "0"])
+    assert rc == 2 and "--step-timeout: must be > 0" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ 8. smaller things
+
+
+def test_result_json_files_are_0644_and_the_directory_is_fsynced(tmp_path, monkeypatch):
+    import stat
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            events.append(("fsync-dir", os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    def replace(src, dst):
+        events.append(("replace", str(dst)))
+        return real_replace(src, dst)
+
+    out = str(tmp_path / "o")
+    with RankWriter(out) as w:
+        monkeypatch.setattr(os, "fsync", fsync)
+        monkeypatch.setattr(os, "replace", replace)
+        w.write_done(expected_count=0)
+        results.write_summary(out, results.summarize(out))
+    monkeypatch.undo()
+    done, summary = os.path.join(out, "rank_00000", "done.json"), os.path.join(out, "summary.json")
+    assert events == [("replace", done), ("fsync-dir", os.path.dirname(done)),
+                      ("replace", summary), ("fsync-dir", out)]
+    jsonl_mode = os.stat(os.path.join(out, "rank_00000", "episodes.jsonl")).st_mode & 0o777
+    assert jsonl_mode == 0o666 & ~results._umask()
+    assert [os.stat(p).st_mode & 0o777 for p in (done, summary)] == [jsonl_mode, jsonl_mode]
+
+
+@pytest.mark.parametrize("value, shown", [('"0.5"', '"0.5"'), ("true", "true")])
+def test_aggregate_rejects_non_numbers_naming_file_and_line(tmp_path, capsys, value, shown):
+    from habitat_mosnav.evaluation import aggregate_cli
+    from test_results_files import record
+
+    out = str(tmp_path / "o")
+    with RankWriter(out) as w:
+        w.write(record(0, 1.0))
+        w.write_done(expected_count=2)
+    bad = json.dumps(record(1, 1.0)).replace('"success": 1.0', f'"success": {value}')
+    path = os.path.join(out, "rank_00000", "episodes.jsonl")
+    with open(path, "a") as f:
+        f.write(bad + "\n")
+    assert aggregate_cli.main([out]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"mosnav-aggregate: error: {path}:2: field 'metrics.success' must be a number or "
+        f"null, got {shown}")
+
+
+def test_aggregate_fail_on_episode_error_with_an_incomplete_run(tmp_path, capsys):
+    from habitat_mosnav.evaluation import aggregate_cli
+    from test_results_files import record
+
+    out = str(tmp_path / "o")
+    with RankWriter(out) as w:  # no done.json: the rank has not finished
+        w.write(record(0, 1.0))
+    assert aggregate_cli.main([out]) == 0
+    assert aggregate_cli.main([out, "--fail-on-episode-error"]) == 1
+    assert "incomplete" in capsys.readouterr().err

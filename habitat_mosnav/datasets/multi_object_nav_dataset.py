@@ -38,12 +38,24 @@ CATEGORIES_FILE = "categories.json"
 
 
 def list_scene_ids(data_path: str) -> List[str]:
-    """Scene directories of a ``dataset_semantic`` directory (those with episodes.json)."""
+    """Scene directories of a ``dataset_semantic`` directory (SPEC §6): every folder not
+    starting with ``.``. A folder without ``episodes.json`` and a directory without any
+    scene folder are errors (never a silently smaller dataset)."""
     if not os.path.isdir(data_path):
         raise DatasetFormatError(f"{data_path}: dataset directory not found "
                                  "(habitat.dataset.data_path)")
-    return sorted(d for d in os.listdir(data_path)
-                  if os.path.isfile(os.path.join(data_path, d, "episodes.json")))
+    scenes = sorted(d for d in os.listdir(data_path)
+                    if not d.startswith(".") and os.path.isdir(os.path.join(data_path, d)))
+    for d in scenes:
+        if not os.path.isfile(os.path.join(data_path, d, "episodes.json")):
+            raise DatasetFormatError(
+                f"{os.path.join(data_path, d)}: scene folder without episodes.json (each "
+                "folder of the dataset directory is a scene: <scene_id>/{goals,queries,"
+                "episodes}.json)")
+    if not scenes:
+        raise DatasetFormatError(f"{data_path}: no scene folder in the dataset directory "
+                                 "(expected <scene_id>/{goals,queries,episodes}.json)")
+    return scenes
 
 
 def find_scene_file(scenes_dir: str, scene_id: str) -> str:

@@ -12,6 +12,7 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from habitat_mosnav.api import TARGET_MODES
+from habitat_mosnav.keys import KEY_SEP
 SCHEMA_VERSION = 1
 FILES = ("goals.json", "queries.json", "episodes.json")
 
@@ -63,6 +64,8 @@ def field(obj: Dict[str, Any], name: str, types, path: str, record: str,
         isinstance(value, types_t) or numeric
     ):
         _fail(path, record, name, f"expected {_type_name(types)}, got {json.dumps(value)[:60]}")
+    if isinstance(value, float) and not math.isfinite(value):  # JSON's NaN / Infinity
+        _fail(path, record, name, f"expected a finite number, got {value}")
     return value
 
 
@@ -77,6 +80,15 @@ def vector(obj: Dict[str, Any], name: str, size: int, path: str, record: str,
     ):
         _fail(path, record, name, f"expected {size} finite numbers, got {json.dumps(value)[:80]}")
     return [float(v) for v in value]
+
+
+def quaternion(obj: Dict[str, Any], name: str, path: str, record: str) -> List[float]:
+    """A rotation ``[x, y, z, w]``: 4 finite numbers, not of zero length."""
+    q = vector(obj, name, 4, path, record)
+    if math.sqrt(sum(v * v for v in q)) < 1e-6:
+        _fail(path, record, name, f"a zero-length quaternion {json.dumps(obj[name])} is no "
+                                  "rotation (the identity is [0, 0, 0, 1])")
+    return q
 
 
 def _header(doc: Any, path: str, key: str, scene_id: str) -> List[Any]:
@@ -109,7 +121,7 @@ def parse_goals(path: str, scene_id: str) -> Dict[int, Dict[str, Any]]:
             vrec = f"{rec} view_points[{j}]"
             view_points.append({
                 "position": vector(vp, "position", 3, path, vrec),
-                "rotation": vector(vp, "rotation", 4, path, vrec),
+                "rotation": quaternion(vp, "rotation", path, vrec),
                 "iou": field(vp, "iou", float, path, vrec, optional=True),
             })
         aabb = field(g, "aabb", dict, path, rec, optional=True)
@@ -189,6 +201,12 @@ def parse_episodes(path: str, scene_id: str, goals: Dict[int, Dict[str, Any]],
     seen = set()
     for i, e in enumerate(_header(read_json(path), path, "episodes", scene_id)):
         eid = field(e, "episode_id", str, path, f"episode #{i}")
+        if not eid.strip():
+            _fail(path, f"episode #{i}", "episode_id", "empty")
+        if KEY_SEP in eid:
+            _fail(path, f"episode '{eid}'", "episode_id",
+                  f"must not contain '{KEY_SEP}' (keys are <split>{KEY_SEP}<scene_id>"
+                  f"{KEY_SEP}<episode_id>)")
         rec = f"episode '{eid}'"
         if eid in seen:
             _fail(path, rec, "episode_id", "duplicate episode id")
@@ -225,7 +243,7 @@ def parse_episodes(path: str, scene_id: str, goals: Dict[int, Dict[str, Any]],
             "target_count": count if mode == "many" else None,
             "target_object_ids": targets,
             "start_position": vector(e, "start_position", 3, path, rec),
-            "start_rotation": vector(e, "start_rotation", 4, path, rec),
+            "start_rotation": quaternion(e, "start_rotation", path, rec),
             "info": field(e, "info", dict, path, rec, optional=True, default={}),
         })
     return episodes
