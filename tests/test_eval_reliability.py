@@ -442,14 +442,18 @@ def test_sigint_while_parsing_is_exit_130(capsys, monkeypatch):
 
 
 def test_signal_during_a_record_write_is_delivered_after_it(tmp_path):
+    """Also with another thread alive (the kernel may hand it the signal)."""
+    import threading
+
     from test_results_files import record
 
+    threading.Thread(target=time.sleep, args=(3,), daemon=True).start()
     out = str(tmp_path / "o")
     real_write = results._os_write
 
     def write_then_signal(fd, data):
         n = real_write(fd, bytes(data[:10]))
-        os.kill(os.getpid(), signal.SIGINT)  # blocked while the record is written
+        os.kill(os.getpid(), signal.SIGINT)  # held back while the record is written
         return n
 
     with RankWriter(out) as w:

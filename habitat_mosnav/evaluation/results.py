@@ -93,16 +93,29 @@ def refuse_existing(out_dir: str, rank: int) -> None:
 @contextmanager
 def signals_deferred():
     """SIGINT/SIGTERM wait until the block is done (a record is never torn by Ctrl-C or
-    SLURM's SIGTERM): the signal is blocked, then delivered when the block ends."""
+    SLURM's SIGTERM): while it runs, their Python handlers are swapped for one that only
+    notes the signal; afterwards the usual handler gets it. (Python runs signal handlers
+    in the main thread, whichever thread the kernel picked, so this holds with threads.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    wanted = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+    caught: List[int] = []
+    wanted = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.getsignal(s) for s in wanted}
+    previous = {s: h for s, h in previous.items() if h is not None}  # None: not set from Python
+    for s in previous:
+        signal.signal(s, lambda signum, frame: caught.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for signum in dict.fromkeys(caught):
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, None)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), signum)
 
 
 def _write_all(fd: int, data: bytes) -> None:
