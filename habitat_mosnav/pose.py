@@ -1,7 +1,9 @@
 """The agent's pose: quaternion helpers and the episode-start frame (SPEC §7 gps/compass).
 
 numpy only, so the rollout, the agents and the baselines share it without importing each
-other (or habitat).
+other (or habitat). The three lines of quaternion algebra are written out on purpose:
+numpy-quaternion (which the simulators use) imports scipy, 0.76 s here against numpy's
+0.07 s, and every agent imports this module.
 """
 from __future__ import annotations
 
