@@ -49,7 +49,8 @@ class Observation:
     - ``gps``: (2,) float32 ``[x, z]``, the displacement from the episode start position
       expressed in the episode-start frame (habitat axes at the start pose: +x to the
       agent's right, +z backward, so walking straight ahead makes z negative). Height is
-      left out. Note: habitat's own ``EpisodicGPSSensor`` orders it ``[-z, x]``.
+      left out. Read from habitat's own ``EpisodicGPSSensor``, which orders it ``[-z, x]``
+      (and ``compass`` from ``EpisodicCompassSensor``) when the task has them.
     - ``compass``: float, the heading change since the start in radians, wrapped to
       [-pi, pi); positive means turned to the left (counter-clockwise seen from above).
     - ``step_count``: actions taken so far (0 at the first ``act``); ``previous_action`` the

@@ -86,6 +86,27 @@ def test_start_frame_pose_math():
     assert gps == pytest.approx([0.0, 2.0], abs=1e-6) and compass == pytest.approx(-math.pi / 2)
 
 
+def test_gps_compass_from_habitat_sensors_equal_the_pose_math():
+    from types import SimpleNamespace
+
+    from habitat_mosnav.evaluation.observations import ObservationBuilder
+
+    # Start at the origin facing -Z; now at x = 1, z = -2 (1 m right, 2 m ahead), turned
+    # 30 degrees left: gps [x, z] = [1, -2], compass +pi/6. Habitat's sensors: [-z, x], pi/6.
+    episode = SimpleNamespace(target_mode="many", target_count=2, goal_type="description",
+                              goal_text="Find the chairs.", episode_id="e", scene_id="s.glb",
+                              start_position=[0.0, 0.0, 0.0], start_rotation=[0.0, 0.0, 0.0, 1.0])
+    half = math.pi / 12
+    pose = {"position": [1.0, 0.0, -2.0], "rotation": [0.0, math.sin(half), 0.0, math.cos(half)]}
+    builder = ObservationBuilder(max_steps=10)
+    from_pose = builder.build({}, episode, pose, 1, 1)
+    from_sensors = builder.build({"gps": np.array([2.0, 1.0], np.float32),
+                                  "compass": np.array([math.pi / 6], np.float32)}, episode, pose, 1, 1)
+    for o in (from_pose, from_sensors):
+        assert o.gps.dtype == np.float32 and o.gps == pytest.approx([1.0, -2.0], abs=1e-6)
+        assert o.compass == pytest.approx(math.pi / 6, abs=1e-6)
+
+
 def test_observations_and_records_of_a_goat_many_episode(env, tmp_path):
     agent = Scripted({"q0-many-0": MANY_PLAN})
     summary = evaluate(env, agent, tmp_path / "o", num_episodes=2, offset=0, seed=3)

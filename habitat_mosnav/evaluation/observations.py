@@ -11,7 +11,7 @@ import numpy as np
 
 from habitat_mosnav.api import Observation
 from habitat_mosnav.keys import episode_scene_name
-from habitat_mosnav.pose import start_frame_pose
+from habitat_mosnav.pose import start_frame_pose, wrap_angle
 from habitat_mosnav.prompts import build_task_prompt
 
 __all__ = ["ObservationBuilder"]
@@ -55,6 +55,19 @@ def _cfg_get(node, key, default=None):
     return default if value is None else value
 
 
+def _gps_compass(obs: Mapping[str, Any], pose: Mapping[str, Any], episode):
+    """``Observation.gps`` / ``compass``: habitat's own ``EpisodicGPSSensor`` (``[-z, x]``,
+    reordered to ``[x, z]``) and ``EpisodicCompassSensor`` when the task has them (the
+    MultiObjectNav-v1 task does), else the same values computed from the agent's pose."""
+    if "gps" in obs and "compass" in obs:
+        g = np.asarray(obs["gps"], dtype=np.float32).reshape(-1)
+        if g.size == 2:
+            compass = float(np.asarray(obs["compass"], dtype=np.float64).reshape(-1)[0])
+            return np.array([g[1], -g[0]], dtype=np.float32), wrap_angle(compass)
+    return start_frame_pose(pose["position"], pose["rotation"], episode.start_position,
+                            episode.start_rotation)
+
+
 class ObservationBuilder:
     """Builds the agent's :class:`Observation` from Habitat's observation dict.
 
@@ -95,9 +108,7 @@ class ObservationBuilder:
             rgb = np.asarray(rgb)
             if rgb.ndim == 3 and rgb.shape[-1] == 4:
                 rgb = rgb[..., :3]
-        gps, compass = start_frame_pose(
-            pose["position"], pose["rotation"], episode.start_position, episode.start_rotation
-        )
+        gps, compass = _gps_compass(obs, pose, episode)
         extras = {"episode_key": getattr(episode, "episode_key", ""),
                   "query_id": getattr(episode, "query_id", ""), "depth_units": "metres"}
         if self.extras_fn is not None:
