@@ -134,6 +134,19 @@ def test_no_matching_colour_is_one_line_naming_the_file(tmp_path):
     scene2 = _scene(tmp_path / "b", [{"positions": v, "faces": f}])
     with pytest.raises(BuildError, match="no primitive has COLOR_0 or a base colour texture"):
         parse_objects(scene2, ExtractOptions(up_axis="y"))
+    import struct
+
+    data = scene.semantic_glb.read_bytes()  # a Draco-compressed file: refused, not misread
+    jlen = struct.unpack_from("<I", data, 12)[0]
+    doc = json.loads(data[20:20 + jlen])
+    doc["extensionsRequired"] = ["KHR_draco_mesh_compression"]
+    js = json.dumps(doc).encode()
+    js += b" " * (-len(js) % 4)
+    rest = data[20 + jlen:]
+    scene.semantic_glb.write_bytes(struct.pack("<4sII", b"glTF", 2, 20 + len(js) + len(rest))
+                                   + struct.pack("<I4s", len(js), b"JSON") + js + rest)
+    with pytest.raises(BuildError, match=r"semantic\.glb: extensionsRequired: KHR_draco_mesh_compression"):
+        parse_objects(scene, ExtractOptions(up_axis="y"))
     bad = scene.semantic_glb
     bad.write_bytes(bad.read_bytes()[:40])
     with pytest.raises(BuildError, match=r"semantic\.glb: .*truncated"):
@@ -297,3 +310,14 @@ def test_scene_ids_resolve_only_the_selected_scenes(tmp_path):
     assert [s.scene_id for s in discover_scenes(tmp_path, [SID])] == [SID]
     with pytest.raises(BuildError, match=r"00001-zzzPartial1: missing render mesh zzzPartial1\.basis\.glb"):
         discover_scenes(tmp_path)
+
+
+def test_node_transforms_and_uint16_colours(tmp_path):
+    """A node's translation moves its primitive; COLOR_0 as normalised uint16 sRGB values."""
+    v, f = _box(0, 0, 0, 1, 1, 1)
+    rgb16 = (np.tile(_rgb(CHAIR), (8, 1)).astype(np.uint32) * 257).astype(np.uint16)
+    scene = _scene(tmp_path, [{"positions": v, "faces": f, "color0": rgb16, "translation": [10, 0, -2]}])
+    (chair,), counts = parse_objects(scene, ExtractOptions(up_axis="y"))
+    assert counts["color_encoding"] == "srgb" and chair.object_id == 3
+    np.testing.assert_allclose(chair.lo, [10, 0, -2], atol=1e-6)
+    np.testing.assert_allclose(chair.hi, [11, 1, -1], atol=1e-6)

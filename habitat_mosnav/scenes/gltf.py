@@ -36,6 +36,8 @@ CHUNK_BIN = 0x004E4942
 
 _COMPONENTS = {5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16, 5125: np.uint32, 5126: np.float32}
 _SIZES = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
+#: Compression extensions whose data this reader cannot decode (geometry would be wrong).
+_UNSUPPORTED = {"KHR_draco_mesh_compression", "EXT_meshopt_compression"}
 _NORM_MAX = {np.int8: 127.0, np.uint8: 255.0, np.int16: 32767.0, np.uint16: 65535.0, np.uint32: 4294967295.0}
 
 
@@ -230,7 +232,7 @@ class _Reader:
                 rows = np.frombuffer(data, dtype=np.uint8, count=need - off, offset=off)
                 rows = np.lib.stride_tricks.as_strided(rows, shape=(count, elem), strides=(stride, 1))
                 out = np.ascontiguousarray(rows).view(dtype).reshape(count, k)
-        if normalize_ints and dtype.kind in "iu":
+        if (normalize_ints or a.get("normalized")) and dtype.kind in "iu":
             out = out.astype(np.float64) / _NORM_MAX[dtype.type]
             if dtype.kind == "i":
                 out = np.maximum(out, -1.0)
@@ -291,6 +293,10 @@ def read_glb(path: str) -> GlbFile:
     except OSError as e:
         raise SceneFormatError(f"{path}: cannot read: {e.strerror}") from None
     doc, binary = _split_glb(path, data)
+    unsupported = sorted(set(doc.get("extensionsRequired", []) or []) & _UNSUPPORTED)
+    if unsupported:
+        raise _err(path, "extensionsRequired", f"{', '.join(unsupported)} is not supported "
+                                               "(decompress the file, e.g. gltf-transform)")
     r = _Reader(path, doc, binary)
     nodes = doc.get("nodes", [])
     scenes = doc.get("scenes")
@@ -324,6 +330,9 @@ def read_glb(path: str) -> GlbFile:
 
 def _primitive(r: _Reader, prim: dict, where: str, m: np.ndarray) -> Optional[Primitive]:
     path, doc = r.path, r.doc
+    ext = sorted(set(prim.get("extensions", {}) or {}) & _UNSUPPORTED)
+    if ext:
+        raise _err(path, f"{where}.extensions", f"{', '.join(ext)} is not supported (decompress the file)")
     if prim.get("mode", 4) != 4:
         return None  # points / lines / strips carry no surface we label
     attrs = prim.get("attributes", {})
@@ -368,6 +377,9 @@ def _primitive(r: _Reader, prim: dict, where: str, m: np.ndarray) -> Optional[Pr
                                f"only compressed sources ({', '.join(sorted(ext))}); cannot decode them here")
                 raise _err(path, f"textures[{tex_ref.get('index')}].source", "missing")
             _get(doc.get("images"), src, path, f"textures[{tex_ref.get('index')}].source")
+            if "KHR_texture_transform" in (tex_ref.get("extensions") or {}):
+                raise _err(path, f"materials[{mat_i}].baseColorTexture.extensions",
+                           "KHR_texture_transform is not supported")
             key = f"TEXCOORD_{int(tex_ref.get('texCoord', 0))}"
             if key not in attrs:
                 raise _err(path, f"{where}.attributes", f"material {mat_i} has a base colour texture but no {key}")
