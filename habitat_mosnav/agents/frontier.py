@@ -43,7 +43,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from habitat_mosnav.api import Action, Observation
+from habitat_mosnav.api import MULTI_MODES, Action, Observation
 from habitat_mosnav.pose import wrap_angle
 
 __all__ = [
@@ -62,7 +62,6 @@ __all__ = [
 SEMANTIC_SENSOR_OVERRIDE = ("+habitat/simulator/sim_sensors@habitat.simulator.agents.main_agent"
                             ".sim_sensors.semantic_sensor=mosnav_semantic_sensor")
 
-_MULTI = ("many", "all")
 
 
 # ----------------------------------------------------------------------------- camera
@@ -327,7 +326,7 @@ class FrontierAgent:
             self._integrate_depth(np.asarray(observation.depth, dtype=np.float32), pos, heading)
         self._integrate_detections(self.detector.detect(observation), observation, pos, heading)
 
-        if mode in _MULTI:
+        if mode in MULTI_MODES:
             if mode == "many" and observation.target_count is not None \
                     and len(self._claimed) >= int(observation.target_count):
                 return self._finish("target_count reached")
@@ -347,7 +346,7 @@ class FrontierAgent:
 
         action = self._navigate(pos, heading)
         if action is None:
-            if mode in _MULTI:
+            if mode in MULTI_MODES:
                 return self._finish("map exhausted")
             return self._send(int(Action.TARGET_FOUND))  # single/any: claim here and end
         return self._send(action)
