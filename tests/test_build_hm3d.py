@@ -321,3 +321,26 @@ def test_node_transforms_and_uint16_colours(tmp_path):
     assert counts["color_encoding"] == "srgb" and chair.object_id == 3
     np.testing.assert_allclose(chair.lo, [10, 0, -2], atol=1e-6)
     np.testing.assert_allclose(chair.hi, [11, 1, -1], atol=1e-6)
+
+
+def test_habitat_sim_backend_finds_hm3ds_scene_dataset_config(tmp_path):
+    """--backend habitat-sim on an HM3D scene without --scene-dataset uses the one annotated
+    config next to the scenes, and says so in one line when there is none or several."""
+    from habitat_mosnav.dataset_building.pipeline import BuildConfig
+
+    v, f = _box(0, 0, 0, 1, 1, 1)
+    root = tmp_path / "hm3d"
+    (root / "val").mkdir(parents=True)
+    scene = _scene(root / "val", [{"positions": v, "faces": f}])
+    cfg = BuildConfig(out=tmp_path / "ds", scenes=root / "val", backend="habitat-sim")
+    with pytest.raises(BuildError, match="needs --scene-dataset .*found none"):
+        cfg.resolved_scene_dataset(scene)
+    sdc = root / "hm3d_annotated_basis.scene_dataset_config.json"
+    sdc.write_text("{}")
+    assert BuildConfig(out=tmp_path / "ds", scenes=root / "val", backend="habitat-sim").resolved_scene_dataset(scene) == str(sdc)
+    (root / "val" / "other.scene_dataset_config.json").write_text("{}")
+    with pytest.raises(BuildError, match="found .*hm3d_annotated_basis.*, .*other"):
+        BuildConfig(out=tmp_path / "ds", scenes=root / "val", backend="habitat-sim").resolved_scene_dataset(scene)
+    explicit = BuildConfig(out=tmp_path / "ds", scenes=root / "val", backend="habitat-sim", scene_dataset=str(sdc))
+    assert explicit.resolved_scene_dataset(scene) == str(sdc)
+    assert BuildConfig(out=tmp_path / "ds", scenes=root / "val").resolved_scene_dataset(scene) == "default"
