@@ -141,14 +141,26 @@ def test_done_and_summary_full_disk_is_exit_3_without_temp_files(capsys, open_ro
     assert os.listdir(out) == []
 
 
-def test_no_permission_is_exit_3(capsys, open_room, tmp_path):
-    if os.geteuid() == 0:
-        pytest.skip("root writes into read-only directories")
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    ro.chmod(0o500)
-    rc, lines, err = cli(capsys, open_room, "--output-dir", str(ro / "run"))
-    assert rc == 3 and lines[0].startswith(f"mosnav-eval: error: cannot "), err
+def test_unwritable_output_is_exit_3(capsys, open_room, tmp_path):
+    """No permission (non-root), or a read-only file system (root ignores permissions)."""
+    target = tmp_path / "ro"
+    if os.geteuid() != 0:
+        target.mkdir()
+        target.chmod(0o500)
+        reason = "Permission denied"
+    elif _mount_tmpfs(target, "16k") and subprocess.run(
+            ["mount", "-o", "remount,ro", str(target)], capture_output=True).returncode == 0:
+        reason = "Read-only file system"
+    else:
+        pytest.skip("root without mount: nothing is unwritable")
+    try:
+        rc, lines, err = cli(capsys, open_room, "--output-dir", str(target / "run"))
+        assert rc == 3 and len(lines) == 1 and "Traceback" not in err, err
+        # the run manifest is the first file a run writes
+        assert lines[0] == f"mosnav-eval: error: cannot write {target / 'run' / 'run.json'}: {reason}", lines
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["umount", "-l", str(target)], capture_output=True)
 
 
 # ------------------------------------------------------------------ 2. two writers
