@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -223,6 +223,15 @@ def _rasterise_primitive(world: np.ndarray, faces: np.ndarray, uv: np.ndarray, t
             bar.update(t1 - t0)
 
 
+def _texture_index(img: np.ndarray, keys: np.ndarray, block: int = 256) -> np.ndarray:
+    """(H, W) int32 object index (into ``keys``) of every texel, -1 for colours not in
+    semantic.txt; computed in row blocks to keep memory at a few bytes per texel."""
+    out = np.empty(img.shape[:2], dtype=np.int32)
+    for r in range(0, img.shape[0], block):
+        out[r:r + block] = gltf.lookup_colors(gltf.pack_rgb(img[r:r + block]), keys)
+    return out
+
+
 def attach_geometry(objects: List[AnnotatedObject], path: Path, up_axis: str = "z",
                     wanted: Optional[set] = None, progress: bool = False) -> Counter:
     """Give each object (of ``wanted`` ids; default all) its world AABB from the semantic
@@ -258,15 +267,19 @@ def attach_geometry(objects: List[AnnotatedObject], path: Path, up_axis: str = "
         total = sum(len(p.faces) for p in glb.primitives if p.image is not None)
         with tqdm(total=total, desc=f"texels {path.name}", unit="triangle", unit_scale=True,
                   disable=not progress or total == 0, leave=False, dynamic_ncols=True) as bar:
-            tex_cache: Dict[int, np.ndarray] = {}
-            for p in glb.primitives:
+            # one texture decoded at a time (HM3D has several large ones per scene)
+            order = sorted(range(len(glb.primitives)), key=lambda i: (glb.primitives[i].image is None,
+                                                                      glb.primitives[i].image or 0, i))
+            current, tex_index = None, None
+            for i in order:
+                p = glb.primitives[i]
                 world = scene_io.file_to_world(p.positions, up_axis)
                 if p.image is not None:
                     counts["primitives_textured"] += 1
-                    if p.image not in tex_cache:
-                        img = glb.image(p.image)
-                        tex_cache[p.image] = gltf.lookup_colors(gltf.pack_rgb(img), keys)
-                    _rasterise_primitive(world, p.faces, p.uv, tex_cache[p.image], boxes, want, bar, counts)
+                    if p.image != current:
+                        glb.forget_image(current)
+                        current, tex_index = p.image, _texture_index(glb.image(p.image), keys)
+                    _rasterise_primitive(world, p.faces, p.uv, tex_index, boxes, want, bar, counts)
                 elif p.color0 is not None:
                     counts["primitives_vertex_colours"] += 1
                     idx = gltf.lookup_colors(gltf.pack_rgb(to8(p.color0)), keys)

@@ -120,9 +120,9 @@ class GlbFile:
             self._cache[index] = self._loaders[index]()
         return self._cache[index]
 
-    def image_size(self, index: int):
-        """(height, width) of texture ``index`` without keeping it decoded twice."""
-        return self.image(index).shape[:2]
+    def forget_image(self, index: Optional[int]) -> None:
+        """Drop a decoded texture from the cache (it is decoded again if asked for)."""
+        self._cache.pop(index, None)
 
 
 def _err(path, where, msg):
