@@ -68,6 +68,7 @@ setup(
         "scipy>=1.10",
         "trimesh>=4.0",
         "scikit-fmm>=2023.4",
+        "shapely>=2.0,<3",
         "moderngl>=5.8",
         "tqdm>=4.60",
         "imageio>=2.20",

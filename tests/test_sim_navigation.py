@@ -398,7 +398,10 @@ def test_generated_z_up_scene_loads_with_floor_at_y0(tmp_path):
     room = next(r for r in meta["regions"] if r["region_id"] == o["region_id"])
     c = np.array(room["aabb"]["center"])
     sim, _ = make_sim(info.glb, start=[float(c[0]), 0.0, float(c[2])])
-    p = np.asarray(sim.sample_navigable_point())
+    # furniture tops are islands of their own (as on a navmesh); the start's island is the floor
+    pf = sim.pathfinder
+    isl = pf.get_island(sim.get_agent_state().position)
+    p = np.asarray(pf.get_random_navigable_point(island_index=isl))
     assert abs(p[1]) < 0.05 and sim.is_navigable(p)  # the agent walks on the floor
     ids = entry.semantic.ids
     sv = entry.semantic.vertices[ids == o["object_id"]]

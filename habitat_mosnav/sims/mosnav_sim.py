@@ -1,6 +1,6 @@
 """``MosNavMeshSim-v0``: a CPU simulator with habitat-sim's ``HabitatSim`` interface.
 
-Mesh from a ``.glb`` (trimesh), navigability grid + fast-marching geodesics
+Mesh from a ``.glb`` (trimesh), navigability grid + exact (corner-graph) geodesics
 (:mod:`.navgrid`), sliding motion like habitat-sim's ``allow_sliding``, and RGB / depth /
 semantic rendering with moderngl on headless EGL (:mod:`.render`). Conventions as
 habitat-sim: Y up, -Z forward, quaternions ``[x, y, z, w]`` in configs and JSON.

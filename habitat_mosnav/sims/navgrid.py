@@ -1,16 +1,27 @@
-"""Navigability grid, islands, fast-marching geodesics and sliding motion.
+"""Navigability grid, islands, exact geodesics and sliding motion.
 
 The mesh is sampled into a 2.5D grid of ``cell`` metres: a cell holds one *node* per
 standable surface (an up-facing surface within ``max_slope`` with no geometry between
 ``floor + max_climb`` and ``floor + height``; geometry above the agent, e.g. ceilings, is
-ignored). Nodes that touch with a height step ≤ ``max_climb`` are connected. Connected
+ignored). Nodes that touch with a height step <= ``max_climb`` are connected. Connected
 pieces that overlap themselves (two floors joined by a stair) are cut by height; pieces
-are packed into 2D *layers*, eroded by the agent radius (not across a cut, where the
-*seam* goes on in another layer) and labelled into *patches*. Patches joined by seams form
-an *island*. Geodesic distances are fast-marching (scikit-fmm) fields over the patches,
-passed from patch to patch through the seams, one field per goal set, cached (LRU); on
-slopes and stairs the marching speed makes them 3D path lengths, as on habitat-sim's
-navmesh. A Recast/Detour navmesh can stand in for the mesh (``walkable_only``).
+are packed into 2D *layers* (pieces closer than the agent radius apart in different
+ones). Erosion is by exactly the agent radius: each cell centre's clearance is its
+distance to the nearest obstacle point (surface samples in the agent's height slab off
+the floor, floor-edge mid-points; a KD-tree), and a cell is navigable when some point of
+it has clearance >= radius. Navigable cells form *patches*; patches joined by seams form
+an *island*.
+
+Geodesics: shortest paths in the eroded free space bend only on the arcs it makes around
+obstacle corners. Nodes sit on those arcs (every 7.5 degrees, exactly the radius from the
+corner) and on seam portals; node pairs that see each other (clearance along the segment,
+``LOS_TOL`` slack) are the edges of a graph built at load. A goal set's *field* is one
+multi-source Dijkstra over that graph (cached, LRU); a query is ``min |p - v| + D(v)`` over
+the nodes and goals ``v`` that ``p`` sees, tried in increasing order of that sum, and the
+path is the Dijkstra chain, so distances are those of the continuous free space up to
+millimetres. Slopes and stairs count in 3D (segment lengths with their height change).
+A fast-marching field (scikit-fmm) is the fallback for a point that sees no node. A
+Recast/Detour navmesh can stand in for the mesh (``walkable_only``: no erosion).
 """
 from __future__ import annotations
 
@@ -18,7 +29,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy import ndimage
@@ -28,6 +39,19 @@ from scipy.sparse.csgraph import connected_components
 INF = float("inf")
 #: slack on max_climb so that a riser of exactly max_climb (float rounding) is climbable
 CLIMB_EPS = 0.01
+#: geometry within this of the agent's head height (a table top at exactly that height)
+#: does not block it
+HEAD_EPS = 1e-3
+#: a boundary cell is a corner when the clearance there curves by more than this (1/m):
+#: an obstacle corner gives 1/radius, a straight wall 0, a round table of radius R 1/(R + r)
+CORNER_CURVATURE = 0.5
+#: corner edges must leave a corner within this |cos| of its boundary tangent
+TANGENT_COS = 0.35
+#: slack (m) on the clearance along a segment: chords between corner points, interpolation
+LOS_TOL = 0.005
+#: patches with more node pairs than this only get edges shorter than LONG_EDGE (m)
+MAX_NODE_PAIRS = 4_000_000
+LONG_EDGE = 6.0
 
 
 @dataclass
@@ -54,6 +78,9 @@ class Layer:
     clear: np.ndarray  # (h, w) float32 metres to the nearest non-navigable cell
     near_r: np.ndarray  # (h, w) int32 row of the nearest navigable cell (layer-local)
     near_c: np.ndarray
+    # (h, w) float32 signed clearance of the cell centre: metres to the nearest obstacle
+    # (> 0 on the floor, < 0 off it), capped at radius + 3 cells
+    sdf: Optional[np.ndarray] = None
 
 
 @dataclass
@@ -74,11 +101,19 @@ class Location:
 
 @dataclass
 class DistanceField:
-    """Fast-marching distances to one goal set, per island it reaches."""
+    """Distances to one goal set: exact at the corner nodes (``node_d``); fast-marching
+    ``parts`` per patch only in a fallback field (``fmm``)."""
 
     # patch id -> (layer index, R0, C0 (grid offsets of the crop), field (h, w), inf off-patch)
     parts: Dict[int, Tuple[int, int, int, np.ndarray]] = field(default_factory=dict)
     goals: Dict[int, np.ndarray] = field(default_factory=dict)  # patch -> (k, 2) goal xz
+    goal_y: Dict[int, np.ndarray] = field(default_factory=dict)  # patch -> (k,) goal heights
+    goal_id: Dict[int, np.ndarray] = field(default_factory=dict)  # patch -> (k,) graph ids
+    goal_pos: Dict[int, Tuple[float, float, float]] = field(default_factory=dict)  # id -> x, z, y
+    num_nodes: int = 0
+    node_d: Optional[np.ndarray] = None  # (num_nodes,) distance of each corner node
+    pred: Optional[np.ndarray] = None  # Dijkstra predecessors (-9999 at a goal)
+    fmm: Optional["DistanceField"] = None  # fast-marching fallback, built on demand
 
 
 def _lattice(n: int) -> np.ndarray:
@@ -157,7 +192,7 @@ class NavGrid:
         if self.walkable_only:
             walkable_tri[:] = True
 
-        keys_all, y_all, keys_walk, y_walk = [], [], [], []
+        keys_all, y_all, keys_walk, y_walk, x_all, z_all = [], [], [], [], [], []
         bar = None
         if progress or len(tris) > 200_000:
             from tqdm import tqdm
@@ -172,6 +207,8 @@ class NavGrid:
             k = r * self.W + c
             keys_all.append(k)
             y_all.append(pts[:, 1])
+            x_all.append(pts[:, 0])
+            z_all.append(pts[:, 2])
             w = walkable_tri[tidx]
             keys_walk.append(k[w])
             y_walk.append(pts[w, 1])
@@ -179,6 +216,8 @@ class NavGrid:
             bar.close()
         ka = np.concatenate(keys_all)
         ya = np.concatenate(y_all).astype(np.float64)
+        # every surface sample (cell key, x, z, y): obstacles at sub-cell precision
+        self._samples = (ka, np.concatenate(x_all), np.concatenate(z_all), ya)
         kw = np.concatenate(keys_walk)
         yw = np.concatenate(y_walk).astype(np.float64)
         self.ymin = float(ya.min()) if len(ya) else 0.0
@@ -203,7 +242,7 @@ class NavGrid:
         skey = np.sort(ka * span + (ya - self.ymin))
         base = ck * span + (cy - self.ymin)
         lo_i = np.searchsorted(skey, base + ag.max_climb + CLIMB_EPS, side="right")
-        hi_i = np.searchsorted(skey, base + ag.height, side="left")
+        hi_i = np.searchsorted(skey, base + ag.height - HEAD_EPS, side="left")
         stand = hi_i <= lo_i
         if self.walkable_only:
             stand[:] = True
@@ -313,11 +352,21 @@ class NavGrid:
         node_piece = np.empty(n, np.int64)
         occ: List[np.ndarray] = []  # per layer: occupied cells (H*W) bool
         piece_layer = np.empty(len(pieces), np.int64)
+        # pieces that come closer than the erosion reach (e.g. a sofa seat next to the
+        # floor) go to different layers, so that each one sees the other as an obstacle
+        gap = int(math.ceil(ag.radius / cell)) + 4 if not self.walkable_only else 1
         for pid, nodes in enumerate(pieces):
             node_piece[nodes] = pid
             keys = nk[nodes]
+            pr, pc = np.divmod(keys, self.W)
+            a0, b0 = max(int(pr.min()) - gap, 0), max(int(pc.min()) - gap, 0)
+            crop = np.zeros((min(int(pr.max()) + gap + 1, self.H) - a0, min(int(pc.max()) + gap + 1, self.W) - b0), bool)
+            crop[pr - a0, pc - b0] = True
+            crop = ndimage.binary_dilation(crop, iterations=gap)
+            dr, dc = np.nonzero(crop)
+            near = (dr + a0) * self.W + (dc + b0)
             for li, grid in enumerate(occ):
-                if not grid[keys].any():
+                if not grid[near].any():
                     break
             else:
                 occ.append(np.zeros(HW, bool))
@@ -340,11 +389,18 @@ class NavGrid:
         any_core = np.zeros(HW, bool)
         any_core[nk[core_node]] = True
 
-        # EDT is measured from the first free ring around obstacles (~0.75 cell from the face)
-        need = max(ag.radius / cell - 0.5, 1.0)
-        if self.walkable_only:
-            need = 0.0
-        pad = int(math.ceil(need)) + 2
+        # erosion by exactly the agent radius: clearance of each cell centre is its
+        # distance to the nearest obstacle sample / floor-edge point (sub-cell), not a
+        # count of blocked cells
+        er = 0.0 if self.walkable_only else float(ag.radius)
+        self.erode = er
+        need = er / cell
+        pad = int(math.ceil(need)) + 3
+        ka, sx, sz, sy = self._samples
+        order = np.argsort(ka, kind="stable")  # rows of a layer's crop: one slice
+        ka, sx, sz, sy = ka[order], sx[order], sz[order], sy[order]
+        del order
+        self._trees: List[Any] = []
         self.layers = []
         patch_layer: List[int] = []
         patch_bbox: List[Tuple[int, int, int, int]] = []
@@ -362,19 +418,18 @@ class NavGrid:
             height[lr, lc] = ny_[sel]
             present = np.zeros((h, w), bool)
             present[lr, lc] = True
-            core = np.zeros((h, w), bool)
-            core[lr[core_node[sel]], lc[core_node[sel]]] = True
+            ghost = np.zeros((h, w), bool)
             here = seam_nodes[node_layer[seam_nodes] == li]
             if len(here):
                 # across a seam (a floor cut from the stairs above it) the free space goes
-                # on in another layer: do not erode there
+                # on in another layer: no obstacles there
                 sm = np.ones((h, w), bool)
                 sm[nrows[here] - r0, ncols[here] - c0] = False
                 near = ndimage.distance_transform_edt(sm) <= need + 1
                 ghost = near & ~present & any_core.reshape(self.H, self.W)[r0:r1, c0:c1]
-                core |= ghost
-            edt = ndimage.distance_transform_edt(core)
-            nav = (edt >= need) & present
+            sdf, tree, nav = self._clearance(r0, r1, c0, c1, height, present, ghost, lr, lc, flags[sel],
+                                             (ka, sx, sz, sy), er)
+            self._trees.append(tree)
             lab, nlab = ndimage.label(nav)
             patch = np.where(nav, lab - 1 + base, -1).astype(np.int32)
             for sl in ndimage.find_objects(lab):
@@ -394,7 +449,7 @@ class NavGrid:
                 clear = np.zeros((h, w), np.float32)
                 near_r = np.full((h, w), -1, np.int32)
                 near_c = np.full((h, w), -1, np.int32)
-            self.layers.append(Layer(r0, c0, height, nav, patch, clear, near_r, near_c))
+            self.layers.append(Layer(r0, c0, height, nav, patch, clear, near_r, near_c, sdf))
         self.num_patches = base
         self.patch_layer = np.asarray(patch_layer, np.int64)
         self.patch_bbox = patch_bbox
@@ -455,7 +510,271 @@ class NavGrid:
             self.island_y = np.atleast_1d(ndimage.mean(Y, isl, np.arange(self.num_islands))).tolist()
         else:
             self.island_cells, self.island_center, self.island_radius_m, self.island_y = [], [], [], []
+        self._build_corner_graph()
+        del self._samples
         self._finish()
+
+    def _clearance(self, r0: int, r1: int, c0: int, c1: int, height: np.ndarray, present: np.ndarray,
+                   ghost: np.ndarray, lr: np.ndarray, lc: np.ndarray, flags: np.ndarray, samples,
+                   er: float):
+        """Signed clearance of one layer's cell centres, the KD-tree of its obstacle points
+        and the navigable cells: floor cells with a point of clearance >= ``er`` (the centre,
+        or one of 6 x 6 points of a cell whose centre falls short by less than 0.75 cell, so
+        that a gap a little wider than the agent stays open).
+
+        Obstacle points: the (x, z) of every surface sample in a cell off this layer's floor
+        lying between (floor + max_climb) and (floor + height), floor = the nearest floor
+        cell's height, and the mid-point of each floor-cell side with no climbable neighbour
+        and no such sample behind it (a floor edge or a drop). Seams are not obstacles."""
+        from scipy.spatial import cKDTree
+
+        cell, ag = self.cell, self.agent
+        h, w = present.shape
+        ka, sx, sz, sy = samples
+        dist_p, ind = ndimage.distance_transform_edt(~present, return_indices=True)
+        hf = height[ind[0], ind[1]]
+        reach = er / cell + 3.0
+        # samples of the cells around this layer's floor (ka is sorted: one range per cell)
+        cr, ccl = np.nonzero(~present & ~ghost & (dist_p <= reach))
+        keys = (cr + r0) * self.W + (ccl + c0)
+        lo_i = np.searchsorted(ka, keys, side="left")
+        cnt = np.searchsorted(ka, keys, side="right") - lo_i
+        tot = int(cnt.sum())
+        m = np.repeat(lo_i - np.cumsum(cnt) + cnt, cnt) + np.arange(tot)
+        rr, cc = np.repeat(cr, cnt), np.repeat(ccl, cnt)
+        rel = sy[m] - hf[rr, cc]
+        obs = (rel > ag.max_climb + CLIMB_EPS) & (rel < ag.height - HEAD_EPS)
+        blocked = np.zeros((h, w), bool)
+        blocked[rr[obs], cc[obs]] = True
+        pts = [np.stack([sx[m[obs]], sz[m[obs]]], axis=1).astype(np.float64)]
+        for k, (dr, dc) in enumerate(((0, 1), (0, -1), (1, 0), (-1, 0))):
+            bad = np.nonzero(~flags[:, k])[0]
+            nr, nc = lr[bad] + dr, lc[bad] + dc
+            inside = (nr >= 0) & (nr < h) & (nc >= 0) & (nc < w)
+            behind = np.zeros(len(bad), bool)
+            behind[inside] = blocked[nr[inside], nc[inside]] | ghost[nr[inside], nc[inside]]
+            b = bad[~behind]
+            pts.append(np.stack([self.x0 + (c0 + lc[b] + 0.5 + 0.5 * dc) * cell,
+                                 self.z0 + (r0 + lr[b] + 0.5 + 0.5 * dr) * cell], axis=1))
+        p = np.concatenate(pts)
+        cap = er + 3.0 * cell
+        sdf = np.full((h, w), -cap, np.float32)
+        if len(p) == 0:
+            sdf[present] = cap
+            return sdf, None, present.copy()
+        q = np.round(p * 1000.0).astype(np.int64)  # one point per square millimetre
+        _, first = np.unique(q[:, 0] * 100_000_000 + q[:, 1], return_index=True)
+        p = p[first]
+        tree = cKDTree(p)
+        qr, qc = np.nonzero(present | (dist_p <= 1.5))
+        centres = np.stack([self.x0 + (c0 + qc + 0.5) * cell, self.z0 + (r0 + qr + 0.5) * cell], axis=1)
+        d, _ = tree.query(centres, distance_upper_bound=cap)
+        d = np.minimum(d, cap)
+        sdf[qr, qc] = np.where(present[qr, qc], d, -d)
+        nav = present & (sdf >= er - 1e-6)
+        if er > 0:
+            pr, pc = np.nonzero(present & ~nav & (sdf >= er - 0.75 * cell))
+            if len(pr):
+                sub = (np.arange(6) + 0.5) / 6.0
+                ox, oz = np.meshgrid(sub, sub)
+                px = self.x0 + (c0 + pc[:, None] + ox.reshape(1, -1)) * cell
+                pz = self.z0 + (r0 + pr[:, None] + oz.reshape(1, -1)) * cell
+                ds, _ = tree.query(np.stack([px.ravel(), pz.ravel()], axis=1), distance_upper_bound=er + 1e-3)
+                hit = (ds.reshape(len(pr), -1) >= er).any(axis=1)
+                nav[pr[hit], pc[hit]] = True
+        return sdf, tree, nav
+
+    # --------------------------------------------------------- corner graph
+    def _build_corner_graph(self) -> None:
+        """Nodes: points on the boundary of the eroded free space where it bends around an
+        obstacle corner (the corners seen from cells next to the boundary where the
+        clearance is curved; nodes on the arc of the radius around each), and the portal
+        cells of seams. Edges: node pairs of one patch
+        that see each other (straight segment with clearance >= radius) and leave both
+        corners tangentially, plus the seam crossings. Shortest paths of the free space
+        bend only at such corners, so Dijkstra over this graph gives the geodesic."""
+        from scipy.spatial import cKDTree
+
+        cell, er = self.cell, self.erode
+        xz, ys, pat, nrm = [], [], [], []
+        for li, L in enumerate(self.layers):
+            S = L.sdf
+            if S is None or not L.nav.any():
+                continue
+            lap = np.zeros_like(S)
+            lap[1:-1, 1:-1] = (S[2:, 1:-1] + S[:-2, 1:-1] + S[1:-1, 2:] + S[1:-1, :-2] - 4 * S[1:-1, 1:-1]) / cell ** 2
+            band = L.nav & (S <= er + 1.5 * cell) & (lap > CORNER_CURVATURE)
+            rr, cc = np.nonzero(band)
+            if not len(rr):
+                continue
+            p = np.stack([self.x0 + (L.c0 + cc + 0.5) * cell, self.z0 + (L.r0 + rr + 0.5) * cell], axis=1)
+            tree = self._trees[li]
+            if tree is None:
+                continue
+            d, idx = tree.query(p)
+            if er > 0:
+                # the obstacle corners these cells see; nodes all around each corner at
+                # exactly the radius (every 7.5 degrees), where that corner is the nearest
+                # obstacle, i.e. on the arc the eroded boundary makes there
+                oc = np.unique(idx)
+                o = tree.data[oc]
+                ang = np.radians(np.arange(0.0, 360.0, 7.5))
+                dirn = np.stack([np.cos(ang), np.sin(ang)], axis=1)
+                q = (o[:, None, :] + (er + 1e-3) * dirn[None]).reshape(-1, 2)
+                dq, _ = tree.query(q, distance_upper_bound=er + 0.01)
+                keep = dq >= er - 1e-4
+                q, qn = q[keep], np.tile(dirn, (len(o), 1))[keep]
+                qr = np.floor((q[:, 1] - self.z0) / cell).astype(np.int64) - L.r0
+                qc = np.floor((q[:, 0] - self.x0) / cell).astype(np.int64) - L.c0
+                h, w = L.nav.shape
+                ok = (qr >= 0) & (qr < h) & (qc >= 0) & (qc < w)
+                q, qn, qr, qc = q[ok], qn[ok], qr[ok], qc[ok]
+                nr_, nc_ = L.near_r[qr, qc], L.near_c[qr, qc]  # the nearest navigable cell
+                ok = (nr_ >= 0) & (np.abs(nr_ - qr) <= 1) & (np.abs(nc_ - qc) <= 1)
+                q, qn, nr_, nc_ = q[ok], qn[ok], nr_[ok], nc_[ok]
+                xz.append(q)
+                ys.append(L.height[nr_, nc_].astype(np.float64))
+                pat.append(L.patch[nr_, nc_].astype(np.int64))
+                nrm.append(qn)
+                continue
+            o = tree.data[idx]
+            xz.append(p)
+            ys.append(L.height[rr, cc].astype(np.float64))
+            pat.append(L.patch[rr, cc].astype(np.int64))
+            nrm.append((p - o) / np.maximum(d, 1e-9)[:, None])
+        # portal cells
+        seen: Dict[Tuple[int, int, int], int] = {}
+        pxz, py, ppat = [], [], []
+        pairs = set()
+        for a, lst in self.portals.items():
+            for ra, ca, b, rb, cb in lst:
+                for key in ((a, ra, ca), (b, rb, cb)):
+                    if key not in seen:
+                        seen[key] = len(pxz)
+                        q, R, C = key
+                        L = self.layers[int(self.patch_layer[q])]
+                        pxz.append((self.x0 + (C + 0.5) * cell, self.z0 + (R + 0.5) * cell))
+                        py.append(float(L.height[R - L.r0, C - L.c0]))
+                        ppat.append(q)
+                i, j = seen[(a, ra, ca)], seen[(b, rb, cb)]
+                pairs.add((min(i, j), max(i, j)))
+        if xz:
+            cxz, cy, cp, cn = (np.concatenate(xz), np.concatenate(ys), np.concatenate(pat), np.concatenate(nrm))
+            # one node per half cell of boundary
+            key = np.stack([cp, np.floor(cxz[:, 0] / (0.5 * cell)), np.floor(cxz[:, 1] / (0.5 * cell))], axis=1)
+            _, first = np.unique(key, axis=0, return_index=True)
+            first = np.sort(first)
+            cxz, cy, cp, cn = cxz[first], cy[first], cp[first], cn[first]
+        else:
+            cxz, cy, cp, cn = np.zeros((0, 2)), np.zeros(0), np.zeros(0, np.int64), np.zeros((0, 2))
+        nc_ = len(cxz)
+        self.node_xz = np.concatenate([cxz, np.asarray(pxz, np.float64).reshape(-1, 2)])
+        self.node_y = np.concatenate([cy, np.asarray(py, np.float64)])
+        self.node_patch = np.concatenate([cp, np.asarray(ppat, np.int64)])
+        self.node_nrm = np.concatenate([cn, np.zeros((len(pxz), 2))])
+        self.num_nodes = len(self.node_xz)
+        order = np.argsort(self.node_patch, kind="stable")
+        cuts = np.searchsorted(self.node_patch[order], np.arange(self.num_patches + 1))
+        self.patch_nodes = {p: order[cuts[p]:cuts[p + 1]] for p in range(self.num_patches)
+                            if cuts[p + 1] > cuts[p]}
+        rows, cols, wts = [], [], []
+        for (i, j) in sorted(pairs):
+            rows.append(nc_ + i)
+            cols.append(nc_ + j)
+            wts.append(max(self._len3(self.node_xz[nc_ + i], self.node_y[nc_ + i],
+                                      self.node_xz[nc_ + j], self.node_y[nc_ + j]), 1e-6))
+        er_ = [np.asarray(rows, np.int64)], [np.asarray(cols, np.int64)], [np.asarray(wts, np.float64)]
+        self.graph_truncated = False
+        for p, idx in self.patch_nodes.items():
+            m = len(idx)
+            if m < 2:
+                continue
+            if m * (m - 1) // 2 <= MAX_NODE_PAIRS:
+                ii, jj = np.triu_indices(m, 1)
+            else:  # very large patches: edges up to a few metres (the field fills in)
+                self.graph_truncated = True
+                pr = cKDTree(self.node_xz[idx]).query_pairs(LONG_EDGE, output_type="ndarray")
+                ii, jj = pr[:, 0], pr[:, 1]
+            a, b = idx[ii], idx[jj]
+            keep = self._tangent(a, self.node_xz[b]) & self._tangent(b, self.node_xz[a])
+            a, b = a[keep], b[keep]
+            li = int(self.patch_layer[p])
+            for s in range(0, len(a), 20000):
+                aa, bb = a[s:s + 20000], b[s:s + 20000]
+                vis = self._los(li, self.node_xz[aa], self.node_xz[bb])
+                aa, bb = aa[vis], bb[vis]
+                er_[0].append(aa)
+                er_[1].append(bb)
+                er_[2].append(np.maximum(self._len3(self.node_xz[aa], self.node_y[aa],
+                                                    self.node_xz[bb], self.node_y[bb]), 1e-6))
+        self._edges_base = tuple(np.concatenate(x) for x in er_)
+
+    @staticmethod
+    def _len3(a, ya, b, yb):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        d = b - a
+        dy = np.asarray(yb, np.float64) - np.asarray(ya, np.float64)
+        return np.sqrt(d[..., 0] ** 2 + d[..., 1] ** 2 + dy ** 2)
+
+    def _tangent(self, i: np.ndarray, other: np.ndarray) -> np.ndarray:
+        """Segments from nodes ``i`` towards ``other`` that leave a corner along its
+        boundary (a shortest path bends around a corner, it does not turn back there)."""
+        d = other - self.node_xz[i]
+        ln = np.hypot(d[:, 0], d[:, 1])
+        dot = np.abs(d[:, 0] * self.node_nrm[i, 0] + d[:, 1] * self.node_nrm[i, 1])
+        return dot <= TANGENT_COS * np.maximum(ln, 1e-12)
+
+    def _sdf_at(self, L: Layer, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Bilinear signed clearance at points (x, z) of a layer (-inf off its crop)."""
+        S = L.sdf
+        h, w = S.shape
+        u = (x - self.x0) / self.cell - 0.5 - L.c0
+        v = (z - self.z0) / self.cell - 0.5 - L.r0
+        c = np.floor(u).astype(np.int64)
+        r = np.floor(v).astype(np.int64)
+        fu, fv = u - c, v - r
+        ok = (c >= 0) & (r >= 0) & (c < w - 1) & (r < h - 1)
+        c, r = np.clip(c, 0, w - 2), np.clip(r, 0, h - 2)
+        val = (S[r, c] * (1 - fu) * (1 - fv) + S[r, c + 1] * fu * (1 - fv)
+               + S[r + 1, c] * (1 - fu) * fv + S[r + 1, c + 1] * fu * fv)
+        return np.where(ok, val, -np.inf)
+
+    def _los(self, li: int, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """Which segments A[i] -> B[i] of layer ``li`` keep the agent's clearance (within
+        ``LOS_TOL``). Near an end point whose own clearance is short of the radius (a
+        query point between cell centres), the bound is relaxed by that shortfall minus
+        the distance travelled from it (clearance grows at most 1 m per metre)."""
+        L = self.layers[li]
+        A = np.asarray(A, np.float64).reshape(-1, 2)
+        B = np.asarray(B, np.float64).reshape(-1, 2)
+        m = len(A)
+        if m == 0:
+            return np.zeros(0, bool)
+        d = B - A
+        ln = np.hypot(d[:, 0], d[:, 1])
+        n = np.maximum(np.ceil(ln / (0.5 * self.cell)).astype(np.int64) + 1, 2)
+        off = np.r_[0, np.cumsum(n)[:-1]]
+        seg = np.repeat(np.arange(m), n)
+        t = (np.arange(int(n.sum())) - off[seg]) / (n[seg] - 1)
+        px = A[seg, 0] + d[seg, 0] * t
+        pz = A[seg, 1] + d[seg, 1] * t
+        s = self._sdf_at(L, px, pz)
+        er = self.erode
+        def_a = np.maximum(er - self._sdf_at(L, A[:, 0], A[:, 1]), 0.0)
+        def_b = np.maximum(er - self._sdf_at(L, B[:, 0], B[:, 1]), 0.0)
+        ta = ln[seg] * t
+        relax = np.maximum(np.maximum(def_a[seg] - ta, def_b[seg] - (ln[seg] - ta)), 0.0)
+        thr = er - LOS_TOL - relax
+        ok = s >= thr
+        tree = self._trees[li] if er > 0 else None
+        if tree is not None and not ok.all():
+            # interpolation cuts the clearance short on a ridge (the middle of a gap just
+            # wider than the agent): decide near-threshold samples with the exact distance
+            near = np.nonzero(~ok & (s >= thr - 0.75 * self.cell))[0]
+            if len(near):
+                d, _ = tree.query(np.stack([px[near], pz[near]], axis=1), distance_upper_bound=er + 1.0)
+                ok[near] = d >= thr[near]
+        return np.logical_and.reduceat(ok, off)
 
     def _finish_empty(self) -> None:
         self.layers = []
@@ -467,6 +786,11 @@ class NavGrid:
         self.island_cells, self.island_center = [], []
         self.island_radius_m, self.island_y = [], []
         self.num_islands = 0
+        self.erode = 0.0
+        self.node_xz, self.node_nrm = np.zeros((0, 2)), np.zeros((0, 2))
+        self.node_y, self.node_patch = np.zeros(0), np.zeros(0, np.int64)
+        self.num_nodes, self.patch_nodes, self.graph_truncated = 0, {}, False
+        self._edges_base = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
         self._finish()
 
     def _finish(self) -> None:
@@ -809,8 +1133,8 @@ class NavGrid:
         speed = 1.0 / np.sqrt(1.0 + g2)
         return np.where(mask, speed, 1.0)
 
-    def _compute_field(self, goals: np.ndarray) -> DistanceField:
-        """Distance field of a goal set, propagated across seams patch by patch."""
+    def _fmm_field(self, goals: np.ndarray) -> DistanceField:
+        """Fast-marching distance field of a goal set (fallback), propagated across seams patch by patch."""
         import heapq
 
         df = DistanceField()
@@ -851,6 +1175,106 @@ class NavGrid:
                 heapq.heappush(heap, (v, q))
         return df
 
+    def _compute_field(self, goals: np.ndarray) -> DistanceField:
+        """Exact distances from the goal set to every corner node: each goal is joined to
+        the nodes of its patch it sees, then one multi-source Dijkstra (scipy)."""
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import dijkstra
+
+        df = DistanceField()
+        N = self.num_nodes
+        rows, cols, wts = list(map(list, ([self._edges_base[0]], [self._edges_base[1]], [self._edges_base[2]])))
+        k = 0
+        per_patch: Dict[int, List[Tuple[float, float, float, int]]] = {}
+        for g in goals:
+            loc = self.snap(g)
+            if loc is None or loc.patch < 0:
+                continue
+            gid = N + k
+            k += 1
+            per_patch.setdefault(loc.patch, []).append((loc.x, loc.z, loc.y, gid))
+            idx = self.patch_nodes.get(loc.patch)
+            if idx is None or not len(idx):
+                continue
+            gxz = np.array([loc.x, loc.z])
+            vis = self._los(loc.layer, np.repeat(gxz[None], len(idx), 0), self.node_xz[idx])
+            idx = idx[vis]
+            rows.append(np.full(len(idx), gid, np.int64))
+            cols.append(idx)
+            wts.append(np.maximum(self._len3(gxz, loc.y, self.node_xz[idx], self.node_y[idx]), 1e-6))
+        for p, lst in per_patch.items():
+            arr = np.asarray(lst, np.float64)
+            df.goals[p] = arr[:, :2]
+            df.goal_y[p] = arr[:, 2]
+            df.goal_id[p] = arr[:, 3].astype(np.int64)
+        df.num_nodes = N
+        if k == 0:
+            df.node_d = np.full(N, np.inf)
+            df.pred = np.full(N, -9999, np.int64)
+            return df
+        r, c, w = np.concatenate(rows), np.concatenate(cols), np.concatenate(wts)
+        graph = coo_matrix((w, (r, c)), shape=(N + k, N + k)).tocsr()
+        dist, pred = dijkstra(graph, directed=False, indices=np.arange(N, N + k), min_only=True,
+                              return_predecessors=True)[:2]
+        df.node_d = dist[:N]
+        df.pred = pred
+        df.goal_pos = {int(i): (x, z, y) for lst in per_patch.values() for (x, z, y, i) in lst}
+        return df
+
+    def _best_corner(self, df: DistanceField, loc: Location) -> Tuple[float, int]:
+        """(distance, first node or goal id) over the nodes and goals that ``loc`` sees:
+        min |loc - v| + D(v), candidates tried in increasing order of that sum."""
+        p = loc.patch
+        idx = self.patch_nodes.get(p)
+        ids, xz, ys, base = [], [], [], []
+        if idx is not None and len(idx):
+            dn = df.node_d[idx]
+            fin = np.isfinite(dn)
+            ids.append(idx[fin])
+            xz.append(self.node_xz[idx[fin]])
+            ys.append(self.node_y[idx[fin]])
+            base.append(dn[fin])
+        if p in df.goals:
+            ids.append(df.goal_id[p])
+            xz.append(df.goals[p])
+            ys.append(df.goal_y[p])
+            base.append(np.zeros(len(df.goals[p])))
+        if not ids:
+            return INF, -1
+        ids, xz, ys, base = (np.concatenate(ids), np.concatenate(xz), np.concatenate(ys), np.concatenate(base))
+        if not len(ids):
+            return INF, -1
+        me = np.array([loc.x, loc.z])
+        key = self._len3(me, loc.y, xz, ys) + base
+        first = min(len(key), 16)
+        order = np.argpartition(key, first - 1)[:first] if len(key) > first else np.arange(len(key))
+        order = order[np.argsort(key[order], kind="stable")]
+        done = 0
+        while True:
+            for s in range(0, len(order), 8):
+                o = order[s:s + 8]
+                vis = self._los(loc.layer, np.repeat(me[None], len(o), 0), xz[o])
+                if vis.any():
+                    j = int(o[int(np.argmax(vis))])
+                    return float(key[j]), int(ids[j])
+            done += len(order)
+            if done >= len(key):
+                return INF, -2  # sees nothing: caller falls back to fast marching
+            order = np.argsort(key, kind="stable")[done:]
+
+    def field_value(self, df: DistanceField, loc: Location) -> float:
+        val, first = self._best_corner(df, loc)
+        if first == -2 or (self.graph_truncated and val < INF):
+            fm = self._fmm_value(self._fmm(df), loc)
+            return fm if first == -2 else min(val, fm)
+        return val
+
+    def _fmm(self, df: DistanceField) -> DistanceField:
+        if df.fmm is None:
+            goals = [(x, y, z) for (x, z, y) in df.goal_pos.values()]
+            df.fmm = self._fmm_field(np.asarray(goals, np.float64).reshape(-1, 3))
+        return df.fmm
+
     def distance_field(self, goals) -> DistanceField:
         """The cached field of a goal set (points rounded to 1 mm form the key)."""
         g = np.asarray(goals, dtype=np.float64).reshape(-1, 3)
@@ -867,7 +1291,7 @@ class NavGrid:
                 self._field_cache.popitem(last=False)
         return df
 
-    def field_value(self, df: DistanceField, loc: Location) -> float:
+    def _fmm_value(self, df: DistanceField, loc: Location) -> float:
         part = df.parts.get(loc.patch)
         if part is None:
             return INF
@@ -917,14 +1341,33 @@ class NavGrid:
         return self.field_value(self.distance_field(g), loc)
 
     def find_path(self, a, goals) -> Tuple[List[np.ndarray], float]:
-        """Polyline (steepest descent of the field, then string-pulled) and its length
-        as the geodesic distance of the field."""
+        """Shortest polyline: the start, the corner nodes of the graph path, the goal."""
         loc = self.snap(a)
         g = np.asarray(goals, dtype=np.float64).reshape(-1, 3)
         if loc is None or loc.patch < 0 or len(g) == 0:
             return [], INF
         df = self.distance_field(g)
-        dist = self.field_value(df, loc)
+        val, j = self._best_corner(df, loc)
+        if j == -2:
+            return self._fmm_path(loc, self._fmm(df))
+        if not val < INF:
+            return [], INF
+        pts = [np.array([loc.x, loc.y, loc.z], np.float32)]
+        N = df.num_nodes
+        for _ in range(N + 1):
+            if j >= N:
+                x, z, y = df.goal_pos[j]
+                pts.append(np.array([x, y, z], np.float32))
+                break
+            if j < 0:
+                break
+            pts.append(np.array([self.node_xz[j, 0], self.node_y[j], self.node_xz[j, 1]], np.float32))
+            j = int(df.pred[j])
+        return pts, val
+
+    def _fmm_path(self, loc: Location, df: DistanceField) -> Tuple[List[np.ndarray], float]:
+        """Fallback polyline: steepest descent of a fast-marching field, string-pulled."""
+        dist = self._fmm_value(df, loc)
         if not dist < INF:
             return [], INF
 
