@@ -58,7 +58,7 @@ setup(
     py_modules=["_habitat_mosnav_pth"],
     cmdclass=CMDCLASS,
     include_package_data=True,
-    package_data={"habitat_mosnav": ["config/**/*.yaml", "data/**/*"]},
+    package_data={"habitat_mosnav": ["config/**/*.yaml", "data/**/*", "dataset_building/data/*.json"]},
     python_requires=">=3.9",
     install_requires=[
         "habitat-lab==0.3.320260507",
