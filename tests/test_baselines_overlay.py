@@ -15,6 +15,8 @@ from habitat_mosnav.baselines.evaluator import (  # noqa: E402
     overlay_values,
     scalar_overlay,
     scalar_overlay_frame,
+    uniform_frames,
+    uniform_generate_video,
 )
 
 
@@ -44,8 +46,20 @@ def test_scalar_overlay_draws_the_scalar_lines_and_is_restored():
                              {"mos_f1": 0.5, "spl_multi": 0.25, "note": "ok"})
     assert out.shape == expected.shape and np.array_equal(out, expected)
     assert out.astype(int).sum() > 0  # text was drawn
-    stock = habitat_evaluator.overlay_frame
+    stock = habitat_evaluator.overlay_frame, habitat_evaluator.generate_video
     with scalar_overlay():
-        # the name the stock evaluation loop calls
-        assert HabitatEvaluator.evaluate_agent.__globals__["overlay_frame"] is scalar_overlay_frame
-    assert habitat_evaluator.overlay_frame is stock
+        # the names the stock evaluation loop calls
+        names = HabitatEvaluator.evaluate_agent.__globals__
+        assert names["overlay_frame"] is scalar_overlay_frame
+        assert names["generate_video"] is uniform_generate_video
+    assert (habitat_evaluator.overlay_frame, habitat_evaluator.generate_video) == stock
+
+
+def test_video_frames_of_two_sizes_are_padded_to_one():
+    # the loop's first frame has no map panel (rendered with an empty info)
+    first = np.full((64, 128, 3), 7, np.uint8)
+    later = np.full((64, 192, 3), 9, np.uint8)
+    out = uniform_frames([first, later, later])
+    assert [f.shape for f in out] == [(64, 192, 3)] * 3
+    assert (out[0][:, :128] == 7).all() and (out[0][:, 128:] == 0).all()
+    assert out[1] is later

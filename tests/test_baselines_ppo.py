@@ -112,3 +112,25 @@ def test_evaluation_with_fewer_episodes_than_environments(experiment):
                                 "episodes.jsonl"))
     assert [r["episode_key"] for r in records] == [sorted(KEYS)[0]]
     assert records[0]["episode_index"] == 0
+
+
+def test_evaluation_video_with_the_top_down_map(experiment):
+    # habitat's overlay_frame formats every info value with :.2f and crashes on the
+    # top_down_map dict (habitat-lab PR #1060); the mosnav evaluator overlays only scalars,
+    # so the video with habitat's map panel is written.
+    root, common, _ = experiment
+    rc, log = run(root, *common, "habitat_baselines.evaluate=True",
+                  "habitat_baselines.test_episode_count=1",
+                  "habitat_baselines.evaluator.output_dir=exp/eval_video",
+                  "habitat_baselines.eval.video_option=[disk]",
+                  "habitat_baselines.video_dir=exp/video_map",
+                  "+habitat/task/measurements@habitat.task.measurements.top_down_map=top_down_map",
+                  "habitat.task.measurements.top_down_map.draw_goal_aabbs=False")
+    assert rc == 0, log[-3000:]
+    videos = [n for n in os.listdir(root / "exp" / "video_map") if n.endswith(".mp4")]
+    assert len(videos) == 1
+    import imageio
+
+    frames = imageio.mimread(str(root / "exp" / "video_map" / videos[0]), memtest=False)
+    # the RGB and depth panels (64 px) plus habitat's map panel beside them
+    assert len(frames) >= 2 and frames[0].shape[1] > 2 * 64

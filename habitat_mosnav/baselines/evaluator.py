@@ -13,7 +13,9 @@ logged averages and videos — with four fixes around it:
 * the evaluation video's text overlay (habitat's ``overlay_frame``, which formats every
   info value with ``:.2f`` and crashes on the ``top_down_map`` dict of arrays; habitat-lab
   PR #1060) gets only the scalar and string values, see :func:`scalar_overlay_frame`; the
-  map itself still reaches ``observations_to_image``;
+  map itself still reaches ``observations_to_image``; and the frames of each video are
+  padded to one size (:func:`uniform_frames`: the loop renders an evaluation's first frame
+  with an empty info, so without the map panel, and imageio refuses frames of two sizes);
 * every finished episode is written as one SPEC §8 record (``info["mosnav_episode"]``
   from :class:`~habitat_mosnav.baselines.envs.MosNavEpisodeInfo`) to
   ``<output_dir>/<checkpoint name>/rank_00000/episodes.jsonl``, then ``done.json`` and
@@ -101,6 +103,7 @@ def completed(out_dir: str) -> bool:
 
 
 _STOCK_OVERLAY = _stock_loop.overlay_frame
+_STOCK_GENERATE_VIDEO = _stock_loop.generate_video
 
 
 def overlay_values(info: Dict[str, Any]) -> Dict[str, Any]:
@@ -124,15 +127,41 @@ def scalar_overlay_frame(frame, info, additional=None):
     return _STOCK_OVERLAY(frame, overlay_values(info), additional)
 
 
+def uniform_frames(images: List[Any]) -> List[Any]:
+    """The frames padded with black (right and bottom) to the largest height and width."""
+    import numpy as np
+
+    if not images:
+        return list(images)
+    h = max(int(im.shape[0]) for im in images)
+    w = max(int(im.shape[1]) for im in images)
+    out = []
+    for im in images:
+        if im.shape[0] == h and im.shape[1] == w:
+            out.append(im)
+            continue
+        pad = np.zeros((h, w) + tuple(im.shape[2:]), dtype=im.dtype)
+        pad[: im.shape[0], : im.shape[1]] = im
+        out.append(pad)
+    return out
+
+
+def uniform_generate_video(*args, images=None, **kwargs):
+    """habitat-baselines' ``generate_video`` over :func:`uniform_frames` of ``images``."""
+    return _STOCK_GENERATE_VIDEO(*args, images=uniform_frames(list(images or [])), **kwargs)
+
+
 @contextlib.contextmanager
 def scalar_overlay():
-    """Within the block, habitat-baselines' evaluation loop overlays only scalar values."""
-    previous = _stock_loop.overlay_frame
+    """Within the block, habitat-baselines' evaluation loop overlays only scalar values
+    and writes each video from frames of one size."""
+    previous = _stock_loop.overlay_frame, _stock_loop.generate_video
     _stock_loop.overlay_frame = scalar_overlay_frame
+    _stock_loop.generate_video = uniform_generate_video
     try:
         yield
     finally:
-        _stock_loop.overlay_frame = previous
+        _stock_loop.overlay_frame, _stock_loop.generate_video = previous
 
 
 class _RecordingEnvs:
