@@ -72,10 +72,14 @@ def bootstrap_interval(values: Sequence[Optional[float]], resamples: int = 2000,
     if v.size == 0 or not np.isfinite(v).any():
         return None, None
     rng = np.random.default_rng(seed)
-    draws = v[rng.integers(0, v.size, size=(int(resamples), v.size))]
-    counts = np.isfinite(draws).sum(axis=1)
-    sums = np.nansum(draws, axis=1)
-    means = sums[counts > 0] / counts[counts > 0]
+    chunk = max(1, 4_000_000 // v.size)  # resamples per block: at most ~32 MB of draws
+    means = []
+    for start in range(0, int(resamples), chunk):
+        draws = v[rng.integers(0, v.size, size=(min(chunk, int(resamples) - start), v.size))]
+        counts = np.isfinite(draws).sum(axis=1)
+        sums = np.nansum(draws, axis=1)
+        means.append(sums[counts > 0] / counts[counts > 0])
+    means = np.concatenate(means)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
     return float(lo), float(hi)
