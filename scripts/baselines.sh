@@ -6,7 +6,8 @@
 #   BASELINES_BENCHMARK  benchmark setting (default demo/official; HM3D: mosnav-v1/val/official)
 #   BASELINES_ARGS       extra mosnav-eval flags (HM3D: --dataset-dir DIR --scene-root DIR)
 #   BASELINES_OUT        output directory (default baselines_output), one run folder per agent
-#   BASELINES_PPO_CONFIG habitat-baselines config of the checkpoint (default ppo_mos_demo)
+#   BASELINES_PPO_CONFIG habitat-baselines config of the checkpoint (default ppo_mos_demo; it
+#                        evaluates with its own settings: the config's episodes, steps, sensors)
 #   BASELINES_PPO_CKPT   checkpoint (default data/mosnav/$BASELINES_PPO_CONFIG/checkpoints/latest.pth)
 #   BASELINES_PPO_ARGS   extra Hydra overrides for its evaluation (HM3D: habitat.dataset.data_path=...)
 #   BIN                  where mosnav-eval and python live (default .venv/bin)
@@ -38,7 +39,9 @@ if [ -f "$PPO_CKPT" ]; then
     "$BIN/python" -m habitat_mosnav.run --config-name="$PPO_CONFIG" habitat_baselines.evaluate=True \
         habitat_baselines.eval_ckpt_path_dir="$PPO_CKPT" habitat_baselines.evaluator.output_dir="$OUT/ppo_eval" \
         mosnav_output_dir="$OUT/ppo_run" $PPO_ARGS
-    mv "$OUT"/ppo_eval/ckpt.* "$OUT/ppo"  # one checkpoint: its records are the run
+    # one checkpoint, one evaluation folder (eval/<checkpoint name>): that is the run
+    evals=("$OUT"/ppo_eval/*/)
+    mv "${evals[0]}" "$OUT/ppo"
     rm -rf "$OUT/ppo_eval" "$OUT/ppo_run"
     RUNS+=("$OUT/ppo")
 else
