@@ -55,7 +55,8 @@ setup(
     version="0.1.0",
     description="Multi-object visual navigation benchmark (MOS/MOC) as a Habitat-Lab plugin",
     packages=find_packages(include=["habitat_mosnav", "habitat_mosnav.*"]),
-    py_modules=["_habitat_mosnav_pth"],
+    # benchmark_api: the original benchmark's `from benchmark_api import Action, Observation`
+    py_modules=["_habitat_mosnav_pth", "benchmark_api"],
     cmdclass=CMDCLASS,
     include_package_data=True,
     package_data={"habitat_mosnav": ["config/**/*.yaml", "data/**/*", "dataset_building/data/*.json"]},

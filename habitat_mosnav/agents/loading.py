@@ -113,11 +113,11 @@ def instantiate_agent(factory: Callable[..., Any], spec: str, args: Optional[Any
     return agent
 
 
-def load_agent(spec: str, args: Optional[Any] = None, legacy_api: bool = False):
-    """Resolve and build the agent; ``legacy_api`` wraps it for ``act(rgb, depth, prompt)``."""
-    agent = instantiate_agent(resolve_agent(spec), spec, args)
-    if legacy_api:
-        from habitat_mosnav.agents.legacy import LegacyAgentAdapter
+def load_agent(spec: str, args: Optional[Any] = None, legacy_api: bool = False,
+               note: Optional[Callable[[str], None]] = None):
+    """Resolve and build the agent; ``legacy_api`` (or an ``act(rgb, depth, prompt)``
+    signature, see :func:`~habitat_mosnav.agents.legacy.adapt_agent`) wraps it for the
+    old call."""
+    from habitat_mosnav.agents.legacy import adapt_agent
 
-        agent = LegacyAgentAdapter(agent)
-    return agent
+    return adapt_agent(instantiate_agent(resolve_agent(spec), spec, args), legacy_api, note)

@@ -1,10 +1,13 @@
 """Evaluation runs (SPEC §8): selection/sharding, seeds, result files, aggregation.
 
-Light at import: selection and result files need only the standard library and numpy.
+Light at import: selection, result files and the rollout contract's policy side
+(``PolicyAdapter``, ``PolicyStep``, ``EpisodeContext``) need only the standard library
+and numpy.
 ``Evaluator`` / ``EvaluationConfig`` / ``EvaluationSetupError`` (the run through
 ``habitat.Env``) are imported lazily from :mod:`habitat_mosnav.evaluation.evaluator` on
 first use, so importing this package stays cheap.
 """
+from habitat_mosnav.evaluation.policy import EpisodeContext, PolicyAdapter, PolicyStep
 from habitat_mosnav.evaluation.results import (
     RankWriter,
     ResultFileError,
@@ -31,6 +34,7 @@ def __getattr__(name):
 
 
 __all__ = [
+    "EpisodeContext", "PolicyAdapter", "PolicyStep",
     "EvaluationConfig", "EvaluationSetupError", "Evaluator", "RankWriter", "ResultFileError", "episode_key",
     "episode_seed", "error_info", "format_summary", "launcher_rank_world", "make_record",
     "read_jsonl", "select_episodes", "split_key", "summarize", "write_done", "write_summary",

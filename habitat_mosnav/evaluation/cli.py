@@ -154,6 +154,12 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
                    help="this worker's rank (default: RANK or SLURM_PROCID, else 0)")
     g.add_argument("--world-size", type=_int_at_least(1, "--world-size"), default=None,
                    help="number of workers (default: WORLD_SIZE or SLURM_NTASKS, else 1)")
+    g.add_argument("--rank-timeout", type=_float_positive("--rank-timeout", allow_zero=True),
+                   default=None, metavar="SECONDS",
+                   help="with several ranks: how long rank 0 waits after its own shard for "
+                        "the others to finish before writing an incomplete summary (the last "
+                        "rank to finish rewrites it); 0: no wait (default: 3600 when torchrun "
+                        "or SLURM set the ranks, 0 with --rank/--world-size)")
     g.add_argument("--seed", type=int, default=0,
                    help="base seed; each episode's seed is a stable hash of (seed, key) (default: 0)")
 
@@ -308,6 +314,37 @@ def _default_output_dir(args) -> str:
     return os.path.join("mosnav_results", f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
 
 
+#: The original benchmark's Habitat-Sim config file, replaced here by the mosnav configs.
+ORIGINAL_CONFIG_NAME = "hm3d_config.yaml"
+
+
+def _mosnav_configs_hint() -> str:
+    """'use a mosnav config: benchmark/nav/mosnav/mos_hm3d.yaml, ...' (the shipped files)."""
+    import glob
+
+    from habitat_mosnav.config.default import MOSNAV_CONFIG_DIR
+
+    pattern = os.path.join(MOSNAV_CONFIG_DIR, "benchmark", "nav", "mosnav", "*.yaml")
+    names = sorted(os.path.relpath(f, MOSNAV_CONFIG_DIR).replace(os.sep, "/")
+                   for f in glob.glob(pattern))
+    return ("use a mosnav config (relative to the package's config directory): "
+            + ", ".join(names) + "; for HM3D e.g. --config benchmark/nav/mosnav/mos_hm3d.yaml "
+            "--dataset-dir dataset_semantic --scene-root /path/to/hm3d/val")
+
+
+def _config_exists(path: str) -> bool:
+    """The lookup of :func:`habitat_mosnav.get_config` (habitat's own)."""
+    from habitat.config.default import get_full_config_path
+
+    from habitat_mosnav.config.default import MOSNAV_CONFIG_DIR
+
+    try:
+        get_full_config_path(path, MOSNAV_CONFIG_DIR)
+    except RuntimeError:
+        return False
+    return True
+
+
 def _load_config(args, setting=None):
     default_config = args.config is None and setting is None
     path = setting.config if setting is not None else (args.config or DEFAULT_CONFIG)
@@ -316,13 +353,28 @@ def _load_config(args, setting=None):
         overrides = setting.habitat_overrides() + overrides
     from habitat_mosnav import get_config
 
+    if os.path.basename(path) == ORIGINAL_CONFIG_NAME:
+        raise UsageError(f"--config {path}: the original benchmark's Habitat-Sim config is not "
+                         f"used by mosnav-eval; {_mosnav_configs_hint()}")
+    if not _config_exists(path):
+        raise UsageError(f"--config {path}: no such file (a path, or relative to the package's "
+                         f"config directory); {_mosnav_configs_hint()}")
     try:
-        return get_config(path, overrides), overrides
+        config = get_config(path, overrides)
     except Exception as exc:
         text = " ".join(str(exc).split())
         if len(text) > 400:
             text = text[:397] + "..."
         raise UsageError(f"--config {path}: {type(exc).__name__}: {text}") from None
+    from omegaconf import OmegaConf
+
+    from habitat_mosnav.config.default_structured_configs import MultiObjectNavTaskConfig
+
+    task_type = OmegaConf.select(config, "habitat.task.type")
+    if task_type != MultiObjectNavTaskConfig.type:
+        raise UsageError(f"--config {path}: task type {task_type!r} is not "
+                         f"{MultiObjectNavTaskConfig.type}; {_mosnav_configs_hint()}")
+    return config, overrides
 
 
 def _manifest_fields(args, overrides: Sequence[str], config_path: str) -> dict:
@@ -359,6 +411,7 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
 
     from habitat_mosnav.evaluation.evaluator import EvaluationConfig, EvaluationSetupError, Evaluator
     from habitat_mosnav.evaluation.results import format_summary
+    from habitat_mosnav.evaluation.ranks import rank_timeout
     from habitat_mosnav.evaluation.selection import launcher_rank_world
 
     try:
@@ -395,6 +448,8 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     eval_cfg = EvaluationConfig(
         output_dir=output_dir, offset=args.offset, num_episodes=args.num_episodes,
         scene_limit=args.limit, episode_limit=args.episode_limit, rank=rank, world_size=world,
+        rank_timeout=rank_timeout(args.rank_timeout,
+                                  args.rank is None and args.world_size is None),
         seed=args.seed, action_protocol=args.action_protocol, resume=args.resume,
         retry_errors=args.retry_errors,
         fail_fast=args.fail_fast, record_actions=args.action_trace,
@@ -413,8 +468,8 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     if "rank_done" in summary:
         done = summary["rank_done"]
         print(f"rank {rank}: {done['record_count']} records ({done['error_count']} errors) in "
-              f"{output_dir}; other ranks are still running: run `mosnav-aggregate {output_dir}` "
-              "when all have finished")
+              f"{output_dir}; other ranks are still running: the last one to finish writes "
+              f"summary.json (or run `mosnav-aggregate {output_dir}` when all have finished)")
         errors = done["error_count"]
     else:
         print(format_summary(summary))

@@ -10,6 +10,14 @@ JSONL, and writes done.json and, when every rank has finished, summary.json::
     cfg = get_config("benchmark/nav/mosnav/mos_demo.yaml")
     summary = Evaluator(MyAgent(), cfg, EvaluationConfig(output_dir="out/run1")).run()
 
+or, as the unified rollout contract writes it (SPEC §7), with an existing env::
+
+    summary = Evaluator(environment=habitat.Env(config=cfg), policy=MyPolicy(),
+                        config=EvaluationConfig(output_dir="out/run1", split="val",
+                                                policy_id="my-policy", limit=2)).run()
+
+With an env the evaluator reads only its public API (``episodes``, ``current_episode``,
+``reset``, ``step``, ``episode_over``, ``get_metrics``, ``sim``, ``task``).
 No torch is imported here; habitat is imported when the run starts.
 """
 from __future__ import annotations
@@ -25,7 +33,10 @@ import numpy as np
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
 from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.evaluation.manifest import RunManifest, check_or_write_manifest, keys_digest
+from habitat_mosnav.agents.legacy import adapt_agent
 from habitat_mosnav.evaluation.observations import ObservationBuilder
+from habitat_mosnav.evaluation.policy import EpisodeContext, public_episode_fields
+from habitat_mosnav.evaluation.ranks import missing_ranks, rank_timeout, wait_for_ranks
 from habitat_mosnav.evaluation.rollout import (
     EpisodeRun,
     StartNotNavigable,
@@ -33,6 +44,7 @@ from habitat_mosnav.evaluation.rollout import (
     episode_metrics_record,
     error_message_of,
     error_type_of,
+    record_trace,
     run_episode,
 )
 from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
@@ -49,7 +61,15 @@ class EvaluationSetupError(ValueError):
 class EvaluationConfig:
     """Options of one evaluation run (the CLI flags of ``mosnav-eval``).
 
-    ``num_episodes``: −1 all, 0 none, applied after ``offset`` on the key-sorted selection.
+    ``num_episodes``: −1 all, 0 none, applied after ``offset`` on the key-sorted selection;
+    ``limit`` is the rollout contract's name for it (give either; both must agree).
+    ``split``: the dataset split (part of every key); None: the habitat config's, or the
+    env's episodes'. ``max_steps``: the action budget per episode; None: the config's
+    ``max_episode_steps`` (with an env, it must equal the env's budget). ``policy_id``:
+    a name for the evaluated policy, kept in summary.json when set.
+    ``rank_timeout``: with several ranks, how long rank 0 waits (seconds) after its own
+    shard for the others' done.json before it writes an incomplete summary; None: one
+    hour when rank/world size come from torchrun/SLURM, no wait when given by hand.
     ``scene_limit`` / ``episode_limit``: the benchmark README's ``--limit`` (first N scenes,
     sorted) and ``--episode-limit`` (first N episodes per scene), applied before that.
     ``rank``/``world_size`` None: from torchrun/SLURM variables, else 0/1.
@@ -75,6 +95,11 @@ class EvaluationConfig:
     """
 
     output_dir: str
+    split: Optional[str] = None
+    policy_id: Optional[str] = None
+    limit: Optional[int] = None
+    max_steps: Optional[int] = None
+    rank_timeout: Optional[float] = None
     offset: int = 0
     num_episodes: int = -1
     scene_limit: Optional[int] = None
@@ -98,6 +123,17 @@ class EvaluationConfig:
     step_timeout: Optional[float] = None
     manifest: Dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.limit is not None:
+            if self.num_episodes not in (-1, self.limit):
+                raise ValueError(f"EvaluationConfig: limit={self.limit} and num_episodes="
+                                 f"{self.num_episodes} disagree (they are the same setting)")
+            self.num_episodes = self.limit
+        if self.max_steps is not None and (isinstance(self.max_steps, bool)
+                                           or not isinstance(self.max_steps, int)
+                                           or self.max_steps < 1):
+            raise ValueError(f"EvaluationConfig: max_steps must be an integer >= 1, got {self.max_steps!r}")
+
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
@@ -120,16 +156,26 @@ def _episode_summary(episode, max_steps: int) -> Dict[str, Any]:
 class Evaluator:
     """Runs ``agent`` on the episodes of ``habitat_config`` and writes SPEC §8 results.
 
-    ``agent``: any object with ``act(observation)``; optional ``reset()``, ``seed(s)``
-    (per-episode seed), ``bind_env(env)`` (privileged agents) and ``close()``.
-    ``habitat_config``: a config from :func:`habitat_mosnav.get_config` (with or without
-    the ``habitat`` root) or a path to a YAML. ``env``: an existing ``habitat.Env`` to use
-    instead of building one (its dataset provides the episodes).
+    ``agent`` (or ``policy=``): any object with ``act(observation)`` returning an action id,
+    an ``Action`` or a :class:`~habitat_mosnav.evaluation.policy.PolicyStep`; optional
+    ``reset()`` or ``reset(context)`` (an
+    :class:`~habitat_mosnav.evaluation.policy.EpisodeContext`), ``seed(s)`` (per-episode
+    seed), ``bind_env(env)`` (privileged agents) and ``close()`` (once, at the end). An
+    ``act(rgb, depth, prompt)`` agent of the original benchmark is detected and called that
+    way. ``habitat_config``: a config from :func:`habitat_mosnav.get_config` (with or
+    without the ``habitat`` root) or a path to a YAML. ``env`` (or ``environment=``): an
+    existing ``habitat.Env`` to use instead of building one (its ``episodes`` are
+    evaluated; pass ``habitat_config`` too if you have it, else only the env's public API
+    is read).
     """
 
-    def __init__(self, agent, habitat_config=None, config: Optional[EvaluationConfig] = None,
-                 *, env=None, stream=None, on_record: Optional[Callable[[dict], None]] = None,
-                 **options) -> None:
+    def __init__(self, agent=None, habitat_config=None, config: Optional[EvaluationConfig] = None,
+                 *, env=None, environment=None, policy=None, stream=None,
+                 on_record: Optional[Callable[[dict], None]] = None, **options) -> None:
+        agent = _one_of("agent", agent, "policy", policy)
+        env = _one_of("env", env, "environment", environment)
+        if agent is None:
+            raise TypeError("Evaluator needs the agent (policy=...)")
         if config is None:
             if "output_dir" not in options:
                 raise TypeError("Evaluator needs config=EvaluationConfig(...) or output_dir=")
@@ -160,11 +206,13 @@ class Evaluator:
             from habitat_mosnav import get_config
 
             habitat_config = get_config(habitat_config)
-        self.agent = agent
+        if habitat_config is not None and env is None:
+            habitat_config = _with_run_settings(habitat_config, config)
+        self.stream = stream if stream is not None else sys.stderr
+        self.agent = adapt_agent(agent, note=self._log)
         self.config = config
         self.habitat_config = habitat_config
         self.env = env
-        self.stream = stream if stream is not None else sys.stderr
         self.on_record = on_record
         self._owns_env = env is None
         self._viewer = None
@@ -176,11 +224,16 @@ class Evaluator:
         self.stopped_by_fail_fast = False
         #: The global (all ranks) selected keys, set by :meth:`select`.
         self.selected_keys: List[str] = []
+        self._closed = False
+        self._split_name = ""  # the split of the keys, set by run()
 
     # ------------------------------------------------------------------ helpers
     @property
     def _hcfg(self):
-        cfg = self.habitat_config if self.habitat_config is not None else self.env._config
+        """The ``habitat`` node of the habitat config, or None (an env given without it)."""
+        cfg = self.habitat_config
+        if cfg is None:
+            return None
         return cfg.habitat if "habitat" in cfg else cfg
 
     def _log(self, text: str) -> None:
@@ -201,9 +254,14 @@ class Evaluator:
             raise EvaluationSetupError(f"rank {rank} is outside 0..{world - 1} (world size {world})")
         return int(rank), int(world)
 
-    def _load_dataset(self):
+    def _episodes(self) -> List[Any]:
+        """The episodes to select from: the env's (public ``env.episodes``) or the dataset
+        of the habitat config."""
         if self.env is not None:
-            return self.env._dataset
+            return list(self.env.episodes)
+        return list(self._load_dataset().episodes)
+
+    def _load_dataset(self):
         if getattr(self, "_dataset", None) is not None:
             return self._dataset
         # importing habitat registers habitat's datasets and, through the plugin's hook,
@@ -221,10 +279,26 @@ class Evaluator:
         key = getattr(episode, "episode_key", "") or ""
         return key or make_episode_key(split, episode_scene_name(episode), episode.episode_id)
 
+    def _split(self, episodes: Sequence[Any]) -> str:
+        """The split of the keys: ``config.split`` (checked against the env's episodes), else
+        the habitat config's, else the episodes' own."""
+        own = sorted({str(getattr(ep, "split", "") or "") for ep in episodes} - {""})
+        wanted = self.config.split
+        if wanted is not None:
+            if self.env is not None and own and own != [wanted]:
+                raise EvaluationSetupError(
+                    f"split {wanted!r} differs from the environment's episodes (split "
+                    f"{', '.join(map(repr, own))}): build the env with "
+                    f"habitat.dataset.split={wanted} or leave split unset")
+            return wanted
+        if self._hcfg is not None:
+            return str(self._hcfg.dataset.get("split", ""))
+        return own[0] if len(own) == 1 else ""
+
     def select(self, episodes: Sequence[Any]) -> Tuple[List[Tuple[int, str]], Dict[str, Any], int]:
         """(this rank's (index, key) pairs, key -> episode, global selection size)."""
         cfg = self.config
-        split = str(self._hcfg.dataset.get("split", ""))
+        split = self._split(episodes)
         by_scene: "OrderedDict[str, List[Tuple[str, Any]]]" = OrderedDict()
         keyed = sorted(((self._episode_key(ep, split), ep) for ep in episodes), key=lambda t: t[0])
         for key, ep in keyed:
@@ -264,14 +338,14 @@ class Evaluator:
 
         cfg = self.config
         given = dict(cfg.manifest)
-        dcfg = self._hcfg.dataset
+        dcfg = self._hcfg.dataset if self._hcfg is not None else {}  # {}: an env given alone
         data_path = getattr(dataset, "data_path", None)
         agent = type(getattr(self.agent, "agent", self.agent))
         return RunManifest(
-            split=str(dcfg.get("split", "")),
+            split=self._split_name,
             offset=int(cfg.offset), limit=int(cfg.num_episodes), world_size=int(world),
             seed=int(cfg.seed), max_steps=self._max_steps(), protocol=cfg.action_protocol,
-            agent=str(given.pop("agent", f"{agent.__module__}:{agent.__qualname__}")),
+            agent=str(given.pop("agent", cfg.policy_id or f"{agent.__module__}:{agent.__qualname__}")),
             config=given.pop("config", None),
             config_overrides=[str(o) for o in given.pop("config_overrides", [])],
             selection={
@@ -287,11 +361,33 @@ class Evaluator:
         )
 
     def _max_steps(self) -> int:
-        return int(self._hcfg.environment.max_episode_steps)
+        """The action budget. Built from the habitat config: its ``max_episode_steps``
+        (``max_steps`` was applied to it). A given env: its own budget (public
+        ``env.task.max_steps``), which ``max_steps`` must then equal."""
+        if self.env is None or (self._owns_env and self._hcfg is not None):
+            return int(self._hcfg.environment.max_episode_steps)
+        budget = getattr(getattr(self.env, "task", None), "max_steps", None)
+        if budget is None and self._hcfg is not None:
+            budget = self._hcfg.environment.max_episode_steps
+        wanted = self.config.max_steps
+        if budget is None:
+            if wanted is None:
+                raise EvaluationSetupError(
+                    "the environment does not tell its step budget (env.task.max_steps): pass "
+                    "EvaluationConfig(max_steps=...) or the habitat config")
+            return int(wanted)
+        if wanted is not None and int(wanted) != int(budget):
+            raise EvaluationSetupError(
+                f"max_steps={wanted} differs from the environment's budget of {budget} steps: "
+                f"build the env with habitat.environment.max_episode_steps={wanted}, or leave "
+                "max_steps unset")
+        return int(budget)
 
     def _depth_cfg(self):
+        sim_cfg = (self._hcfg.simulator if self._hcfg is not None
+                   else getattr(getattr(self.env, "sim", None), "habitat_config", None))
         try:
-            return self._hcfg.simulator.agents.main_agent.sim_sensors.get("depth_sensor")
+            return sim_cfg.agents.main_agent.sim_sensors.get("depth_sensor")
         except Exception:
             return None
 
@@ -302,8 +398,11 @@ class Evaluator:
         cfg = self.config
         rank, world = self._rank_world()
         self._benchmark = self._check_benchmark()
-        dataset = self._load_dataset()
-        selection, pool, total = self.select(list(dataset.episodes))
+        dataset = self._load_dataset() if self.env is None else None
+        episodes = list(dataset.episodes) if dataset is not None else self._episodes()
+        selection, pool, total = self.select(episodes)
+        self._split_name = self._split(episodes)
+        self._max_steps()  # an env whose budget contradicts max_steps stops here
         check = getattr(dataset, "check_scene_files", None)
         if check is not None:  # only the selected scenes must be on disk (SPEC §6)
             try:
@@ -353,6 +452,9 @@ class Evaluator:
             return None
         from habitat_mosnav.evaluation.settings import SettingError
 
+        if self._hcfg is None:
+            raise EvaluationSetupError(f"benchmark {setting.name}: pass the habitat config "
+                                       "together with the env (habitat_config=...)")
         for name, value, default in (("offset", cfg.offset, 0), ("scene_limit", cfg.scene_limit, None),
                                      ("episode_limit", cfg.episode_limit, None)):
             if value != default:
@@ -379,7 +481,8 @@ class Evaluator:
         return dict(setting.identity(), deviations=deviations)
     def _start_error(self, exc: StartNotNavigable) -> str:
         episode = self._current_episode
-        data_path = getattr(self._load_dataset(), "data_path", None) or "<dataset>"
+        dataset = self._load_dataset() if self.env is None else None
+        data_path = getattr(dataset, "data_path", None) or "<dataset>"
         scene = episode_scene_name(episode)
         return (f"{os.path.join(data_path, scene, 'episodes.json')}: episode "
                 f"'{episode.episode_id}': field 'start_position': {exc.position} is not on the "
@@ -448,7 +551,8 @@ class Evaluator:
                 pass
             self.env = None
         close = getattr(self.agent, "close", None)
-        if callable(close):
+        if callable(close) and not self._closed:
+            self._closed = True
             try:
                 close()
             except Exception as exc:
@@ -479,11 +583,16 @@ class Evaluator:
                 frames: List[np.ndarray] = []
                 hook = self._make_hook(key, frames)
                 self._current_episode = episode
+                context = EpisodeContext(
+                    episode_key=key, episode_index=index, split=self._split_name,
+                    rank=writer.rank, world_size=self._rank_world()[1], max_steps=max_steps,
+                    seed=seed, episode=public_episode_fields(episode, self._split_name, max_steps),
+                    environment=env)
                 try:
                     run = run_episode(env, self.agent, episode, builder,
                                       protocol=cfg.action_protocol, seed=seed,
                                       record_trace=cfg.record_actions, on_step=hook,
-                                      step_timeout=cfg.step_timeout)
+                                      step_timeout=cfg.step_timeout, context=context)
                 except KeyboardInterrupt as exc:
                     self._log(f"interrupted during {key}; it is not recorded. Continue with "
                               "--resume and the same --output-dir.")
@@ -517,7 +626,7 @@ class Evaluator:
 
     def _record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
         summary = _episode_summary(episode, max_steps)
-        trace = None if run.action_trace is None else [t["action"] for t in run.action_trace]
+        trace = record_trace(run.action_trace)
         extras = self._agent_extras(key)
         if run.error is not None:
             return res.make_record(
@@ -652,15 +761,59 @@ class Evaluator:
             f"SR={'-' if sr is None else f'{sr:.3f}'} F1={'-' if f1 is None else f'{f1:.3f}'}")
 
     def _finish(self, rank: int, world: int, total: int, done: Dict[str, Any]) -> Dict[str, Any]:
+        """The summary over all ranks, written by the last rank to finish; rank 0 waits up
+        to ``rank_timeout`` for the others (see :mod:`~habitat_mosnav.evaluation.ranks`)
+        and, when one never finishes, writes the summary of what exists (``incomplete``)
+        and says which rank is missing."""
         out = self.config.output_dir
-        ranks_done = all(
-            os.path.exists(os.path.join(res.rank_dir(out, r), res.DONE_FILE)) for r in range(world))
-        if not ranks_done:
+        timeout = rank_timeout(self.config.rank_timeout,
+                               self.config.rank is None or self.config.world_size is None)
+        waits = rank == 0 and world > 1 and timeout > 0
+        missing = wait_for_ranks(out, world, timeout, log=self._log) if waits else missing_ranks(out, world)
+        if missing and not waits:
             return {"rank_done": done, "status": "rank_finished"}
         try:
             summary = res.summarize(out, expected_episode_count=total,
                                     expected_keys=self.selected_keys)
+            if self.config.policy_id is not None:
+                summary["policy_id"] = self.config.policy_id
             res.write_summary(out, summary)
         except res.ResultFileError as exc:  # ResultWriteError (exit 3) goes through
             raise EvaluationSetupError(f"this rank finished, but the summary failed: {_one_line(exc)}") from None
+        if missing:
+            self._log(f"rank(s) {', '.join(map(str, missing))} of {world} did not finish within "
+                      f"{timeout:g} s (no {res.DONE_FILE}): {out}/summary.json "
+                      f"is incomplete; it is rewritten when the last rank finishes, or run "
+                      f"`mosnav-aggregate {out}` then")
         return summary
+
+
+def _one_of(name: str, value, alias: str, alias_value):
+    """``value`` or its keyword alias (``agent``/``policy``, ``env``/``environment``)."""
+    if value is not None and alias_value is not None and value is not alias_value:
+        raise TypeError(f"Evaluator got both {name}= and {alias}=; pass one")
+    return value if value is not None else alias_value
+
+
+def _with_run_settings(habitat_config, config: EvaluationConfig):
+    """A copy of ``habitat_config`` with ``config.split`` and ``config.max_steps`` applied
+    (``habitat.dataset.split``, ``habitat.environment.max_episode_steps``)."""
+    changes = {}
+    if config.split is not None:
+        changes["dataset.split"] = config.split
+    if config.max_steps is not None:
+        changes["environment.max_episode_steps"] = int(config.max_steps)
+    if not changes:
+        return habitat_config
+    import copy
+
+    from omegaconf import OmegaConf
+
+    cfg = copy.deepcopy(habitat_config)
+    root = cfg.habitat if "habitat" in cfg else cfg
+    readonly = OmegaConf.is_readonly(cfg)
+    OmegaConf.set_readonly(cfg, False)
+    for key, value in changes.items():
+        OmegaConf.update(root, key, value, merge=False)
+    OmegaConf.set_readonly(cfg, readonly)
+    return cfg

@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from habitat_mosnav.agents.protocols import InvalidAction, map_action
 from habitat_mosnav.evaluation.observations import ObservationBuilder
+from habitat_mosnav.evaluation.policy import reset_takes_context, split_policy_step
 from habitat_mosnav.metrics.measure_table import MEASURE_TO_FIELD
 from habitat_mosnav.pose import agent_pose
 
@@ -142,6 +143,17 @@ def episode_metrics_record(env) -> Dict[str, Any]:
     return out
 
 
+def record_trace(action_trace: Optional[List[Dict[str, Any]]]) -> Optional[List[Any]]:
+    """The record's ``action_trace``: the action ids, or, when the policy returned a
+    ``PolicyStep`` with ``info`` at some step, ``{"action": id, "info": info or None}`` for
+    every step of that episode."""
+    if action_trace is None:
+        return None
+    if any("info" in t for t in action_trace):
+        return [{"action": t["action"], "info": t.get("info")} for t in action_trace]
+    return [t["action"] for t in action_trace]
+
+
 def run_episode(
     env,
     agent,
@@ -153,8 +165,14 @@ def run_episode(
     record_trace: bool = False,
     on_step: Optional[Callable[[Dict[str, Any]], None]] = None,
     step_timeout: Optional[float] = None,
+    context: Optional[Any] = None,
 ) -> EpisodeRun:
     """Run ``agent`` on ``episode`` in ``env``; exceptions become ``EpisodeRun.error``.
+
+    ``context``: the :class:`~habitat_mosnav.evaluation.policy.EpisodeContext` handed to a
+    ``reset(context)`` (a plain ``reset()`` is called without it). ``act`` may return a
+    :class:`~habitat_mosnav.evaluation.policy.PolicyStep`: its ``info`` goes into the
+    trace entry of that step.
 
     ``on_step`` receives ``{"obs", "observation", "action", "step", "pose", "episode"}``
     after reset (action None) and after every step (video, live view, position logs).
@@ -176,7 +194,8 @@ def run_episode(
         if callable(getattr(agent, "bind_env", None)):
             _call_agent("bind_env", agent.bind_env, env)
         if callable(getattr(agent, "reset", None)):
-            _call_agent("reset", agent.reset)
+            with_context = context is not None and reset_takes_context(agent)
+            _call_agent("reset", agent.reset, *((context,) if with_context else ()))
         run.initial_metrics = episode_metrics_record(env)
         pose = agent_pose(env)
         run.initial_agent_state = pose
@@ -187,7 +206,9 @@ def run_episode(
             on_step({"obs": obs, "observation": observation, "action": None, "step": 0,
                      "pose": pose, "episode": episode})
         while not env.episode_over:
-            raw = _call_agent("act", agent.act, observation, timeout=step_timeout)
+            raw, info = split_policy_step(
+                _call_agent("act", agent.act, observation, timeout=step_timeout),
+                run.steps_taken + 1)
             step = map_action(raw, mode, protocol)
             obs = env.step(step.habitat_action)
             run.steps_taken += 1
@@ -195,8 +216,11 @@ def run_episode(
             pose = agent_pose(env)
             run.positions.append(pose["position"])
             if run.action_trace is not None:
-                run.action_trace.append({"step": run.steps_taken, "action": step.agent_action,
-                                         "habitat_action": step.habitat_action})
+                entry = {"step": run.steps_taken, "action": step.agent_action,
+                         "habitat_action": step.habitat_action}
+                if info is not None:
+                    entry["info"] = info
+                run.action_trace.append(entry)
             if env.episode_over:
                 observation = None
             else:

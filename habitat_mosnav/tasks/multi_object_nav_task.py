@@ -34,6 +34,12 @@ class MultiObjectNavTask(NavigationTask):
         # Pair legs per (scene, target pair): episodes of a scene share targets.
         self.leg_cache: Dict[Any, float] = {}
 
+    @property
+    def max_steps(self) -> int:
+        """The action budget of every episode (``habitat.environment.max_episode_steps``),
+        readable before the first reset (the evaluation layer checks it)."""
+        return int(self._config.mosnav_max_steps)
+
     def reset(self, episode):
         observations = super().reset(episode)
         cfg = self._config

@@ -1,0 +1,110 @@
+"""Ranks started by a launcher end with one summary over all of them (SPEC §8).
+
+- torchrun with 2 ranks on the demo: ``summary.json`` covers both shards, written when the
+  last rank finished;
+- SLURM's variables (as ``srun`` sets them): rank 0 waits for rank 1 up to
+  ``--rank-timeout``; when rank 1 never comes, one line names it and the summary says
+  incomplete; when rank 1 finishes later, it rewrites the summary complete;
+- the wait itself, on a fake clock.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import habitat_mosnav
+from habitat_mosnav.evaluation.cli import main
+from habitat_mosnav.evaluation.ranks import missing_ranks, rank_timeout, wait_for_ranks
+from habitat_mosnav.evaluation.results import write_done
+from conftest import read_records, read_summary
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(habitat_mosnav.__file__)))
+BIN = os.path.dirname(sys.executable)
+FAST = ["--agent", "random", "--max-steps", "8", "--space-coverage-samples", "0", "--no-progress"]
+LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS")
+
+
+def summary_of(out):
+    with open(os.path.join(out, "summary.json")) as f:
+        return json.load(f)
+
+
+
+
+@pytest.mark.slow
+def test_torchrun_two_ranks_end_with_one_summary(tmp_path):
+    out = str(tmp_path / "torchrun")
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    proc = subprocess.run(
+        [os.path.join(BIN, "torchrun"), "--standalone", "--nproc_per_node", "2", "--no-python",
+         "mosnav-eval", *FAST, "--num-episodes", "3", "--output-dir", out],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    summary = summary_of(out)
+    assert summary["status"] == "complete"
+    assert (summary["expected_episode_count"], summary["unique_record_count"],
+            summary["ok_episode_count"]) == (3, 3, 3)
+    by_rank = {r: read_records(out, r) for r in (0, 1)}
+    assert [len(by_rank[0]), len(by_rank[1])] == [2, 1]  # stride sharding of 3 keys
+    assert all(rec["rank"] == r for r, recs in by_rank.items() for rec in recs)
+    assert sorted(rec["episode_index"] for recs in by_rank.values() for rec in recs) == [0, 1, 2]
+    assert "status: complete" in proc.stdout  # the summary table, printed by the last rank
+
+
+def _slurm(monkeypatch, rank, world):
+    for name in LAUNCHER_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SLURM_PROCID", str(rank))
+    monkeypatch.setenv("SLURM_NTASKS", str(world))
+
+
+def test_slurm_rank_that_never_finishes_then_finishes(tmp_path, monkeypatch, capsys):
+    out = str(tmp_path / "slurm")
+    args = [*FAST, "--num-episodes", "2", "--output-dir", out, "--rank-timeout", "1.5"]
+    _slurm(monkeypatch, 0, 2)
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "waiting up to 1.5 s for rank(s) 1 to finish" in captured.err
+    lines = [ln for ln in captured.err.splitlines() if "did not finish" in ln]
+    assert len(lines) == 1 and lines[0].startswith("rank(s) 1 of 2 did not finish within 1.5 s")
+    summary = summary_of(out)
+    assert summary["status"] == "incomplete"
+    assert (summary["expected_episode_count"], summary["unique_record_count"]) == (2, 1)
+
+    _slurm(monkeypatch, 1, 2)  # rank 1 finishes later: it is the last, so it writes the summary
+    assert main(args) == 0
+    assert "status: complete" in capsys.readouterr().out
+    summary = summary_of(out)
+    assert summary["status"] == "complete"
+    assert (summary["expected_episode_count"], summary["unique_record_count"]) == (2, 2)
+
+
+def test_wait_for_ranks_polls_until_done_or_timeout(tmp_path):
+    out = str(tmp_path)
+    now = [0.0]
+    slept = []
+
+    def sleep(dt):
+        slept.append(dt)
+        now[0] += dt
+        if now[0] >= 3.0:  # rank 1 finishes 3 s into the wait
+            write_done(out, 1, expected_count=1, record_count=1, error_count=0)
+
+    write_done(out, 0, expected_count=1, record_count=1, error_count=0)
+    assert missing_ranks(out, 3) == [1, 2]
+    lines = []
+    missing = wait_for_ranks(out, 3, timeout=5.0, poll=1.0, log=lines.append,
+                             clock=lambda: now[0], sleep=sleep)
+    assert missing == [2] and slept == [1.0] * 5 and len(lines) == 1
+    write_done(out, 2, expected_count=1, record_count=1, error_count=0)
+    assert wait_for_ranks(out, 3, timeout=5.0, clock=lambda: now[0], sleep=sleep) == []
+
+
+def test_rank_timeout_defaults():
+    assert rank_timeout(None, from_launcher=True) == 3600.0
+    assert rank_timeout(None, from_launcher=False) == 0.0
+    assert rank_timeout(2.5, from_launcher=False) == 2.5
