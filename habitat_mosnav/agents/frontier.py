@@ -10,13 +10,16 @@ of modular agent that GOAT-Bench and ObjectNav papers report. Each step it
 2. asks its :class:`Detector` for instances matching the goal and remembers where each one
    was seen (its masked depth pixels, back-projected into the map);
 3. if a remembered matching instance is not yet claimed, plans to a map cell within
-   ``approach_radius`` of it and sends TARGET_FOUND (6) once within ``claim_radius`` (1 m
-   is the view-point radius of SPEC §3, so the agent stands where the object is near and in
-   view); else it plans to the nearest reachable frontier (a traversable cell next to
-   unknown space);
+   ``approach_radius`` (0.55 m) of a point seen on it and sends TARGET_FOUND (6) once within
+   ``claim_radius`` (0.9 m). View points (SPEC §3) are the navigable points within 1 m of
+   the object's box that see it, sampled every 0.25 m, so where the agent claims a view
+   point is within the 0.25 m success distance. Else it walks to the nearest reachable
+   frontier (free cells bordering unknown space), turns to face it on arrival and retires
+   it if it is still unknown (space it cannot see from there);
 4. plans on its own map only: fast marching (scikit-fmm) over the free cells, with
-   obstacles inflated by the agent radius; turns toward a look-ahead point on the path,
-   else moves forward. A forward step that does not move marks an obstacle ahead.
+   obstacles inflated by the agent radius (by less when that leaves nothing reachable);
+   turns toward a look-ahead point on the path, else moves forward. A forward step that
+   does not move marks an obstacle ahead. It starts with a full turn on the spot.
 
 It never claims an instance twice, sends FINISH (0) as soon as ``target_count`` instances
 are claimed (``many``), and in ``all`` when no reachable frontier and no unclaimed
