@@ -285,7 +285,8 @@ def test_geodesic_queries_per_step(vp_env, monkeypatch):
         calls.clear()
         vp_env.step(a)
         per_step.append(len(calls))
-    assert max(per_step) == 1             # plain steps: one multi-goal query
+    # plain steps: one multi-goal query after a move, none when the agent stayed put
+    assert per_step == [0] * 3 + [1] * 6 + [0] * 4
     calls.clear()
     vp_env.step("target_found")           # at (1.5, 0): claims 101
     assert vp_env.task.mos_state.claimed == [101]
@@ -310,3 +311,18 @@ def test_report_events_copied_only_when_they_change(vp_env):
     vp_env.step("target_found")
     events = vp_env.get_metrics()["mos_report_events"]
     assert events is not first and len(events) == 2 and len(first) == 1
+
+
+def test_per_step_metrics_equal_a_full_recomputation(vp_env):
+    # metrics() updates only the path-length fields per step; it must always equal
+    # episode_metrics() over the whole outcome.
+    from habitat_mosnav.metrics import episode_metrics
+
+    vp_env.current_episode = next(e for e in vp_env.episodes if e.episode_id == "q0-all-0")
+    vp_env.reset()
+    state = vp_env.task.mos_state
+    for a in RIGHT3 + fwd(6) + ["target_found", "target_found"] + fwd(4) + [
+            "turn_left", "target_found"] + fwd(3) + ["stop"]:
+        vp_env.step(a)
+        assert state.metrics() == episode_metrics(state.outcome()), (state.step, a)
+    assert state.metrics()["targets_found"] == 2 and state.metrics()["false_termination"] == 1.0

@@ -195,6 +195,15 @@ class MosReward(_StateMeasure):
 
     cls_uuid = "mos_reward"
 
+    def __init__(self, sim, config, task, *args: Any, **kwargs: Any):
+        super().__init__(sim, config, task, *args, **kwargs)
+        # Plain floats: an OmegaConf attribute lookup per step costs more than the reward.
+        self._slack = float(config.slack_reward)
+        self._progress = float(config.progress_weight)
+        self._true_claim = float(config.true_claim_reward)
+        self._false_claim = float(config.false_claim_penalty)
+        self._success_bonus = float(config.success_reward)
+
     def reset_metric(self, *args: Any, task, **kwargs: Any) -> None:
         state = task.mos_state
         self._prev_distance = state.distance_to_nearest_unclaimed()
@@ -204,24 +213,23 @@ class MosReward(_StateMeasure):
         self._metric = 0.0
 
     def update_metric(self, *args: Any, task, **kwargs: Any) -> None:
-        cfg = self._config
         state = task.mos_state
-        reward = float(cfg.slack_reward)
+        reward = self._slack
         distance = state.distance_to_nearest_unclaimed()
         if len(state.claimed) == self._prev_claimed and math.isfinite(distance) and (
             math.isfinite(self._prev_distance)
         ):
             # The nearest-unclaimed target changes after a claim: no jump then.
-            reward += cfg.progress_weight * (self._prev_distance - distance)
+            reward += self._progress * (self._prev_distance - distance)
         self._prev_distance = distance
         for event in state.events[self._prev_events:]:
             if event["is_true_positive"]:
-                reward += cfg.true_claim_reward
+                reward += self._true_claim
             else:
-                reward -= cfg.false_claim_penalty
+                reward -= self._false_claim
         self._prev_events = len(state.events)
         self._prev_claimed = len(state.claimed)
         if not self._succeeded and state.metrics()["success"]:
             self._succeeded = True
-            reward += cfg.success_reward
+            reward += self._success_bonus
         self._metric = reward

@@ -328,6 +328,20 @@ class EpisodeOutcome:
     agent_subset_distance: Optional[float] = field(default=None)
 
 
+#: The fields of :func:`episode_metrics` that change with the path length p alone
+#: (:func:`path_metrics`); every other field changes only with a claim, FINISH or the space
+#: oracle, so the task recomputes those only then.
+PATH_FIELDS = ("trajectory_length", "spl_multi", "spl", "raw_spl", "pe")
+
+
+def path_metrics(success: float, l: Optional[float], a: Optional[float], p: float) -> Dict[str, Any]:
+    """The :data:`PATH_FIELDS` for success, l, a and path length p."""
+    p = float(p)
+    spl = spl_multi(success, l, p)
+    return {"trajectory_length": p, "spl_multi": spl, "spl": spl, "raw_spl": raw_spl(l, p),
+            "pe": path_efficiency(a, p)}
+
+
 def episode_metrics(outcome: EpisodeOutcome) -> Dict[str, Any]:
     """Every SPEC §4 field for one episode (None where SPEC says null)."""
     o = outcome
@@ -351,7 +365,7 @@ def episode_metrics(outcome: EpisodeOutcome) -> Dict[str, Any]:
     p = float(o.trajectory_length)
 
     reached = o.all_found_step if o.all_found_step is not None else all_found_step(events, required)
-    spl = spl_multi(success, l, p)
+    path = path_metrics(success, l, a, p)
     return {
         "tp": tp,
         "fp": fp,
@@ -362,13 +376,13 @@ def episode_metrics(outcome: EpisodeOutcome) -> Dict[str, Any]:
         "success": success,
         "targets_found": found,
         "required_target_count": required,
-        "trajectory_length": p,
+        "trajectory_length": path["trajectory_length"],
         "optimal_subset_distance": _finite_or_none(l),
         "agent_subset_distance": _finite_or_none(a),
-        "spl_multi": spl,
-        "spl": spl,
-        "raw_spl": raw_spl(l, p),
-        "pe": path_efficiency(a, p),
+        "spl_multi": path["spl_multi"],
+        "spl": path["spl"],
+        "raw_spl": path["raw_spl"],
+        "pe": path["pe"],
         "tse": target_selection_efficiency(l, a, found, required),
         "rtsr": rtsr(events),
         "false_termination": false_termination(mode, o.finish_sent, found, required),

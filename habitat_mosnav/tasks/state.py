@@ -9,8 +9,11 @@ nearest of the points).
 
 Cost per step (the hot path): a step without a claim asks at most **one** geodesic query,
 the multi-goal query from the agent to every view point of the targets not yet claimed
-(it serves ``distance_to_nearest_unclaimed_target`` and ``mos_reward``); per-target
-distances are asked only at a claim (to resolve it: one query per target). At reset, the
+(it serves ``distance_to_nearest_unclaimed_target`` and ``mos_reward``), and none when the
+agent did not move; per-target distances are asked only at a claim (to resolve it: one
+query per target). ``metrics()`` recomputes the claim-dependent SPEC §4 fields only when
+an event, FINISH or the space oracle changed them; per step it updates the path-length
+fields. At reset, the
 legs of SPEC §4 are computed once (:func:`habitat_mosnav.metrics.legs`: one query per
 target from the start, and per pair of targets one multi-goal query per view point of the
 target with fewer view points); pair values are kept in the task's ``leg_cache`` for the
@@ -70,12 +73,15 @@ class MosEpisodeState:
         self.agent_subset_distance: Optional[float] = None
 
         self._init_space_oracle(int(coverage_samples), float(coverage_radius))
-        self._dist_step = -1
+        self._dist_key: Optional[bytes] = None
         self._dists: Dict[int, float] = {}
         self._nearest_key = None
         self._nearest = math.inf
         self._unclaimed_points = self._points_of(self.target_ids)
         self._metrics_key = None
+        self._metrics_step: Optional[int] = None
+        self._events_changed = False
+        self._base: Dict[str, Any] = {}
         self._metrics: Dict[str, Any] = {}
 
     # ------------------------------------------------------------------ geometry
@@ -89,12 +95,13 @@ class MosEpisodeState:
         return np.concatenate(parts) if parts else np.zeros((0, 3), dtype=np.float32)
 
     def target_distances(self) -> Dict[int, float]:
-        """Geodesic agent -> nearest view point of each target (one query per target,
-        cached per step; the task asks for it only at a claim)."""
-        if self._dist_step != self.step:
+        """Geodesic agent -> nearest view point of each target (one query per target, kept
+        while the agent stays where it is; the task asks for it only at a claim)."""
+        key = self.position.tobytes()
+        if self._dist_key != key:
             self._dists = {oid: self._geo(self.position, pts)
                            for oid, pts in self._near_points.items()}
-            self._dist_step = self.step
+            self._dist_key = key
         return self._dists
 
     def near_targets(self) -> List[tuple]:
@@ -103,14 +110,15 @@ class MosEpisodeState:
 
     def distance_to_nearest_unclaimed(self) -> float:
         """Geodesic agent -> nearest view point of any unclaimed target (0 when all are
-        claimed): one multi-goal query per step, none when this step's per-target
-        distances are already known."""
-        key = (self.step, len(self.claimed))
+        claimed): one multi-goal query when the agent moved or claimed, none when it
+        turned, looked or stood still, or when the per-target distances at this position
+        are known."""
+        key = (self.position.tobytes(), len(self.claimed))
         if key != self._nearest_key:
             claimed = set(self.claimed)
             if len(claimed) >= len(self.target_ids):
                 self._nearest = 0.0
-            elif self._dist_step == self.step:
+            elif self._dist_key == key[0]:
                 self._nearest = min(d for oid, d in self._dists.items() if oid not in claimed)
             else:
                 self._nearest = self._geo(self.position, self._unclaimed_points)
@@ -169,6 +177,7 @@ class MosEpisodeState:
         """A TARGET_FOUND signal at the current position (SPEC §3)."""
         event = metrics.resolve_claim(self.step, self.near_targets(), set(self.claimed))
         self.events.append(event)
+        self._events_changed = True
         if event["new_targets"]:
             self.claimed.extend(event["new_targets"])
             claimed = set(self.claimed)
@@ -187,6 +196,7 @@ class MosEpisodeState:
             self.claim()
         self.finish_step = self.step
         self.finish_sent = self.finish_sent or finish
+        self._events_changed = True
         self.ended_by = "finish" if finish else "target_found"
 
     # ------------------------------------------------------------------ metrics
@@ -203,9 +213,23 @@ class MosEpisodeState:
             agent_subset_distance=self.agent_subset_distance)
 
     def metrics(self) -> Dict[str, Any]:
-        """SPEC §4 values now (None = null), computed once per step for all measures."""
-        key = (self.step, len(self.events), self.finish_step, self.space_exhausted_step)
+        """SPEC §4 values now (None = null), once per step for all measures: the fields that
+        depend on the events, FINISH and the space oracle are recomputed only when those
+        change; per step only the path-length fields and the coverage are updated."""
+        if self._metrics_step == self.step and not self._events_changed:
+            return self._metrics  # the other measures of this step
+        self._events_changed = False
+        key = (len(self.events), self.finish_step, self.finish_sent, self.space_exhausted_step)
         if key != self._metrics_key:
-            self._metrics = metrics.episode_metrics(self.outcome())
+            self._base = metrics.episode_metrics(self.outcome())
             self._metrics_key = key
+            self._metrics_step = None
+        if self._metrics_step != self.step:
+            m = dict(self._base)
+            m.update(metrics.path_metrics(m["success"], self.optimal_subset_distance,
+                                          self.agent_subset_distance, self.trajectory_length))
+            coverage = self.coverage
+            m["coverage"] = None if coverage is None or not math.isfinite(coverage) else coverage
+            self._metrics = m
+            self._metrics_step = self.step
         return self._metrics
