@@ -245,6 +245,10 @@ def test_one_categories_file_for_every_split(tmp_path):
         sensor = MosNavObjectGoalSensor(sim=None, config=OmegaConf.create({"type": "x"}), dataset=ds)
         got[split] = (ds.categories, ds.category_index("chair"), float(sensor.observation_space.high[0]))
     assert got["train"] == got["val"] == (["table", "sofa", "chair"], 2, 2.0)
+    # data_path given without {split} (mosnav-eval --dataset-dir <root>/val/dataset_semantic)
+    direct = MultiObjectNavDatasetV1(OmegaConf.structured(MultiObjectNavDatasetConfig(
+        data_path=str(tmp_path / "val" / "dataset_semantic"), scenes_dir=str(tmp_path / "val" / "scenes"))))
+    assert direct.categories == ["table", "sofa", "chair"]
     with open(tmp_path / "categories.json", "w") as f:
         json.dump(["table", "chair"], f)
     cfg = OmegaConf.structured(MultiObjectNavDatasetConfig(

@@ -80,11 +80,16 @@ def find_scene_file(scenes_dir: str, scene_id: str) -> str:
 
 def categories_path(data_path: str, template: Optional[str] = None) -> Optional[str]:
     """``categories.json`` of a dataset: in ``data_path``, else at the dataset root above
-    the ``{split}`` folder of the ``data_path`` template (one file for every split)."""
+    the ``{split}`` folder of the ``data_path`` template, else one or two folders above
+    ``data_path`` (``<root>/val/dataset_semantic`` given directly): one file for every split."""
     candidates = [os.path.join(data_path, CATEGORIES_FILE)]
     if template and "{split}" in template:
         root = template.split("{split}", 1)[0]
         candidates.append(os.path.join(root or ".", CATEGORIES_FILE))
+    up = os.path.abspath(data_path)
+    for _ in range(2):
+        up = os.path.dirname(up)
+        candidates.append(os.path.join(up, CATEGORIES_FILE))
     for c in candidates:
         if os.path.isfile(c):
             return c
