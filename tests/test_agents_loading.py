@@ -47,9 +47,15 @@ def test_module_class_from_working_directory(tmp_path, monkeypatch):
     assert type(agent).__name__ == "MyAgent" and agent.act(None) == 1
 
 
+def agent_file(tmp_path, name, source):
+    """``<tmp_path>/<name>`` holding the dedented ``source``."""
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
 def test_file_path_spec(tmp_path):
-    f = tmp_path / "file_agent.py"
-    f.write_text("class A:\n    def act(self, o):\n        return 3\n")
+    f = agent_file(tmp_path, "file_agent.py", "class A:\n    def act(self, o):\n        return 3\n")
     assert load_agent(f"{f}:A").act(None) == 3
 
 
@@ -69,28 +75,25 @@ def test_bad_specs_are_one_line_errors(spec, message):
 
 
 def test_module_that_fails_to_import(tmp_path):
-    f = tmp_path / "broken.py"
-    f.write_text("import numpy\nraise RuntimeError('boom at import')\n")
+    f = agent_file(tmp_path, "broken.py", "import numpy\nraise RuntimeError('boom at import')\n")
     with pytest.raises(AgentLoadError, match="importing .* failed: RuntimeError: boom at import"):
         load_agent(f"{f}:A")
 
 
 def test_module_with_missing_dependency(tmp_path):
-    f = tmp_path / "needs_dep.py"
-    f.write_text("import definitely_not_installed_pkg\n")
+    f = agent_file(tmp_path, "needs_dep.py", "import definitely_not_installed_pkg\n")
     with pytest.raises(AgentLoadError, match="definitely_not_installed_pkg"):
         load_agent(f"{f}:A")
 
 
 def test_constructor_error_and_missing_act(tmp_path):
-    f = tmp_path / "agents_bad.py"
-    f.write_text(textwrap.dedent("""
+    f = agent_file(tmp_path, "agents_bad.py", """
         class Raises:
             def __init__(self):
                 raise ValueError("no model weights")
         class NoAct:
             pass
-    """))
+    """)
     with pytest.raises(AgentLoadError, match="constructing the agent failed: ValueError: no model weights"):
         load_agent(f"{f}:Raises")
     with pytest.raises(AgentLoadError, match="NoAct has no act"):
@@ -98,8 +101,7 @@ def test_constructor_error_and_missing_act(tmp_path):
 
 
 def test_from_args_is_used_when_present(tmp_path):
-    f = tmp_path / "cli_agent.py"
-    f.write_text(textwrap.dedent("""
+    f = agent_file(tmp_path, "cli_agent.py", """
         class WithArgs:
             def __init__(self, speed):
                 self.speed = speed
@@ -111,7 +113,7 @@ def test_from_args_is_used_when_present(tmp_path):
                 return cls(args.speed)
             def act(self, o):
                 return 1
-    """))
+    """)
 
     class Args:
         speed = 7
