@@ -227,29 +227,15 @@ class RoomFurnisher:
         return comp is not None and self._near(comp, lo, hi, 0.9)
 
     def _navigable_ok(self, extra):
+        """With ``extra`` added, the free area stays one piece (85 %) reaching every door,
+        and every obstacle can be approached from it."""
         obs = [(p.lo, p.hi) for p in self.placed if p.obstacle] + [extra]
         free = self._free_grid(obs)
-        labels, n = ndimage.label(free)
-        if n == 0:
-            return False
-        if self.door_cells:
-            ids = {int(labels[i, j]) if 0 <= i < labels.shape[0] and 0 <= j < labels.shape[1] else 0
-                   for i, j in self.door_cells}
-            if 0 in ids or len(ids) != 1:
-                return False
-            main = ids.pop()
-        else:
-            main = int(np.argmax(np.bincount(labels.ravel())[1:]) + 1)
-        comp = labels == main
-        if comp.sum() < 0.85 * free.sum():
+        comp = self._main_component(free)
+        if comp is None or comp.sum() < 0.85 * free.sum():
             return False
         reach = AGENT_RADIUS + 0.3
-        for lo, hi in obs:  # every obstacle can be approached from the main free area
-            mx = (self.gx > lo[0] - reach) & (self.gx < hi[0] + reach)
-            mz = (self.gz > lo[2] - reach) & (self.gz < hi[2] + reach)
-            if not comp[np.ix_(mx, mz)].any():
-                return False
-        return True
+        return all(self._near(comp, lo, hi, reach) for lo, hi in obs)
 
     def _try(self, item: F.Item, size, candidates, parent=None, obstacle=None):
         for yaw, pos, side, u in candidates:
@@ -264,10 +250,7 @@ class RoomFurnisher:
                 continue
             if not is_obs and parent is None and not self._visible_ok(lo, hi):
                 continue
-            p = Placed(item.category, self.room.region_id, item.parts, yaw, pos, lo, hi, item.color,
-                       item.material, item.feature, parent, side, u, is_obs, size_local=tuple(size))
-            self.placed.append(p)
-            return p
+            return self._add(item, size, yaw, pos, lo, hi, parent, side, u, is_obs)
         return None
 
     # ------------------------------------------------------------------ placement modes
@@ -374,11 +357,14 @@ class RoomFurnisher:
                 continue
             if self._overlaps(lo, hi, ignore=(parent,)):
                 continue
-            p = Placed(item.category, self.room.region_id, item.parts, yaw, pos, lo, hi, item.color,
-                       item.material, item.feature, parent, side, u, False, size_local=tuple(size))
-            self.placed.append(p)
-            return p
+            return self._add(item, size, yaw, pos, lo, hi, parent, side, u, False)
         return None
+
+    def _add(self, item, size, yaw, pos, lo, hi, parent, side, u, obstacle) -> Placed:
+        p = Placed(item.category, self.room.region_id, item.parts, yaw, pos, lo, hi, item.color,
+                   item.material, item.feature, parent, side, u, obstacle, size_local=tuple(size))
+        self.placed.append(p)
+        return p
 
 
 def _n(rng, lo, hi):
