@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+import habitat  # noqa: F401  (habitat's logger binds stderr here, not to a test's capsys)
 import pytest
 
 import habitat_mosnav

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 
+import habitat  # noqa: F401  (habitat's logger binds stderr here, not to a test's capsys)
 import pytest
 
 import habitat_mosnav
@@ -114,13 +115,19 @@ def workdir(tmp_path_factory):
         template.replace(ours, "from benchmark_api import Action, Observation"))
     (root / "my_agents" / "old_agent.py").write_text(OLD_AGENT)
     yield root
-    # the checkout's packages must not shadow other tests' agents_to_test/my_agents
+    _forget_checkout_packages()
+
+
+def _forget_checkout_packages():
+    """Other tests have their own my_agents/agents_to_test packages: neither may shadow
+    the other through sys.modules."""
     for name in [m for m in sys.modules if m.split(".")[0] in ("agents_to_test", "my_agents")]:
         del sys.modules[name]
 
 
 @pytest.fixture
 def in_workdir(workdir, monkeypatch):
+    _forget_checkout_packages()
     monkeypatch.chdir(workdir)
     return workdir
 

@@ -481,7 +481,7 @@ class Evaluator:
         return dict(setting.identity(), deviations=deviations)
     def _start_error(self, exc: StartNotNavigable) -> str:
         episode = self._current_episode
-        dataset = self._load_dataset() if self.env is None else None
+        dataset = self._load_dataset() if self._owns_env else None  # not a given env's
         data_path = getattr(dataset, "data_path", None) or "<dataset>"
         scene = episode_scene_name(episode)
         return (f"{os.path.join(data_path, scene, 'episodes.json')}: episode "
