@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.dataset_building.common import BuildError
 
 STAGE_HELP = {
@@ -96,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     qe.add_argument("--keep-redundant", action="store_true",
                     help="keep queries whose extra condition selects nothing less than their parent")
     qe.add_argument("--no-combos", action="store_true", help="no colour+material / colour+feature queries")
-    qe.add_argument("--modes", type=_csv, default=["single", "any", "many", "all"])
+    qe.add_argument("--modes", type=_csv, default=list(TARGET_MODES))
     qe.add_argument("--episodes-per-query", type=int, default=1, help="per query and target mode")
     qe.add_argument("--max-per-group", type=int, default=None,
                     help="per scene, at most this many episodes per (pure-category or not, target mode)")
@@ -121,7 +122,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args):
-    from habitat_mosnav.api import TARGET_MODES
     from habitat_mosnav.dataset_building.episodes import EpisodeOptions
     from habitat_mosnav.dataset_building.extract import ExtractOptions
     from habitat_mosnav.dataset_building.geometry import CameraSpec
