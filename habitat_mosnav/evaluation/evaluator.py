@@ -44,8 +44,8 @@ from habitat_mosnav.evaluation.rollout import (
     episode_metrics_record,
     error_message_of,
     error_type_of,
-    record_trace,
     run_episode,
+    trace_for_record,
 )
 from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
 from habitat_mosnav.keys import episode_key as make_episode_key, episode_scene_name, episode_seed
@@ -626,7 +626,7 @@ class Evaluator:
 
     def _record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
         summary = _episode_summary(episode, max_steps)
-        trace = record_trace(run.action_trace)
+        trace = trace_for_record(run.action_trace)
         extras = self._agent_extras(key)
         if run.error is not None:
             return res.make_record(

@@ -24,7 +24,7 @@ from habitat_mosnav.pose import agent_pose
 
 __all__ = ["AgentError", "EpisodeRun", "StartNotNavigable", "StepTimeout", "describe_error",
            "episode_metrics_record", "error_message_of", "error_type_of", "run_episode",
-           "terminated_by"]
+           "terminated_by", "trace_for_record"]
 
 
 @dataclass
@@ -143,7 +143,7 @@ def episode_metrics_record(env) -> Dict[str, Any]:
     return out
 
 
-def record_trace(action_trace: Optional[List[Dict[str, Any]]]) -> Optional[List[Any]]:
+def trace_for_record(action_trace: Optional[List[Dict[str, Any]]]) -> Optional[List[Any]]:
     """The record's ``action_trace``: the action ids, or, when the policy returned a
     ``PolicyStep`` with ``info`` at some step, ``{"action": id, "info": info or None}`` for
     every step of that episode."""
