@@ -142,10 +142,18 @@ def test_missing_egl_error_names_packages(monkeypatch):
 def test_semantic_annotations_objects_and_aabbs(room):
     sim, _ = make_sim(room, start=[2.0, 0.0, 2.0], render=False)
     scene = sim.semantic_annotations()
+    # habitat-sim's HM3D layout: Unknown object 0 first, objects[i] is object i
     ids = [o.semantic_id for o in scene.objects]
-    assert ids == [1, 2, 3, 4, 5, 6]
-    north = scene.objects[NORTH - 1]
-    assert north.category.name() == "box2"
+    assert ids == [0, 1, 2, 3, 4, 5, 6]
+    assert scene.objects[0].id == "Unknown_0" and scene.objects[0].region.index == -1
+    north = scene.objects[NORTH]
+    assert north.id == f"box2_{NORTH}" and north.category.name() == "box2"
+    assert north.category.index() == NORTH  # categories by first appearance, Unknown = 0
+    assert [c.name() for c in scene.categories][:3] == ["Unknown", "box1", "box2"]
+    assert [r.index for r in scene.regions] == [-1, 0] and north in scene.regions[1].objects
+    assert scene.levels == []
+    # aabb.center works as an attribute and as habitat's top_down_map calls it
+    assert np.allclose(north.aabb.center(), north.aabb.center)
     # the north wall box spans x in [0, 4], y in [0, 2.5], z in [0, 0.1] (world frame)
     assert np.allclose(north.aabb.center, [2.0, 1.25, 0.05], atol=1e-4)
     assert np.allclose(north.aabb.sizes, [4.0, 2.5, 0.1], atol=1e-4)

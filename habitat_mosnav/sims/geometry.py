@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -17,7 +17,8 @@ from habitat_mosnav.scenes.io import SemanticObject as SemanticRecord
 from habitat_mosnav.scenes.io import scene_up_axis as _io_scene_up_axis
 
 __all__ = ["Z_UP_TO_Y_UP", "MeshData", "SceneLoadError", "load_mesh", "load_semantic_mesh", "scene_up_axis",
-           "read_semantic_table", "semantic_paths", "SemanticScene", "SemanticObject"]
+           "read_semantic_table", "semantic_paths", "SemanticScene", "SemanticObject", "SemanticRegion",
+           "SemanticCategory", "AABB"]
 
 
 class SceneLoadError(RuntimeError):
@@ -167,7 +168,9 @@ def load_semantic_mesh(scene_path: str, up: str = "y") -> Optional[MeshData]:
     return mesh
 
 
-class _Category:
+class SemanticCategory:
+    """Like habitat-sim's ``HM3DObjectCategory``: ``index()`` and ``name()`` (mapping ignored)."""
+
     def __init__(self, index: int, name: str) -> None:
         self._index = index
         self._name = name
@@ -178,40 +181,98 @@ class _Category:
     def index(self, mapping: str = "") -> int:
         return self._index
 
+    def __repr__(self) -> str:
+        return f"SemanticCategory({self._index}, {self._name!r})"
 
-class _AABB:
-    def __init__(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        self.center = ((lo + hi) / 2).astype(np.float32)
-        self.sizes = (hi - lo).astype(np.float32)
+
+class _Vec3(np.ndarray):
+    """A 3-vector that can also be called (``aabb.center`` and ``aabb.center()`` both work,
+    as code written against habitat-sim uses either)."""
+
+    def __call__(self) -> np.ndarray:
+        return np.asarray(self)
+
+
+def _vec3(v) -> _Vec3:
+    return np.asarray(v, np.float32).reshape(3).view(_Vec3)
+
+
+class AABB:
+    """Axis-aligned box in the world frame: ``center``, ``sizes``, ``min``, ``max``."""
+
+    def __init__(self, lo, hi) -> None:
+        lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+        self.min, self.max = _vec3(lo), _vec3(hi)
+        self.center = _vec3((lo + hi) / 2)
+        self.sizes = _vec3(hi - lo)
+
+    def size(self) -> np.ndarray:
+        return np.asarray(self.sizes)
+
+    def __repr__(self) -> str:
+        return f"AABB(center={self.center.tolist()}, sizes={self.sizes.tolist()})"
+
+
+def _union(boxes) -> Optional[AABB]:
+    boxes = [b for b in boxes if b is not None]
+    if not boxes:
+        return None
+    return AABB(np.min([b.min for b in boxes], 0), np.max([b.max for b in boxes], 0))
+
+
+class SemanticRegion:
+    """Like habitat-sim's HM3D region: ``index`` (the region id of semantic.txt, -1 for the
+    Unknown object's), ``id`` (its string), ``objects``, ``aabb`` (union of its objects'),
+    ``category`` (None: HM3D regions have none), ``level`` (None)."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.id = str(index)
+        self.objects: List["SemanticObject"] = []
+        self.category = None
+        self.level = None
+        self.aabb: Optional[AABB] = None
 
 
 class SemanticObject:
-    """Like ``habitat_sim.scene.SemanticObject``: ``semantic_id``, ``id``, ``category``,
-    ``aabb`` (``center``, ``sizes``; world frame) and ``region_id``."""
+    """Like habitat-sim's ``HM3DObjectInstance``: ``semantic_id`` (the id in semantic.txt),
+    ``id`` = ``"{category}_{semantic_id}"``, ``category`` (``name()``, ``index()``),
+    ``region`` (and ``region_id``), ``aabb`` (world frame, None when the semantic mesh has
+    no vertex of the object), ``obb`` (None)."""
 
-    def __init__(self, semantic_id: int, category: _Category, region_id: int, aabb: Optional[_AABB]):
+    def __init__(self, semantic_id: int, category: SemanticCategory, region: SemanticRegion,
+                 aabb: Optional[AABB]) -> None:
         self.semantic_id = semantic_id
-        self.id = f"{semantic_id}"
+        self.id = f"{category.name()}_{semantic_id}"
         self.category = category
-        self.region_id = region_id
+        self.region = region
+        self.region_id = region.index
         self.aabb = aabb
+        self.obb = None
 
 
 class SemanticScene:
-    """The subset of ``habitat_sim.scene.SemanticScene`` built from the HM3D pair."""
+    """habitat-sim's ``SemanticScene`` as its HM3D loader builds it from ``semantic.txt``:
+    ``objects`` sorted by id with an ``Unknown`` object (id 0, region -1) first, so that
+    ``objects[i]`` is object ``i`` when the ids run 1..N (habitat's top_down_map relies on
+    it); ``categories`` by first appearance (``Unknown`` = 0); ``regions`` sorted by id;
+    ``levels`` empty (HM3D has none); ``aabb`` of all annotated objects."""
 
-    def __init__(self, objects: List[SemanticObject], categories: List[_Category]) -> None:
+    def __init__(self, objects: List[SemanticObject], categories: List[SemanticCategory],
+                 regions: List[SemanticRegion]) -> None:
         self.objects = objects
         self.categories = categories
+        self.regions = regions
+        self.levels: List[Any] = []
+        self.aabb = _union(o.aabb for o in objects if o.semantic_id != 0)
 
     @classmethod
     def from_mesh(cls, scene_path: str, mesh: Optional[MeshData]) -> "SemanticScene":
         paths = semantic_paths(scene_path)
         if paths is None:
-            return cls([], [])
+            return cls([], [], [])
         table = read_semantic_table(paths[1])
-        cats: Dict[str, _Category] = {}
-        boxes: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+        boxes: Dict[int, AABB] = {}
         if mesh is not None and mesh.ids is not None and len(mesh.ids):
             ids = mesh.ids
             order = np.argsort(ids, kind="stable")
@@ -219,10 +280,18 @@ class SemanticScene:
             cuts = np.r_[0, np.nonzero(np.diff(sid))[0] + 1, len(sid)]
             for a, b in zip(cuts[:-1], cuts[1:]):
                 v = mesh.vertices[order[a:b]]
-                boxes[int(sid[a])] = (v.min(0), v.max(0))
+                boxes[int(sid[a])] = AABB(v.min(0), v.max(0))
+        records = [(0, "Unknown", -1)] + sorted(
+            ((r.object_id, r.category, r.region_id) for r in table.values() if r.object_id != 0))
+        cats: Dict[str, SemanticCategory] = {}
+        regions: Dict[int, SemanticRegion] = {}
         objects = []
-        for rec in sorted(table.values(), key=lambda r: r.object_id):
-            c = cats.setdefault(rec.category, _Category(len(cats), rec.category))
-            box = boxes.get(rec.object_id)
-            objects.append(SemanticObject(rec.object_id, c, rec.region_id, _AABB(*box) if box else None))
-        return cls(objects, list(cats.values()))
+        for oid, cat, rid in records:
+            c = cats.setdefault(cat, SemanticCategory(len(cats), cat))
+            reg = regions.setdefault(rid, SemanticRegion(rid))
+            obj = SemanticObject(oid, c, reg, boxes.get(oid))
+            reg.objects.append(obj)
+            objects.append(obj)
+        for reg in regions.values():
+            reg.aabb = _union(o.aabb for o in reg.objects)
+        return cls(objects, list(cats.values()), [regions[k] for k in sorted(regions)])

@@ -475,8 +475,10 @@ class MosNavMeshSim(Simulator):
         return self._pathfinder.distance_to_closest_obstacle(position, max_search_radius)
 
     def semantic_annotations(self):
-        """Objects of ``<id>.semantic.txt`` with their world AABBs (habitat-sim's
-        ``SemanticScene`` subset: ``objects[i].semantic_id / category.name() / aabb``)."""
+        """habitat-sim's HM3D ``SemanticScene`` of ``<id>.semantic.txt`` (see
+        :class:`~habitat_mosnav.sims.geometry.SemanticScene`): ``objects`` with an
+        ``Unknown`` object 0 first, ids ``"{category}_{id}"``, world AABBs, categories,
+        regions; an empty scene when the annotation pair is absent."""
         entry = self._scene
         if entry is None:
             return None
