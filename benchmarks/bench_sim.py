@@ -2,8 +2,11 @@
 """Benchmark of the CPU simulator ``MosNavMeshSim-v0`` (no habitat.Env, no measures).
 
 Prints: scene load + navigability time, sim steps/s without sensors (each step also does
-one geodesic lookup, as a distance measure would), sim steps/s with RGB-D 256x256, render
-fps, and fast-marching time per goal. Runs pinned to ``--cores`` CPU cores (default 1,
+one geodesic lookup, as a distance measure would), geodesic lookup time, distance-field
+time per goal, geodesic accuracy against the exact reference (shapely free space at the
+agent radius + visibility graph, ``habitat_mosnav.sims.reference``) on ``--pairs`` random
+pairs of the floor: median / p95 / max |relative error|, pairs reachable in only one,
+max |d(a, b) - d(b, a)|; then sim steps/s with RGB-D 256x256 and render fps. Runs pinned to ``--cores`` CPU cores (default 1,
 Mesa's llvmpipe limited to as many threads) because the targets are per core.
 
     python benchmarks/bench_sim.py [--scene PATH.glb] [--steps 500] [--size 256]
@@ -81,12 +84,45 @@ def _run_steps(sim, steps: int, goals, seed: int) -> float:
     return steps / (time.perf_counter() - t0)
 
 
+def _accuracy(sim, pairs: int, seed: int) -> None:
+    """Geodesics of the simulator against the exact reference on random floor pairs."""
+    import numpy as np
+
+    from habitat_mosnav.sims.reference import ExactGeodesics, free_space
+
+    ag = sim.navgrid.agent
+    t0 = time.perf_counter()
+    floor_y = float(sim.navgrid.island_y[sim.navgrid.largest_island])
+    ref = ExactGeodesics(free_space(sim.scene_entry.mesh.triangles, ag.radius, ag.height, ag.max_climb,
+                                    floor_y=floor_y, max_slope=ag.max_slope, quad_segs=16))
+    t_ref = time.perf_counter() - t0
+    pts = ref.sample(np.random.default_rng(seed), 2 * pairs)
+    errs, asym, mismatch, t_ref_q = [], [], 0, 0.0
+    for a, b in zip(pts[0::2], pts[1::2]):
+        t0 = time.perf_counter()
+        exact = ref.distance(a, b)
+        t_ref_q += time.perf_counter() - t0
+        A, B = [a[0], floor_y, a[1]], [b[0], floor_y, b[1]]
+        d_ab, d_ba = sim.geodesic_distance(A, B), sim.geodesic_distance(B, A)
+        if np.isfinite(exact) != np.isfinite(d_ab):
+            mismatch += 1
+        elif np.isfinite(exact) and exact > 0.3:
+            errs.append(abs(d_ab - exact) / exact)
+            asym.append(abs(d_ab - d_ba))
+    e = 100 * np.asarray(errs)
+    print(f"geodesic accuracy vs exact reference ({len(e)} reachable pairs of {pairs}, radius {ag.radius} m): "
+          f"|error| median {np.median(e):.3f} %, p95 {np.percentile(e, 95):.3f} %, max {e.max():.3f} %; "
+          f"reachable in only one: {mismatch}; max |d(a,b) - d(b,a)| {max(asym) * 100:.2f} cm "
+          f"(reference: {t_ref:.1f} s to build, {t_ref_q / pairs * 1e3:.1f} ms per pair)")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scene", default=None, help="scene .glb (default: first demo scene)")
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--size", type=int, default=256, help="RGB-D width and height")
-    ap.add_argument("--goals", type=int, default=20, help="goals timed for fast marching")
+    ap.add_argument("--goals", type=int, default=20, help="goals timed for the distance field")
+    ap.add_argument("--pairs", type=int, default=150, help="random pairs for the accuracy check (0: skip)")
     ap.add_argument("--cores", type=int, default=1, help="CPU cores to pin to (0 = no pinning)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -128,14 +164,16 @@ def main(argv=None) -> int:
         sim.geodesic_distance(p + np.float32(1e-4) * np.float32(_ % 3), goals)
     print(f"geodesic lookup (snap + cached field): {(time.perf_counter() - t0) / n_lookup * 1e6:.0f} us")
 
-    fmm = []
+    fields = []
     for _ in range(args.goals):
         g = pf.get_random_navigable_point(island_index=main_island)
         t0 = time.perf_counter()
         grid._compute_field(np.asarray([g], np.float64))
-        fmm.append(time.perf_counter() - t0)
-    print(f"fast marching per goal: {np.mean(fmm) * 1e3:.1f} ms mean, {np.max(fmm) * 1e3:.1f} ms max "
-          f"({args.goals} goals)")
+        fields.append(time.perf_counter() - t0)
+    print(f"distance field per goal: {np.mean(fields) * 1e3:.1f} ms mean, {np.max(fields) * 1e3:.1f} ms max "
+          f"({args.goals} goals; graph of {grid.num_nodes} corner nodes, {len(grid._edges_base[0])} edges)")
+    if args.pairs > 0:
+        _accuracy(sim, args.pairs, args.seed)
 
     try:
         vis = _make_sim(scene, args.size, rgbd=True, seed=args.seed)

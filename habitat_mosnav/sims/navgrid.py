@@ -49,6 +49,13 @@ CORNER_CURVATURE = 0.5
 TANGENT_COS = 0.35
 #: slack (m) on the clearance along a segment: chords between corner points, interpolation
 LOS_TOL = 0.005
+#: coarse sample spacing (m) of visibility tests, and how far clearance is measured
+#: beyond the radius (it certifies coarse intervals in the open)
+LOS_COARSE = 0.2
+SDF_CAP = 0.5
+#: rays per visibility polygon and their reach (m)
+RAYS = 180
+RAY_MAX = 15.0
 #: patches with more node pairs than this only get edges shorter than LONG_EDGE (m)
 MAX_NODE_PAIRS = 4_000_000
 LONG_EDGE = 6.0
@@ -79,7 +86,7 @@ class Layer:
     near_r: np.ndarray  # (h, w) int32 row of the nearest navigable cell (layer-local)
     near_c: np.ndarray
     # (h, w) float32 signed clearance of the cell centre: metres to the nearest obstacle
-    # (> 0 on the floor, < 0 off it), capped at radius + 3 cells
+    # (> 0 on the floor, < 0 off it), capped at radius + SDF_CAP
     sdf: Optional[np.ndarray] = None
 
 
@@ -114,6 +121,8 @@ class DistanceField:
     node_d: Optional[np.ndarray] = None  # (num_nodes,) distance of each corner node
     pred: Optional[np.ndarray] = None  # Dijkstra predecessors (-9999 at a goal)
     fmm: Optional["DistanceField"] = None  # fast-marching fallback, built on demand
+    goal_rays: Dict[int, np.ndarray] = field(default_factory=dict)  # patch -> (k, RAYS) visibility
+    cands: Dict[int, tuple] = field(default_factory=dict)  # patch -> reached nodes (query cache)
 
 
 def _lattice(n: int) -> np.ndarray:
@@ -145,6 +154,16 @@ def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000
             chunk = idx[s : s + per]
             pts = np.matmul(w[None], tris[chunk]).reshape(-1, 3)
             yield pts, np.repeat(chunk, len(w)), len(chunk)
+
+
+def _between_rays(r0: np.ndarray, r1: np.ndarray, frac: np.ndarray) -> np.ndarray:
+    """Reach of a visibility polygon between two neighbouring rays of lengths r0, r1, at
+    ``frac`` of the angle from the first: along the chord of their end points (a wall
+    seen at an angle) when they are about as long, else the shorter one (a shadow edge:
+    the chord would cut behind the occluder)."""
+    # (linear in the angle: within 0.03 % of the chord for rays 2 degrees apart)
+    lo = np.minimum(r0, r1)
+    return np.where(np.abs(r0 - r1) <= 0.2 * lo + 0.1, r0 + frac * (r1 - r0), lo)
 
 
 class NavGrid:
@@ -557,7 +576,7 @@ class NavGrid:
             pts.append(np.stack([self.x0 + (c0 + lc[b] + 0.5 + 0.5 * dc) * cell,
                                  self.z0 + (r0 + lr[b] + 0.5 + 0.5 * dr) * cell], axis=1))
         p = np.concatenate(pts)
-        cap = er + 3.0 * cell
+        cap = er + SDF_CAP
         sdf = np.full((h, w), -cap, np.float32)
         if len(p) == 0:
             sdf[present] = cap
@@ -708,6 +727,11 @@ class NavGrid:
                 er_[2].append(np.maximum(self._len3(self.node_xz[aa], self.node_y[aa],
                                                     self.node_xz[bb], self.node_y[bb]), 1e-6))
         self._edges_base = tuple(np.concatenate(x) for x in er_)
+        # each node's visibility polygon, as free length along RAYS directions: a query
+        # point sees a node when it lies within it (a table look-up, no ray marching)
+        self.node_rays = np.zeros((self.num_nodes, RAYS), np.float32)
+        for p, idx in self.patch_nodes.items():
+            self.node_rays[idx] = self._cast(int(self.patch_layer[p]), self.node_xz[idx])
 
     @staticmethod
     def _len3(a, ya, b, yb):
@@ -739,42 +763,142 @@ class NavGrid:
                + S[r + 1, c] * (1 - fu) * fv + S[r + 1, c + 1] * fu * fv)
         return np.where(ok, val, -np.inf)
 
+    def _sdf_point(self, L: Layer, x: float, z: float) -> float:
+        """:meth:`_sdf_at` for one point (plain Python: the per-step query path)."""
+        S = L.sdf
+        u = (x - self.x0) / self.cell - 0.5 - L.c0
+        v = (z - self.z0) / self.cell - 0.5 - L.r0
+        c, r = int(math.floor(u)), int(math.floor(v))
+        h, w = S.shape
+        if not (0 <= c < w - 1 and 0 <= r < h - 1):
+            return -INF
+        fu, fv = u - c, v - r
+        return float(S[r, c] * (1 - fu) * (1 - fv) + S[r, c + 1] * fu * (1 - fv)
+                     + S[r + 1, c] * (1 - fu) * fv + S[r + 1, c + 1] * fu * fv)
+
     def _los(self, li: int, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """Which segments A[i] -> B[i] of layer ``li`` keep the agent's clearance (within
         ``LOS_TOL``). Near an end point whose own clearance is short of the radius (a
         query point between cell centres), the bound is relaxed by that shortfall minus
-        the distance travelled from it (clearance grows at most 1 m per metre)."""
+        the distance travelled from it (clearance grows at most 1 m per metre).
+
+        Coarse samples every ``LOS_COARSE`` metres first: the interpolated clearance is
+        sqrt(2)-Lipschitz, so a coarse interval whose two ends clear the bound by enough
+        is free without looking inside; only the other intervals get fine samples."""
         L = self.layers[li]
         A = np.asarray(A, np.float64).reshape(-1, 2)
         B = np.asarray(B, np.float64).reshape(-1, 2)
         m = len(A)
         if m == 0:
             return np.zeros(0, bool)
+        er = self.erode
         d = B - A
         ln = np.hypot(d[:, 0], d[:, 1])
-        n = np.maximum(np.ceil(ln / (0.5 * self.cell)).astype(np.int64) + 1, 2)
+        def_a = np.maximum(er - self._sdf_at(L, A[:, 0], A[:, 1]), 0.0)
+        def_b = np.maximum(er - self._sdf_at(L, B[:, 0], B[:, 1]), 0.0)
+
+        def bound(seg, ta):
+            relax = np.maximum(np.maximum(def_a[seg] - ta, def_b[seg] - (ln[seg] - ta)), 0.0)
+            return er - LOS_TOL - relax
+
+        n = np.maximum(np.ceil(ln / LOS_COARSE).astype(np.int64), 1) + 1
         off = np.r_[0, np.cumsum(n)[:-1]]
         seg = np.repeat(np.arange(m), n)
         t = (np.arange(int(n.sum())) - off[seg]) / (n[seg] - 1)
-        px = A[seg, 0] + d[seg, 0] * t
-        pz = A[seg, 1] + d[seg, 1] * t
-        s = self._sdf_at(L, px, pz)
-        er = self.erode
-        def_a = np.maximum(er - self._sdf_at(L, A[:, 0], A[:, 1]), 0.0)
-        def_b = np.maximum(er - self._sdf_at(L, B[:, 0], B[:, 1]), 0.0)
         ta = ln[seg] * t
-        relax = np.maximum(np.maximum(def_a[seg] - ta, def_b[seg] - (ln[seg] - ta)), 0.0)
-        thr = er - LOS_TOL - relax
-        ok = s >= thr
+        s = self._sdf_at(L, A[seg, 0] + d[seg, 0] * t, A[seg, 1] + d[seg, 1] * t)
+        margin = (s - bound(seg, ta)) / (1.0 + math.sqrt(2.0))
+        ok = np.ones(m, bool)
+        ok[seg[margin < -0.75 * self.cell]] = False  # a coarse sample inside an obstacle
+        # coarse intervals (k, k + 1) of one segment not covered by their ends' margins
+        k = np.arange(len(seg) - 1)
+        k = k[(seg[k] == seg[k + 1]) & ok[seg[k]]]
+        gap = ln[seg[k]] / (n[seg[k]] - 1)
+        open_ = k[~((margin[k] >= 0) & (margin[k + 1] >= 0) & (margin[k] + margin[k + 1] >= gap))]
+        if len(open_):
+            sg = seg[open_]
+            nf = int(math.ceil(LOS_COARSE / (0.5 * self.cell))) + 1
+            u = np.linspace(0.0, 1.0, nf)
+            tt = (t[open_][:, None] + (t[open_ + 1] - t[open_])[:, None] * u[None]).ravel()
+            sf = np.repeat(sg, nf)
+            px = A[sf, 0] + d[sf, 0] * tt
+            pz = A[sf, 1] + d[sf, 1] * tt
+            thr = bound(sf, ln[sf] * tt)
+            sv = self._sdf_at(L, px, pz)
+            good = sv >= thr
+            tree = self._trees[li] if er > 0 else None
+            if tree is not None and not good.all():
+                # interpolation cuts the clearance short on a ridge (the middle of a gap
+                # just wider than the agent): decide near-threshold samples exactly
+                near = np.nonzero(~good & (sv >= thr - 0.75 * self.cell))[0]
+                if len(near):
+                    dq, _ = tree.query(np.stack([px[near], pz[near]], axis=1), distance_upper_bound=er + 1.0)
+                    good[near] = dq >= thr[near]
+            ok[sf[~good]] = False
+        return ok
+
+    def _cast(self, li: int, origins: np.ndarray) -> np.ndarray:
+        """Free length (m, up to ``RAY_MAX``) of ``RAYS`` rays from each origin on layer
+        ``li``: sphere tracing on the clearance (steps of its margin over the radius, at
+        least half a cell, each sample checked as in :meth:`_los`)."""
+        L = self.layers[li]
+        o = np.asarray(origins, np.float64).reshape(-1, 2)
+        n = len(o)
+        out = np.zeros((n, RAYS), np.float32)
+        if n == 0:
+            return out
+        er = self.erode
+        ang = np.arange(RAYS) * (2 * math.pi / RAYS)
+        dx, dz = np.tile(np.cos(ang), n), np.tile(np.sin(ang), n)
+        ox, oz = np.repeat(o[:, 0], RAYS), np.repeat(o[:, 1], RAYS)
+        deficit = np.repeat(np.maximum(er - self._sdf_at(L, o[:, 0], o[:, 1]), 0.0), RAYS)
+        t = np.zeros(n * RAYS)
+        last = np.zeros(n * RAYS)
+        act = np.arange(n * RAYS)
         tree = self._trees[li] if er > 0 else None
-        if tree is not None and not ok.all():
-            # interpolation cuts the clearance short on a ridge (the middle of a gap just
-            # wider than the agent): decide near-threshold samples with the exact distance
-            near = np.nonzero(~ok & (s >= thr - 0.75 * self.cell))[0]
-            if len(near):
-                d, _ = tree.query(np.stack([px[near], pz[near]], axis=1), distance_upper_bound=er + 1.0)
-                ok[near] = d >= thr[near]
-        return np.logical_and.reduceat(ok, off)
+        step_min = 0.5 * self.cell
+        for _ in range(int(RAY_MAX / step_min) + 2):
+            if not len(act):
+                break
+            ta = t[act]
+            px, pz = ox[act] + dx[act] * ta, oz[act] + dz[act] * ta
+            sv = self._sdf_at(L, px, pz)
+            thr = er - LOS_TOL - np.maximum(deficit[act] - ta, 0.0)
+            free = sv >= thr
+            if tree is not None:
+                near = np.nonzero(~free & (sv >= thr - 0.75 * self.cell))[0]
+                if len(near):
+                    dq, _ = tree.query(np.stack([px[near], pz[near]], axis=1), distance_upper_bound=er + 1.0)
+                    free[near] = dq >= thr[near]
+            last[act[free]] = ta[free]
+            step = np.maximum((sv - thr) / (1.0 + math.sqrt(2.0)), step_min)
+            t[act] = ta + step
+            act = act[free & (ta + step <= RAY_MAX)]
+        out[:] = last.reshape(n, RAYS)
+        return out
+
+    @staticmethod
+    def _sees(rays: np.ndarray, rows: np.ndarray, src: np.ndarray, pt, slack: float) -> np.ndarray:
+        """Which sources (``rays[rows]``, at positions ``src``) see point ``pt``: it lies in
+        their visibility polygon, within ``slack``."""
+        d = np.asarray(pt, np.float64)[None, :2] - src
+        dist = np.hypot(d[:, 0], d[:, 1])
+        a = np.mod(np.arctan2(d[:, 1], d[:, 0]), 2 * math.pi) * (RAYS / (2 * math.pi))
+        fl = np.floor(a)
+        i0 = fl.astype(np.int64) % RAYS
+        reach = _between_rays(rays[rows, i0], rays[rows, (i0 + 1) % RAYS], a - fl)
+        return (reach >= dist - slack) | (dist <= slack), reach - dist
+
+    def _sees_from(self, ray: np.ndarray, origin, pts: np.ndarray) -> np.ndarray:
+        """Which points lie within one origin's visibility polygon (its ``RAYS`` lengths).
+        A ray's length is its last free sample, up to half a cell short of the boundary
+        where the nodes sit: that much slack (no other obstacle fits in it)."""
+        d = pts - np.asarray(origin, np.float64)[None]
+        dist = np.hypot(d[:, 0], d[:, 1])
+        a = np.mod(np.arctan2(d[:, 1], d[:, 0]), 2 * math.pi) * (RAYS / (2 * math.pi))
+        i0 = np.floor(a).astype(np.int64) % RAYS
+        reach = _between_rays(ray[i0], ray[(i0 + 1) % RAYS], a - np.floor(a))
+        return reach >= dist - 0.5 * self.cell - 0.01
 
     def _finish_empty(self) -> None:
         self.layers = []
@@ -1193,15 +1317,21 @@ class NavGrid:
             gid = N + k
             k += 1
             per_patch.setdefault(loc.patch, []).append((loc.x, loc.z, loc.y, gid))
-            idx = self.patch_nodes.get(loc.patch)
+        for p, lst in per_patch.items():
+            arr = np.asarray(lst, np.float64)
+            rays = self._cast(int(self.patch_layer[p]), arr[:, :2])
+            df.goal_rays[p] = rays
+            idx = self.patch_nodes.get(p)
             if idx is None or not len(idx):
                 continue
-            gxz = np.array([loc.x, loc.z])
-            vis = self._los(loc.layer, np.repeat(gxz[None], len(idx), 0), self.node_xz[idx])
-            idx = idx[vis]
-            rows.append(np.full(len(idx), gid, np.int64))
-            cols.append(idx)
-            wts.append(np.maximum(self._len3(gxz, loc.y, self.node_xz[idx], self.node_y[idx]), 1e-6))
+            L = self.layers[int(self.patch_layer[p])]
+            for j, (gx, gz, gy, gid) in enumerate(lst):
+                # the nodes that see the goal: the same test as a query's, so d(a, b) = d(b, a)
+                slack = (1.0 + math.sqrt(2.0)) * max(self.erode - self._sdf_point(L, gx, gz), 0.0) + 0.01
+                vis = idx[self._sees(self.node_rays, idx, self.node_xz[idx], (gx, gz), slack)[0]]
+                rows.append(np.full(len(vis), int(gid), np.int64))
+                cols.append(vis)
+                wts.append(np.maximum(self._len3(np.array([gx, gz]), gy, self.node_xz[vis], self.node_y[vis]), 1e-6))
         for p, lst in per_patch.items():
             arr = np.asarray(lst, np.float64)
             df.goals[p] = arr[:, :2]
@@ -1221,46 +1351,67 @@ class NavGrid:
         df.goal_pos = {int(i): (x, z, y) for lst in per_patch.values() for (x, z, y, i) in lst}
         return df
 
+    def _candidates(self, df: DistanceField, p: int):
+        """(node ids, their xz, y, D) of the nodes of patch ``p`` the goal set reaches (cached)."""
+        c = df.cands.get(p)
+        if c is None:
+            idx = self.patch_nodes.get(p, np.zeros(0, np.int64))
+            idx = idx[np.isfinite(df.node_d[idx])] if len(idx) else idx
+            c = (idx, self.node_xz[idx], self.node_y[idx], df.node_d[idx])
+            df.cands[p] = c
+        return c
+
     def _best_corner(self, df: DistanceField, loc: Location) -> Tuple[float, int]:
-        """(distance, first node or goal id) over the nodes and goals that ``loc`` sees:
-        min |loc - v| + D(v), candidates tried in increasing order of that sum."""
+        """(distance, first node or goal id): min |loc - v| + D(v) over the nodes and goals
+        ``v`` whose visibility polygon holds ``loc`` (table look-ups, no search)."""
         p = loc.patch
-        idx = self.patch_nodes.get(p)
-        ids, xz, ys, base = [], [], [], []
-        if idx is not None and len(idx):
-            dn = df.node_d[idx]
-            fin = np.isfinite(dn)
-            ids.append(idx[fin])
-            xz.append(self.node_xz[idx[fin]])
-            ys.append(self.node_y[idx[fin]])
-            base.append(dn[fin])
-        if p in df.goals:
-            ids.append(df.goal_id[p])
-            xz.append(df.goals[p])
-            ys.append(df.goal_y[p])
-            base.append(np.zeros(len(df.goals[p])))
-        if not ids:
-            return INF, -1
-        ids, xz, ys, base = (np.concatenate(ids), np.concatenate(xz), np.concatenate(ys), np.concatenate(base))
-        if not len(ids):
-            return INF, -1
         me = np.array([loc.x, loc.z])
-        key = self._len3(me, loc.y, xz, ys) + base
-        first = min(len(key), 16)
-        order = np.argpartition(key, first - 1)[:first] if len(key) > first else np.arange(len(key))
-        order = order[np.argsort(key[order], kind="stable")]
-        done = 0
-        while True:
-            for s in range(0, len(order), 8):
-                o = order[s:s + 8]
-                vis = self._los(loc.layer, np.repeat(me[None], len(o), 0), xz[o])
-                if vis.any():
-                    j = int(o[int(np.argmax(vis))])
-                    return float(key[j]), int(ids[j])
-            done += len(order)
-            if done >= len(key):
-                return INF, -2  # sees nothing: caller falls back to fast marching
-            order = np.argsort(key, kind="stable")[done:]
+        # a query point between cell centres may fall short of the radius: that much slack
+        deficit = max(self.erode - self._sdf_point(self.layers[loc.layer], loc.x, loc.z), 0.0)
+        slack = (1.0 + math.sqrt(2.0)) * deficit + 0.01
+        best, arg = INF, -1
+        idx, xz, ys, dn = self._candidates(df, p)
+        if len(idx):
+            key = self._len3(me, loc.y, xz, ys) + dn
+            vis = self._sees(self.node_rays, idx, xz, me, slack)[0]
+            if vis.any():
+                j = int(np.argmin(np.where(vis, key, np.inf)))
+                best, arg = float(key[j]), int(idx[j])
+        if p in df.goals:
+            gxz, gy = df.goals[p], df.goal_y[p]
+            key = self._len3(me, loc.y, gxz, gy)
+            vis, short = self._sees(df.goal_rays[p], np.arange(len(gxz)), gxz, me, slack)
+            # a goal just outside its polygon (rays are 2 degrees apart) but closer than the
+            # best found: test the segment itself, as from the other end (symmetry)
+            edge = np.nonzero(~vis & (key < best) & (short > -0.5))[0]
+            if len(edge):
+                vis = vis.copy()
+                vis[edge] = self._los(loc.layer, np.repeat(me[None], len(edge), 0), gxz[edge])
+            if vis.any():
+                j = int(np.argmin(np.where(vis, key, np.inf)))
+                if key[j] <= best:
+                    best, arg = float(key[j]), int(df.goal_id[p][j])
+        if arg == -1:
+            # -2: sees nothing it could reach through; the caller falls back to fast marching
+            return INF, (-2 if (len(idx) or p in df.goals) else -1)
+        return best, arg
+
+    def _fmm_at(self, fm: DistanceField, patch: int, xz: np.ndarray) -> np.ndarray:
+        """Fast-marching values of ``fm`` at points of a patch (their nearest navigable cell)."""
+        out = np.full(len(xz), np.inf)
+        part = fm.parts.get(patch)
+        if part is None or not len(xz):
+            return out
+        li, R0, C0, f = part
+        L = self.layers[li]
+        h, w = L.nav.shape
+        r = np.clip(np.floor((xz[:, 1] - self.z0) / self.cell).astype(np.int64) - L.r0, 0, h - 1)
+        c = np.clip(np.floor((xz[:, 0] - self.x0) / self.cell).astype(np.int64) - L.c0, 0, w - 1)
+        rr = L.near_r[r, c].astype(np.int64) + L.r0 - R0
+        cc = L.near_c[r, c].astype(np.int64) + L.c0 - C0
+        ok = (rr >= 0) & (rr < f.shape[0]) & (cc >= 0) & (cc < f.shape[1])
+        out[ok] = f[rr[ok], cc[ok]]
+        return out
 
     def field_value(self, df: DistanceField, loc: Location) -> float:
         val, first = self._best_corner(df, loc)
