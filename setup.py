@@ -70,6 +70,8 @@ setup(
         "trimesh>=4.0",
         "scikit-fmm>=2023.4",
         "shapely>=2.0,<3",
+        # Basis Universal (HM3D .basis.glb textures): KTX2 and .basis -> RGBA
+        "opengl-basisu==0.1.0a2",
         "moderngl>=5.8",
         "tqdm>=4.60",
         "imageio>=2.20",
@@ -79,7 +81,7 @@ setup(
         "python-dotenv>=1.0",
     ],
     extras_require={
-        "test": ["pytest>=7", "import-linter>=2.0"],
+        "test": ["pytest>=7", "import-linter>=2.0", "alktx2==0.1.7"],  # alktx2: Basis encoder for test textures
         "baselines": [
             "habitat-baselines==0.3.320260507",
             "torch>=2.0",

@@ -6,8 +6,10 @@ and each vertex gets the object id whose annotation colour it carries (0 = no ob
 """
 from __future__ import annotations
 
+import io
+import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -19,6 +21,9 @@ from habitat_mosnav.scenes.io import scene_up_axis as _io_scene_up_axis
 __all__ = ["Z_UP_TO_Y_UP", "MeshData", "SceneLoadError", "load_mesh", "load_semantic_mesh", "scene_up_axis",
            "read_semantic_table", "semantic_paths", "SemanticScene", "SemanticObject", "SemanticRegion",
            "SemanticCategory", "AABB"]
+
+
+logger = logging.getLogger(__name__)
 
 
 class SceneLoadError(RuntimeError):
@@ -33,6 +38,9 @@ class MeshData:
     faces: np.ndarray  # (F, 3) int64
     colors: np.ndarray  # (V, 4) uint8
     ids: Optional[np.ndarray] = None  # (V,) int32 object ids (semantic mesh only)
+    uv: Optional[np.ndarray] = None  # (V, 2) float32 texture coordinates (OpenGL: v up)
+    face_texture: Optional[np.ndarray] = None  # (F,) int32 index into ``textures``, -1 none
+    textures: List[np.ndarray] = field(default_factory=list)  # RGBA uint8 (H, W, 4), row 0 = top
 
     @property
     def triangles(self) -> np.ndarray:
@@ -78,22 +86,155 @@ def scene_up_axis(scene_path: str, option: str = "auto") -> str:
         raise ValueError(f"habitat.simulator.mosnav_mesh.{exc}") from None
 
 
+_BASIS_EXT = ("KHR_texture_basisu", "GOOGLE_texture_basis")
+_BASIS_MIME = ("image/ktx2", "image/x-basis")
+
+
+def _decode_basis(data: bytes) -> np.ndarray:
+    """RGBA uint8 (H, W, 4) of a KTX2 (Basis payload) or ``.basis`` image (opengl_basisu)."""
+    import opengl_basisu
+
+    tex = opengl_basisu.open(bytes(data))
+    img = tex.transcode(opengl_basisu.Target.RGBA8)
+    return np.asarray(img.data, np.uint8).reshape(img.height, img.width, 4)
+
+
+def basis_glb_to_png_glb(path: str, data: bytes) -> bytes:
+    """A ``.glb`` whose Basis Universal textures (``KHR_texture_basisu`` / image/ktx2, and
+    ``GOOGLE_texture_basis`` / image/x-basis, as habitat-sim's importer takes) are decoded
+    and stored again as PNG, so that trimesh reads them. A texture that cannot be decoded
+    is dropped with one warning line naming the file and the image."""
+    import json
+    import struct
+
+    from PIL import Image
+
+    if len(data) < 20 or data[:4] != b"glTF":
+        return data
+    total = struct.unpack_from("<I", data, 8)[0]
+    jlen, jtype = struct.unpack_from("<II", data, 12)
+    if jtype != 0x4E4F534A:
+        return data
+    gltf = json.loads(data[20:20 + jlen].decode("utf-8"))
+    used = set(gltf.get("extensionsUsed", [])) | set(gltf.get("extensionsRequired", []))
+    if not used & set(_BASIS_EXT):
+        return data
+    bin_chunk = b""
+    off = 20 + jlen
+    if off + 8 <= min(total, len(data)):
+        blen, _ = struct.unpack_from("<II", data, off)
+        bin_chunk = data[off + 8: off + 8 + blen]
+    blob = bytearray(bin_chunk)
+    views = gltf.setdefault("bufferViews", [])
+    images = gltf.setdefault("images", [])
+    decoded: Dict[int, Optional[int]] = {}
+
+    def png_image(src: int) -> Optional[int]:
+        if src in decoded:
+            return decoded[src]
+        decoded[src] = None
+        im = images[src] if 0 <= src < len(images) else {}
+        try:
+            if "bufferView" not in im:
+                raise ValueError("only images inside the .glb are read")
+            bv = views[im["bufferView"]]
+            raw = bytes(bin_chunk[bv.get("byteOffset", 0): bv.get("byteOffset", 0) + bv["byteLength"]])
+            rgba = _decode_basis(raw)
+        except Exception as exc:  # noqa: BLE001 - one line, the texture is dropped
+            logger.warning("%s: image %d (%s) cannot be decoded (%s); its faces render untextured",
+                           path, src, im.get("mimeType", "?"), str(exc).strip().splitlines()[0] if str(exc).strip()
+                           else type(exc).__name__)
+            return None
+        buf = io.BytesIO()
+        Image.fromarray(rgba, "RGBA").save(buf, format="PNG", compress_level=1)
+        png = buf.getvalue()
+        while len(blob) % 4:
+            blob.append(0)
+        views.append({"buffer": 0, "byteOffset": len(blob), "byteLength": len(png)})
+        blob.extend(png)
+        images.append({"bufferView": len(views) - 1, "mimeType": "image/png"})
+        decoded[src] = len(images) - 1
+        return decoded[src]
+
+    for tex in gltf.get("textures", []):
+        ext = tex.get("extensions", {})
+        for name in _BASIS_EXT:
+            if name in ext:
+                new = png_image(int(ext[name].get("source", -1)))
+                ext.pop(name)
+                if new is None:
+                    tex.pop("source", None)
+                else:
+                    tex["source"] = new
+        if "source" in tex and 0 <= tex["source"] < len(images) and \
+                images[tex["source"]].get("mimeType") in _BASIS_MIME:
+            new = png_image(int(tex["source"]))
+            if new is None:
+                tex.pop("source")
+            else:
+                tex["source"] = new
+        if not ext:
+            tex.pop("extensions", None)
+    for key in ("extensionsUsed", "extensionsRequired"):
+        if key in gltf:
+            gltf[key] = [e for e in gltf[key] if e not in _BASIS_EXT]
+            if not gltf[key]:
+                gltf.pop(key)
+    if gltf.get("buffers"):
+        gltf["buffers"][0]["byteLength"] = len(blob)
+    elif blob:
+        gltf["buffers"] = [{"byteLength": len(blob)}]
+    js = json.dumps(gltf, separators=(",", ":")).encode("utf-8")
+    js += b" " * (-len(js) % 4)
+    while len(blob) % 4:
+        blob.append(0)
+    out = struct.pack("<II", len(js), 0x4E4F534A) + js
+    if blob:
+        out += struct.pack("<II", len(blob), 0x004E4942) + bytes(blob)
+    return b"glTF" + struct.pack("<II", 2, 12 + len(out)) + out
+
+
+def _textures(geom, cache: Dict[int, int], textures: List[np.ndarray]):
+    """(uv (V, 2) or None, texture index or -1) of a trimesh geometry's base colour image."""
+    visual = getattr(geom, "visual", None)
+    if visual is None or getattr(visual, "kind", None) != "texture":
+        return None, -1
+    uv = getattr(visual, "uv", None)
+    mat = getattr(visual, "material", None)
+    img = getattr(mat, "baseColorTexture", None) or getattr(mat, "image", None)
+    if uv is None or img is None or len(uv) != len(geom.vertices):
+        return None, -1
+    key = id(img)
+    if key not in cache:
+        cache[key] = len(textures)
+        textures.append(np.asarray(img.convert("RGBA"), np.uint8))
+    return np.asarray(uv, np.float32), cache[key]
+
+
 def load_mesh(path: str, up: str = "y") -> MeshData:
     """Read a .glb/.obj/.ply scene into one world-frame (Y up) triangle soup; ``up='z'``
-    turns a Z-up file into habitat's frame as habitat-sim does."""
+    turns a Z-up file into habitat's frame as habitat-sim does. Textures (Basis ones
+    decoded, see :func:`basis_glb_to_png_glb`) come with per-vertex UVs."""
     import trimesh
 
     if not os.path.isfile(path):
         raise SceneLoadError(f"scene file not found: {path}")
     try:
-        loaded = trimesh.load(path, force="scene", process=False)
+        if path.lower().endswith(".glb"):
+            with open(path, "rb") as fh:
+                raw = basis_glb_to_png_glb(path, fh.read())
+            loaded = trimesh.load(io.BytesIO(raw), file_type="glb", force="scene", process=False)
+        else:
+            loaded = trimesh.load(path, force="scene", process=False)
     except Exception as exc:  # noqa: BLE001
         try:  # e.g. HM3D's Basis-compressed textures: keep the geometry, drop materials
             loaded = trimesh.load(path, force="scene", process=False, skip_materials=True)
         except Exception:  # noqa: BLE001
             first = (str(exc).strip().splitlines() or [""])[0]
             raise SceneLoadError(f"cannot read scene mesh {path}: {type(exc).__name__}: {first}") from None
-    verts, faces, cols = [], [], []
+    verts, faces, cols, uvs, ftex = [], [], [], [], []
+    textures: List[np.ndarray] = []
+    tex_cache: Dict[int, int] = {}
     offset = 0
     for node in loaded.graph.nodes_geometry:
         transform, geom_name = loaded.graph[node]
@@ -108,6 +249,9 @@ def load_mesh(path: str, up: str = "y") -> MeshData:
         verts.append(v.astype(np.float32))
         faces.append(f + offset)
         cols.append(_geometry_colors(geom))
+        uv, ti = _textures(geom, tex_cache, textures)
+        uvs.append(uv if uv is not None else np.zeros((len(v), 2), np.float32))
+        ftex.append(np.full(len(f), ti, np.int32))
         offset += len(v)
     if not faces:
         raise SceneLoadError(f"scene mesh {path} has no triangles")
@@ -116,6 +260,9 @@ def load_mesh(path: str, up: str = "y") -> MeshData:
         vertices=allv,
         faces=np.concatenate(faces),
         colors=np.concatenate(cols),
+        uv=np.concatenate(uvs) if textures else None,
+        face_texture=np.concatenate(ftex) if textures else None,
+        textures=textures,
     )
 
 

@@ -1,8 +1,9 @@
 """RGB / depth / semantic rendering with moderngl on a headless EGL context.
 
 One GL context per process, shared by every simulator instance (Mesa's llvmpipe on a CPU
-machine, the GPU driver where there is one). RGB uses the mesh's vertex colours with
-simple two-sided lighting; depth is planar (camera z) in metres, as habitat-sim; semantic
+machine, the GPU driver where there is one). RGB samples the mesh's base-colour textures
+at their UVs (Basis ones decoded at load, see ``geometry.basis_glb_to_png_glb``), or its
+vertex colours, with simple two-sided lighting; depth is planar (camera z) in metres, as habitat-sim; semantic
 draws ``<id>.semantic.glb`` with each vertex's object id (0 where nothing is annotated).
 """
 from __future__ import annotations
@@ -26,13 +27,16 @@ uniform mat4 view;
 in vec3 in_pos;
 in vec3 in_nrm;
 in vec4 in_col;
+in vec2 in_uv;
 out vec4 v_col;
 out vec3 v_nrm;
+out vec2 v_uv;
 out float v_depth;
 void main() {
     gl_Position = mvp * vec4(in_pos, 1.0);
     v_col = in_col;
     v_nrm = in_nrm;
+    v_uv = in_uv;
     v_depth = -(view * vec4(in_pos, 1.0)).z;
 }
 """
@@ -41,7 +45,10 @@ _FS_COLOR = """
 #version 330
 in vec4 v_col;
 in vec3 v_nrm;
+in vec2 v_uv;
 in float v_depth;
+uniform sampler2D tex;
+uniform bool use_tex;
 layout(location = 0) out vec4 out_col;
 layout(location = 1) out float out_depth;
 const vec3 L1 = normalize(vec3(0.35, 1.0, 0.25));
@@ -49,7 +56,8 @@ const vec3 L2 = normalize(vec3(-0.5, 0.3, -0.8));
 void main() {
     vec3 n = normalize(v_nrm);
     float shade = 0.45 + 0.4 * abs(dot(n, L1)) + 0.15 * abs(dot(n, L2));
-    out_col = vec4(clamp(v_col.rgb * shade, 0.0, 1.0), 1.0);
+    vec3 base = use_tex ? texture(tex, v_uv).rgb : v_col.rgb;
+    out_col = vec4(clamp(base * shade, 0.0, 1.0), 1.0);
     out_depth = v_depth;
 }
 """
@@ -127,18 +135,21 @@ def _view(pos: np.ndarray, rot: np.ndarray) -> np.ndarray:
     return v
 
 
-def _expand(mesh, with_ids: bool) -> np.ndarray:
+def _expand(mesh, with_ids: bool, faces: Optional[np.ndarray] = None) -> np.ndarray:
     """Unindexed interleaved vertex data: flat face normals keep box edges crisp."""
-    tris = mesh.vertices[mesh.faces]  # (F, 3, 3)
+    faces = mesh.faces if faces is None else faces
+    tris = mesh.vertices[faces]  # (F, 3, 3)
     pos = tris.reshape(-1, 3).astype(np.float32)
     if with_ids:
-        ids = mesh.ids[mesh.faces].reshape(-1, 1).astype(np.float32)
+        ids = mesh.ids[faces].reshape(-1, 1).astype(np.float32)
         return np.concatenate([pos, ids], axis=1)
     n = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
     n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
     nrm = np.repeat(n, 3, axis=0).astype(np.float32)
-    col = mesh.colors[mesh.faces].reshape(-1, 4).astype(np.float32) / 255.0
-    return np.concatenate([pos, nrm, col], axis=1).astype(np.float32)
+    col = mesh.colors[faces].reshape(-1, 4).astype(np.float32) / 255.0
+    uv = (mesh.uv[faces].reshape(-1, 2) if getattr(mesh, "uv", None) is not None
+          else np.zeros((len(pos), 2), np.float32))
+    return np.concatenate([pos, nrm, col, uv], axis=1).astype(np.float32)
 
 
 class Renderer:
@@ -172,11 +183,27 @@ class Renderer:
             return gl
         gl.clear()
         gl["ctx"] = self.ctx
-        data = _expand(entry.mesh, with_ids=False)
+        mesh = entry.mesh
+        # faces grouped by texture: one draw call per texture (-1: vertex colours)
+        ft = mesh.face_texture if mesh.face_texture is not None else np.full(len(mesh.faces), -1, np.int32)
+        order = np.argsort(ft, kind="stable")
+        data = _expand(mesh, with_ids=False, faces=mesh.faces[order])
         vbo = self.ctx.buffer(data.tobytes())
         gl["color"] = self.ctx.vertex_array(
-            self.prog_color, [(vbo, "3f 3f 4f", "in_pos", "in_nrm", "in_col")])
+            self.prog_color, [(vbo, "3f 3f 4f 2f", "in_pos", "in_nrm", "in_col", "in_uv")])
         gl["color_vbo"] = vbo
+        ranges, textures = [], []
+        fs = ft[order]
+        cuts = np.r_[0, np.nonzero(np.diff(fs))[0] + 1, len(fs)]
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            ranges.append((int(fs[a]), 3 * int(a), 3 * int(b - a)))
+        for img in mesh.textures:
+            t = self.ctx.texture((img.shape[1], img.shape[0]), 4, np.ascontiguousarray(img[::-1]).tobytes())
+            t.build_mipmaps()
+            t.filter = (self.moderngl.LINEAR_MIPMAP_LINEAR, self.moderngl.LINEAR)
+            t.repeat_x = t.repeat_y = True
+            textures.append(t)
+        gl["ranges"], gl["textures"] = ranges, textures
         sem = entry.semantic
         if sem is not None and sem.ids is not None and len(sem.faces):
             sdata = _expand(sem, with_ids=True)
@@ -192,8 +219,7 @@ class Renderer:
         if gl.get("ctx") is not self.ctx:
             return
         with self.lock:
-            for key in ("color", "color_vbo", "sem", "sem_vbo"):
-                obj = gl.get(key)
+            for obj in [gl.get(k) for k in ("color", "color_vbo", "sem", "sem_vbo")] + list(gl.get("textures", [])):
                 if obj is not None:
                     try:
                         obj.release()
@@ -260,7 +286,13 @@ class Renderer:
                 fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
                 self.prog_color["mvp"].write(mvp.T.astype("f4").tobytes())
                 self.prog_color["view"].write(view.T.astype("f4").tobytes())
-                gl["color"].render()
+                for tex_id, first, count in gl["ranges"]:
+                    textured = 0 <= tex_id < len(gl["textures"])
+                    self.prog_color["use_tex"].value = textured
+                    if textured:
+                        gl["textures"][tex_id].use(0)
+                        self.prog_color["tex"].value = 0
+                    gl["color"].render(first=first, vertices=count)
                 need_rgb = any(s.kind == "rgb" for s in group)
                 need_depth = any(s.kind == "depth" for s in group)
                 rgb = depth = None
