@@ -133,17 +133,28 @@ class MosEpisodeState:
             self._samples = None
             self._explored = None
             return
+        # Uniform over the start's island, on the start's floor: (x, z) drawn in the
+        # navigable bounds with an RNG seeded by the episode key alone (the same points on
+        # every rank, run and simulator; the simulator's own RNG is left alone), kept where
+        # navigable and on that island (habitat-sim 0.3.3's is_navigable / get_island), so
+        # every point is reachable and no geodesic query is spent on it.
         pathfinder = self._sim.pathfinder
-        # seeded by the episode key alone: the same samples on every rank and run
-        pathfinder.seed(episode_seed(0, self.episode.episode_key or self.episode.episode_id))
-        start = [float(v) for v in self.start_position]
-        points = []
-        for _ in range(samples * 20):
-            p = np.asarray(pathfinder.get_random_navigable_point(), dtype=np.float64)
-            if np.all(np.isfinite(p)) and np.isfinite(self._geo(p, [start])):
-                points.append(p)
-                if len(points) == samples:
-                    break
+        rng = np.random.default_rng(episode_seed(0, self.episode.episode_key or self.episode.episode_id))
+        start = np.asarray(self.start_position, dtype=np.float64)
+        island = int(pathfinder.get_island(start))
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in pathfinder.get_bounds())
+        points: List[np.ndarray] = []
+        for _ in range(50):
+            xz = rng.uniform([lo[0], lo[2]], [hi[0], hi[2]], size=(2 * samples, 2))
+            for x, z in xz:
+                p = np.array([x, start[1], z])
+                if pathfinder.is_navigable(p) and int(pathfinder.get_island(p)) == island:
+                    p[1] = float(np.asarray(pathfinder.snap_point(p))[1])
+                    points.append(p)
+                    if len(points) == samples:
+                        break
+            if len(points) == samples:
+                break
         self._samples = np.array(points, dtype=np.float64).reshape(-1, 3)
         self._explored = np.zeros(len(self._samples), dtype=bool)
         self._update_coverage()
