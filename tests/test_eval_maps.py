@@ -67,14 +67,19 @@ def test_saved_map_shows_trajectory_on_navigable_area_claims_and_finish(room_run
     img = imageio.imread(path)[..., :3]
     info = read_map_info(path)
     h, w = info["map_shape"]
+    m = info["margin_px"]
+    assert m == int(np.ceil(0.75 / info["meters_per_pixel"]))  # the default margin of 0.75 m
     codes = maps.get_topdown_map(pathfinder, 0.0, meters_per_pixel=info["meters_per_pixel"])
     assert codes.shape == (h, w)
+    codes = np.pad(codes, m, constant_values=maps.MAP_INVALID_POINT)
+    h, w = h + 2 * m, w + 2 * m
     assert img.shape[1] == w + LEGEND_WIDTH and img.shape[0] >= h
     legend = img[:, w:]
     assert (legend < 128).any(axis=2).mean() > 0.02  # text and swatches drawn
 
     def px(p):
-        return maps.to_grid(p[2], p[0], (h, w), pathfinder=pathfinder)
+        r, c = maps.to_grid(p[2], p[0], (h - 2 * m, w - 2 * m), pathfinder=pathfinder)
+        return r + m, c + m
 
     rec = _records(room_runs["scripted"])[MANY]
     pos = rec["positions"]

@@ -5,7 +5,9 @@ The navigable area comes from habitat's own map utilities
 same code draws maps on habitat-sim and on the CPU simulator ``MosNavMeshSim-v0``. World
 points become pixels with :func:`habitat.utils.visualizations.maps.to_grid`
 (``to_grid(z, x, map_shape, pathfinder=...) -> (row, col)``); nothing is rescaled, so a
-pixel of the saved PNG is a pixel of that grid (the legend is a panel to its right).
+pixel of the saved PNG is a pixel of that grid shifted by a margin of ``margin_px`` on every
+side (targets against the walls lie partly outside the navigable bounds that habitat's grid
+covers; the legend is a panel to the right).
 
 On the map: the navigable area (habitat's grey/white/border colours), every target (its
 bounding box, or a dot without one; dark green once claimed, magenta otherwise) with its
@@ -13,8 +15,9 @@ view points (light red dots), the start pose (habitat's agent sprite), the traje
 coloured by time (viridis, start dark blue → end yellow), each claim at the agent's
 position at its step (green = true positive, orange = duplicate, red = false), and the end
 point (a black square for FINISH, grey otherwise). The PNG carries a ``mosnav_map`` text
-chunk (JSON: ``meters_per_pixel``, ``map_shape``, ``bounds``, ``height``) so the pixel of
-any world point can be recomputed.
+chunk (JSON: ``meters_per_pixel``, ``map_shape`` (habitat's grid), ``margin_px``, ``bounds``,
+``height``) so the pixel of any world point can be recomputed:
+``to_grid(z, x, map_shape, pathfinder) + margin_px``.
 
 A record's ``positions`` (``[x, y, z]`` after each step, index 0 = start; see
 docs/EVALUATION.md) gives the trajectory and the claim positions; a record without them
@@ -88,12 +91,15 @@ class MapGrid:
     pathfinder: Any
     meters_per_pixel: float
     height: float
+    #: Pixels of empty border around habitat's grid (``codes`` includes it).
+    margin_px: int = 0
 
     @classmethod
     def from_pathfinder(cls, pathfinder, height: float, meters_per_pixel: Optional[float] = None,
-                        longest_side_px: int = 512) -> "MapGrid":
+                        longest_side_px: int = 512, margin_m: float = 0.75) -> "MapGrid":
         """The navigable area at ``height`` (habitat's ``get_topdown_map``); by default the
-        longer side of the scene bounds gets about ``longest_side_px`` pixels."""
+        longer side of the scene bounds gets about ``longest_side_px`` pixels, with
+        ``margin_m`` of empty border so that targets beyond the navigable bounds show whole."""
         from habitat.utils.visualizations import maps
 
         if meters_per_pixel is None:
@@ -102,23 +108,29 @@ class MapGrid:
             meters_per_pixel = min(0.1, max(0.01, extent / float(longest_side_px)))
         codes = maps.get_topdown_map(pathfinder, float(height),
                                      meters_per_pixel=float(meters_per_pixel))
+        margin = int(math.ceil(max(0.0, margin_m) / float(meters_per_pixel)))
+        codes = np.pad(codes, margin, mode="constant", constant_values=maps.MAP_INVALID_POINT)
         return cls(codes=codes, pathfinder=pathfinder, meters_per_pixel=float(meters_per_pixel),
-                   height=float(height))
+                   height=float(height), margin_px=margin)
 
     @property
     def shape(self) -> Tuple[int, int]:
-        return int(self.codes.shape[0]), int(self.codes.shape[1])
+        """habitat's grid shape (what ``to_grid`` takes), without the margin."""
+        m = 2 * self.margin_px
+        return int(self.codes.shape[0]) - m, int(self.codes.shape[1]) - m
 
     def to_pixel(self, position: Sequence[float]) -> Tuple[int, int]:
         """``(row, col)`` of a world point ``[x, y, z]`` (habitat's ``to_grid``)."""
         from habitat.utils.visualizations import maps
 
-        return maps.to_grid(float(position[2]), float(position[0]), self.shape,
+        r, c = maps.to_grid(float(position[2]), float(position[0]), self.shape,
                             pathfinder=self.pathfinder)
+        return r + self.margin_px, c + self.margin_px
 
     def info(self) -> Dict[str, Any]:
         lo, hi = self.pathfinder.get_bounds()
         return {"meters_per_pixel": self.meters_per_pixel, "map_shape": list(self.shape),
+                "margin_px": self.margin_px,
                 "bounds": [[float(v) for v in lo], [float(v) for v in hi]],
                 "height": self.height}
 
