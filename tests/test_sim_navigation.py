@@ -361,6 +361,26 @@ def test_up_axis_follows_habitat_sim_glb_convention(tmp_path):
         make_sim(yup, start=[2.0, 0.0, 2.0], up_axis="x")
 
 
+def test_forcing_up_axis_against_the_meta_file_warns_once_in_one_line(tmp_path, caplog):
+    import json
+    import logging
+
+    from habitat_mosnav.sims import clear_scene_cache
+
+    yup = ts.export_boxes(str(tmp_path / "room.glb"), ts.room_boxes(0.0, 0.0, 4.0, 4.0), up="y")
+    (tmp_path / "room.mosnav_meta.json").write_text(json.dumps({"up_axis": "y"}))
+    clear_scene_cache()
+    with caplog.at_level(logging.WARNING):
+        make_sim(yup, start=[2.0, 0.0, 2.0], up_axis="y")  # agrees: silent
+        make_sim(yup, start=[2.0, 0.0, 2.0])  # auto: silent
+        assert not [r for r in caplog.records if "contradicts" in r.getMessage()]
+        make_sim(yup, start=[2.0, 0.0, 2.0], up_axis="z")
+        make_sim(yup, start=[2.0, 0.0, 2.0], up_axis="z")  # once per scene and axis
+    msgs = [r.getMessage() for r in caplog.records if "contradicts" in r.getMessage()]
+    assert len(msgs) == 1 and "\n" not in msgs[0]
+    assert "up_axis=z" in msgs[0] and "room.mosnav_meta.json" in msgs[0] and "(up_axis y)" in msgs[0]
+
+
 def test_unknown_actions_are_errors(scenes):
     sim, _ = make_sim(scenes["room"], start=[2.0, 0.0, 2.0])
     with pytest.raises(ValueError, match="unknown action 'jump'"):

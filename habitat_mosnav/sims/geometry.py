@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from habitat_mosnav.scenes.io import Z_UP_TO_Y_UP, SceneFormatError, file_to_world, mesh_stem, read_semantic_txt
+from habitat_mosnav.scenes.io import Z_UP_TO_Y_UP, SceneFormatError, file_to_world, mesh_stem, meta_up_axis, read_semantic_txt
 from habitat_mosnav.scenes.io import SemanticObject as SemanticRecord
 from habitat_mosnav.scenes.io import scene_up_axis as _io_scene_up_axis
 
@@ -79,11 +79,23 @@ def scene_up_axis(scene_path: str, option: str = "auto") -> str:
     declares its ``up_axis``.
     """
     try:
-        return _io_scene_up_axis(scene_path, option)
+        up = _io_scene_up_axis(scene_path, option)
+        declared = None
+        if (option or "auto").strip().lower() != "auto":
+            meta = os.path.join(os.path.dirname(scene_path), mesh_stem(scene_path) + ".mosnav_meta.json")
+            declared = meta_up_axis(meta) if os.path.isfile(meta) else None
     except SceneFormatError as exc:
         raise SceneLoadError(str(exc)) from None
     except ValueError as exc:
         raise ValueError(f"habitat.simulator.mosnav_mesh.{exc}") from None
+    if declared is not None and declared != up and (scene_path, up) not in _WARNED_UP:
+        _WARNED_UP.add((scene_path, up))
+        logger.warning("habitat.simulator.mosnav_mesh.up_axis=%s contradicts %s (up_axis %s): the scene is "
+                       "loaded rotated; use up_axis=auto", up, meta, declared)
+    return up
+
+
+_WARNED_UP: set = set()
 
 
 _BASIS_EXT = ("KHR_texture_basisu", "GOOGLE_texture_basis")

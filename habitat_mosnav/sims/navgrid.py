@@ -1314,6 +1314,7 @@ class NavGrid:
             loc = self.snap(g)
             if loc is None or loc.patch < 0:
                 continue
+            loc, _ = self._lift(loc)  # as a query point is (d(a, b) = d(b, a))
             gid = N + k
             k += 1
             per_patch.setdefault(loc.patch, []).append((loc.x, loc.z, loc.y, gid))
@@ -1364,11 +1365,10 @@ class NavGrid:
     def _best_corner(self, df: DistanceField, loc: Location) -> Tuple[float, int]:
         """(distance, first node or goal id): min |loc - v| + D(v) over the nodes and goals
         ``v`` whose visibility polygon holds ``loc`` (table look-ups, no search)."""
+        loc, lifted = self._lift(loc)
         p = loc.patch
         me = np.array([loc.x, loc.z])
-        # a query point between cell centres may fall short of the radius: that much slack
-        deficit = max(self.erode - self._sdf_point(self.layers[loc.layer], loc.x, loc.z), 0.0)
-        slack = (1.0 + math.sqrt(2.0)) * deficit + 0.01
+        slack = 0.01
         best, arg = INF, -1
         idx, xz, ys, dn = self._candidates(df, p)
         if len(idx):
@@ -1394,7 +1394,52 @@ class NavGrid:
         if arg == -1:
             # -2: sees nothing it could reach through; the caller falls back to fast marching
             return INF, (-2 if (len(idx) or p in df.goals) else -1)
-        return best, arg
+        return best + lifted, arg
+
+    def _lift(self, loc: Location) -> Tuple[Location, float]:
+        """A query point closer than the radius to an obstacle (the agent may stand between
+        cell centres there) moved straight away from it onto the eroded free space, as a
+        navmesh point always is: (that point, the distance moved)."""
+        er = self.erode
+        tree = self._trees[loc.layer] if er > 0 and loc.layer < len(self._trees) else None
+        if tree is None or self._sdf_point(self.layers[loc.layer], loc.x, loc.z) >= er + 0.5 * LOS_TOL:
+            return loc, 0.0
+        p = np.array([loc.x, loc.z])
+        for _ in range(3):
+            d, i = tree.query(p)
+            if d >= er:
+                break
+            o = tree.data[i]
+            p = o + (p - o) * ((er + 1e-3) / max(d, 1e-9)) if d > 1e-9 else p
+        moved = float(math.hypot(p[0] - loc.x, p[1] - loc.z))
+        if moved > 2 * self.cell:  # not a small shortfall: leave it
+            return loc, 0.0
+        return Location(loc.layer, loc.patch, loc.island, float(p[0]), float(p[1]), loc.y), moved
+
+    def _best_corner_los(self, df: DistanceField, loc: Location) -> Tuple[float, int]:
+        """As :meth:`_best_corner`, with every candidate's segment tested (no visibility
+        tables): candidates in increasing order of |loc - v| + D(v), the first one seen wins.
+        Slower; for paths, whose first leg must be free exactly."""
+        loc, lifted = self._lift(loc)
+        p = loc.patch
+        me = np.array([loc.x, loc.z])
+        idx, xz, ys, dn = self._candidates(df, p)
+        ids, pts, key = [idx], [xz], [self._len3(me, loc.y, xz, ys) + dn + lifted]
+        if p in df.goals:
+            ids.append(df.goal_id[p])
+            pts.append(df.goals[p])
+            key.append(self._len3(me, loc.y, df.goals[p], df.goal_y[p]) + lifted)
+        ids, pts, key = np.concatenate(ids), np.concatenate(pts), np.concatenate(key)
+        if not len(ids):
+            return INF, -1
+        order = np.argsort(key, kind="stable")
+        for s in range(0, len(order), 64):
+            o = order[s:s + 64]
+            vis = self._los(loc.layer, np.repeat(me[None], len(o), 0), pts[o])
+            if vis.any():
+                j = int(o[int(np.argmax(vis))])
+                return float(key[j]), int(ids[j])
+        return INF, -2
 
     def _fmm_at(self, fm: DistanceField, patch: int, xz: np.ndarray) -> np.ndarray:
         """Fast-marching values of ``fm`` at points of a patch (their nearest navigable cell)."""
@@ -1498,7 +1543,7 @@ class NavGrid:
         if loc is None or loc.patch < 0 or len(g) == 0:
             return [], INF
         df = self.distance_field(g)
-        val, j = self._best_corner(df, loc)
+        val, j = self._best_corner_los(df, loc)
         if j == -2:
             return self._fmm_path(loc, self._fmm(df))
         if not val < INF:
