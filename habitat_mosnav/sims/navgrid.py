@@ -1373,10 +1373,18 @@ class NavGrid:
         idx, xz, ys, dn = self._candidates(df, p)
         if len(idx):
             key = self._len3(me, loc.y, xz, ys) + dn
-            vis = self._sees(self.node_rays, idx, xz, me, slack)[0]
-            if vis.any():
-                j = int(np.argmin(np.where(vis, key, np.inf)))
-                best, arg = float(key[j]), int(idx[j])
+            # the first node seen in increasing key order wins: look at the 48 smallest
+            # keys first (almost always enough), all of them only if none of those is seen
+            sub = np.argpartition(key, 47)[:48] if len(key) > 64 else np.arange(len(key))
+            for cand in (sub, None):
+                c = np.arange(len(key)) if cand is None else cand
+                vis = self._sees(self.node_rays, idx[c], xz[c], me, slack)[0]
+                if vis.any():
+                    j = int(c[int(np.argmin(np.where(vis, key[c], np.inf)))])
+                    best, arg = float(key[j]), int(idx[j])
+                    break
+                if cand is None or len(sub) == len(key):
+                    break
         if p in df.goals:
             gxz, gy = df.goals[p], df.goal_y[p]
             key = self._len3(me, loc.y, gxz, gy)
