@@ -43,16 +43,31 @@ def _path_classes(sim):
     return ShortestPath, MultiGoalShortestPath
 
 
+def _polyline_distance(p: np.ndarray, pts: Sequence[np.ndarray]) -> float:
+    """Horizontal distance from ``p`` to the polyline ``pts`` ((x, z) points)."""
+    if len(pts) == 1:
+        return float(np.hypot(*(p - pts[0])))
+    best = math.inf
+    for a, b in zip(pts, pts[1:]):
+        ab = b - a
+        t = min(1.0, max(0.0, float(np.dot(p - a, ab) / max(float(np.dot(ab, ab)), 1e-12))))
+        best = min(best, float(np.hypot(*(p - a - t * ab))))
+    return best
+
+
 class OracleAgent:
     """Privileged agent: needs ``bind_env(env)`` before each episode (the evaluator does it).
 
     ``waypoint_tolerance``: a path point closer than this (m, horizontal) counts as reached.
     ``claim_margin``: claim when the target is nearer than ``success_distance - margin``.
+    ``replan_distance``: a planned path is followed until the agent is this far (m) off it.
     """
 
     def __init__(self, waypoint_tolerance: float = 0.1, claim_margin: float = 1e-3,
-                 max_stuck: int = 6, detour_steps: int = 0, max_view_points: int = 64) -> None:
+                 max_stuck: int = 6, detour_steps: int = 0, max_view_points: int = 64,
+                 replan_distance: float = 0.5) -> None:
         self.detour_steps = int(detour_steps)
+        self.replan_distance = float(replan_distance)
         self.max_view_points = int(max_view_points)
         self.waypoint_tolerance = float(waypoint_tolerance)
         self.claim_margin = float(claim_margin)
@@ -75,6 +90,7 @@ class OracleAgent:
         self._queue: List[int] = []
         self._detour: Optional[List[int]] = None
         self._via: Dict[int, np.ndarray] = {}
+        self._paths: Dict[int, List[np.ndarray]] = {}
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -150,6 +166,31 @@ class OracleAgent:
             return None
         return [np.asarray(p, dtype=np.float64) for p in sp.points], int(sp.closest_end_point_index)
 
+    def _committed_path(self, sim, pos: np.ndarray, key, end: np.ndarray):
+        """The path to ``end`` planned earlier under ``key`` while the agent stays within
+        ``replan_distance`` of it (waypoints reached or passed are dropped), else a new
+        plan. Following one plan keeps the agent from oscillating where the simulator's
+        shortest paths from neighbouring points disagree."""
+        path = self._paths.get(key)
+        if path is not None:
+            while len(path) > 2:
+                a, b = path[0][[0, 2]], path[1][[0, 2]]
+                ab, here = b - a, pos[[0, 2]]
+                t = float(np.dot(here - a, ab) / max(float(np.dot(ab, ab)), 1e-12))
+                if math.hypot(*(b - here)) <= self.waypoint_tolerance or t >= 1.0:
+                    path.pop(0)
+                else:
+                    break
+            if _polyline_distance(pos[[0, 2]], [p[[0, 2]] for p in path]) > self.replan_distance:
+                path = None
+        if path is None:
+            found = self._find_path(sim, pos, [end])
+            if found is None:
+                self._paths.pop(key, None)
+                return None
+            path = self._paths[key] = list(found[0])
+        return path
+
     def _detour_actions(self, state, rotation) -> List[int]:
         """Turn to face away from the first planned target, then walk forward."""
         first = self._ends(state, self._plan[0])
@@ -215,6 +256,7 @@ class OracleAgent:
             if moved < 0.05:
                 self._stuck += 1
                 self._queue = []
+                self._paths.clear()  # blocked: plan afresh from here
             else:
                 self._stuck = 0
                 if not self._queue:  # escaped: the next blockage starts afresh
@@ -240,10 +282,10 @@ class OracleAgent:
                 continue
             via = self._via.get(oid)
             if via is not None:
-                found = self._find_path(sim, pos, [via])
-                if found is not None and math.hypot(*(found[0][-1] - pos)[[0, 2]]) \
+                path = self._committed_path(sim, pos, oid, via)
+                if path is not None and math.hypot(*(path[-1] - pos)[[0, 2]]) \
                         > self.waypoint_tolerance:
-                    return self._remember(self._step_along(found[0], pos, agent_state.rotation))
+                    return self._remember(self._step_along(path, pos, agent_state.rotation))
                 del self._via[oid]  # unreachable, or reached without being near
             ends = self._ends(state, oid)
             while ends:
