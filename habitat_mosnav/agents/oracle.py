@@ -91,6 +91,7 @@ class OracleAgent:
         self._detour: Optional[List[int]] = None
         self._via: Dict[int, np.ndarray] = {}
         self._paths: Dict[int, List[np.ndarray]] = {}
+        self._visits: Dict[tuple, int] = {}
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -262,6 +263,16 @@ class OracleAgent:
                 if not self._queue:  # escaped: the next blockage starts afresh
                     self._escape_side = None
         self._last_pos = pos
+        # A place reached three times while heading for the same target: the plan loops
+        # (sliding along a wall, or shortest paths that disagree); try another way.
+        looping = False
+        if self._last_action == int(Action.MOVE_FORWARD):  # turns stay in place
+            cell = (round(float(pos[0]) / 0.05), round(float(pos[2]) / 0.05), len(claimed))
+            self._visits[cell] = self._visits.get(cell, 0) + 1
+            looping = self._visits[cell] >= 3
+        if looping:
+            self._visits.clear()
+            self._paths.clear()
 
         limit = state.success_distance - self.claim_margin
         # Claim whenever an unclaimed target is near (a claim never costs path length).
@@ -281,6 +292,9 @@ class OracleAgent:
             if oid in claimed or oid in self._skipped:
                 continue
             via = self._via.get(oid)
+            if via is not None and looping:
+                del self._via[oid]  # walk to the nearest view point instead
+                via, looping = None, False
             if via is not None:
                 path = self._committed_path(sim, pos, oid, via)
                 if path is not None and math.hypot(*(path[-1] - pos)[[0, 2]]) \
@@ -295,7 +309,8 @@ class OracleAgent:
                     break
                 path, reached = found
                 horizontal = math.hypot(*(path[-1] - pos)[[0, 2]])
-                if horizontal <= self.waypoint_tolerance and 0 <= reached < len(ends):
+                if (horizontal <= self.waypoint_tolerance or looping) and 0 <= reached < len(ends):
+                    looping = False
                     ends.pop(reached)  # at this view point without being near: the next
                     continue
                 return self._remember(self._step_along(path, pos, agent_state.rotation))
