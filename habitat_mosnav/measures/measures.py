@@ -16,8 +16,6 @@ from habitat.core.registry import registry
 
 from habitat_mosnav.metrics.measure_table import MEASURE_TO_FIELD
 
-NAN = float("nan")
-
 
 class _StateMeasure(Measure):
     """Reads the field ``MEASURE_TO_FIELD[cls_uuid]`` of the episode metrics."""
@@ -37,8 +35,7 @@ class _StateMeasure(Measure):
         self.update_metric(task=task)
 
     def value(self, state) -> Any:
-        v = state.metrics()[MEASURE_TO_FIELD[self.cls_uuid]]
-        return NAN if v is None else float(v)
+        return state.metric_floats()[MEASURE_TO_FIELD[self.cls_uuid]]
 
     def update_metric(self, *args: Any, task, **kwargs: Any) -> None:
         self._metric = self.value(task.mos_state)

@@ -30,6 +30,8 @@ from habitat_mosnav import metrics
 from habitat_mosnav.api import MULTI_MODES
 from habitat_mosnav.keys import episode_seed
 
+NAN = float("nan")
+
 
 class MosEpisodeState:
     """Everything that happened so far in the current episode."""
@@ -83,6 +85,8 @@ class MosEpisodeState:
         self._events_changed = False
         self._base: Dict[str, Any] = {}
         self._metrics: Dict[str, Any] = {}
+        self._floats: Dict[str, float] = {}
+        self._floats_of: Optional[Dict[str, Any]] = None
 
     # ------------------------------------------------------------------ geometry
     def _geo(self, a, points) -> float:
@@ -222,6 +226,15 @@ class MosEpisodeState:
             space_exhausted_step=self.space_exhausted_step, coverage=self.coverage,
             optimal_subset_distance=self.optimal_subset_distance,
             agent_subset_distance=self.agent_subset_distance)
+
+    def metric_floats(self) -> Dict[str, float]:
+        """:meth:`metrics` as floats with NaN for null (what the Habitat measures report),
+        converted once per change for all measures."""
+        m = self.metrics()
+        if self._floats_of is not m:
+            self._floats = {k: NAN if v is None else float(v) for k, v in m.items()}
+            self._floats_of = m
+        return self._floats
 
     def metrics(self) -> Dict[str, Any]:
         """SPEC §4 values now (None = null), once per step for all measures: the fields that
