@@ -416,9 +416,12 @@ class NavGrid:
         need = er / cell
         pad = int(math.ceil(need)) + 3
         ka, sx, sz, sy = self._samples
-        order = np.argsort(ka, kind="stable")  # rows of a layer's crop: one slice
-        ka, sx, sz, sy = ka[order], sx[order], sz[order], sy[order]
-        del order
+        # samples sorted by (cell, height): a cell's samples in a height slab are one slice
+        span = self.ymax - self.ymin + 10.0
+        skey = ka * span + (sy - self.ymin)
+        order = np.argsort(skey, kind="stable")
+        skey, sx, sz = skey[order], sx[order], sz[order]
+        del order, ka, sy
         self._trees: List[Any] = []
         self.layers = []
         patch_layer: List[int] = []
@@ -447,7 +450,7 @@ class NavGrid:
                 near = ndimage.distance_transform_edt(sm) <= need + 1
                 ghost = near & ~present & any_core.reshape(self.H, self.W)[r0:r1, c0:c1]
             sdf, tree, nav = self._clearance(r0, r1, c0, c1, height, present, ghost, lr, lc, flags[sel],
-                                             (ka, sx, sz, sy), er)
+                                             (skey, sx, sz, span), er)
             self._trees.append(tree)
             lab, nlab = ndimage.label(nav)
             patch = np.where(nav, lab - 1 + base, -1).astype(np.int32)
@@ -549,23 +552,21 @@ class NavGrid:
 
         cell, ag = self.cell, self.agent
         h, w = present.shape
-        ka, sx, sz, sy = samples
+        skey, sx, sz, span = samples
         dist_p, ind = ndimage.distance_transform_edt(~present, return_indices=True)
         hf = height[ind[0], ind[1]]
         reach = er / cell + 3.0
-        # samples of the cells around this layer's floor (ka is sorted: one range per cell)
+        # the samples of each cell around this layer's floor that lie in the agent's slab
+        # above the nearest floor height: one slice of the (cell, height)-sorted samples
         cr, ccl = np.nonzero(~present & ~ghost & (dist_p <= reach))
-        keys = (cr + r0) * self.W + (ccl + c0)
-        lo_i = np.searchsorted(ka, keys, side="left")
-        cnt = np.searchsorted(ka, keys, side="right") - lo_i
+        base = ((cr + r0) * self.W + (ccl + c0)) * span + (hf[cr, ccl].astype(np.float64) - self.ymin)
+        lo_i = np.searchsorted(skey, base + ag.max_climb + CLIMB_EPS, side="right")
+        cnt = np.maximum(np.searchsorted(skey, base + ag.height - HEAD_EPS, side="left") - lo_i, 0)
         tot = int(cnt.sum())
         m = np.repeat(lo_i - np.cumsum(cnt) + cnt, cnt) + np.arange(tot)
-        rr, cc = np.repeat(cr, cnt), np.repeat(ccl, cnt)
-        rel = sy[m] - hf[rr, cc]
-        obs = (rel > ag.max_climb + CLIMB_EPS) & (rel < ag.height - HEAD_EPS)
         blocked = np.zeros((h, w), bool)
-        blocked[rr[obs], cc[obs]] = True
-        pts = [np.stack([sx[m[obs]], sz[m[obs]]], axis=1).astype(np.float64)]
+        blocked[cr[cnt > 0], ccl[cnt > 0]] = True
+        pts = [np.stack([sx[m], sz[m]], axis=1).astype(np.float64)]
         for k, (dr, dc) in enumerate(((0, 1), (0, -1), (1, 0), (-1, 0))):
             bad = np.nonzero(~flags[:, k])[0]
             nr, nc = lr[bad] + dr, lc[bad] + dc
