@@ -381,6 +381,22 @@ def test_forcing_up_axis_against_the_meta_file_warns_once_in_one_line(tmp_path, 
     assert "up_axis=z" in msgs[0] and "room.mosnav_meta.json" in msgs[0] and "(up_axis y)" in msgs[0]
 
 
+def test_islands_snap_and_sample_like_habitat_sim(scenes):
+    # two rooms without a door: two islands; snap_point(island_index=...) snaps onto the
+    # asked island (habitat-sim 0.3.3), random points stay on theirs
+    sim, _ = make_sim(scenes["closed"], start=[1.0, 0.0, 1.0])
+    pf = sim.pathfinder
+    west, east = pf.get_island([1.0, 0.0, 1.0]), pf.get_island([7.0, 0.0, 1.0])
+    assert west != east and west >= 0 and east >= 0
+    # from the west room onto the east island: its nearest point, just east of the wall
+    p = pf.snap_point([3.0, 0.0, 2.0], island_index=east)
+    assert 4.05 + 0.1 - 0.06 < p[0] < 4.05 + 0.1 + 0.06 and abs(p[2] - 2.0) < 0.06
+    assert np.allclose(pf.snap_point([3.0, 0.0, 2.0], island_index=west), [3.0, 0.0, 2.0], atol=1e-5)
+    assert np.isnan(pf.snap_point([3.0, 0.0, 2.0], island_index=99)).all()
+    pts = [pf.get_random_navigable_point(island_index=east) for _ in range(30)]
+    assert all(pf.get_island(q) == east and q[0] > 4.05 for q in pts)
+
+
 def test_unknown_actions_are_errors(scenes):
     sim, _ = make_sim(scenes["room"], start=[2.0, 0.0, 2.0])
     with pytest.raises(ValueError, match="unknown action 'jump'"):

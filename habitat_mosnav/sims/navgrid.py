@@ -1036,6 +1036,28 @@ class NavGrid:
             self._island_index[island] = out
         return out
 
+    def snap_to_island(self, p: Sequence[float], island: int) -> Optional[Location]:
+        """Nearest navigable point of one island (3D distance to its cell centres; the
+        point itself when it is navigable there); None when the island does not exist."""
+        loc = self.snap(p)
+        if loc is not None and loc.island == island and self.is_navigable(p):
+            return loc
+        if not 0 <= island < self.num_islands:
+            return None
+        x, y, z = (float(v) for v in np.asarray(p, np.float64).reshape(-1)[:3])
+        best, arg = INF, None
+        for li, cells in self._island_cells(island):
+            L = self.layers[li]
+            cx = self.x0 + (L.c0 + cells[:, 1] + 0.5) * self.cell
+            cz = self.z0 + (L.r0 + cells[:, 0] + 0.5) * self.cell
+            d = (cx - x) ** 2 + (cz - z) ** 2 + (L.height[cells[:, 0], cells[:, 1]] - y) ** 2
+            k = int(np.argmin(d))
+            if d[k] < best:
+                best, arg = float(d[k]), (li, int(cells[k, 0]), int(cells[k, 1]), float(cx[k]), float(cz[k]))
+        if arg is None:
+            return None
+        return self._loc(*arg)
+
     def random_point(self, rng: np.random.Generator, island: int = -1) -> np.ndarray:
         """Uniform over the navigable area (of one island when ``island`` ≥ 0)."""
         if not self.total_cells or island >= self.num_islands:

@@ -60,12 +60,11 @@ class PathFinder:
         return self.grid.is_navigable(pt, max_y_delta)
 
     def snap_point(self, pt: Sequence[float], island_index: int = -1) -> np.ndarray:
-        """Nearest navigable point; NaNs when there is none (as habitat-sim)."""
+        """Nearest navigable point (of island ``island_index`` when it is >= 0, as
+        habitat-sim 0.3.3); NaNs when there is none."""
         g = self.grid
-        loc = g.snap(pt)
+        loc = g.snap(pt) if island_index < 0 else g.snap_to_island(pt, int(island_index))
         if loc is None:
-            return np.full(3, np.nan, np.float32)
-        if island_index >= 0 and loc.island != island_index:
             return np.full(3, np.nan, np.float32)
         return loc.xyz()
 
