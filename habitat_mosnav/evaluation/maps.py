@@ -449,16 +449,22 @@ def render_run_maps(run_dir: str, out_dir: Optional[str] = None, *, config: Opti
         env.close()
 
 
+def add_map_source_arguments(p: argparse.ArgumentParser, when: str = "") -> None:
+    """``--config``, ``--set`` and ``--no-progress``: where a run's scenes come from when its
+    maps are drawn (shared by this module's CLI and ``mosnav-report --maps``)."""
+    p.add_argument("--config", default=None,
+                   help=f"{when}the run's habitat config (default: from RUN_DIR/run.json, else the demo config)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help=f"{when}habitat config override, repeatable (e.g. the run's dataset paths)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m habitat_mosnav.evaluation.maps",
                                 description="Draw the top-down map of every episode of a mosnav-eval run.")
     p.add_argument("run_dir", help="a mosnav-eval --output-dir")
     p.add_argument("--out", default=None, help="where the PNGs go (default: RUN_DIR/maps)")
-    p.add_argument("--config", default=None,
-                   help="the run's habitat config (default: from RUN_DIR/run.json, else the demo config)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="habitat config override, repeatable (e.g. the run's dataset paths)")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    add_map_source_arguments(p)
     return p
 
 

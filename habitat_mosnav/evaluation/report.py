@@ -36,7 +36,7 @@ import numpy as np
 
 from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation import results as res
-from habitat_mosnav.evaluation.maps import claim_kind, episode_file_stem
+from habitat_mosnav.evaluation.maps import add_map_source_arguments, claim_kind, episode_file_stem
 
 __all__ = ["BOARD_FIELDS", "CSV_COLUMNS", "RunData", "bootstrap_interval", "load_run",
            "main", "write_report"]
@@ -626,12 +626,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--maps", action="store_true",
                    help="draw every episode's top-down map into RUN/maps first (loads the scenes; "
                         "runs made with --save-maps already have them)")
-    p.add_argument("--config", default=None,
-                   help="with --maps: the runs' habitat config (default: each run's run.json, "
-                        "else the demo config)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="with --maps: habitat config override, repeatable")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    add_map_source_arguments(p, when="with --maps: ")
     return p
 
 
