@@ -166,6 +166,18 @@ def _between_rays(r0: np.ndarray, r1: np.ndarray, frac: np.ndarray) -> np.ndarra
     return np.where(np.abs(r0 - r1) <= 0.2 * lo + 0.1, r0 + frac * (r1 - r0), lo)
 
 
+def _reach_tables(rays: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Flat tables (A, B) of ray tables (n, RAYS): the reach between rays k and k + 1 at
+    ``frac`` is exactly ``A[k] + frac * B[k]`` (:func:`_between_rays`, its float32 test
+    and difference done once here; B = 0 where it is the shorter ray)."""
+    r0 = np.ascontiguousarray(rays, np.float32)
+    r1 = np.roll(r0, -1, axis=1)
+    chord = np.abs(r0 - r1) <= 0.2 * np.minimum(r0, r1) + 0.1
+    a = np.where(chord, r0, np.minimum(r0, r1)).astype(np.float32)
+    b = np.where(chord, r1 - r0, np.float32(0.0)).astype(np.float32)
+    return a.reshape(-1), b.reshape(-1)
+
+
 class NavGrid:
     """Navigable area of one scene for one agent shape."""
 
@@ -881,13 +893,21 @@ class NavGrid:
     @staticmethod
     def _sees(rays: np.ndarray, rows: np.ndarray, src: np.ndarray, pt, slack: float) -> np.ndarray:
         """Which sources (``rays[rows]``, at positions ``src``) see point ``pt``: it lies in
-        their visibility polygon, within ``slack``."""
-        d = np.asarray(pt, np.float64)[None, :2] - src
-        dist = np.hypot(d[:, 0], d[:, 1])
-        a = np.mod(np.arctan2(d[:, 1], d[:, 0]), 2 * math.pi) * (RAYS / (2 * math.pi))
+        their visibility polygon, within ``slack``; and by how much (reach - distance)."""
+        src = np.asarray(src, np.float64)
+        return NavGrid._sees_cols(_reach_tables(rays), np.asarray(rows, np.int64) * RAYS, src[:, 0], src[:, 1],
+                                  float(pt[0]), float(pt[1]), slack)
+
+    @staticmethod
+    def _sees_cols(tab, base: np.ndarray, sx: np.ndarray, sz: np.ndarray, px: float, pz: float, slack: float):
+        """:meth:`_sees` on flat reach tables ``tab`` (:func:`_reach_tables`; ray k of a
+        source at ``base + k``) and float64 source columns ``sx, sz``."""
+        dx, dz = px - sx, pz - sz
+        dist = np.hypot(dx, dz)
+        a = np.mod(np.arctan2(dz, dx), 2 * math.pi) * (RAYS / (2 * math.pi))
         fl = np.floor(a)
-        i0 = fl.astype(np.int64) % RAYS
-        reach = _between_rays(rays[rows, i0], rays[rows, (i0 + 1) % RAYS], a - fl)
+        k = base + fl.astype(np.int64) % RAYS
+        reach = tab[0][k] + (a - fl) * tab[1][k]
         return (reach >= dist - slack) | (dist <= slack), reach - dist
 
     def _sees_from(self, ray: np.ndarray, origin, pts: np.ndarray) -> np.ndarray:
@@ -1376,13 +1396,51 @@ class NavGrid:
         return df
 
     def _candidates(self, df: DistanceField, p: int):
-        """(node ids, their xz, y, D) of the nodes of patch ``p`` the goal set reaches (cached)."""
+        """(node ids, their xz, y, D, then float64 x, z, y columns and ray-table offsets) of
+        the nodes of patch ``p`` the goal set reaches (cached per field)."""
         c = df.cands.get(p)
         if c is None:
             idx = self.patch_nodes.get(p, np.zeros(0, np.int64))
             idx = idx[np.isfinite(df.node_d[idx])] if len(idx) else idx
-            c = (idx, self.node_xz[idx], self.node_y[idx], df.node_d[idx])
+            xz, ys = self.node_xz[idx], self.node_y[idx]
+            cols = np.ascontiguousarray(np.asarray(xz, np.float64).T)
+            c = (idx, xz, ys, df.node_d[idx], cols[0], cols[1], np.asarray(ys, np.float64),
+                 idx.astype(np.int64) * RAYS)
             df.cands[p] = c
+        return c
+
+    def _node_tables(self) -> Tuple[np.ndarray, np.ndarray]:
+        tab = getattr(self, "_node_tab", None)
+        if tab is None or len(tab[0]) != self.node_rays.size:
+            tab = self._node_tab = _reach_tables(self.node_rays)
+        return tab
+
+    @staticmethod
+    def _first_seen(tab, base: list, dist: list, ang: list, slack: float) -> int:
+        """Index of the first source that sees the point (:meth:`_sees_cols`, in plain
+        Python from its distances and np.arctan2 angles), -1 if none."""
+        A, B = tab
+        two_pi, scale = 2 * math.pi, RAYS / (2 * math.pi)
+        for t, d in enumerate(dist):
+            if d <= slack:
+                return t
+            a = ang[t]
+            a = (a + two_pi if a < 0 else (a if a > 0 else 0.0)) * scale  # np.mod(a, 2 pi)
+            fl = math.floor(a)
+            k = base[t] + fl % RAYS
+            if float(A[k]) + (a - fl) * float(B[k]) >= d - slack:
+                return t
+        return -1
+
+    def _goal_cols(self, df: DistanceField, p: int):
+        """(x, z, y float64 columns, flat ray table, its offsets) of the goals of patch ``p``."""
+        c = df.cands.get(("goals", p))
+        if c is None:
+            gxz = np.asarray(df.goals[p], np.float64)
+            c = (np.ascontiguousarray(gxz[:, 0]), np.ascontiguousarray(gxz[:, 1]),
+                 np.asarray(df.goal_y[p], np.float64), _reach_tables(df.goal_rays[p]),
+                 np.arange(len(gxz), dtype=np.int64) * RAYS)
+            df.cands[("goals", p)] = c
         return c
 
     def _best_corner(self, df: DistanceField, loc: Location) -> Tuple[float, int]:
@@ -1390,41 +1448,49 @@ class NavGrid:
         ``v`` whose visibility polygon holds ``loc`` (table look-ups, no search)."""
         loc, lifted = self._lift(loc)
         p = loc.patch
-        me = np.array([loc.x, loc.z])
+        mx, mz, my = loc.x, loc.z, loc.y
         slack = 0.01
         best, arg = INF, -1
-        idx, xz, ys, dn = self._candidates(df, p)
-        if len(idx):
-            key = self._len3(me, loc.y, xz, ys) + dn
+        idx, _, _, dn, fx, fz, fy, base = self._candidates(df, p)
+        n = len(idx)
+        if n:
+            # |loc - v| + D(v), as _len3 computes it (float64, same operation order)
+            key = np.sqrt((fx - mx) ** 2 + (fz - mz) ** 2 + (fy - my) ** 2) + dn
             # the first node seen in increasing key order wins: look at the 48 smallest
             # keys first (almost always enough), all of them only if none of those is seen
-            sub = np.argpartition(key, 47)[:48] if len(key) > 64 else np.arange(len(key))
-            for cand in (sub, None):
-                c = np.arange(len(key)) if cand is None else cand
-                vis = self._sees(self.node_rays, idx[c], xz[c], me, slack)[0]
+            tab = self._node_tables()
+            sub = np.argpartition(key, 47)[:48] if n > 64 else np.arange(n)
+            # in increasing key order (stable: ties as argmin takes them), one at a time
+            cs = sub[np.argsort(key[sub], kind="stable")]
+            dx, dz = mx - fx[cs], mz - fz[cs]
+            j = self._first_seen(tab, base[cs].tolist(), np.hypot(dx, dz).tolist(),
+                                 np.arctan2(dz, dx).tolist(), slack)
+            if j >= 0:
+                j = int(cs[j])
+            elif len(sub) < n:
+                vis = self._sees_cols(tab, base, fx, fz, mx, mz, slack)[0]
                 if vis.any():
-                    j = int(c[int(np.argmin(np.where(vis, key[c], np.inf)))])
-                    best, arg = float(key[j]), int(idx[j])
-                    break
-                if cand is None or len(sub) == len(key):
-                    break
+                    j = int(np.argmin(np.where(vis, key, np.inf)))
+            if j >= 0:
+                best, arg = float(key[j]), int(idx[j])
         if p in df.goals:
-            gxz, gy = df.goals[p], df.goal_y[p]
-            key = self._len3(me, loc.y, gxz, gy)
-            vis, short = self._sees(df.goal_rays[p], np.arange(len(gxz)), gxz, me, slack)
+            gx, gz, gy, gflat, gbase = self._goal_cols(df, p)
+            key = np.sqrt((gx - mx) ** 2 + (gz - mz) ** 2 + (gy - my) ** 2)
+            vis, short = self._sees_cols(gflat, gbase, gx, gz, mx, mz, slack)
             # a goal just outside its polygon (rays are 2 degrees apart) but closer than the
             # best found: test the segment itself, as from the other end (symmetry)
             edge = np.nonzero(~vis & (key < best) & (short > -0.5))[0]
             if len(edge):
                 vis = vis.copy()
-                vis[edge] = self._los(loc.layer, np.repeat(me[None], len(edge), 0), gxz[edge])
+                me = np.array([mx, mz])
+                vis[edge] = self._los(loc.layer, np.repeat(me[None], len(edge), 0), df.goals[p][edge])
             if vis.any():
                 j = int(np.argmin(np.where(vis, key, np.inf)))
                 if key[j] <= best:
                     best, arg = float(key[j]), int(df.goal_id[p][j])
         if arg == -1:
             # -2: sees nothing it could reach through; the caller falls back to fast marching
-            return INF, (-2 if (len(idx) or p in df.goals) else -1)
+            return INF, (-2 if (n or p in df.goals) else -1)
         return best + lifted, arg
 
     def _lift(self, loc: Location) -> Tuple[Location, float]:
@@ -1454,7 +1520,7 @@ class NavGrid:
         loc, lifted = self._lift(loc)
         p = loc.patch
         me = np.array([loc.x, loc.z])
-        idx, xz, ys, dn = self._candidates(df, p)
+        idx, xz, ys, dn = self._candidates(df, p)[:4]
         ids, pts, key = [idx], [xz], [self._len3(me, loc.y, xz, ys) + dn + lifted]
         if p in df.goals:
             ids.append(df.goal_id[p])
