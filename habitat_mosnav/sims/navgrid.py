@@ -204,6 +204,7 @@ class NavGrid:
         self.layers: List[Layer] = []
         self._build(tris, progress)
         self._field_cache: "OrderedDict[bytes, DistanceField]" = OrderedDict()
+        self._last_field: Tuple[Optional[bytes], Optional[DistanceField]] = (None, None)
         self._lock = threading.Lock()
         self.field_cache_size = 256
         self._last_snap: Tuple[Optional[bytes], Optional[Location]] = (None, None)
@@ -786,8 +787,9 @@ class NavGrid:
         if not (0 <= c < w - 1 and 0 <= r < h - 1):
             return -INF
         fu, fv = u - c, v - r
-        return float(S[r, c] * (1 - fu) * (1 - fv) + S[r, c + 1] * fu * (1 - fv)
-                     + S[r + 1, c] * (1 - fu) * fv + S[r + 1, c + 1] * fu * fv)
+        # float32 values widened to float, as numpy's float32 scalar * float does
+        return float(S.item(r, c) * (1 - fu) * (1 - fv) + S.item(r, c + 1) * fu * (1 - fv)
+                     + S.item(r + 1, c) * (1 - fu) * fv + S.item(r + 1, c + 1) * fu * fv)
 
     def _los(self, li: int, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """Which segments A[i] -> B[i] of layer ``li`` keep the agent's clearance (within
@@ -1455,7 +1457,16 @@ class NavGrid:
         n = len(idx)
         if n:
             # |loc - v| + D(v), as _len3 computes it (float64, same operation order)
-            key = np.sqrt((fx - mx) ** 2 + (fz - mz) ** 2 + (fy - my) ** 2) + dn
+            key = np.subtract(fx, mx)
+            key *= key
+            t = np.subtract(fz, mz)
+            t *= t
+            key += t
+            np.subtract(fy, my, out=t)
+            t *= t
+            key += t
+            np.sqrt(key, out=key)
+            key += dn
             # the first node seen in increasing key order wins: look at the 48 smallest
             # keys first (almost always enough), all of them only if none of those is seen
             tab = self._node_tables()
@@ -1571,17 +1582,23 @@ class NavGrid:
     def distance_field(self, goals) -> DistanceField:
         """The cached field of a goal set (points rounded to 1 mm form the key)."""
         g = np.asarray(goals, dtype=np.float64).reshape(-1, 3)
+        raw = g.tobytes()
+        last = self._last_field
+        if last[0] == raw:  # the same points as the last call (each step asks the same set)
+            return last[1]
         key = np.round(g, 3).tobytes()
         with self._lock:  # scenes are shared by the simulators of a process
             df = self._field_cache.get(key)
             if df is not None:
                 self._field_cache.move_to_end(key)
+                self._last_field = (raw, df)
                 return df
         df = self._compute_field(g)
         with self._lock:
             self._field_cache[key] = df
             while len(self._field_cache) > max(1, self.field_cache_size):
                 self._field_cache.popitem(last=False)
+            self._last_field = (raw, df)
         return df
 
     def _fmm_value(self, df: DistanceField, loc: Location) -> float:
