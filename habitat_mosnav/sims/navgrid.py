@@ -178,6 +178,15 @@ def _reach_tables(rays: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return a.reshape(-1), b.reshape(-1)
 
 
+def _reach_at(A: np.ndarray, B: np.ndarray, base: int, ang: float) -> float:
+    """One source's reach (its tables A, B from offset ``base``) towards angle ``ang``
+    (an np.arctan2 value): :meth:`NavGrid._sees_cols` for one point, in plain Python."""
+    a = (ang + 2 * math.pi if ang < 0 else (ang if ang > 0 else 0.0)) * (RAYS / (2 * math.pi))  # np.mod
+    fl = math.floor(a)
+    k = base + fl % RAYS
+    return float(A[k]) + (a - fl) * float(B[k])
+
+
 class NavGrid:
     """Navigable area of one scene for one agent shape."""
 
@@ -1422,17 +1431,40 @@ class NavGrid:
         """Index of the first source that sees the point (:meth:`_sees_cols`, in plain
         Python from its distances and np.arctan2 angles), -1 if none."""
         A, B = tab
-        two_pi, scale = 2 * math.pi, RAYS / (2 * math.pi)
         for t, d in enumerate(dist):
-            if d <= slack:
-                return t
-            a = ang[t]
-            a = (a + two_pi if a < 0 else (a if a > 0 else 0.0)) * scale  # np.mod(a, 2 pi)
-            fl = math.floor(a)
-            k = base[t] + fl % RAYS
-            if float(A[k]) + (a - fl) * float(B[k]) >= d - slack:
+            if d <= slack or _reach_at(A, B, base[t], ang[t]) >= d - slack:
                 return t
         return -1
+
+    def _best_goal(self, df: DistanceField, loc: Location, best: float, arg: int) -> Tuple[float, int]:
+        """The goal part of :meth:`_best_corner` for a few goals, in plain Python (the same
+        operations as the vectorised part, np.hypot / np.arctan2 kept)."""
+        p, mx, mz, my, slack = loc.patch, loc.x, loc.z, loc.y, 0.01
+        gx, gz, gy, (A, B), gbase = self._goal_cols(df, p)
+        dx, dz = mx - gx, mz - gz
+        dist, ang = np.hypot(dx, dz).tolist(), np.arctan2(dz, dx).tolist()
+        keys, vis, edge = [], [], []
+        for t, (x, z, y, b) in enumerate(zip(gx.tolist(), gz.tolist(), gy.tolist(), gbase.tolist())):
+            ex, ez, ey = x - mx, z - mz, y - my
+            k = math.sqrt(ex * ex + ez * ez + ey * ey)
+            d = dist[t]
+            reach = _reach_at(A, B, b, ang[t])
+            v = reach >= d - slack or d <= slack
+            if not v and k < best and reach - d > -0.5:
+                edge.append(t)  # just outside its polygon: the segment itself decides
+            keys.append(k)
+            vis.append(v)
+        if edge:
+            ok = self._los(loc.layer, np.repeat(np.array([[mx, mz]]), len(edge), 0), df.goals[p][edge])
+            for t, v in zip(edge, ok.tolist()):
+                vis[t] = v
+        j, kj = -1, INF
+        for t, k in enumerate(keys):
+            if vis[t] and (j < 0 or k < kj):
+                j, kj = t, k
+        if j >= 0 and kj <= best:
+            best, arg = kj, int(df.goal_id[p][j])
+        return best, arg
 
     def _goal_cols(self, df: DistanceField, p: int):
         """(x, z, y float64 columns, flat ray table, its offsets) of the goals of patch ``p``."""
@@ -1485,20 +1517,23 @@ class NavGrid:
             if j >= 0:
                 best, arg = float(key[j]), int(idx[j])
         if p in df.goals:
-            gx, gz, gy, gflat, gbase = self._goal_cols(df, p)
-            key = np.sqrt((gx - mx) ** 2 + (gz - mz) ** 2 + (gy - my) ** 2)
-            vis, short = self._sees_cols(gflat, gbase, gx, gz, mx, mz, slack)
-            # a goal just outside its polygon (rays are 2 degrees apart) but closer than the
-            # best found: test the segment itself, as from the other end (symmetry)
-            edge = np.nonzero(~vis & (key < best) & (short > -0.5))[0]
-            if len(edge):
-                vis = vis.copy()
-                me = np.array([mx, mz])
-                vis[edge] = self._los(loc.layer, np.repeat(me[None], len(edge), 0), df.goals[p][edge])
-            if vis.any():
-                j = int(np.argmin(np.where(vis, key, np.inf)))
-                if key[j] <= best:
-                    best, arg = float(key[j]), int(df.goal_id[p][j])
+            gx, gz, gy, gtab, gbase = self._goal_cols(df, p)
+            if len(gx) <= 32:
+                best, arg = self._best_goal(df, loc, best, arg)
+            else:
+                key = np.sqrt((gx - mx) ** 2 + (gz - mz) ** 2 + (gy - my) ** 2)
+                vis, short = self._sees_cols(gtab, gbase, gx, gz, mx, mz, slack)
+                # a goal just outside its polygon (rays are 2 degrees apart) but closer than the
+                # best found: test the segment itself, as from the other end (symmetry)
+                edge = np.nonzero(~vis & (key < best) & (short > -0.5))[0]
+                if len(edge):
+                    vis = vis.copy()
+                    me = np.array([mx, mz])
+                    vis[edge] = self._los(loc.layer, np.repeat(me[None], len(edge), 0), df.goals[p][edge])
+                if vis.any():
+                    j = int(np.argmin(np.where(vis, key, np.inf)))
+                    if key[j] <= best:
+                        best, arg = float(key[j]), int(df.goal_id[p][j])
         if arg == -1:
             # -2: sees nothing it could reach through; the caller falls back to fast marching
             return INF, (-2 if (n or p in df.goals) else -1)
