@@ -214,6 +214,7 @@ class NavGrid:
         self._build(tris, progress)
         self._field_cache: "OrderedDict[bytes, DistanceField]" = OrderedDict()
         self._last_field: Tuple[Optional[bytes], Optional[DistanceField]] = (None, None)
+        self._last_lift: Tuple[Optional[Location], Any] = (None, None)
         self._lock = threading.Lock()
         self.field_cache_size = 256
         self._last_snap: Tuple[Optional[bytes], Optional[Location]] = (None, None)
@@ -1506,8 +1507,13 @@ class NavGrid:
             # in increasing key order (stable: ties as argmin takes them), one at a time
             cs = sub[np.argsort(key[sub], kind="stable")]
             dx, dz = mx - fx[cs], mz - fz[cs]
-            j = self._first_seen(tab, base[cs].tolist(), np.hypot(dx, dz).tolist(),
-                                 np.arctan2(dz, dx).tolist(), slack)
+            dist, ang = np.hypot(dx, dz), np.arctan2(dz, dx)
+            # the first few one at a time (the winner is often among them), then the rest at once
+            j = self._first_seen(tab, base[cs[:8]].tolist(), dist[:8].tolist(), ang[:8].tolist(), slack)
+            if j < 0 and len(cs) > 8:
+                vis = self._sees_cols(tab, base[cs[8:]], fx[cs[8:]], fz[cs[8:]], mx, mz, slack)[0]
+                if vis.any():
+                    j = 8 + int(np.argmax(vis))
             if j >= 0:
                 j = int(cs[j])
             elif len(sub) < n:
@@ -1547,17 +1553,26 @@ class NavGrid:
         tree = self._trees[loc.layer] if er > 0 and loc.layer < len(self._trees) else None
         if tree is None or self._sdf_point(self.layers[loc.layer], loc.x, loc.z) >= er + 0.5 * LOS_TOL:
             return loc, 0.0
-        p = np.array([loc.x, loc.z])
+        last = self._last_lift
+        if last[0] == loc:  # the same point again (several goal sets asked from one position)
+            return last[1]
+        px, pz = loc.x, loc.z
+        data = tree.data
         for _ in range(3):
-            d, i = tree.query(p)
+            d, i = tree.query([px, pz])
             if d >= er:
                 break
-            o = tree.data[i]
-            p = o + (p - o) * ((er + 1e-3) / max(d, 1e-9)) if d > 1e-9 else p
-        moved = float(math.hypot(p[0] - loc.x, p[1] - loc.z))
+            if d > 1e-9:
+                s = (er + 1e-3) / max(d, 1e-9)
+                ox, oz = data[i].tolist()
+                px, pz = ox + (px - ox) * s, oz + (pz - oz) * s
+        moved = float(math.hypot(px - loc.x, pz - loc.z))
         if moved > 2 * self.cell:  # not a small shortfall: leave it
-            return loc, 0.0
-        return Location(loc.layer, loc.patch, loc.island, float(p[0]), float(p[1]), loc.y), moved
+            out = (loc, 0.0)
+        else:
+            out = (Location(loc.layer, loc.patch, loc.island, float(px), float(pz), loc.y), moved)
+        self._last_lift = (loc, out)
+        return out
 
     def _best_corner_los(self, df: DistanceField, loc: Location) -> Tuple[float, int]:
         """As :meth:`_best_corner`, with every candidate's segment tested (no visibility
