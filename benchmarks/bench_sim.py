@@ -2,7 +2,8 @@
 """Benchmark of the CPU simulator ``MosNavMeshSim-v0`` (no habitat.Env, no measures).
 
 Prints: scene load + navigability time, sim steps/s without sensors (each step also does
-one geodesic lookup, as a distance measure would), geodesic lookup time, distance-field
+one geodesic lookup, as a distance measure would), geodesic lookup time (at the agent's
+last position, and from random floor points), distance-field
 time per goal, geodesic accuracy against the exact reference (shapely free space at the
 agent radius + visibility graph, ``habitat_mosnav.sims.reference``) on ``--pairs`` random
 pairs of the floor: median / p95 / max |relative error|, pairs reachable in only one,
@@ -163,6 +164,11 @@ def main(argv=None) -> int:
     for _ in range(n_lookup):
         sim.geodesic_distance(p + np.float32(1e-4) * np.float32(_ % 3), goals)
     print(f"geodesic lookup (snap + cached field): {(time.perf_counter() - t0) / n_lookup * 1e6:.0f} us")
+    floor = [pf.get_random_navigable_point(island_index=main_island) for _ in range(n_lookup)]
+    t0 = time.perf_counter()
+    for q in floor:
+        sim.geodesic_distance(q, goals)
+    print(f"geodesic lookup from random floor points: {(time.perf_counter() - t0) / n_lookup * 1e6:.0f} us")
 
     fields = []
     for _ in range(args.goals):
