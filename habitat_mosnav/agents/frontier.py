@@ -73,12 +73,18 @@ class CameraModel:
     """The depth camera and body the map needs. Defaults: the demo config
     (``benchmark/nav/mosnav/base/demo.yaml``)."""
 
+    #: Horizontal field of view of the depth camera (degrees).
     hfov_deg: float = 79.0
+    #: Camera height above the agent's feet (m): the depth sensor's position[1].
     sensor_height: float = 0.88
+    #: Depth range of the (unnormalised) depth image (m).
     min_depth: float = 0.5
     max_depth: float = 5.0
+    #: The agent's body: cells closer than the radius to an obstacle are not free (m).
     agent_radius: float = 0.18
+    #: Points above this height do not block the agent (m).
     agent_height: float = 0.88
+    #: One turn action (degrees) and one move_forward (m), for planning actions.
     turn_angle_deg: float = 30.0
     forward_step: float = 0.25
 

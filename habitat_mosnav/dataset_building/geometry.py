@@ -25,12 +25,17 @@ BACKENDS = ("mosnav", "habitat-sim")
 class CameraSpec:
     """The agent and camera the stages render with (habitat's objectnav defaults)."""
 
+    #: Image size of the semantic (and RGB) cameras (pixels).
     width: int = 160
     height: int = 160
+    #: Horizontal field of view (degrees).
     hfov: int = 79
+    #: Camera height above the agent's feet (m).
     sensor_height: float = 0.88
+    #: The agent's body (m): view points must be navigable for it.
     agent_height: float = 0.88
     agent_radius: float = 0.18
+    #: Also render RGB (the attribute stage's crops); the view-point search needs only semantics.
     rgb: bool = True
 
 
