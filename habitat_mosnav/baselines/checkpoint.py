@@ -37,6 +37,4 @@ def load_checkpoint(path: str, map_location: Any = "cpu") -> Dict[str, Any]:
 
 def load_resume_state(path: str) -> Optional[Dict[str, Any]]:
     """A habitat-baselines resume state, or None when the file does not exist."""
-    if not os.path.exists(path):
-        return None
-    return load_checkpoint(path, map_location="cpu")
+    return load_checkpoint(path, map_location="cpu") if os.path.exists(path) else None
