@@ -226,6 +226,7 @@ class Evaluator:
         self.selected_keys: List[str] = []
         self._closed = False
         self._split_name = ""  # the split of the keys, set by run()
+        self._digests: Dict[str, Dict[str, str]] = {}  # see _dataset_digests
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -334,12 +335,12 @@ class Evaluator:
         which episodes run and how, the dataset's fingerprint, then the caller's
         ``config.manifest`` fields (``agent``, ``config``, ``config_overrides``; any other
         key is stored as an extra top-level field)."""
-        from habitat_mosnav.datasets.fingerprint import dataset_fingerprint
+        from habitat_mosnav.datasets.fingerprint import combine_digests
 
         cfg = self.config
         given = dict(cfg.manifest)
         dcfg = self._hcfg.dataset if self._hcfg is not None else {}  # {}: an env given alone
-        data_path = getattr(dataset, "data_path", None)
+        digests = self._dataset_digests(getattr(dataset, "data_path", None))
         agent = type(getattr(self.agent, "agent", self.agent))
         return RunManifest(
             split=self._split_name,
@@ -355,10 +356,21 @@ class Evaluator:
                 "episode_count": len(self.selected_keys),
                 "keys_sha256": keys_digest(self.selected_keys),
             },
-            dataset_fingerprint=dataset_fingerprint(data_path) if data_path and os.path.isdir(
-                data_path) else None,
+            dataset_fingerprint=combine_digests(digests) if digests is not None else None,
             extra={**({"benchmark": self._benchmark} if self._benchmark else {}), **given},
         )
+
+    def _dataset_digests(self, data_path: Optional[str]) -> Optional[Dict[str, str]]:
+        """The dataset's per-file digests (None: no dataset directory), hashed once per run:
+        the benchmark setting check and the manifest both use them."""
+        from habitat_mosnav.datasets.fingerprint import dataset_file_digests
+
+        if not data_path or not os.path.isdir(data_path):
+            return None
+        key = os.path.abspath(data_path)
+        if key not in self._digests:
+            self._digests[key] = dataset_file_digests(data_path)
+        return self._digests[key]
 
     def _max_steps(self) -> int:
         """The action budget. Built from the habitat config: its ``max_episode_steps``
@@ -397,6 +409,7 @@ class Evaluator:
         contents, under ``"rank_done"``, when other ranks are still running)."""
         cfg = self.config
         rank, world = self._rank_world()
+        self._digests = {}  # the dataset may have changed since an earlier run
         self._benchmark = self._check_benchmark()
         dataset = self._load_dataset() if self.env is None else None
         episodes = list(dataset.episodes) if dataset is not None else self._episodes()
@@ -469,7 +482,7 @@ class Evaluator:
             deviations.append(f"num_episodes {cfg.num_episodes} (a part of the selection)")
         dcfg = self._hcfg.dataset
         data_path = str(dcfg.data_path).replace("{split}", str(dcfg.get("split", "")))
-        differences = setting.check_dataset(data_path)
+        differences = setting.check_dataset(data_path, self._dataset_digests(data_path))
         if differences:
             more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
             text = f"benchmark {setting.name}: the dataset differs from the setting: {differences[0]}{more}"

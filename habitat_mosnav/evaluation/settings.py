@@ -144,13 +144,15 @@ class BenchmarkSetting:
             return [f"max_steps {steps} instead of {self.max_steps}"]
         return []
 
-    def check_dataset(self, data_path: str) -> List[str]:
+    def check_dataset(self, data_path: str,
+                      actual: Optional[Mapping[str, str]] = None) -> List[str]:
         """Differences between the dataset on disk and the frozen fingerprint (empty when
-        they agree). An unfrozen setting reports that instead."""
+        they agree). An unfrozen setting reports that instead. ``actual``: the dataset's
+        :func:`dataset_file_digests`, when the caller already has them."""
         if not self.frozen:
             return [f"setting {self.name} has no frozen dataset fingerprint ({self.path})"]
         try:
-            actual = dataset_file_digests(data_path)
+            actual = dataset_file_digests(data_path) if actual is None else actual
         except FileNotFoundError as exc:
             return [str(exc)]
         return [f"{os.path.join(data_path, d.split(' ', 1)[0])} {d.split(' ', 1)[1]}"
