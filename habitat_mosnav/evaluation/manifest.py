@@ -21,7 +21,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from habitat_mosnav.evaluation.results import ResultFileError, atomic_write_json
+from habitat_mosnav.evaluation.results import ResultFileError, atomic_write_json, read_json_object
 
 MANIFEST_FILE = "run.json"
 MANIFEST_SCHEMA_VERSION = 1
@@ -99,16 +99,12 @@ def _lookup(data: Mapping[str, Any], dotted: str) -> Any:
 
 
 def read_manifest(path: str) -> Dict[str, Any]:
+    """``run.json`` as an object (:func:`read_json_object`); an unreadable file is a
+    :class:`ResultFileError` too."""
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            data = json.load(f)
-    except ValueError as exc:
-        raise ResultFileError(f"{path}: invalid JSON ({exc})") from None
+        return read_json_object(path)
     except OSError as exc:
         raise ResultFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not isinstance(data, dict):
-        raise ResultFileError(f"{path}: must be a JSON object")
-    return data
 
 
 def check_or_write_manifest(out_dir: str, manifest: Mapping[str, Any]) -> str:
