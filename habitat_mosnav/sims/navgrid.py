@@ -156,20 +156,12 @@ def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000
             yield pts, np.repeat(chunk, len(w)), len(chunk)
 
 
-def _between_rays(r0: np.ndarray, r1: np.ndarray, frac: np.ndarray) -> np.ndarray:
-    """Reach of a visibility polygon between two neighbouring rays of lengths r0, r1, at
-    ``frac`` of the angle from the first: along the chord of their end points (a wall
-    seen at an angle) when they are about as long, else the shorter one (a shadow edge:
-    the chord would cut behind the occluder)."""
-    # (linear in the angle: within 0.03 % of the chord for rays 2 degrees apart)
-    lo = np.minimum(r0, r1)
-    return np.where(np.abs(r0 - r1) <= 0.2 * lo + 0.1, r0 + frac * (r1 - r0), lo)
-
-
 def _reach_tables(rays: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Flat tables (A, B) of ray tables (n, RAYS): the reach between rays k and k + 1 at
-    ``frac`` is exactly ``A[k] + frac * B[k]`` (:func:`_between_rays`, its float32 test
-    and difference done once here; B = 0 where it is the shorter ray)."""
+    """Flat tables (A, B) of ray tables (n, RAYS): the reach of a visibility polygon
+    between rays k and k + 1 at ``frac`` of the angle from k is ``A[k] + frac * B[k]``:
+    along the chord of their end points (a wall seen at an angle) when they are about as
+    long, else the shorter one (B = 0; a shadow edge: the chord would cut behind the
+    occluder). Linear in the angle: within 0.03 % of the chord for rays 2 degrees apart."""
     r0 = np.ascontiguousarray(rays, np.float32)
     r1 = np.roll(r0, -1, axis=1)
     chord = np.abs(r0 - r1) <= 0.2 * np.minimum(r0, r1) + 0.1
@@ -921,17 +913,6 @@ class NavGrid:
         k = base + fl.astype(np.int64) % RAYS
         reach = tab[0][k] + (a - fl) * tab[1][k]
         return (reach >= dist - slack) | (dist <= slack), reach - dist
-
-    def _sees_from(self, ray: np.ndarray, origin, pts: np.ndarray) -> np.ndarray:
-        """Which points lie within one origin's visibility polygon (its ``RAYS`` lengths).
-        A ray's length is its last free sample, up to half a cell short of the boundary
-        where the nodes sit: that much slack (no other obstacle fits in it)."""
-        d = pts - np.asarray(origin, np.float64)[None]
-        dist = np.hypot(d[:, 0], d[:, 1])
-        a = np.mod(np.arctan2(d[:, 1], d[:, 0]), 2 * math.pi) * (RAYS / (2 * math.pi))
-        i0 = np.floor(a).astype(np.int64) % RAYS
-        reach = _between_rays(ray[i0], ray[(i0 + 1) % RAYS], a - np.floor(a))
-        return reach >= dist - 0.5 * self.cell - 0.01
 
     def _finish_empty(self) -> None:
         self.layers = []
