@@ -895,17 +895,11 @@ class NavGrid:
         return out
 
     @staticmethod
-    def _sees(rays: np.ndarray, rows: np.ndarray, src: np.ndarray, pt, slack: float) -> np.ndarray:
-        """Which sources (``rays[rows]``, at positions ``src``) see point ``pt``: it lies in
-        their visibility polygon, within ``slack``; and by how much (reach - distance)."""
-        src = np.asarray(src, np.float64)
-        return NavGrid._sees_cols(_reach_tables(rays), np.asarray(rows, np.int64) * RAYS, src[:, 0], src[:, 1],
-                                  float(pt[0]), float(pt[1]), slack)
-
-    @staticmethod
     def _sees_cols(tab, base: np.ndarray, sx: np.ndarray, sz: np.ndarray, px: float, pz: float, slack: float):
-        """:meth:`_sees` on flat reach tables ``tab`` (:func:`_reach_tables`; ray k of a
-        source at ``base + k``) and float64 source columns ``sx, sz``."""
+        """Which sources see point (px, pz): it lies in their visibility polygon, within
+        ``slack``; and by how much (reach - distance). ``tab``: flat reach tables
+        (:func:`_reach_tables`; ray k of a source at ``base + k``); ``sx, sz``: float64
+        source columns."""
         dx, dz = px - sx, pz - sz
         dist = np.hypot(dx, dz)
         a = np.mod(np.arctan2(dz, dx), 2 * math.pi) * (RAYS / (2 * math.pi))
@@ -1362,10 +1356,12 @@ class NavGrid:
             if idx is None or not len(idx):
                 continue
             L = self.layers[int(self.patch_layer[p])]
+            tab, base = self._node_tables(), idx.astype(np.int64) * RAYS
+            sx, sz = self.node_xz[idx, 0], self.node_xz[idx, 1]
             for j, (gx, gz, gy, gid) in enumerate(lst):
                 # the nodes that see the goal: the same test as a query's, so d(a, b) = d(b, a)
                 slack = (1.0 + math.sqrt(2.0)) * max(self.erode - self._sdf_point(L, gx, gz), 0.0) + 0.01
-                vis = idx[self._sees(self.node_rays, idx, self.node_xz[idx], (gx, gz), slack)[0]]
+                vis = idx[self._sees_cols(tab, base, sx, sz, float(gx), float(gz), slack)[0]]
                 rows.append(np.full(len(vis), int(gid), np.int64))
                 cols.append(vis)
                 wts.append(np.maximum(self._len3(np.array([gx, gz]), gy, self.node_xz[vis], self.node_y[vis]), 1e-6))
