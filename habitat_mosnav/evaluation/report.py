@@ -150,11 +150,11 @@ def load_run(path: str, name: Optional[str] = None, *, resamples: int = 2000, se
     if not os.path.isdir(path):
         raise ReportError(f"{path}: no such run directory")
     try:
-        latest = res.latest_records(path)
-        computed = res.summarize(path)
+        read = res.read_run(path)
+        computed = res.summary_of_run(read)
     except res.ResultFileError as exc:
         raise ReportError(str(exc)) from None
-    records = [rec for _, rec in latest.values()]
+    records = [rec for _, rec in read[0].values()]
     notes: List[str] = []
     summary_path = os.path.join(path, res.SUMMARY_FILE)
     if os.path.exists(summary_path):

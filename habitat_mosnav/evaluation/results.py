@@ -672,7 +672,15 @@ def summarize(out_dir: str, expected_episode_count: Optional[int] = None,
         expected_keys = set(expected_keys)
         if expected_episode_count is None:
             expected_episode_count = len(expected_keys)
-    latest, record_count, incomplete, dones = read_run(out_dir, expected_keys)
+    return summary_of_run(read_run(out_dir, expected_keys), expected_episode_count)
+
+
+def summary_of_run(read: Tuple["Dict[str, Tuple[str, Dict[str, Any]]]", int, bool,
+                               List[Optional[Dict[str, Any]]]],
+                   expected_episode_count: Optional[int] = None) -> Dict[str, Any]:
+    """:func:`summarize` of what :func:`read_run` returned (a caller that also needs the
+    records reads the run once)."""
+    latest, record_count, incomplete, dones = read
     if expected_episode_count is None and all(d is not None for d in dones):
         expected_episode_count = sum(d["expected_count"] for d in dones)
     ok, errors = [], 0
