@@ -129,7 +129,9 @@ def _err(path, where, msg):
     return SceneFormatError(f"{path}: {where}: {msg}")
 
 
-def _split_glb(path: str, data: bytes):
+def split_glb(path: str, data: bytes):
+    """(JSON document, first BIN chunk or b"") of a .glb's bytes; a SceneFormatError
+    naming ``path`` and the part when they are not a glTF 2 binary."""
     if len(data) < 20:
         raise _err(path, "header", "file too short for a binary glTF")
     magic, version, length = struct.unpack_from("<III", data, 0)
@@ -292,7 +294,7 @@ def read_glb(path: str) -> GlbFile:
             data = f.read()
     except OSError as e:
         raise SceneFormatError(f"{path}: cannot read: {e.strerror}") from None
-    doc, binary = _split_glb(path, data)
+    doc, binary = split_glb(path, data)
     unsupported = sorted(set(doc.get("extensionsRequired", []) or []) & _UNSUPPORTED)
     if unsupported:
         raise _err(path, "extensionsRequired", f"{', '.join(unsupported)} is not supported "
@@ -422,13 +424,20 @@ def write_semantic_glb(path: str, positions: np.ndarray, faces: np.ndarray, srgb
             {"bufferView": 2, "componentType": 5125, "count": len(idx), "type": "SCALAR"},
         ],
     }
+    with open(path, "wb") as f:
+        f.write(pack_glb(doc, binary))
+
+
+def pack_glb(doc: dict, binary: Optional[bytes]) -> bytes:
+    """The bytes of a glTF 2 binary: ``doc`` as the JSON chunk (space-padded), ``binary``
+    as the BIN chunk (zero-padded to 4 bytes; no BIN chunk when None)."""
     js = json.dumps(doc, separators=(",", ":")).encode("utf-8")
     js += b" " * ((-len(js)) % 4)
-    total = 12 + 8 + len(js) + 8 + len(binary)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<III", GLB_MAGIC, 2, total))
-        f.write(struct.pack("<II", len(js), CHUNK_JSON) + js)
-        f.write(struct.pack("<II", len(binary), CHUNK_BIN) + binary)
+    out = struct.pack("<II", len(js), CHUNK_JSON) + js
+    if binary is not None:
+        binary = bytes(binary) + b"\x00" * ((-len(binary)) % 4)
+        out += struct.pack("<II", len(binary), CHUNK_BIN) + binary
+    return struct.pack("<III", GLB_MAGIC, 2, 12 + len(out)) + out
 
 
 def read_semantic_vertices(path: str, keys: np.ndarray):

@@ -116,26 +116,17 @@ def basis_glb_to_png_glb(path: str, data: bytes) -> bytes:
     ``GOOGLE_texture_basis`` / image/x-basis, as habitat-sim's importer takes) are decoded
     and stored again as PNG, so that trimesh reads them. A texture that cannot be decoded
     is dropped with one warning line naming the file and the image."""
-    import json
-    import struct
-
     from PIL import Image
 
-    if len(data) < 20 or data[:4] != b"glTF":
-        return data
-    total = struct.unpack_from("<I", data, 8)[0]
-    jlen, jtype = struct.unpack_from("<II", data, 12)
-    if jtype != 0x4E4F534A:
-        return data
-    gltf = json.loads(data[20:20 + jlen].decode("utf-8"))
+    from habitat_mosnav.scenes.gltf import pack_glb, split_glb
+
+    try:
+        gltf, bin_chunk = split_glb(path, data)
+    except SceneFormatError:
+        return data  # not a glTF binary: trimesh says what it makes of it
     used = set(gltf.get("extensionsUsed", [])) | set(gltf.get("extensionsRequired", []))
     if not used & set(_BASIS_EXT):
         return data
-    bin_chunk = b""
-    off = 20 + jlen
-    if off + 8 <= min(total, len(data)):
-        blen, _ = struct.unpack_from("<II", data, off)
-        bin_chunk = data[off + 8: off + 8 + blen]
     blob = bytearray(bin_chunk)
     views = gltf.setdefault("bufferViews", [])
     images = gltf.setdefault("images", [])
@@ -196,14 +187,7 @@ def basis_glb_to_png_glb(path: str, data: bytes) -> bytes:
         gltf["buffers"][0]["byteLength"] = len(blob)
     elif blob:
         gltf["buffers"] = [{"byteLength": len(blob)}]
-    js = json.dumps(gltf, separators=(",", ":")).encode("utf-8")
-    js += b" " * (-len(js) % 4)
-    while len(blob) % 4:
-        blob.append(0)
-    out = struct.pack("<II", len(js), 0x4E4F534A) + js
-    if blob:
-        out += struct.pack("<II", len(blob), 0x004E4942) + bytes(blob)
-    return b"glTF" + struct.pack("<II", 2, 12 + len(out)) + out
+    return pack_glb(gltf, bytes(blob) if blob else None)
 
 
 def _textures(geom, cache: Dict[int, int], textures: List[np.ndarray]):
