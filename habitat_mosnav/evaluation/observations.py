@@ -5,7 +5,7 @@ Imports neither habitat nor torch.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -31,16 +31,25 @@ def _decode_text(value) -> str:
         return bytes(arr).split(b"\x00", 1)[0].decode("utf-8", errors="replace")
 
 
-def _depth_in_metres(depth: Optional[np.ndarray], depth_cfg) -> Optional[np.ndarray]:
-    """Habitat depth (H, W, 1), normalised to [0, 1] by default, as (H, W) metres."""
+def _depth_range(depth_cfg) -> Optional[Tuple[float, float]]:
+    """``(min_depth, max_depth)`` of a depth sensor that normalises to [0, 1], else None
+    (its depth is already in metres)."""
+    if depth_cfg is None or not bool(_cfg_get(depth_cfg, "normalize_depth", False)):
+        return None
+    return float(_cfg_get(depth_cfg, "min_depth", 0.0)), float(_cfg_get(depth_cfg, "max_depth", 10.0))
+
+
+def _depth_in_metres(depth: Optional[np.ndarray],
+                     depth_range: Optional[Tuple[float, float]]) -> Optional[np.ndarray]:
+    """Habitat depth (H, W, 1), normalised to [0, 1] over ``depth_range`` (see
+    :func:`_depth_range`) or already in metres (None), as (H, W) metres."""
     if depth is None:
         return None
     d = np.asarray(depth, dtype=np.float32)
     if d.ndim == 3 and d.shape[-1] == 1:
         d = d[..., 0]
-    if depth_cfg is not None and bool(_cfg_get(depth_cfg, "normalize_depth", False)):
-        lo = float(_cfg_get(depth_cfg, "min_depth", 0.0))
-        hi = float(_cfg_get(depth_cfg, "max_depth", 10.0))
+    if depth_range is not None:
+        lo, hi = depth_range
         d = lo + d * (hi - lo)
     return d
 
@@ -80,6 +89,7 @@ class ObservationBuilder:
         self.max_steps = int(max_steps)
         self.protocol = protocol
         self.depth_cfg = depth_cfg
+        self._depth_range = _depth_range(depth_cfg)  # read once, not at every step
         self.extras_fn = extras_fn
         self._prompt_cache: Dict[Any, str] = {}
 
@@ -115,7 +125,7 @@ class ObservationBuilder:
             extras.update(self.extras_fn(env, episode) or {})
         return Observation(
             rgb=rgb,
-            depth=_depth_in_metres(obs.get("depth"), self.depth_cfg),
+            depth=_depth_in_metres(obs.get("depth"), self._depth_range),
             goal_text=goal_text,
             goal_embedding=None,
             goal_image=None,
