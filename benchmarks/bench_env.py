@@ -14,22 +14,17 @@ visual sensors), and the exact subset solver's time for 12 targets.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import time
 
 import numpy as np
 
+from pinning import pin_cores
+
 NO_SENSORS = ["~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
               "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor"]
 ACTIONS = ["move_forward"] * 3 + ["turn_left", "turn_right", "look_up", "look_down",
                                   "target_found"]
-
-
-def _pin(cores: int) -> None:
-    os.environ["LP_NUM_THREADS"] = str(cores)
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:cores]))
 
 
 def _only_success(config: str):
@@ -157,7 +152,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--cores", type=int, default=1)
     args = ap.parse_args()
-    _pin(args.cores)
+    pin_cores(args.cores)
     print(f"habitat.Env, {args.config}, all MOS measures, random actions, {args.cores} core(s)")
     results = {}
     for label, ov in (("no visual sensors", NO_SENSORS), ("RGB-D 256x256", [])):

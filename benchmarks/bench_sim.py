@@ -24,16 +24,7 @@ import sys
 import tempfile
 import time
 
-
-def _pin(cores: int) -> None:
-    if cores <= 0:
-        return
-    os.environ["LP_NUM_THREADS"] = str(cores)  # llvmpipe rasteriser threads
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(cores)
-    if hasattr(os, "sched_setaffinity"):
-        allowed = sorted(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, set(allowed[:cores]))
+from pinning import pin_cores
 
 
 def _default_scene() -> str:
@@ -127,7 +118,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cores", type=int, default=1, help="CPU cores to pin to (0 = no pinning)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    _pin(args.cores)
+    pin_cores(args.cores)
 
     import numpy as np
 

@@ -17,10 +17,7 @@ import time
 
 import numpy as np
 
-
-def _pin(cores: int) -> None:
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:cores]))
+from pinning import pin_cores
 
 
 def make_scene(directory: str, size: int, grid: int, objects: int, seed: int = 0) -> str:
@@ -64,7 +61,7 @@ def main() -> None:
     ap.add_argument("--objects", type=int, default=400)
     ap.add_argument("--cores", type=int, default=1)
     args = ap.parse_args()
-    _pin(args.cores)
+    pin_cores(args.cores)
     from habitat_mosnav.dataset_building.semantic import attach_geometry, read_annotations
     from habitat_mosnav.scenes import gltf
 
