@@ -124,7 +124,7 @@ def grid_candidates(lo: np.ndarray, hi: np.ndarray, radius: float, spacing: floa
     for i in range(i0, i1 + 1):
         for k in range(k0, k1 + 1):
             x, z = i * spacing, k * spacing
-            if _footprint_distance((x, 0.0, z), lo, hi) <= radius + 1e-9:
+            if footprint_distance((x, 0.0, z), lo, hi) <= radius + 1e-9:
                 pts.append(np.array([x, z]))
     return pts
 
@@ -174,7 +174,7 @@ def view_points_of(geo: SceneGeometry, obj: AnnotatedObject, opts: ExtractOption
             continue
         if np.hypot(q[0] - p[0], q[2] - p[2]) > opts.max_snap_offset:
             continue  # not itself navigable
-        if _footprint_distance(q, lo, hi) > opts.view_radius + 1e-6:
+        if footprint_distance(q, lo, hi) > opts.view_radius + 1e-6:
             continue
         if not (lo[1] - opts.max_drop <= q[1] <= lo[1] + 0.5):
             continue
@@ -213,8 +213,6 @@ def extract_goals(geo: SceneGeometry, objects: List[AnnotatedObject], opts: Extr
         if not vps:
             counts["dropped_no_view_point"] += 1
             continue
-        lo, hi = obj.aabb_min, obj.aabb_max
-        center = (lo + hi) / 2.0
         # All view points must be mutually reachable with the navigable position: keep
         # those on the island of the best one.
         best = vps[0]["position"]
@@ -222,22 +220,35 @@ def extract_goals(geo: SceneGeometry, objects: List[AnnotatedObject], opts: Extr
         nav = _navigable_position(geo, obj, vps, opts)
         for v in vps:
             v.pop("_pixels", None)
-        goals.append({
-            "object_id": int(obj.object_id),
-            "category": obj.category,
-            "region_id": int(obj.region_id),
-            "position": rounded(center),
-            "aabb": {"center": rounded(center), "size": rounded(hi - lo)},
-            "navigable_position": rounded(nav),
-            "view_points": vps[: opts.max_view_points] if opts.max_view_points else vps,
-            "attributes": {k: [] for k in ATTRIBUTE_FIELDS},
-            "caption": "",
-        })
+        goals.append(goal_record(obj, nav, vps[: opts.max_view_points] if opts.max_view_points else vps))
         counts["goals"] += 1
     return goals
 
 
-def _footprint_distance(p: Sequence[float], lo: np.ndarray, hi: np.ndarray) -> float:
+def goal_record(obj: AnnotatedObject, nav: Sequence[float], view_points: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The goals.json record of ``obj`` with its navigable position and view points (no
+    attributes or caption yet: later stages fill them)."""
+    lo, hi = obj.aabb_min, obj.aabb_max
+    center = rounded((lo + hi) / 2.0)
+    return {
+        "object_id": int(obj.object_id),
+        "category": obj.category,
+        "region_id": int(obj.region_id),
+        "position": center,
+        "aabb": {"center": center, "size": rounded(hi - lo)},
+        "navigable_position": rounded(nav),
+        "view_points": view_points,
+        "attributes": {k: [] for k in ATTRIBUTE_FIELDS},
+        "caption": "",
+    }
+
+
+def nearest_view_point(view_points: List[Dict[str, Any]], lo: np.ndarray, hi: np.ndarray) -> Dict[str, Any]:
+    """The view point nearest the box footprint [lo, hi] (ties: the smaller position)."""
+    return min(view_points, key=lambda v: (footprint_distance(v["position"], lo, hi), v["position"]))
+
+
+def footprint_distance(p: Sequence[float], lo: np.ndarray, hi: np.ndarray) -> float:
     """Horizontal distance from ``p`` to the object's AABB footprint (0 inside)."""
     dx = max(lo[0] - p[0], 0.0, p[0] - hi[0])
     dz = max(lo[2] - p[2], 0.0, p[2] - hi[2])
@@ -257,9 +268,8 @@ def _navigable_position(geo: SceneGeometry, obj: AnnotatedObject, view_points: L
     best = np.asarray(view_points[0]["position"], dtype=np.float64)
     q = geo.snap([center[0], lo[1], center[2]])
     if q is not None:
-        if (_footprint_distance(q, lo, hi) <= 1.0 and lo[1] - opts.max_drop <= q[1] <= lo[1] + 0.5
+        if (footprint_distance(q, lo, hi) <= 1.0 and lo[1] - opts.max_drop <= q[1] <= lo[1] + 0.5
                 and geo.island_radius(q) >= opts.min_island_radius
                 and np.isfinite(geo.geodesic(q, best))):
             return q
-    nearest = min(view_points, key=lambda v: (_footprint_distance(v["position"], lo, hi), v["position"]))
-    return np.asarray(nearest["position"], dtype=np.float64)
+    return np.asarray(nearest_view_point(view_points, lo, hi)["position"], dtype=np.float64)

@@ -112,12 +112,6 @@ def read_objectnav_goals(path: Path, scene_id: str) -> Dict[int, Dict[str, Any]]
     return out
 
 
-def _footprint_gap(p: List[float], lo, hi) -> float:
-    dx = max(lo[0] - p[0], 0.0, p[0] - hi[0])
-    dz = max(lo[2] - p[2], 0.0, p[2] - hi[2])
-    return math.hypot(dx, dz)
-
-
 def apply_objectnav(goals: List[Dict[str, Any]], imported: Dict[int, Dict[str, Any]],
                     annotated_ids: set, counts: Counter, objects: Optional[list] = None) -> List[Dict[str, Any]]:
     """Our goals with ObjectNav's view points where it lists the same object.
@@ -129,7 +123,7 @@ def apply_objectnav(goals: List[Dict[str, Any]], imported: Dict[int, Dict[str, A
     ``objectnav_goals``, ``objectnav_applied``, ``objectnav_added`` and, per reason,
     ``objectnav_no_view_points``, ``objectnav_not_a_goal`` (dropped by our category / size
     filters) and ``objectnav_unknown_object`` (not in semantic.txt)."""
-    from habitat_mosnav.dataset_building.common import ATTRIBUTE_FIELDS
+    from habitat_mosnav.dataset_building.extract import goal_record, nearest_view_point
 
     counts["objectnav_goals"] += len(imported)
     by_id = {int(g["object_id"]): g for g in goals}
@@ -146,13 +140,8 @@ def apply_objectnav(goals: List[Dict[str, Any]], imported: Dict[int, Dict[str, A
             counts["objectnav_applied"] += 1
         elif oid in kept:
             o = kept[oid]
-            lo, hi = o.aabb_min, o.aabb_max
-            center = rounded((lo + hi) / 2.0)
-            nav = min(vps, key=lambda v: (_footprint_gap(v["position"], lo, hi), v["position"]))["position"]
-            added.append({"object_id": oid, "category": o.category, "region_id": int(o.region_id),
-                          "position": center, "aabb": {"center": center, "size": rounded(hi - lo)},
-                          "navigable_position": list(nav), "view_points": vps,
-                          "attributes": {k: [] for k in ATTRIBUTE_FIELDS}, "caption": ""})
+            nav = nearest_view_point(vps, o.aabb_min, o.aabb_max)["position"]
+            added.append(goal_record(o, nav, vps))
             counts["objectnav_added"] += 1
             counts["goals"] += 1
         else:
