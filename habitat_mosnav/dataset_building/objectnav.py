@@ -7,9 +7,9 @@ Format (``objectnav_hm3d_v2/<split>/content/<scene>.json.gz``)::
          "view_points": [{"agent_state": {"position": [x, y, z], "rotation": [x, y, z, w]},
                           "iou": 0.31}, ...]}, ...]}, "episodes": [...]}
 
-Each goal is validated like our own files (a non-finite number, a zero quaternion, a
-missing field is one ``BuildError`` line naming the file, the ``goals_by_category`` key and
-index, the object and the field). ``mosnav-build extract --objectnav-goals PATH`` then uses
+Each goal is validated by the field checks of our own files (:mod:`habitat_mosnav.datasets.schema`:
+a non-finite number, a zero quaternion, a missing field is one ``BuildError`` line naming
+the file, the ``goals_by_category`` key and index, the object and the field). ``mosnav-build extract --objectnav-goals PATH`` then uses
 those view points (position, rotation, iou) for the goals with the same ``object_id`` (our
 own ``navigable_position`` and box stay), and adds as goals the objects our view-point
 search dropped but ObjectNav lists.
@@ -54,22 +54,15 @@ def _load(path: Path) -> Any:
         raise BuildError(f"{path}: not valid JSON ({e})") from None
 
 
-def _numbers(obj: Any, name: str, size: int, where: str) -> List[float]:
-    v = obj.get(name) if isinstance(obj, dict) else None
-    if v is None:
-        raise BuildError(f"{where}: field '{name}': missing")
-    if not isinstance(v, list) or len(v) != size or not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v):
-        raise BuildError(f"{where}: field '{name}': expected {size} finite numbers, got {json.dumps(v)[:80]}")
-    return [float(x) for x in v]
-
-
 def read_objectnav_goals(path: Path, scene_id: str) -> Dict[int, Dict[str, Any]]:
     """{object_id: {"category", "view_points": [{position, rotation, iou}]}} of ``scene_id``."""
+    from habitat_mosnav.datasets.schema import DatasetFormatError, field, quaternion, vector
+
     doc = _load(Path(path))
     if not isinstance(doc, dict) or not isinstance(doc.get("goals_by_category"), dict):
         raise BuildError(f"{path}: field 'goals_by_category': missing or not an object")
     out: Dict[int, Dict[str, Any]] = {}
+    fpath = str(path)
     for key, goals in doc["goals_by_category"].items():
         scene, _, category = str(key).partition("_")
         if mesh_stem(scene) != scene_id:
@@ -79,32 +72,24 @@ def read_objectnav_goals(path: Path, scene_id: str) -> Dict[int, Dict[str, Any]]
         if not isinstance(goals, list):
             raise BuildError(f"{path}: goals_by_category[{key!r}]: expected a list of goals")
         for i, g in enumerate(goals):
-            where = f"{path}: goals_by_category[{key!r}][{i}]"
-            if not isinstance(g, dict):
-                raise BuildError(f"{where}: expected an object")
-            oid = g.get("object_id")
-            if isinstance(oid, bool) or not isinstance(oid, int):
-                raise BuildError(f"{where}: field 'object_id': expected an integer, got {json.dumps(oid)[:40]}")
-            where = f"{where} (object {oid})"
-            vps = g.get("view_points")
-            if not isinstance(vps, list):
-                raise BuildError(f"{where}: field 'view_points': expected a list")
-            parsed = []
-            for j, vp in enumerate(vps):
-                w = f"{where} view_points[{j}]"
-                state = vp.get("agent_state") if isinstance(vp, dict) else None
-                if not isinstance(state, dict):
-                    raise BuildError(f"{w}: field 'agent_state': expected an object")
-                pos = _numbers(state, "position", 3, f"{w}.agent_state")
-                rot = _numbers(state, "rotation", 4, f"{w}.agent_state")
-                norm = math.sqrt(sum(x * x for x in rot))
-                if norm < 1e-6:
-                    raise BuildError(f"{w}.agent_state: field 'rotation': zero-length quaternion")
-                iou = vp.get("iou")
-                if isinstance(iou, bool) or not isinstance(iou, (int, float)) or not math.isfinite(iou):
-                    raise BuildError(f"{w}: field 'iou': expected a finite number, got {json.dumps(iou)}")
-                parsed.append({"position": rounded(pos), "rotation": rounded([x / norm for x in rot], 6),
-                               "iou": round(float(iou), 4)})
+            rec = f"goals_by_category[{key!r}][{i}]"
+            try:
+                oid = field(g, "object_id", int, fpath, rec)
+                rec = f"{rec} (object {oid})"
+                parsed = []
+                for j, vp in enumerate(field(g, "view_points", list, fpath, rec)):
+                    vrec = f"{rec} view_points[{j}]"
+                    state = field(vp, "agent_state", dict, fpath, vrec)
+                    pos = vector(state, "position", 3, fpath, f"{vrec}.agent_state")
+                    rot = quaternion(state, "rotation", fpath, f"{vrec}.agent_state")
+                    iou = vp.get("iou")  # its own message: ObjectNav files say NaN, as JSON does
+                    if isinstance(iou, bool) or not isinstance(iou, (int, float)) or not math.isfinite(iou):
+                        raise BuildError(f"{fpath}: {vrec}: field 'iou': expected a finite number, got {json.dumps(iou)}")
+                    norm = math.sqrt(sum(x * x for x in rot))
+                    parsed.append({"position": rounded(pos), "rotation": rounded([x / norm for x in rot], 6),
+                                   "iou": round(float(iou), 4)})
+            except DatasetFormatError as e:
+                raise BuildError(str(e)) from None
             if oid in out:
                 out[oid]["view_points"].extend(parsed)
             else:
