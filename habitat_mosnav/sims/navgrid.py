@@ -1576,23 +1576,6 @@ class NavGrid:
                 return float(key[j]), int(ids[j])
         return INF, -2
 
-    def _fmm_at(self, fm: DistanceField, patch: int, xz: np.ndarray) -> np.ndarray:
-        """Fast-marching values of ``fm`` at points of a patch (their nearest navigable cell)."""
-        out = np.full(len(xz), np.inf)
-        part = fm.parts.get(patch)
-        if part is None or not len(xz):
-            return out
-        li, R0, C0, f = part
-        L = self.layers[li]
-        h, w = L.nav.shape
-        r = np.clip(np.floor((xz[:, 1] - self.z0) / self.cell).astype(np.int64) - L.r0, 0, h - 1)
-        c = np.clip(np.floor((xz[:, 0] - self.x0) / self.cell).astype(np.int64) - L.c0, 0, w - 1)
-        rr = L.near_r[r, c].astype(np.int64) + L.r0 - R0
-        cc = L.near_c[r, c].astype(np.int64) + L.c0 - C0
-        ok = (rr >= 0) & (rr < f.shape[0]) & (cc >= 0) & (cc < f.shape[1])
-        out[ok] = f[rr[ok], cc[ok]]
-        return out
-
     def field_value(self, df: DistanceField, loc: Location) -> float:
         val, first = self._best_corner(df, loc)
         if first == -2 or (self.graph_truncated and val < INF):
