@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from habitat_mosnav.dataset_building.common import BuildError, norm_text, read_json, write_json
 
 DEFAULT_TABLE = Path(__file__).resolve().parent / "data" / "hm3d_categories.json"
-DROP_REASONS = ("user_map", "annotator_note", "unknown", "structural", "drop_list")
 CATEGORIES_FILE = "categories.json"
 
 
@@ -170,16 +168,10 @@ def dataset_categories(out: Path) -> List[str]:
 
 
 def default_categories_path(out: Path) -> Path:
+    """Where ``mosnav-build`` writes the dataset-wide list unless ``--categories`` says."""
     return Path(out) / CATEGORIES_FILE
 
 
-def count_reasons(results: Iterable[Tuple[Optional[str], str]]) -> Counter:
-    c: Counter = Counter()
-    for name, reason in results:
-        c[f"dropped_category_{reason}" if name is None else f"category_{reason}"] += 1
-    return c
-
-
-__all__ = ["CategoryNormalizer", "DEFAULT_TABLE", "DROP_REASONS", "load_table", "read_category_map",
-           "read_categories", "update_categories", "dataset_categories", "count_reasons", "CATEGORIES_FILE",
+__all__ = ["CategoryNormalizer", "DEFAULT_TABLE", "load_table", "read_category_map",
+           "read_categories", "update_categories", "dataset_categories", "CATEGORIES_FILE",
            "default_categories_path"]

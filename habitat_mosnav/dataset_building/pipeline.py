@@ -27,6 +27,7 @@ from habitat_mosnav.dataset_building.common import (
     read_doc,
     write_json,
 )
+from habitat_mosnav.dataset_building.categories import default_categories_path
 from habitat_mosnav.dataset_building.episodes import EpisodeOptions
 from habitat_mosnav.dataset_building.extract import ExtractOptions
 from habitat_mosnav.dataset_building.geometry import CameraSpec
@@ -66,7 +67,7 @@ class BuildConfig:
         if self.scenes is not None:
             self.scenes = Path(self.scenes)
         self.work = Path(self.work) if self.work else self.out.parent / (self.out.name + ".build")
-        self.categories = Path(self.categories) if self.categories else self.out / "categories.json"
+        self.categories = Path(self.categories) if self.categories else default_categories_path(self.out)
         if self.objectnav_goals is not None:
             self.objectnav_goals = Path(self.objectnav_goals)
 
