@@ -96,12 +96,11 @@ def categories_path(data_path: str, template: Optional[str] = None) -> Optional[
     return None
 
 
-def load_categories(data_path: str, template: Optional[str] = None) -> List[str]:
-    """The dataset-wide category list (``objectgoal`` indices): ``categories.json`` (see
-    :func:`categories_path`; written by ``mosnav-build``) when present, else the sorted union
-    of all scenes' goal categories, so every worker and every content_scenes subset agrees
-    on the indices."""
-    path = categories_path(data_path, template)
+def load_categories(data_path: str, path: Optional[str]) -> List[str]:
+    """The dataset-wide category list (``objectgoal`` indices): the ``categories.json``
+    ``path`` (found by :func:`categories_path`; written by ``mosnav-build``) when not None,
+    else the sorted union of all scenes' goal categories, so every worker and every
+    content_scenes subset agrees on the indices."""
     if path is not None:
         return parse_categories(path)
     cats = set()
@@ -146,8 +145,8 @@ class MultiObjectNavDatasetV1(Dataset):
                     f"{self.data_path}: content_scenes {missing} not in the dataset "
                     "(habitat.dataset.content_scenes)")
             scene_ids = [s for s in scene_ids if s in wanted]
-        self.categories = load_categories(self.data_path, config.data_path)
         self._categories_file = categories_path(self.data_path, config.data_path)
+        self.categories = load_categories(self.data_path, self._categories_file)
         self.category_to_task_category_id = {c: i for i, c in enumerate(self.categories)}
         self.scene_dataset_config = str(config.get("scene_dataset_config", "default") or "default")
         if self.scene_dataset_config != "default" and not os.path.isfile(self.scene_dataset_config):
