@@ -67,31 +67,25 @@ class _Distances:
     """Geodesics to the goals' view points (SPEC §3; the navigable position for a goal
     without view points) and the pair legs between goals, memoised per scene."""
 
-    def __init__(self, geo, goals: Dict[int, Dict[str, Any]], success_distance: float):
+    def __init__(self, geo, goals: Dict[int, Dict[str, Any]]):
         self.geo = geo
-        self.d = float(success_distance)
         self.points = {oid: [v["position"] for v in g.get("view_points") or []]
                        or [g["navigable_position"]] for oid, g in goals.items()}
         self._pair: Dict[Any, float] = {}
 
-    def geodesic(self, a, points) -> float:
-        d = float(self.geo.sim.geodesic_distance(np.asarray(a, dtype=np.float32),
-                                                 np.asarray(points, dtype=np.float32)))
-        return d if np.isfinite(d) else float("inf")
-
     def pair_geodesics(self, ids: Sequence[int]) -> np.ndarray:
         """min over view point pairs, (n, n), inf where two goals do not reach each other."""
-        return pair_geodesics(self.geodesic, [self.points[i] for i in ids], self._pair)
+        return pair_geodesics(self.geo.geodesic_to_nearest, [self.points[i] for i in ids], self._pair)
 
     def start_geodesics(self, p, ids: Sequence[int]) -> np.ndarray:
-        return start_geodesics(self.geodesic, p, [self.points[i] for i in ids])
+        return start_geodesics(self.geo.geodesic_to_nearest, p, [self.points[i] for i in ids])
 
 
 def build_episodes(geo, scene_id: str, goals: List[Dict[str, Any]], queries: List[Dict[str, Any]],
                    opts: EpisodeOptions, seed: int, counts: Counter, progress=None) -> List[Dict[str, Any]]:
     """Episodes of one scene, deterministic for a given seed."""
     by_id = {int(g["object_id"]): g for g in goals}
-    dist = _Distances(geo, by_id, opts.success_distance)
+    dist = _Distances(geo, by_id)
     order = list(queries)
     rng_order = rng_for("episodes-order", seed, scene_id)
     rng_order.shuffle(order)  # with max_per_group, which queries get episodes depends on the seed

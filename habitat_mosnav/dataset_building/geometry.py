@@ -116,9 +116,12 @@ class SceneGeometry:
 
     def geodesic(self, a: Sequence[float], b: Sequence[float]) -> float:
         """Geodesic distance a -> b (inf when unreachable)."""
-        d = self.sim.geodesic_distance(np.asarray(a, dtype=np.float32),
-                                       [np.asarray(b, dtype=np.float32)])
-        d = float(d)
+        return self.geodesic_to_nearest(a, [b])
+
+    def geodesic_to_nearest(self, a: Sequence[float], points: Sequence[Sequence[float]]) -> float:
+        """Geodesic distance from a to the nearest of ``points`` (inf when none is reachable)."""
+        d = float(self.sim.geodesic_distance(np.asarray(a, dtype=np.float32),
+                                             np.asarray(points, dtype=np.float32)))
         return d if np.isfinite(d) else float("inf")
 
     def bounds(self):
