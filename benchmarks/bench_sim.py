@@ -165,10 +165,10 @@ def main(argv=None) -> int:
     for _ in range(args.goals):
         g = pf.get_random_navigable_point(island_index=main_island)
         t0 = time.perf_counter()
-        grid._compute_field(np.asarray([g], np.float64))
+        grid.geodesics.compute_field(np.asarray([g], np.float64))
         fields.append(time.perf_counter() - t0)
     print(f"distance field per goal: {np.mean(fields) * 1e3:.1f} ms mean, {np.max(fields) * 1e3:.1f} ms max "
-          f"({args.goals} goals; graph of {grid.num_nodes} corner nodes, {len(grid._edges_base[0])} edges)")
+          f"({args.goals} goals; graph of {grid.num_nodes} corner nodes, {len(grid.graph.edges[0])} edges)")
     if args.pairs > 0:
         _accuracy(sim, args.pairs, args.seed)
 

@@ -184,3 +184,26 @@ def open_room(tmp_path_factory):
     from mosnav_fixtures import write_open_room_dataset
 
     return write_open_room_dataset(tmp_path_factory.mktemp("open_room"))
+
+
+# ----------------------------------------------------------------------------- CPU simulator grids
+@pytest.fixture(scope="session")
+def box_grid(tmp_path_factory):
+    """``box_grid(name, boxes, radius=0.1)``: the NavGrid (agent height 1.5, max climb 0.2)
+    of a scene of boxes (``habitat_mosnav.sims.toy_scenes``), built once per session per
+    name; read-only for tests."""
+    from habitat_mosnav.sims import toy_scenes as ts
+    from habitat_mosnav.sims.geometry import load_mesh
+    from habitat_mosnav.sims.navgrid import AgentShape, NavGrid
+
+    root = tmp_path_factory.mktemp("boxgrids")
+    built = {}
+
+    def make(name, boxes, radius=0.1):
+        key = (name, radius)
+        if key not in built:
+            glb = ts.export_boxes(str(root / f"{name}.glb"), boxes)
+            built[key] = NavGrid(load_mesh(glb, "z").triangles, AgentShape(1.5, radius, 0.2, 45.0), 0.05)
+        return built[key]
+
+    return make

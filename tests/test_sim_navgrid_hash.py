@@ -36,7 +36,7 @@ def _r(v) -> list:
 def scene_values(grid: NavGrid, seed: int = 0) -> list:
     """What the hash covers, in a fixed order: structure, then queries at random points."""
     rng = np.random.default_rng(seed)
-    out = [("struct", grid.num_islands, grid.total_cells, grid.num_nodes, len(grid._edges_base[0]),
+    out = [("struct", grid.num_islands, grid.total_cells, grid.num_nodes, len(grid.graph.edges[0]),
             _r(grid.island_area), _r(grid.bounds[0]), _r(grid.bounds[1]))]
     floor = [grid.random_point(rng) for _ in range(80)]
     lo, hi = grid.bounds

@@ -111,9 +111,9 @@ def test_geodesic_two_rooms_through_door(scenes):
     assert d2 == pytest.approx(math.hypot(2.48, 2.76), rel=0.01)
     # the per-goal-set field is cached: a second query with the same goal is a lookup
     grid = sim.navgrid
-    n = len(grid._field_cache)
+    n = len(grid.geodesics.field_cache)
     sim.geodesic_distance([2.0, 0.0, 2.0], [7.0, 0.0, 0.5])
-    assert len(grid._field_cache) == n
+    assert len(grid.geodesics.field_cache) == n
 
 
 def test_sliding_along_wall(scenes):

@@ -1,0 +1,53 @@
+"""sims/grid/corners.py: corner nodes at the radius round obstacle corners, visibility
+edges and polygons."""
+import math
+
+import numpy as np
+import pytest
+
+from habitat_mosnav.sims import toy_scenes as ts
+from habitat_mosnav.sims.grid.corners import RAYS, reach_tables, sees_cols
+
+PILLAR = ts.room_boxes(0.0, 0.0, 6.0, 4.0) + [((2.8, 0.0, 1.8), (3.2, ts.WALL_H, 2.2), (90, 90, 200, 255))]
+
+
+def test_a_convex_room_has_no_corner_nodes(box_grid):
+    assert box_grid("room4", ts.room_boxes(0.0, 0.0, 4.0, 4.0)).graph.num_nodes == 0
+
+
+def test_nodes_lie_on_the_arcs_round_the_pillar_corners(box_grid):
+    g = box_grid("pillar", PILLAR).graph
+    corners = np.array([[2.8, 1.8], [2.8, 2.2], [3.2, 1.8], [3.2, 2.2]])
+    dist = np.linalg.norm(g.node_xz[:, None] - corners[None], axis=2)
+    here = dist.min(axis=1) < 0.5  # (the rest sit on the walls' sampled faces)
+    d = dist[here].min(axis=1)
+    assert here.sum() >= 8 and d.min() >= 0.1 - 1e-3 and d.max() <= 0.1 + 0.02
+    assert set(dist[here].argmin(axis=1).tolist()) == {0, 1, 2, 3}  # round every corner
+
+
+def test_edges_see_each_other_and_do_not_cross_the_pillar(box_grid):
+    grid = box_grid("pillar", PILLAR)
+    g = grid.graph
+    rows, cols, w = g.edges
+    assert len(rows) > 0
+    A, B = g.node_xz[rows], g.node_xz[cols]
+    assert grid.clearance.los(0, A, B).all()
+    assert np.allclose(w, np.linalg.norm(A - B, axis=1), atol=1e-6)  # flat: 3D = 2D length
+    # nodes west and east of the pillar at its middle height do not see each other
+    west = np.nonzero((g.node_xz[:, 0] < 2.8) & (np.abs(g.node_xz[:, 1] - 2.0) < 0.25))[0]
+    east = np.nonzero((g.node_xz[:, 0] > 3.2) & (np.abs(g.node_xz[:, 1] - 2.0) < 0.25))[0]
+    pairs = set(zip(rows.tolist(), cols.tolist())) | set(zip(cols.tolist(), rows.tolist()))
+    assert west.size and east.size and not any((a, b) in pairs for a in west for b in east)
+
+
+def test_visibility_polygon_reaches_the_eroded_walls(box_grid):
+    grid = box_grid("room4", ts.room_boxes(0.0, 0.0, 4.0, 4.0))
+    rays = grid.graph.cast(0, np.array([[2.0, 2.0]]))[0]
+    assert rays.shape == (RAYS,)
+    # east (ray 0): to x = 3.9 - 0.1; the diagonal: to the eroded corner (3.8, 3.8)
+    assert rays[0] == pytest.approx(1.8, abs=0.03)
+    assert rays[RAYS // 8] == pytest.approx(1.8 * math.sqrt(2), abs=0.05)
+    tab = reach_tables(rays[None])
+    seen, _ = sees_cols(tab, np.array([0]), np.array([2.0]), np.array([2.0]), 3.7, 2.0, 0.01)
+    hidden, _ = sees_cols(tab, np.array([0]), np.array([2.0]), np.array([2.0]), 3.95, 2.0, 0.01)
+    assert seen[0] and not hidden[0]
