@@ -16,11 +16,13 @@ import habitat_mosnav
 from habitat.utils.visualizations import maps
 
 from conftest import SCRIPT, SCRIPT_CLAIMS, read_records
-from habitat_mosnav.evaluation.maps import CLAIM_COLORS, FINISH_COLOR, LEGEND_WIDTH, read_map_info
+from habitat_mosnav.evaluation.maps import (CLAIM_COLORS, FINISH_COLOR, LEGEND_WIDTH, OUTCOME_COLORS,
+                                            SCALE_BAR_METERS, START_COLOR, read_map_info)
 from habitat_mosnav.evaluation.maps import main as maps_main
 
 MANY = "val::testScene01::q0-many-0"
 STEM = "val__testScene01__q0-many-0"
+ALL_STEM = "val__testScene01__q0-all-0"
 
 
 def _records(out):
@@ -96,12 +98,19 @@ def test_saved_map_shows_trajectory_on_navigable_area_claims_and_finish(room_run
     is_traj = np.array([tuple(int(v) for v in p) in palette for p in area]).reshape(h, w)
     assert is_traj.sum() > 50
     assert (codes[is_traj] != maps.MAP_INVALID_POINT).mean() >= 0.99
-    # Claim markers (the last claim drawn at a place wins: the duplicate covers claim 27).
+    # Claim markers: a lone claim is a dot at its spot; the true claim (27) and the
+    # duplicate (28) at one spot are spread on a ring around it, both visible, and counted.
     for step, kind, where in SCRIPT_CLAIMS:
-        if step == 27:
+        if step in (27, 28):
             continue
         r, c = px(where)
         assert tuple(int(v) for v in img[r, c]) == CLAIM_COLORS[kind], (step, kind)
+    r, c = px((1.0, 0.0, 0.0))
+    patch = img[r - 20:r + 21, c - 20:c + 21].reshape(-1, 3)
+    for kind in ("true", "duplicate"):
+        assert (patch == np.array(CLAIM_COLORS[kind])).all(axis=1).sum() >= 20, kind
+    assert [(g["row"], g["col"], g["kinds"]) for g in info["claim_groups"]] == [
+        (*px((0.0, 0.0, -1.5)), ["false"]), (r, c, ["true", "duplicate"]), (*px((3.0, 0.0, 0.0)), ["true"])]
     # FINISH: a black square outline around the end point, not at its centre.
     r, c = px(pos[-1])
     ring = img[r - 12:r + 13, c - 12:c + 13].reshape(-1, 3)
@@ -111,6 +120,65 @@ def test_saved_map_shows_trajectory_on_navigable_area_claims_and_finish(room_run
               px((-3.0, 0, 3.0))[1] - 5: px((-3.0, 0, 3.0))[1] + 5].reshape(-1, 3)
     for color in CLAIM_COLORS.values():
         assert not (far == np.array(color)).all(axis=1).any()
+
+
+def _is(pixels, color):
+    return (pixels.reshape(-1, 3) == np.array(color)).all(axis=1)
+
+
+def test_map_header_says_success_or_failure_with_goal_legend_and_scale_bar(room_runs, pathfinder):
+    success = os.path.join(room_runs["scripted"], "maps", STEM + ".png")
+    failure = os.path.join(room_runs["scripted"], "maps", ALL_STEM + ".png")
+    for path, outcome, end in ((success, "success", "FINISH at step 38 of 50"),
+                               (failure, "failure", "max steps reached at step 50 of 50")):
+        img, info = imageio.imread(path)[..., :3], read_map_info(path)
+        assert info["outcome"] == outcome and info["header"][:2] == [outcome.upper(), end]
+        assert info["goal_text"] == "Find the chairs."
+        assert 'goal: "Find the chairs."' in info["header"]
+        (r0, r1), (c0, c1) = info["banner"]["rows"], info["banner"]["cols"]
+        assert c0 == img.shape[1] - LEGEND_WIDTH and c1 == img.shape[1]
+        assert _is(img[r0:r1, c0:c1], OUTCOME_COLORS[outcome]).mean() > 0.7  # the banner's colour
+        assert "start (white tick: heading)" in info["legend"] and "end: FINISH" in info["legend"]
+        # the scale bar: solid black over exactly meters / meters_per_pixel pixels, in the legend
+        bar = info["scale_bar"]
+        (r0, r1), (c0, c1) = bar["rows"], bar["cols"]
+        assert bar["meters"] in SCALE_BAR_METERS and c0 >= img.shape[1] - LEGEND_WIDTH
+        assert c1 - c0 == bar["pixels"] == round(bar["meters"] / info["meters_per_pixel"])
+        assert _is(img[r0:r1, c0:c1], (0, 0, 0)).all()
+        assert not _is(img[r0:r1, c1 + 2:c1 + 4], (0, 0, 0)).any()  # it ends there
+    assert read_map_info(success)["header"][2] == "found 2 of 2 required"
+    # the start marker (not the agent sprite) at the start, its white tick toward -Z, where
+    # the script walks first
+    img, info = imageio.imread(success)[..., :3], read_map_info(success)
+    h, w = info["map_shape"]
+    m = info["margin_px"]
+    r, c = maps.to_grid(0.0, 0.0, (h, w), pathfinder=pathfinder)
+    assert info["start_px"] == [r + m, c + m]
+    rows, cols = np.mgrid[-6:7, -6:7]
+    disc = img[r + m - 6:r + m + 7, c + m - 6:c + m + 7]
+    assert _is(disc, START_COLOR).sum() >= 30
+    white = _is(disc, (255, 255, 255)).reshape(13, 13) & (rows ** 2 + cols ** 2 <= 16)
+    ahead = maps.to_grid(-1.0, 0.0, (h, w), pathfinder=pathfinder)[0] - r  # -Z: row change
+    assert white.sum() >= 3 and np.sign(rows[white].mean()) == np.sign(ahead)
+
+
+def test_stacked_claims_are_spread_on_a_ring_and_counted():
+    from habitat_mosnav.evaluation.maps import claim_groups, draw_claim_group
+
+    false = {"is_true_positive": False, "duplicate_targets": []}
+    events = [dict(false, step=3) for _ in range(9)]
+    events += [{"step": 4, "is_true_positive": True}, dict(false, step=5)]
+    # step 4 is 3 px from step 3's spot (one spot); step 5 far away; steps from 0
+    groups = claim_groups([(50, 50)] * 4 + [(52, 47), (90, 90)], events)
+    assert [(g["row"], g["col"], g["kinds"]) for g in groups] == [
+        (50, 50, ["false"] * 9 + ["true"]), (90, 90, ["false"])]
+    img = np.full((120, 120, 3), 255, np.uint8)
+    draw_claim_group(img, groups[0])
+    for kind, n in (("false", 9), ("true", 1)):
+        mask = _is(img, CLAIM_COLORS[kind]).reshape(120, 120).astype(np.uint8)
+        assert cv2.connectedComponents(mask)[0] - 1 == n, kind  # every dot separate, none hidden
+    assert not _is(img[45:56, 45:56], CLAIM_COLORS["false"]).any()  # spread off the spot
+    assert (img[22:40, 72:110] < 100).all(axis=2).sum() > 15  # "x10" beside the ring (radius 18)
 
 
 def test_maps_from_an_existing_run_match_the_saved_ones(room_runs, tmp_path, capsys):

@@ -738,7 +738,7 @@ class Evaluator:
         path = os.path.join(self.config.output_dir, "maps", episode_file_stem(key) + ".png")
         try:
             grid = self._map_grid(env, episode, start_height(record, episode))
-            save_record_map(path, grid, episode.goals, record)
+            save_record_map(path, grid, episode.goals, record, getattr(episode, "goal_text", None))
         except Exception as exc:  # a map problem never loses the record
             self._log(f"warning: could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
 

@@ -11,13 +11,18 @@ covers; the legend is a panel to the right).
 
 On the map: the navigable area (habitat's grey/white/border colours), every target (its
 bounding box, or a dot without one; dark green once claimed, magenta otherwise) with its
-view points (light red dots), the start pose (habitat's agent sprite), the trajectory
-coloured by time (viridis, start dark blue → end yellow), each claim at the agent's
-position at its step (green = true positive, orange = duplicate, red = false), and the end
-point (a black square for FINISH, grey otherwise). The PNG carries a ``mosnav_map`` text
-chunk (JSON: ``meters_per_pixel``, ``map_shape`` (habitat's grid), ``margin_px``, ``bounds``,
-``height``) so the pixel of any world point can be recomputed:
-``to_grid(z, x, map_shape, pathfinder) + margin_px``.
+view points (light red dots), the start (a blue disc with a white tick toward its heading),
+the trajectory coloured by time (viridis, start dark blue → end yellow), each claim at the
+agent's position at its step (green = true positive, orange = duplicate, red = false;
+claims at one spot are spread on a ring and counted, ``x9``), and the end point (a black
+square for FINISH, grey otherwise). The legend panel opens with a banner saying SUCCESS,
+FAILURE or ERROR and how the episode ended, then the goal text, mode and claims, the
+markers, the time colour bar and a scale bar (pixels of the map's own size). The PNG
+carries a ``mosnav_map`` text chunk (JSON: ``meters_per_pixel``, ``map_shape`` (habitat's
+grid), ``margin_px``, ``bounds``, ``height``, and what is drawn: ``outcome``, ``header``,
+``goal_text``, ``legend``, ``banner``, ``scale_bar``, ``start_px``, ``claim_groups``) so the
+pixel of any world point can be recomputed: ``to_grid(z, x, map_shape, pathfinder) +
+margin_px``.
 
 A record's ``positions`` (``[x, y, z]`` after each step, index 0 = start; see
 docs/EVALUATION.md) gives the trajectory and the claim positions; a record without them
@@ -40,9 +45,10 @@ import numpy as np
 
 from habitat_mosnav.pose import wrap_angle, yaw_of
 
-__all__ = ["CLAIM_COLORS", "END_COLOR", "FINISH_COLOR", "MapGrid", "EpisodeMapPainter",
-           "claim_kind", "episode_file_stem", "read_map_info", "render_run_maps",
-           "save_map_png", "trajectory_color"]
+__all__ = ["CLAIM_COLORS", "END_COLOR", "FINISH_COLOR", "OUTCOME_COLORS", "START_COLOR",
+           "MapGrid", "EpisodeMapPainter", "claim_groups", "claim_kind", "episode_file_stem",
+           "read_map_info", "record_header", "render_run_maps", "save_map_png", "save_record_map",
+           "trajectory_color"]
 
 #: RGB colours of the claim markers by kind.
 CLAIM_COLORS = {"true": (40, 200, 40), "duplicate": (255, 150, 0), "false": (230, 30, 30)}
@@ -51,6 +57,18 @@ TARGET_MISSED_COLOR = (170, 0, 170)
 VIEW_POINT_COLOR = (245, 150, 150)  # habitat's MAP_VIEW_POINT_INDICATOR colour
 FINISH_COLOR = (0, 0, 0)
 END_COLOR = (110, 110, 110)
+#: The start marker (a disc; the agent itself is habitat's sprite, on the video's map only).
+START_COLOR = (20, 90, 230)
+#: The legend banner's colour by outcome.
+OUTCOME_COLORS = {"success": (30, 140, 50), "failure": (200, 40, 40), "error": (110, 110, 110)}
+SCALE_BAR_COLOR = (0, 0, 0)
+SCALE_BAR_THICKNESS = 5
+#: Scale bar lengths to choose from (metres).
+SCALE_BAR_METERS = (0.25, 0.5, 1, 2, 5, 10, 20, 50, 100)
+#: Claims closer than this (pixels, each axis) share one spot: drawn on a ring and counted.
+CLAIM_STACK_PX = 4
+CLAIM_RING_MAX = 12
+BANNER_HEIGHT = 28
 LEGEND_WIDTH = 300
 MAP_INFO_KEY = "mosnav_map"
 
@@ -202,8 +220,10 @@ class EpisodeMapPainter:
         """The map after ``positions`` (``positions[k]`` = position after step k), with the
         claims of ``events`` whose step is reached. ``total_steps`` fixes the colour scale
         (default: this trajectory's length); ``end`` = ``"finish"`` or another termination
-        draws the end point; ``agent_rotation`` draws the agent sprite at the last position
-        (the video's growing map) instead of the start sprite only."""
+        draws the end point; ``agent_rotation`` draws habitat's agent sprite at the last
+        position (the video's growing map). The start is always its own marker (a blue
+        disc with a white heading tick), never the agent sprite. The claim spots drawn are
+        kept in :attr:`claim_groups` (``{"row", "col", "kinds"}``, map pixels)."""
         import cv2
         from habitat.utils.visualizations import maps
 
@@ -216,10 +236,7 @@ class EpisodeMapPainter:
                            thickness=2)
         radius = max(4, int(round(0.2 / self.grid.meters_per_pixel)))
         start_px = self.grid.to_pixel(self.start_position)
-        if self.start_rotation is not None:
-            maps.draw_agent(img, start_px, _map_angle(self.start_rotation), radius)
-        else:
-            cv2.circle(img, _xy(start_px), radius, (0, 0, 200), 2)
+        draw_start_marker(img, _xy(start_px), self._heading_px(), radius)
         if end is not None:
             where = end_position if end_position is not None else (positions[-1] if positions else None)
             if where is not None:
@@ -228,56 +245,164 @@ class EpisodeMapPainter:
                 color = FINISH_COLOR if end == "finish" else END_COLOR
                 cv2.rectangle(img, (px[1] - half, px[0] - half), (px[1] + half, px[0] + half),
                               color, 2)
-        if positions:
-            for ev in events:
-                step = int(ev.get("step", 0))
-                if step >= len(positions):
-                    if end is None:
-                        continue  # not reached yet (growing map)
-                    step = len(positions) - 1
-                px = _xy(pixels[step])
-                cv2.circle(img, px, 5, (0, 0, 0), -1)
-                cv2.circle(img, px, 4, CLAIM_COLORS[claim_kind(ev)], -1)
+        self.claim_groups = claim_groups(pixels, events, reached_only=end is None) if positions else []
+        for group in self.claim_groups:
+            draw_claim_group(img, group)
         if agent_rotation is not None and positions:
             maps.draw_agent(img, pixels[-1], _map_angle(agent_rotation), radius)
         return img
 
+    def _heading_px(self) -> Optional[Tuple[float, float]]:
+        """Unit (dx, dy) in image axes of the start heading, or None without a rotation."""
+        if self.start_rotation is None:
+            return None
+        yaw = yaw_of(self.start_rotation)  # 0 = facing -Z, positive turning left
+        p = self.start_position
+        a = self.grid.to_pixel(p)
+        b = self.grid.to_pixel([p[0] - 5.0 * math.sin(yaw), p[1], p[2] - 5.0 * math.cos(yaw)])
+        dx, dy = float(b[1] - a[1]), float(b[0] - a[0])
+        norm = math.hypot(dx, dy)
+        return (dx / norm, dy / norm) if norm > 0 else None
 
-def _legend(height: int, lines: Sequence[str]) -> np.ndarray:
+
+def draw_start_marker(img: np.ndarray, center: Tuple[int, int],
+                      heading: Optional[Tuple[float, float]], radius: int) -> None:
+    """The start pose: a blue disc ringed in white, a white tick toward its heading
+    (``center`` and ``heading`` in image x/y)."""
     import cv2
 
-    rows = max(height, 28 + 18 * (len(lines) + 8))
-    panel = np.full((rows, LEGEND_WIDTH, 3), 255, np.uint8)
-    y = 16
-    for text in lines:
-        cv2.putText(panel, text[:46], (6, y), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (0, 0, 0), 1, cv2.LINE_AA)
-        y += 18
-    y += 6
-    items = [("claim: true", "dot", CLAIM_COLORS["true"]),
+    cv2.circle(img, center, radius + 2, (255, 255, 255), -1)
+    cv2.circle(img, center, radius, START_COLOR, -1)
+    if heading is not None:
+        tip = (int(round(center[0] + heading[0] * radius)), int(round(center[1] + heading[1] * radius)))
+        cv2.line(img, center, tip, (255, 255, 255), max(1, radius // 3))
+
+
+def claim_groups(pixels: Sequence[Tuple[int, int]], events: Sequence[Mapping[str, Any]],
+                 reached_only: bool = False) -> List[Dict[str, Any]]:
+    """Claims at one spot (within :data:`CLAIM_STACK_PX` pixels of a group's first claim)
+    as ``{"row", "col", "kinds"}``; a claim after the last position sits at the last one
+    (or, with ``reached_only``, is left out: the growing map)."""
+    groups: List[Dict[str, Any]] = []
+    for ev in sorted(events, key=lambda e: int(e.get("step", 0))):
+        step = int(ev.get("step", 0))
+        if step >= len(pixels):
+            if reached_only:
+                continue
+            step = len(pixels) - 1
+        r, c = (int(v) for v in pixels[step])
+        for g in groups:
+            if max(abs(g["row"] - r), abs(g["col"] - c)) <= CLAIM_STACK_PX:
+                g["kinds"].append(claim_kind(ev))
+                break
+        else:
+            groups.append({"row": r, "col": c, "kinds": [claim_kind(ev)]})
+    return groups
+
+
+def _claim_dot(img: np.ndarray, center: Tuple[int, int], color) -> None:
+    import cv2
+
+    cv2.circle(img, center, 5, (0, 0, 0), -1)
+    cv2.circle(img, center, 4, color, -1)
+
+
+def _outlined_text(img: np.ndarray, text: str, org: Tuple[int, int], scale: float = 0.45,
+                   color=(0, 0, 0), outline=(255, 255, 255)) -> None:
+    import cv2
+
+    cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, outline, 3, cv2.LINE_AA)
+    cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, color, 1, cv2.LINE_AA)
+
+
+def draw_claim_group(img: np.ndarray, group: Mapping[str, Any]) -> None:
+    """One claim: a dot at its spot. Several at one spot: their dots spread on a ring
+    around it (at most :data:`CLAIM_RING_MAX`) and their count beside the ring."""
+    kinds = list(group["kinds"])
+    row, col = int(group["row"]), int(group["col"])
+    if len(kinds) == 1:
+        _claim_dot(img, (col, row), CLAIM_COLORS[kinds[0]])
+        return
+    shown = kinds[:CLAIM_RING_MAX]
+    ring = int(min(18, max(7, math.ceil(len(shown) * 11 / (2 * math.pi)))))
+    for i, kind in enumerate(shown):
+        a = 2 * math.pi * i / len(shown) - math.pi / 2
+        _claim_dot(img, (col + int(round(ring * math.cos(a))), row + int(round(ring * math.sin(a)))),
+                   CLAIM_COLORS[kind])
+    _outlined_text(img, f"x{len(kinds)}", (col + ring + 6, row - ring + 4))
+
+
+def _text(img: np.ndarray, text: str, org: Tuple[int, int], scale: float = 0.4, color=(0, 0, 0),
+          thickness: int = 1) -> None:
+    import cv2
+
+    cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, color, thickness, cv2.LINE_AA)
+
+
+def scale_bar_length(meters_per_pixel: float, max_px: int) -> float:
+    """The longest of :data:`SCALE_BAR_METERS` that spans at most ``max_px`` pixels (the
+    shortest when none does)."""
+    fits = [m for m in SCALE_BAR_METERS if m / meters_per_pixel <= max_px]
+    return float(fits[-1] if fits else SCALE_BAR_METERS[0])
+
+
+def _legend(height: int, banner: str, outcome: str, lines: Sequence[str],
+            meters_per_pixel: float, map_width: int) -> Tuple[np.ndarray, Dict[str, Any]]:
+    """The panel right of the map: outcome banner, header lines, marker legend, the
+    trajectory colour bar and a scale bar at the map's own pixel size; with its layout
+    (``legend`` labels, ``banner`` and ``scale_bar`` rows/columns in panel pixels)."""
+    import cv2
+
+    items = [("start (white tick: heading)", "start", START_COLOR),
+             ("claim: true", "dot", CLAIM_COLORS["true"]),
              ("claim: duplicate", "dot", CLAIM_COLORS["duplicate"]),
              ("claim: false", "dot", CLAIM_COLORS["false"]),
+             ("xN: N claims at one spot (ring)", "ring", CLAIM_COLORS["false"]),
              ("target (claimed)", "box", TARGET_FOUND_COLOR),
              ("target (not claimed)", "box", TARGET_MISSED_COLOR),
              ("view point", "small", VIEW_POINT_COLOR),
-             ("FINISH / end", "square", FINISH_COLOR)]
+             ("end: FINISH", "square", FINISH_COLOR),
+             ("end: max steps / other", "square", END_COLOR)]
+    rows = max(height, BANNER_HEIGHT + 18 * (len(lines) + len(items)) + 110)
+    panel = np.full((rows, LEGEND_WIDTH, 3), 255, np.uint8)
+    cv2.rectangle(panel, (0, 0), (LEGEND_WIDTH - 1, BANNER_HEIGHT - 1), OUTCOME_COLORS[outcome], -1)
+    _text(panel, banner[:30], (8, BANNER_HEIGHT - 8), 0.6, (255, 255, 255), 2)
+    y = BANNER_HEIGHT + 16
+    for text in lines:
+        _text(panel, text[:46], (6, y))
+        y += 18
+    y += 6
     for label, kind, color in items:
         c = (14, y - 4)
-        if kind == "dot":
-            cv2.circle(panel, c, 5, (0, 0, 0), -1)
-            cv2.circle(panel, c, 4, color, -1)
-        elif kind == "box":
-            cv2.rectangle(panel, (8, y - 10), (20, y + 2), color, 2)
+        if kind == "start":
+            draw_start_marker(panel, c, (0.0, -1.0), 6)
+        elif kind == "dot":
+            _claim_dot(panel, c, color)
+        elif kind == "ring":
+            for dx in (-5, 5):
+                _claim_dot(panel, (c[0] + dx, c[1]), color)
         elif kind == "small":
             cv2.circle(panel, c, 2, color, -1)
-        else:
+        else:  # box, square
             cv2.rectangle(panel, (8, y - 10), (20, y + 2), color, 2)
-        cv2.putText(panel, label, (30, y), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (0, 0, 0), 1, cv2.LINE_AA)
+        _text(panel, label, (30, y))
         y += 18
     for i in range(LEGEND_WIDTH - 40):  # time colour bar
         cv2.line(panel, (8 + i, y - 8), (8 + i, y), trajectory_color(i / (LEGEND_WIDTH - 41)), 1)
-    cv2.putText(panel, "trajectory: start -> end", (8, y + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.4,
-                (0, 0, 0), 1, cv2.LINE_AA)
-    return panel
+    _text(panel, "trajectory: start -> end (colour = time)", (8, y + 14))
+    y += 34
+    meters = scale_bar_length(meters_per_pixel, min(LEGEND_WIDTH - 90, max(20, map_width // 3)))
+    length = int(round(meters / meters_per_pixel))
+    x0, x1 = 8, 8 + length
+    cv2.rectangle(panel, (x0, y), (x1 - 1, y + SCALE_BAR_THICKNESS - 1), SCALE_BAR_COLOR, -1)
+    for x in (x0, x1 - 1):
+        cv2.line(panel, (x, y - 4), (x, y + SCALE_BAR_THICKNESS + 3), SCALE_BAR_COLOR, 1)
+    _text(panel, f"{meters:g} m", (x1 + 8, y + SCALE_BAR_THICKNESS + 1), 0.45)
+    layout = {"legend": [label for label, _, _ in items],
+              "banner": {"rows": [0, BANNER_HEIGHT], "color": list(OUTCOME_COLORS[outcome])},
+              "scale_bar": {"meters": meters, "pixels": length, "rows": [y, y + SCALE_BAR_THICKNESS],
+                            "cols": [x0, x1]}}
+    return panel, layout
 
 
 def _fmt(value) -> str:
@@ -288,28 +413,51 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def record_lines(record: Mapping[str, Any]) -> List[str]:
-    """The legend's header: episode, mode, outcome."""
+_ENDS = {"finish": "FINISH", "target_found": "TARGET_FOUND (ends single/any)",
+         "max_steps": "max steps reached"}
+
+
+def record_header(record: Mapping[str, Any], goal_text: Optional[str] = None
+                  ) -> Tuple[str, str, List[str]]:
+    """``(outcome, banner, lines)`` of a record's map: outcome ``success``/``failure``
+    (SPEC §4's success) or ``error``; the banner says it in capitals with how the episode
+    ended; the lines give the targets found, the metrics, the goal, mode and claims."""
+    import textwrap
+
     ep = record.get("episode") or {}
     m = record.get("metrics") or {}
-    claims = record.get("report_events") or []
-    kinds = [claim_kind(ev) for ev in claims]
-    lines = [str(ep.get("scene_id", "")), str(ep.get("episode_id", record.get("episode_key", ""))),
-             f"mode {ep.get('target_mode')}  targets {len(ep.get('target_object_ids') or [])}"
-             + (f"  need {ep.get('target_count')}" if ep.get("target_mode") == "many" else ""),
-             f"{record.get('status')}: {record.get('terminated_by')} after {record.get('steps_taken')} steps"]
-    if record.get("status") == "ok":
-        lines.append(f"success {_fmt(m.get('success'))}  f1 {_fmt(m.get('f1'))}  "
-                     f"spl {_fmt(m.get('spl_multi'))}")
-    lines.append(f"claims {len(kinds)}: {kinds.count('true')} true, "
-                 f"{kinds.count('duplicate')} dup, {kinds.count('false')} false")
+    kinds = [claim_kind(ev) for ev in record.get("report_events") or []]
+    steps = record.get("steps_taken")
+    limit = ep.get("max_steps")
+    at = f"step {steps}" + (f" of {limit}" if limit else "")
+    if record.get("status") != "ok":
+        outcome, banner = "error", f"ERROR: {record.get('error_type') or 'error'}"
+        lines = [f"the episode failed at {at}"]
+    else:
+        outcome = "success" if m.get("success") == 1 else "failure"
+        end = record.get("terminated_by")
+        banner = outcome.upper()
+        lines = [f"{_ENDS.get(end, str(end))} at {at}",
+                 f"found {m.get('targets_found')} of {m.get('required_target_count')} required",
+                 f"f1 {_fmt(m.get('f1'))}  spl-multi {_fmt(m.get('spl_multi'))}  pe {_fmt(m.get('pe'))}"]
+    if goal_text:
+        wrapped = textwrap.wrap(f'goal: "{goal_text}"', 44)
+        lines += wrapped[:3] + (["  ..."] if len(wrapped) > 3 else [])
+    lines += [f"mode {ep.get('target_mode')}  targets {len(ep.get('target_object_ids') or [])}"
+              + (f"  need {ep.get('target_count')}" if ep.get("target_mode") == "many" else ""),
+              f"{ep.get('scene_id', '')} / {ep.get('episode_id', record.get('episode_key', ''))}",
+              f"claims {len(kinds)}: {kinds.count('true')} true, "
+              f"{kinds.count('duplicate')} dup, {kinds.count('false')} false"]
     if not record.get("positions"):
         lines.append("(no per-step positions in this record)")
-    return lines
+    return outcome, banner, lines
 
 
-def render_record_map(grid: MapGrid, goals: Iterable[Any], record: Mapping[str, Any]) -> np.ndarray:
-    """The saved map of one record: map on the left (grid pixels), legend on the right."""
+def render_record_map(grid: MapGrid, goals: Iterable[Any], record: Mapping[str, Any],
+                      goal_text: Optional[str] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
+    """The saved map of one record (map on the left in grid pixels, legend on the right)
+    and what it shows (outcome, header lines, legend labels, scale bar, claim spots,
+    start: PNG pixels), which :func:`save_record_map` stores in the PNG."""
     start = record.get("initial_agent_state") or {}
     final = record.get("final_agent_state") or {}
     positions = record.get("positions") or []
@@ -321,11 +469,21 @@ def render_record_map(grid: MapGrid, goals: Iterable[Any], record: Mapping[str, 
     img = painter.draw(positions, record.get("report_events") or [],
                        end=record.get("terminated_by"),
                        end_position=final.get("position") or (positions[-1] if positions else None))
-    legend = _legend(img.shape[0], record_lines(record))
+    outcome, banner, lines = record_header(record, goal_text)
+    legend, layout = _legend(img.shape[0], banner, outcome, lines, grid.meters_per_pixel, img.shape[1])
     if legend.shape[0] > img.shape[0]:
         pad = np.full((legend.shape[0] - img.shape[0], img.shape[1], 3), 255, np.uint8)
         img = np.concatenate([img, pad], axis=0)
-    return np.concatenate([img, legend], axis=1)
+    width = img.shape[1]
+    bar = layout["scale_bar"]
+    meta = {"outcome": outcome, "header": [banner] + lines, "goal_text": goal_text,
+            "legend": layout["legend"], "legend_col": width,
+            "banner": {"rows": layout["banner"]["rows"], "cols": [width, width + LEGEND_WIDTH],
+                       "color": layout["banner"]["color"]},
+            "scale_bar": dict(bar, cols=[c + width for c in bar["cols"]]),
+            "start_px": list(grid.to_pixel(start_position)),
+            "claim_groups": painter.claim_groups}
+    return np.concatenate([img, legend], axis=1), meta
 
 
 def save_map_png(path: str, image: np.ndarray, info: Mapping[str, Any]) -> str:
@@ -352,9 +510,14 @@ def read_map_info(path: str) -> Dict[str, Any]:
     return json.loads(text)
 
 
-def save_record_map(path: str, grid: MapGrid, goals: Iterable[Any], record: Mapping[str, Any]) -> str:
-    info = dict(grid.info(), episode_key=record.get("episode_key"))
-    return save_map_png(path, render_record_map(grid, goals, record), info)
+def save_record_map(path: str, grid: MapGrid, goals: Iterable[Any], record: Mapping[str, Any],
+                    goal_text: Optional[str] = None) -> Dict[str, Any]:
+    """Write the record's map; returns the ``mosnav_map`` JSON stored in it (the grid's
+    :meth:`MapGrid.info`, the episode key and :func:`render_record_map`'s layout)."""
+    image, meta = render_record_map(grid, goals, record, goal_text)
+    info = dict(grid.info(), episode_key=record.get("episode_key"), **meta)
+    save_map_png(path, image, info)
+    return info
 
 
 def start_height(record: Mapping[str, Any], episode=None) -> float:
@@ -443,7 +606,8 @@ def render_run_maps(run_dir: str, out_dir: Optional[str] = None, *, config: Opti
                 grid = MapGrid.from_pathfinder(env.sim.pathfinder, height)
                 grid_height = height
             target = os.path.join(out_dir, episode_file_stem(key) + ".png")
-            written[key] = save_record_map(target, grid, ep.goals, rec)
+            save_record_map(target, grid, ep.goals, rec, getattr(ep, "goal_text", None))
+            written[key] = target
         return written
     finally:
         env.close()
