@@ -202,16 +202,61 @@ def test_maps_of_a_run_with_the_wrong_dataset_is_one_line(room_runs, capsys):
     assert rc == 2 and len(err) == 1 and "is not an episode of config" in err[0]
 
 
-def test_video_has_rgb_depth_and_a_growing_map(room_runs):
+def test_video_has_rgb_depth_and_a_larger_growing_map_with_start_and_agent(room_runs, pathfinder):
+    from habitat_mosnav.evaluation.video import LABEL_HEIGHT, MIN_PANEL_HEIGHT
+
     path = os.path.join(room_runs["scripted"], "videos", STEM + ".gif")
-    frames = [np.asarray(f)[..., :3] for f in imageio.mimread(path)]
+    frames = [np.asarray(f)[..., :3].astype(int) for f in imageio.mimread(path)]
     assert len(frames) == len(SCRIPT) + 1  # the reset frame and one per step
     first, last = frames[0], frames[-1]
-    assert first.shape[1] > 2 * 64  # RGB | depth | map
-    map_first, map_last = first[:64, 128:], last[:64, 128:]
-    assert map_first.shape[1] >= 32
-    assert np.abs(map_first.astype(int) - map_last.astype(int)).sum() > 0  # the map grew
-    assert not np.array_equal(first[:64, :64], last[:64, :64])  # the view changed
+    side = MIN_PANEL_HEIGHT  # the 64 px sensors scaled up so the labels fit
+    rgb = (slice(LABEL_HEIGHT, LABEL_HEIGHT + side), slice(0, side))
+    map_rows = slice(LABEL_HEIGHT, 2 * (LABEL_HEIGHT + side))
+    map_first, map_last = first[map_rows, side:], last[map_rows, side:]
+    assert map_first.shape[1] >= side  # the map is taller than RGB and at least as wide
+    assert np.abs(map_first - map_last).sum() > 0  # the map grew
+    assert not np.array_equal(first[rgb], last[rgb])  # the view changed
+
+    def near(img, color, tol=24):
+        return (np.abs(img - np.array(color)) <= tol).all(axis=2)
+
+    # habitat's agent sprite covers the start marker at step 0; the marker stays at the
+    # start once the agent has left
+    assert near(map_first, START_COLOR).sum() < 5 and near(map_last, START_COLOR).sum() >= 20
+
+
+def test_video_frame_labels_its_panels_and_colours_depth_over_the_sensor_range():
+    from habitat_mosnav.evaluation.video import (DEPTH_BAR_HEIGHT, LABEL_HEIGHT, MIN_PANEL_HEIGHT,
+                                                 compose_frame)
+
+    side = MIN_PANEL_HEIGHT
+    depth = np.tile(np.linspace(0.5, 5.0, side, dtype=np.float32), (side, 1))
+    depth[:, :10] = 0.0  # no return
+    obs = {"rgb": np.full((side, side, 3), 90, np.uint8), "depth": depth}
+    top_map = np.full((100, 120, 3), 200, np.uint8)
+    episode = type("Ep", (), {"goal_text": "Find the chairs.", "target_mode": "many"})()
+    frame = compose_frame(obs, episode, 3, 1, 50, top_down_map=top_map, events=[],
+                          depth_range=(0.5, 5.0)).astype(int)
+    top = 2 * LABEL_HEIGHT + 2 * side + DEPTH_BAR_HEIGHT
+    assert frame.shape[0] == top + 40 - (top + 40) % 2
+    # labels: light text on the dark strips above RGB, depth and the map
+    for rows, cols in ((slice(0, LABEL_HEIGHT), slice(0, side)),
+                       (slice(LABEL_HEIGHT + side, 2 * LABEL_HEIGHT + side), slice(0, side)),
+                       (slice(0, LABEL_HEIGHT), slice(side, frame.shape[1]))):
+        strip = frame[rows, cols]
+        assert (strip.min(axis=2) > 180).sum() > 15 and np.median(strip) < 60
+    # depth: turbo over [0.5 m, 5 m], black where there is no return
+    d0 = 2 * LABEL_HEIGHT + side
+    turbo = cv2.applyColorMap(np.arange(256, dtype=np.uint8)[None, :], cv2.COLORMAP_TURBO)[0, :, ::-1]
+    for col in (40, 100, side - 1):
+        t = round(255 * (depth[0, col] - 0.5) / 4.5)
+        assert (np.abs(frame[d0 + 5, col] - turbo[t].astype(int)) <= 1).all(), col
+    assert (frame[d0 + 5, :10] == 0).all()
+    bar = frame[d0 + side: d0 + side + DEPTH_BAR_HEIGHT, :side]
+    assert (np.abs(bar[5, 4] - turbo[0].astype(int)) <= 1).all()  # the colour bar starts at 0.5 m
+    assert (bar[12:, :40].min(axis=2) > 180).sum() > 10  # "0.5 m" under it
+    # the map panel is as tall as the RGB + depth column (resized from 100 rows)
+    assert (frame[LABEL_HEIGHT:top, side + 5] == 200).all()
 
 
 def test_video_caption_names_the_action_and_counts_claims_so_far():

@@ -34,7 +34,8 @@ from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
 from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.evaluation.manifest import RunManifest, check_or_write_manifest, keys_digest
 from habitat_mosnav.agents.legacy import adapt_agent
-from habitat_mosnav.evaluation.observations import ObservationBuilder
+from habitat_mosnav.evaluation.observations import (ObservationBuilder, depth_in_metres, depth_limits,
+                                                    depth_normalization)
 from habitat_mosnav.evaluation.policy import EpisodeContext, public_episode_fields
 from habitat_mosnav.evaluation.ranks import missing_ranks, rank_timeout, wait_for_ranks
 from habitat_mosnav.evaluation.rollout import (
@@ -674,6 +675,8 @@ class Evaluator:
             return None
         trail: List[List[float]] = []
         painter: List[Any] = []
+        depth_cfg = self._depth_cfg()
+        depth_scale = (depth_normalization(depth_cfg), depth_limits(depth_cfg))  # frames in metres
 
         def growing_map(info: Dict[str, Any]):
             """(the map so far or None, the claims so far) for a video frame."""
@@ -711,8 +714,11 @@ class Evaluator:
                 from habitat_mosnav.evaluation.video import compose_frame
 
                 top_down, events = growing_map(info) if cfg.video else (None, None)
-                frame = compose_frame(info["obs"], info["episode"], step, info["action"],
-                                      self._max_steps(), top_down_map=top_down, events=events)
+                obs = dict(info["obs"])
+                obs["depth"] = depth_in_metres(obs.get("depth"), depth_scale[0])
+                frame = compose_frame(obs, info["episode"], step, info["action"],
+                                      self._max_steps(), top_down_map=top_down, events=events,
+                                      depth_range=depth_scale[1])
                 if cfg.video:
                     frames.append(frame)
                 if self._viewer is not None:

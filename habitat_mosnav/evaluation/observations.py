@@ -31,7 +31,7 @@ def _decode_text(value) -> str:
         return bytes(arr).split(b"\x00", 1)[0].decode("utf-8", errors="replace")
 
 
-def _depth_range(depth_cfg) -> Optional[Tuple[float, float]]:
+def depth_normalization(depth_cfg) -> Optional[Tuple[float, float]]:
     """``(min_depth, max_depth)`` of a depth sensor that normalises to [0, 1], else None
     (its depth is already in metres)."""
     if depth_cfg is None or not bool(_cfg_get(depth_cfg, "normalize_depth", False)):
@@ -39,10 +39,16 @@ def _depth_range(depth_cfg) -> Optional[Tuple[float, float]]:
     return float(_cfg_get(depth_cfg, "min_depth", 0.0)), float(_cfg_get(depth_cfg, "max_depth", 10.0))
 
 
-def _depth_in_metres(depth: Optional[np.ndarray],
+def depth_limits(depth_cfg) -> Tuple[float, float]:
+    """The depth sensor's ``(min_depth, max_depth)`` in metres (habitat's defaults 0 and
+    10 without a config): the range of the video's depth colour scale."""
+    return float(_cfg_get(depth_cfg, "min_depth", 0.0)), float(_cfg_get(depth_cfg, "max_depth", 10.0))
+
+
+def depth_in_metres(depth: Optional[np.ndarray],
                      depth_range: Optional[Tuple[float, float]]) -> Optional[np.ndarray]:
     """Habitat depth (H, W, 1), normalised to [0, 1] over ``depth_range`` (see
-    :func:`_depth_range`) or already in metres (None), as (H, W) metres."""
+    :func:`depth_normalization`) or already in metres (None), as (H, W) metres."""
     if depth is None:
         return None
     d = np.asarray(depth, dtype=np.float32)
@@ -89,7 +95,7 @@ class ObservationBuilder:
         self.max_steps = int(max_steps)
         self.protocol = protocol
         self.depth_cfg = depth_cfg
-        self._depth_range = _depth_range(depth_cfg)  # read once, not at every step
+        self._depth_range = depth_normalization(depth_cfg)  # read once, not at every step
         self.extras_fn = extras_fn
         self._prompt_cache: Dict[Any, str] = {}
 
@@ -125,7 +131,7 @@ class ObservationBuilder:
             extras.update(self.extras_fn(env, episode) or {})
         return Observation(
             rgb=rgb,
-            depth=_depth_in_metres(obs.get("depth"), self._depth_range),
+            depth=depth_in_metres(obs.get("depth"), self._depth_range),
             goal_text=goal_text,
             goal_embedding=None,
             goal_image=None,
