@@ -11,7 +11,7 @@ parts that need no habitat — ``metrics``, ``evaluation`` result files, ``scene
 from habitat_mosnav import _compat
 
 __version__ = "0.1.0"
-__all__ = ["get_config", "register_configs", "register", "__version__"]
+__all__ = ["config_path", "get_config", "register_configs", "register", "__version__"]
 
 _registered = False
 
@@ -47,7 +47,7 @@ _compat.call_after_habitat_import(register)
 
 
 def __getattr__(name):
-    if name in ("get_config", "register_configs"):
+    if name in ("config_path", "get_config", "register_configs"):
         from habitat_mosnav import config
 
         return getattr(config, name)

@@ -47,7 +47,8 @@ def test_diagnostics_skip_null_and_non_finite():
     assert a["precision"] == pytest.approx(0.625)
     assert a["recall"] == pytest.approx(0.625)
     assert a["pe"] == pytest.approx((0.5 + 0.3 + 0.9) / 3)  # one None skipped
-    assert a["tse"] == pytest.approx((1.0 + 0.5) / 2)  # None and inf skipped
+    # SPEC §5: tse over many only (the `all` values 0.5 and inf are not averaged in)
+    assert a["tse"] == 1.0 and a["tse_mos"] == 1.0
     assert a["rtsr"] == pytest.approx(0.75 / 4)
     assert a["ftr"] == pytest.approx(0.5)  # only the two `all` FINISH values
     assert a["false_termination_rate"] == a["ftr"]
@@ -89,3 +90,19 @@ def test_bad_records():
         aggregate([("some", {})])
     with pytest.raises(ValueError, match="record 1 is not a"):
         aggregate([("many", {}), "many"])
+
+
+def test_tse_is_a_diagnostic_of_many_only():
+    """SPEC §5 (issue 24): an `all` episode's tse (1 by construction) never enters tse."""
+    a = aggregate([("many", {"tse": 0.5}), ("all", {"tse": 1.0}), ("all", {"tse": 1.0})])
+    assert a["tse"] == a["tse_mos"] == 0.5
+    assert aggregate([("all", {"tse": 1.0})])["tse_mos"] is None
+
+
+def test_running_aggregator_matches_aggregate():
+    from habitat_mosnav.metrics.aggregate import Aggregator
+
+    acc = Aggregator()
+    for mode, metrics in RECORDS:
+        acc.add(mode, metrics)
+    assert acc.result() == aggregate(RECORDS)

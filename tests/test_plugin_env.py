@@ -18,6 +18,8 @@ import habitat_mosnav
 import habitat
 from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes
 
+from habitat_mosnav.metrics.measure_table import NON_SCALAR_MEASURES
+
 from mosnav_fixtures import base_documents, write_dataset
 
 T = 60  # max_episode_steps in these tests
@@ -26,7 +28,7 @@ ALL_MEASURES = [
     "trajectory_length", "optimal_subset_distance", "agent_subset_distance", "spl_multi",
     "path_efficiency", "target_selection_efficiency", "rtsr", "false_termination",
     "oer_target", "oer_space", "space_coverage", "distance_to_nearest_unclaimed_target",
-    "mos_reward", "mos_report_events",
+    "mos_reward", "mos_report_events", "mos_aggregates",
 ]
 RIGHT3 = ["turn_right"] * 3
 
@@ -178,8 +180,9 @@ def test_every_measure_present(env):
     m = run(env, "q0-many-0", ["move_forward"])
     assert set(ALL_MEASURES) <= set(m)
     for k in ALL_MEASURES:
-        if k != "mos_report_events":
+        if k not in NON_SCALAR_MEASURES:
             assert isinstance(m[k], float), k
+    assert isinstance(m["mos_report_events"], list) and isinstance(m["mos_aggregates"], dict)
 
 
 def test_space_oracle_in_small_room(tmp_path):

@@ -41,6 +41,7 @@ from hydra.core.config_store import ConfigStore
 from habitat_mosnav.baselines.envs import EPISODE_INFO_KEY, episode_payload
 from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.keys import episode_seed
+from habitat_mosnav.metrics.measure_table import NON_SCALAR_MEASURES
 
 EVALUATOR_TARGET = "habitat_mosnav.baselines.evaluator.MosNavEvaluator"
 
@@ -166,7 +167,7 @@ def scalar_overlay():
 
 class _RecordingEnvs:
     """Proxy of the VectorEnv handed to the stock loop: takes each final step's mosnav
-    payload (and the list-valued ``mos_report_events``) out of ``info``, drops non-finite
+    payload (and the non-scalar measures, e.g. the list ``mos_report_events``) out of ``info``, drops non-finite
     scalars, and reports payloads to ``on_episode``. Everything else is delegated."""
 
     def __init__(self, envs, on_episode: Callable[[Dict[str, Any]], None]) -> None:
@@ -182,7 +183,7 @@ class _RecordingEnvs:
             self._on_episode(payload)
         out = {}
         for key, value in info.items():
-            if key in (EPISODE_INFO_KEY, "mos_report_events"):
+            if key == EPISODE_INFO_KEY or key in NON_SCALAR_MEASURES:
                 continue
             if isinstance(value, float) and not math.isfinite(value):
                 continue

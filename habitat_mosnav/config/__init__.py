@@ -2,6 +2,7 @@
 import habitat  # noqa: F401,I001  (first: importing habitat registers the plugin)
 from habitat_mosnav.config.default import (  # noqa: F401
     MOSNAV_CONFIG_DIR,
+    config_path,
     get_config,
     package_path,
     register_configs,

@@ -24,6 +24,15 @@ def package_path(relative: str) -> str:
     return osp.join(PACKAGE_DIR, relative)
 
 
+def config_path(relative: str) -> str:
+    """Absolute path of a shipped config (``"benchmark/nav/mosnav/mos_demo.yaml"``), for
+    habitat tools that take a file path and compose it themselves (``habitat.Benchmark``)."""
+    path = osp.join(MOSNAV_CONFIG_DIR, relative)
+    if not osp.isfile(path):
+        raise FileNotFoundError(f"config_path: no config {relative!r} in {MOSNAV_CONFIG_DIR}")
+    return path
+
+
 def register_configs() -> None:
     """Register the YAML search path and the ``${mosnav_pkg:...}`` resolver (idempotent)."""
     register_hydra_plugin(MosNavConfigPlugin)

@@ -44,7 +44,7 @@ __all__ = ["BOARD_FIELDS", "CSV_COLUMNS", "RunData", "bootstrap_interval", "load
 PROG = "mosnav-report"
 #: The main board: (column, per-episode field) with bootstrap intervals.
 BOARD_FIELDS = (("sr", "success"), ("f1", "f1"), ("spl_multi", "spl_multi"))
-DIAGNOSTICS = ("precision", "recall", "pe", "tse", "rtsr", "ftr", "oer_target", "oer_space",
+DIAGNOSTICS = ("precision", "recall", "pe", "tse_mos", "rtsr", "ftr", "oer_target", "oer_space",
                "coverage")
 BY_MODE = ("sr_mos", "f1_mos", "spl_multi_mos", "sr_moc", "f1_moc", "spl_multi_moc",
            "sr_single", "spl_single", "sr_any", "spl_any", "sr_many", "f1_many", "sr_all", "f1_all")
@@ -268,7 +268,7 @@ def markdown_table(runs: Sequence[RunData]) -> str:
     """The leaderboard as a Markdown table (main board with 95 % intervals, diagnostics,
     MOS/MOC, counts); runs that are not complete carry a ⚠ and their notes below."""
     head = ["run", "status", "official", "agent", "episodes (ok/err/expected)",
-            "SR", "F1", "SPL-multi", "precision", "recall", "PE", "TSE", "RTSR", "FTR",
+            "SR", "F1", "SPL-multi", "precision", "recall", "PE", "TSE (MOS)", "RTSR", "FTR",
             "OER-target", "OER-space", "coverage", "SR MOS", "SR MOC", "many/all"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for run in runs:
@@ -478,7 +478,7 @@ def _cell(value, numeric: bool = True, digits: int = 3, text: Optional[str] = No
 def _board_html(runs: Sequence[RunData]) -> str:
     head = [("run", "t"), ("status", "t"), ("official", "t"), ("benchmark", "t"), ("agent", "t"),
             ("config", "t"), ("ok", ""), ("errors", ""), ("expected", ""), ("SR", ""), ("F1", ""),
-            ("SPL-multi", ""), ("precision", ""), ("recall", ""), ("PE", ""), ("TSE", ""),
+            ("SPL-multi", ""), ("precision", ""), ("recall", ""), ("PE", ""), ("TSE (MOS)", ""),
             ("RTSR", ""), ("FTR", ""), ("OER-target", ""), ("OER-space", ""), ("coverage", ""),
             ("SR MOS", ""),
             ("SR MOC", ""), ("many", ""), ("all", ""), ("notes", "t")]

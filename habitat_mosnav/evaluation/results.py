@@ -751,7 +751,7 @@ def write_summary(out_dir: str, summary: Mapping[str, Any]) -> str:
 # Rows of the printed table: (label, metrics key).
 _TABLE = (
     ("SR (many+all)", "sr"), ("F1", "f1"), ("SPL-multi", "spl_multi"),
-    ("precision", "precision"), ("recall", "recall"), ("PE", "pe"), ("TSE", "tse"),
+    ("precision", "precision"), ("recall", "recall"), ("PE", "pe"), ("TSE (MOS)", "tse_mos"),
     ("RTSR", "rtsr"), ("FTR", "ftr"), ("OER-target", "oer_target"), ("OER-space", "oer_space"),
     ("SR MOS", "sr_mos"), ("F1 MOS", "f1_mos"), ("SPL-multi MOS", "spl_multi_mos"),
     ("SR MOC", "sr_moc"), ("F1 MOC", "f1_moc"), ("SPL-multi MOC", "spl_multi_moc"),

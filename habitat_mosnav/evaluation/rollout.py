@@ -129,17 +129,30 @@ def _check_start(env, episode) -> None:
         raise StartNotNavigable(start)
 
 
+#: The prefix under which a habitat measure whose name is also a SPEC §4 field (habitat's
+#: own ``success``, ``spl``) is kept in a record: ``habitat_success``, ``habitat_spl``.
+HABITAT_MEASURE_PREFIX = "habitat_"
+
+
 def episode_metrics_record(env) -> Dict[str, Any]:
     """The scalar metrics of the current episode for a record: every SPEC §4 field from the
     task's own state (``task.mos_state.metrics()``, the same definition the measures use),
     then every other scalar habitat measure under its own name (a measure that reports a
-    §4 field is not repeated). NaN/inf become None; lists and images are left out."""
+    §4 field is not repeated). A habitat measure named like a §4 field (habitat's
+    ``success``/``spl`` next to ours) is kept as ``habitat_<name>``, never dropped; one whose
+    prefixed name is taken too is refused. NaN/inf become None; lists and images are left
+    out."""
     from habitat_mosnav.evaluation.results import scalar_metrics
 
     out = scalar_metrics(env.task.mos_state.metrics())
     for key, value in scalar_metrics(env.get_metrics()).items():
-        if key not in out and key not in MEASURE_TO_FIELD:
-            out[key] = value
+        if key in MEASURE_TO_FIELD:
+            continue
+        name = key if key not in out else HABITAT_MEASURE_PREFIX + key
+        if name in out:
+            raise ValueError(f"measure {key!r}: its name is a SPEC §4 field and {name!r} "
+                             "is taken too; rename one of the measures")
+        out[name] = value
     return out
 
 

@@ -14,7 +14,20 @@ from typing import Any
 from habitat.core.embodied_task import Measure
 from habitat.core.registry import registry
 
+from habitat_mosnav.metrics.aggregate import Aggregator
 from habitat_mosnav.metrics.measure_table import MEASURE_TO_FIELD
+
+
+class _ReportEvents(list):
+    """The claim events of one episode. habitat.Benchmark sums every metric over episodes
+    (``agg[m] += v`` from 0.0) and divides by their number; a plain list makes that raise
+    ``TypeError``, this one adds as its number of claims, so the benchmark reports the mean
+    number of claims per episode. Everything else sees a list."""
+
+    def __radd__(self, other):
+        if isinstance(other, (int, float)):
+            return other + len(self)
+        return NotImplemented
 
 
 class _StateMeasure(Measure):
@@ -173,14 +186,15 @@ class MosReportEvents(_StateMeasure):
     # A copy, so that readers cannot change the episode's record; only new events are
     # copied, and a step without a claim keeps the previous list object.
     def reset_metric(self, *args: Any, task, **kwargs: Any) -> None:
-        self._copied: list = []
+        self._copied: list = _ReportEvents()
         self._metric = self._copied
         self.update_metric(task=task)
 
     def update_metric(self, *args: Any, task, **kwargs: Any) -> None:
         events = task.mos_state.events
         if len(events) != len(self._copied):
-            self._copied = self._copied + [copy.deepcopy(e) for e in events[len(self._copied):]]
+            self._copied = _ReportEvents(
+                self._copied + [copy.deepcopy(e) for e in events[len(self._copied):]])
             self._metric = self._copied
 
 
@@ -230,3 +244,41 @@ class MosReward(_StateMeasure):
             self._succeeded = True
             reward += self._success_bonus
         self._metric = reward
+
+
+@registry.register_measure
+class MosAggregates(_StateMeasure):
+    """The SPEC §5 aggregates (tse over many as tse_mos, ...) of the episodes this
+    environment has run, current one included, as a dict whose per-episode mean is that
+    aggregate: episode k reports k * A_k - (k - 1) * A_(k-1), so habitat.Benchmark's mean
+    over N episodes is A_N, never NaN (an aggregate without any value is absent). Not a
+    per-episode value: records and habitat-baselines leave it out."""
+
+    cls_uuid = "mos_aggregates"
+
+    def __init__(self, sim, config, task, *args: Any, **kwargs: Any):
+        super().__init__(sim, config, task, *args, **kwargs)
+        self._done = Aggregator()  # the finished episodes
+        self._done_scaled: dict = {}  # (k - 1) * A_(k-1)
+        self._current = None  # (target_mode, metrics) of the episode under way
+
+    def reset_metric(self, *args: Any, task, episode=None, **kwargs: Any) -> None:
+        if self._current is not None:  # the previous episode is over: commit its values
+            self._done.add(*self._current)
+            n = self._done.num_episodes
+            self._done_scaled = {k: n * v for k, v in self._done.result().items() if v is not None}
+        self._mode = str(getattr(episode, "target_mode", "single"))
+        self.update_metric(task=task)
+
+    def update_metric(self, *args: Any, task, **kwargs: Any) -> None:
+        self._current = (self._mode, dict(task.mos_state.metrics()))
+        self._metric = None  # computed when read (habitat.Benchmark reads once per episode)
+
+    def get_metric(self) -> dict:
+        if self._metric is None:
+            acc = self._done.copy()
+            acc.add(*self._current)
+            n = acc.num_episodes
+            self._metric = {k: n * v - self._done_scaled.get(k, 0.0)
+                            for k, v in acc.result().items() if v is not None}
+        return self._metric

@@ -60,6 +60,13 @@ MEASURES: Tuple[MeasureSpec, ...] = (
                 "progress_weight * (decrease of the distance to the nearest unclaimed target) "
                 "+ true_claim_reward per true claim - false_claim_penalty per false claim "
                 "+ success_reward once + slack_reward per step."),
+    MeasureSpec("mos_aggregates", "MosAggregates", None,
+                "The SPEC §5 aggregates (tse over many as tse_mos, ...) of the episodes this "
+                "environment has run, current one included, as a dict whose per-episode mean "
+                "is that aggregate: episode k reports k * A_k - (k - 1) * A_(k-1), so "
+                "habitat.Benchmark's mean over N episodes is A_N, never NaN (an aggregate "
+                "without any value is absent). Not a per-episode value: records and "
+                "habitat-baselines leave it out.", scalar=False),
 )
 
 #: measure name -> SPEC §4 field, for the measures that report one.
