@@ -15,7 +15,7 @@ import pytest
 
 from habitat_mosnav.evaluation import results
 from habitat_mosnav.evaluation.cli import main
-from habitat_mosnav.evaluation.manifest import MANIFEST_FIELDS
+from habitat_mosnav.evaluation.manifest import MANIFEST_FIELDS, RECORDED_FIELDS
 from habitat_mosnav.evaluation.results import RankLockedError, RankWriter
 
 from mosnav_fixtures import EPISODE_KEYS, quick_eval_args
@@ -212,7 +212,7 @@ def test_manifest_written_at_first_start(capsys, open_room, tmp_path):
     assert cli(capsys, open_room, "--num-episodes", "3", "--seed", "4", "--max-steps", "9",
                *ALL_MODES, "--output-dir", str(out))[0] == 0
     m = json.loads((out / "run.json").read_text())
-    assert set(MANIFEST_FIELDS) | {"schema_version"} == set(m)
+    assert set(MANIFEST_FIELDS) | set(RECORDED_FIELDS) | {"schema_version"} == set(m)
     assert (m["split"], m["offset"], m["limit"], m["world_size"], m["seed"], m["max_steps"],
             m["protocol"], m["agent"]) == ("val", 0, 3, 1, 4, 9, "goat", "random")
     assert m["selection"]["episode_count"] == 3

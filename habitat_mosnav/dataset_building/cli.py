@@ -18,6 +18,7 @@ from typing import List, Optional
 
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.dataset_building.common import BuildError
+from habitat_mosnav.versions import add_version_argument
 
 STAGE_HELP = {
     "extract": "semantic annotations + navmesh -> goals.json (view points, navigable positions)",
@@ -115,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="mosnav-build", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version_argument(p)
     sub = p.add_subparsers(dest="stage", metavar="stage", required=True)
     for name, text in STAGE_HELP.items():
         sub.add_parser(name, parents=[common], help=text, description=text)

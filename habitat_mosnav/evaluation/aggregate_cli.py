@@ -19,6 +19,7 @@ from habitat_mosnav.evaluation.results import (
     summarize,
     write_summary,
 )
+from habitat_mosnav.versions import add_version_argument
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mosnav-aggregate",
         description="Aggregate the per-rank results of a mosnav-eval run into summary.json.",
     )
+    add_version_argument(p)
     p.add_argument("output_dir", help="the --output-dir of the mosnav-eval run(s)")
     p.add_argument("--fail-on-episode-error", action="store_true",
                    help="exit with status 1 if any episode record has status 'error' or the "

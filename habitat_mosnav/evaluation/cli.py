@@ -27,6 +27,7 @@ from typing import List, Optional, Sequence
 
 from habitat_mosnav.agents.loading import AGENT_ALIASES, AgentLoadError, instantiate_agent, resolve_agent
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, TARGET_MODES
+from habitat_mosnav.versions import add_version_argument
 
 __all__ = ["DEFAULT_CONFIG", "DEFAULT_TARGET_MODES", "UsageError", "build_parser", "build_overrides", "main"]
 
@@ -106,6 +107,7 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
         description="Evaluate an agent on the multi-object navigation benchmark (MOS/MOC) "
                     "through habitat.Env, writing per-episode JSONL records and summary.json.",
     )
+    add_version_argument(p)
     g = p.add_argument_group("task and data")
     g.add_argument("--benchmark", default=None, metavar="SETTING",
                    help="a versioned benchmark setting (e.g. demo/official, mosnav-v1/val/mini; "

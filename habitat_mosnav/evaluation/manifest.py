@@ -11,6 +11,9 @@ world_size, seed, max_steps, protocol, agent, config, config_overrides, selectio
 {scene_limit, episode_limit, target_modes, goal_type, episode_count, keys_sha256},
 dataset_fingerprint`` plus ``schema_version``. A caller adds its own fields with
 ``extra`` (e.g. a versioned benchmark setting); they are compared like the others.
+``software`` (:func:`habitat_mosnav.versions.software_versions` of the first start: package
+version, git commit, habitat-lab and habitat-sim) is recorded, not compared: a resume after
+an upgrade is allowed, and the summary records the versions that wrote it.
 Standard library only.
 """
 from __future__ import annotations
@@ -22,12 +25,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from habitat_mosnav.evaluation.results import ResultFileError, atomic_write_json, read_json_object
+from habitat_mosnav.versions import software_versions
 
 MANIFEST_FILE = "run.json"
 MANIFEST_SCHEMA_VERSION = 1
 #: The compared fields, in the order a difference is reported.
 MANIFEST_FIELDS = ("split", "offset", "limit", "world_size", "seed", "max_steps", "protocol",
                    "agent", "config", "config_overrides", "selection", "dataset_fingerprint")
+#: Recorded at the first start, never compared.
+RECORDED_FIELDS = ("software",)
 
 
 class ManifestMismatch(ResultFileError):
@@ -83,7 +89,7 @@ def _first_difference(old: Any, new: Any, name: str) -> Optional[str]:
 def first_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> Optional[str]:
     """The dotted name of the first field that differs (built-in fields first), or None."""
     order = ["schema_version", *MANIFEST_FIELDS]
-    order += [k for k in list(old) + list(new) if k not in order]
+    order += [k for k in list(old) + list(new) if k not in order and k not in RECORDED_FIELDS]
     for key in dict.fromkeys(order):
         diff = _first_difference(old.get(key), new.get(key), key)
         if diff:
@@ -112,6 +118,7 @@ def check_or_write_manifest(out_dir: str, manifest: Mapping[str, Any]) -> str:
     (:class:`ManifestMismatch` naming the field). Returns the path."""
     path = os.path.join(out_dir, MANIFEST_FILE)
     manifest = dict(manifest)
+    manifest.setdefault("software", software_versions())
     if not os.path.exists(path) and atomic_write_json(path, manifest, exclusive=True):
         return path
     existing = read_manifest(path)

@@ -44,6 +44,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from habitat_mosnav.pose import wrap_angle, yaw_of
+from habitat_mosnav.versions import add_version_argument
 
 __all__ = ["CLAIM_COLORS", "END_COLOR", "FINISH_COLOR", "OUTCOME_COLORS", "START_COLOR",
            "MapGrid", "EpisodeMapPainter", "claim_groups", "claim_kind", "episode_file_stem",
@@ -626,6 +627,7 @@ def add_map_source_arguments(p: argparse.ArgumentParser, when: str = "") -> None
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m habitat_mosnav.evaluation.maps",
                                 description="Draw the top-down map of every episode of a mosnav-eval run.")
+    add_version_argument(p)
     p.add_argument("run_dir", help="a mosnav-eval --output-dir")
     p.add_argument("--out", default=None, help="where the PNGs go (default: RUN_DIR/maps)")
     add_map_source_arguments(p)

@@ -37,6 +37,7 @@ import numpy as np
 from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.evaluation.maps import add_map_source_arguments, claim_kind, episode_file_stem
+from habitat_mosnav.versions import add_version_argument
 
 __all__ = ["BOARD_FIELDS", "CSV_COLUMNS", "RunData", "bootstrap_interval", "load_run",
            "main", "write_report"]
@@ -618,6 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=(
         "Compare mosnav-eval runs: DIR/index.html (plots, leaderboard, sortable episode table "
         "linking each episode's map), DIR/leaderboard.md and DIR/leaderboard.csv."))
+    add_version_argument(p)
     p.add_argument("runs", nargs="+", metavar="RUN", help="mosnav-eval output directories")
     p.add_argument("--out", required=True, metavar="DIR", help="where the report goes")
     p.add_argument("--bootstrap", type=int, default=2000, metavar="N",

@@ -742,9 +742,12 @@ def benchmark_summary(records: Sequence[Mapping[str, Any]], status: str) -> Opti
 
 
 def write_summary(out_dir: str, summary: Mapping[str, Any]) -> str:
-    """Atomically write ``<out>/summary.json``; returns its path."""
+    """Atomically write ``<out>/summary.json`` with the ``software`` that wrote it
+    (:func:`habitat_mosnav.versions.software_versions`); returns its path."""
+    from habitat_mosnav.versions import software_versions
+
     path = os.path.join(out_dir, SUMMARY_FILE)
-    atomic_write_json(path, summary)
+    atomic_write_json(path, {**summary, "software": software_versions()})
     return path
 
 

@@ -35,6 +35,7 @@ from habitat_mosnav.datasets.fingerprint import (
     dataset_file_digests,
     fingerprint_differences,
 )
+from habitat_mosnav.versions import add_version_argument
 
 __all__ = ["SETTINGS_DIR", "SETTING_KINDS", "REPORTABLE_KINDS", "MINI_RULE", "SettingError",
            "BenchmarkSetting", "list_settings", "load_setting", "settings_table",
@@ -341,6 +342,7 @@ def freeze_setting(name: str, overrides: Sequence[str] = (), root: Optional[str]
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m habitat_mosnav.evaluation.settings",
                                 description="List, freeze and tabulate benchmark settings.")
+    add_version_argument(p)
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the settings' names")
     sub.add_parser("table", help="the README's markdown table of settings")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import List, Optional
+from habitat_mosnav.versions import add_version_argument
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,6 +29,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = _Parser(prog="mosnav-make-scenes",
                 description="Generate procedural multi-room apartments in HM3D's file layout "
                             "(<out>/<NNNNN-id>/<id>.glb, .semantic.glb, .semantic.txt, .mosnav_meta.json).")
+    add_version_argument(p)
     p.add_argument("--out", required=True, help="output directory (created if missing)")
     p.add_argument("--num-scenes", type=_nonneg_int("--num-scenes"), default=1, help="number of scenes (default 1)")
     p.add_argument("--seed", type=_nonneg_int("--seed"), default=0, help="batch seed (default 0)")
