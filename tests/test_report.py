@@ -13,6 +13,7 @@ import imageio
 import numpy as np
 import pytest
 
+from conftest import read_records
 from habitat_mosnav.evaluation.report import CSV_COLUMNS, bootstrap_interval, main
 
 RUN_FIELDS = ("status", "expected_episode_count", "unique_record_count", "ok_episode_count",
@@ -132,7 +133,9 @@ def test_page_renders_in_headless_chromium_with_maps_and_sorting(report, tmp_pat
     text = open(page, encoding="utf-8").read()
     assert "http://" not in text and "https://" not in text  # self-contained
     links = re.findall(r'href="(maps/[^"]+\.png)"', text)
-    assert len(links) == 2 + 1 + 2  # scripted, partial (one record) and old have maps
+    # scripted, partial (one record) and old have maps: each linked from the episode table
+    # and from its episode view
+    assert len(set(links)) == 2 + 1 + 2 and len(links) == 2 * len(set(links))
     for link in links:
         assert os.path.exists(os.path.join(out, link))
     shot = str(tmp_path / "page.png")
@@ -199,10 +202,163 @@ def test_report_maps_draws_missing_maps_from_the_records(room_runs, tmp_path):
                  "--set", f"habitat.dataset.data_path={room_runs['data']}",
                  "--set", f"habitat.dataset.scenes_dir={room_runs['scenes']}",
                  "--set", "habitat.dataset.target_modes=[many,all]"]) == 0
-    links = re.findall(r'href="(maps/[^"]+\.png)"', open(os.path.join(out, "index.html")).read())
+    links = set(re.findall(r'href="(maps/[^"]+\.png)"', open(os.path.join(out, "index.html")).read()))
     assert sorted(links) == ["maps/nomaps/val__testScene01__q0-all-0.png",
                              "maps/nomaps/val__testScene01__q0-many-0.png"]
     for link in links:
         drawn = imageio.imread(os.path.join(out, link))
         saved = imageio.imread(os.path.join(room_runs["scripted"], "maps", os.path.basename(link)))
         assert np.array_equal(drawn, saved)
+
+
+# ----------------------------------------------------------------------------- demo report
+
+#: Reads the laid-out page into ``<pre id="measure">`` (JSON) for ``--dump-dom``.
+MEASURE_JS = """
+<script>
+window.addEventListener('load', function () {
+  function box(el) { var r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }
+  var out = {inner: window.innerWidth, scroll: document.documentElement.scrollWidth,
+             board: box(document.getElementById('leaderboard')),
+             head: Array.prototype.map.call(document.querySelectorAll('#leaderboard th'),
+                                            function (th) { return th.textContent; }),
+             swatches: {}, views: {}};
+  document.querySelectorAll('#leaderboard tbody tr').forEach(function (tr) {
+    out.swatches[tr.cells[0].getAttribute('data-v')] = getComputedStyle(
+        tr.querySelector('.swatch')).backgroundColor;
+  });
+  document.querySelectorAll('section.episode').forEach(function (s) {
+    out.views[s.id] = Array.prototype.map.call(s.querySelectorAll('figure.run-map img'),
+                                               function (img) { return box(img.closest('figure')); });
+  });
+  var pre = document.createElement('pre'); pre.id = 'measure';
+  pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory):
+    """``make demo`` in small: the oracle (maps and videos) on two demo episodes, random
+    (maps) on the first of them, and their report."""
+    from habitat_mosnav.evaluation.cli import main as eval_main
+
+    root = tmp_path_factory.mktemp("demo_report")
+    common = ["--space-coverage-samples", "0", "--no-progress", "--save-maps"]
+    assert eval_main(["--agent", "oracle", "--num-episodes", "2", "--save-video", "mp4",
+                      "--output-dir", str(root / "oracle"), *common]) == 0
+    assert eval_main(["--agent", "random", "--num-episodes", "1", "--max-steps", "60",
+                      "--output-dir", str(root / "random"), *common]) == 0
+    out = str(root / "report")
+    assert main([str(root / "oracle"), str(root / "random"), "--out", out, "--no-progress",
+                 "--bootstrap", "200"]) == 0
+    return {"root": str(root), "out": out}
+
+
+def _measure(out, tmp_path, width=1280):
+    """The page of report ``out`` laid out at ``width`` px (a copy with MEASURE_JS, so its
+    relative links resolve), and its DOM."""
+    shutil.copytree(out, tmp_path / "page")
+    probe = str(tmp_path / "page" / "measure.html")
+    with open(os.path.join(out, "index.html"), encoding="utf-8") as f:
+        text = f.read()
+    with open(probe, "w", encoding="utf-8") as f:
+        f.write(text.replace("</body>", MEASURE_JS + "</body>"))
+    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                          "--disable-dev-shm-usage", f"--window-size={width},900",
+                          "--virtual-time-budget=5000", "--dump-dom", "file://" + probe],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    match = re.search(r'<pre id="measure">(.*?)</pre>', dom, re.S)
+    assert match, "the measuring script did not run"
+    import html
+
+    return json.loads(html.unescape(match.group(1))), dom
+
+
+def test_demo_report_fits_1280px_with_glossary_and_episode_maps_side_by_side(demo_report, tmp_path):
+    out = demo_report["out"]
+    m, dom = _measure(out, tmp_path)
+    assert m["inner"] == 1280
+    assert m["scroll"] <= 1280, f"page scrolls sideways: {m['scroll']} px"
+    assert m["board"][2] <= 1280  # the main table ends inside the window
+    assert m["head"] == ["run", "SR", "F1", "SPL-multi", "episodes", "status"]
+    # the diagnostics are one click away, with every SPEC §5 diagnostic
+    group = dom[dom.index('id="diagnostics-group"'):]
+    for label in ("precision", "recall", "PE", "TSE (MOS)", "RTSR", "FTR", "OER-target", "OER-space"):
+        assert f">{label}</th>" in group[:group.index("</details>")], label
+    # glossary: a meaning and a SPEC section for each column; tooltips on the headers
+    gloss = dom[dom.index('id="glossary"'):]
+    for label in ("SR", "F1", "SPL-multi", "PE", "TSE (MOS)", "RTSR", "FTR", "OER-target", "OER-space"):
+        entry = re.search(rf"<dt[^>]*>{re.escape(label)}</dt><dd>([^<]{{20,}})<span class=\"spec\">SPEC §\d",
+                          gloss)
+        assert entry, label
+        assert re.search(rf'<th[^>]* title="[^"]*SPEC §\d[^"]*"[^>]*>{re.escape(label)}</th>', dom), label
+    # the episode both runs played: two maps side by side (their figures), inside the
+    # window; its video linked
+    key = "ep-val__Cukxndkh48K__q0001-all-0"
+    boxes = m["views"][key]
+    assert len(boxes) == 2
+    (l0, t0, r0, _), (l1, t1, r1, _) = boxes
+    assert t0 == t1 and r0 <= l1 and r1 <= 1280 and r0 - l0 > 400
+    section = dom[dom.index(f'id="{key}"'):]
+    section = section[:section.index("</section>")]
+    srcs = re.findall(r'<img[^>]* src="([^"]+)"', section)
+    assert srcs == ["maps/oracle/val__Cukxndkh48K__q0001-all-0.png",
+                    "maps/random/val__Cukxndkh48K__q0001-all-0.png"]
+    assert "SUCCESS" in section and "FAILURE" in section
+    video = re.findall(r'href="(videos/oracle/[^"]+\.mp4)"', section)
+    assert video == ["videos/oracle/val__Cukxndkh48K__q0001-all-0.mp4"]
+    for rel in srcs + video:
+        assert os.path.getsize(os.path.join(out, rel)) > 1000
+    # the other episode: the oracle's map, and random marked as not having it
+    other = dom[dom.index('id="ep-val__Cukxndkh48K__q0001-many-0"'):]
+    assert "random</b>: not in this run" in other[:other.index("</section>")]
+
+
+def test_demo_report_keeps_one_colour_per_run_and_notes_missing_values(demo_report, tmp_path):
+    out = demo_report["out"]
+    with open(os.path.join(out, "plots.json")) as f:
+        data = json.load(f)
+    page = open(os.path.join(out, "index.html"), encoding="utf-8").read()
+    embedded = re.search(r"<script type='application/json' id='plot-data'>(.*?)</script>", page, re.S)
+    assert json.loads(embedded.group(1).replace("<\\/", "</")) == data
+    colors = data["colors"]
+    assert data["runs"] == ["oracle", "random"] and len(set(colors.values())) == 2
+    plots = {p["key"]: p for p in data["plots"]}
+    assert set(plots) == {"by_mode", "distributions", "oer_ftr", "by_count"}
+    for plot in data["plots"]:  # the colour each artist was drawn with
+        for s in plot["series"]:
+            assert s["color"] == colors[s["run"]], (plot["key"], s)
+    drawn = {run: [p["key"] for p in data["plots"] if any(s["run"] == run for s in p["series"])]
+             for run in data["runs"]}
+    assert drawn["oracle"] == ["by_mode", "distributions", "oer_ftr", "by_count"]
+    assert "by_mode" in drawn["random"] and "by_count" in drawn["random"]
+    # random never claimed a target: no PE, no OER-target; noted, not silently dropped
+    assert "pe" in plots["distributions"]["missing"]["random"]
+    assert plots["oer_ftr"]["missing"]["random"].startswith("no OER-target")
+    assert "Not in this plot: random (no OER-target" in page
+    # the tables' swatches are the plots' colours
+    m, _ = _measure(out, tmp_path)
+    from matplotlib.colors import to_hex
+
+    for run, css in m["swatches"].items():
+        rgb = [int(v) / 255 for v in re.findall(r"\d+", css)[:3]]
+        assert to_hex(rgb) == colors[run], (run, css)
+
+
+def test_demo_report_warns_of_different_episode_sets_and_compares_the_common_one(demo_report):
+    page = open(os.path.join(demo_report["out"], "index.html"), encoding="utf-8").read()
+    assert 'id="episode-set-warning"' in page and "oracle 2, random 1 episodes; 1 with an ok record" in page
+    table = page[page.index('id="common-episodes"'):]
+    table = table[:table.index("</table>")]
+    sr = re.findall(r'<td[^>]*data-v="(oracle|random)"[^>]*>.*?</td><td data-v="([^"]*)"', table)
+    success = {}
+    for run in ("oracle", "random"):
+        rec = [r for r in read_records(os.path.join(demo_report["root"], run))
+               if r["episode_key"] == "val::Cukxndkh48K::q0001-all-0"][0]
+        success[run] = rec["metrics"]["success"]
+    assert {run: float(v) for run, v in sr} == success == {"oracle": 1.0, "random": 0.0}
+    # the leaderboard's own SR stays each run's summary value (over its own episodes)
+    board = page[page.index('id="leaderboard"'):]
+    assert re.search(r'data-v="oracle">.*?</td><td data-v="1.0"', board[:board.index("</table>")])

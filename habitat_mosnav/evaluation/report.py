@@ -36,11 +36,12 @@ import numpy as np
 
 from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation import results as res
-from habitat_mosnav.evaluation.maps import add_map_source_arguments, claim_kind, episode_file_stem
+from habitat_mosnav.evaluation.maps import (add_map_source_arguments, claim_kind, episode_file_stem,
+                                            read_map_info)
 from habitat_mosnav.versions import add_version_argument
 
-__all__ = ["BOARD_FIELDS", "CSV_COLUMNS", "RunData", "bootstrap_interval", "load_run",
-           "main", "write_report"]
+__all__ = ["BOARD_FIELDS", "CSV_COLUMNS", "GLOSSARY", "Plot", "RunData", "bootstrap_interval",
+           "episode_sets", "load_run", "main", "make_plots", "run_colors", "write_report"]
 
 PROG = "mosnav-report"
 #: The main board: (column, per-episode field) with bootstrap intervals.
@@ -99,6 +100,7 @@ class RunData:
     intervals: Dict[str, Tuple[Optional[float], Optional[float]]] = field(default_factory=dict)
     mode_intervals: Dict[str, Dict[str, Tuple[Optional[float], Optional[float]]]] = field(default_factory=dict)
     maps: Dict[str, str] = field(default_factory=dict)  # key -> map path relative to the page
+    videos: Dict[str, str] = field(default_factory=dict)  # key -> video path relative to the page
 
     @property
     def metrics(self) -> Dict[str, Any]:
@@ -298,6 +300,50 @@ def markdown_table(runs: Sequence[RunData]) -> str:
 # ----------------------------------------------------------------------------- plots
 
 
+def run_colors(runs: Sequence[RunData]) -> Dict[str, str]:
+    """One colour per run (matplotlib's tab10, tab20 beyond ten runs), in the runs' order:
+    the same in every plot and table of a page."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    cmap = colormaps["tab10" if len(runs) <= 10 else "tab20"]
+    return {run.name: to_hex(cmap(i % cmap.N)) for i, run in enumerate(runs)}
+
+
+@dataclass
+class Plot:
+    """One plot of the page: its PNG and what it shows per run (``series``: the colour
+    read back from the drawn artists and the number of values; ``missing``: why a run
+    has nothing in it), embedded in the page as JSON and written to ``plots.json``."""
+
+    key: str
+    title: str
+    uri: str = ""
+    series: List[Dict[str, Any]] = field(default_factory=list)
+    missing: Dict[str, str] = field(default_factory=dict)
+
+    def drawn(self, run: str, artist, n: int, panel: str = "") -> None:
+        from matplotlib.colors import to_hex
+
+        color = _artist_color(artist)
+        self.series.append({"run": run, "panel": panel, "color": to_hex(color), "n": int(n)})
+
+    def data(self) -> Dict[str, Any]:
+        return {"key": self.key, "title": self.title, "series": self.series, "missing": self.missing}
+
+
+def _artist_color(artist):
+    """The colour matplotlib drew ``artist`` (a bar container, histogram patch list,
+    scatter collection or line) with."""
+    if hasattr(artist, "patches"):  # BarContainer
+        return artist.patches[0].get_facecolor()
+    if isinstance(artist, (list, tuple)):  # hist(histtype="step") patches
+        return artist[0].get_edgecolor()
+    if hasattr(artist, "get_offsets"):  # scatter
+        return artist.get_facecolor()[0]
+    return artist.get_color()  # Line2D
+
+
 def _figure_uri(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
@@ -311,19 +357,39 @@ def _finite(values) -> List[float]:
     return [float(v) for v in values if v is not None and math.isfinite(float(v))]
 
 
-def make_plots(runs: Sequence[RunData]) -> List[Tuple[str, str]]:
-    """(title, PNG data URI) of each plot."""
+def _run_legend(fig, runs: Sequence[RunData], colors: Mapping[str, str], plot: Plot) -> None:
+    """Every run in the page's order and colour, outside the axes (right); a run with
+    nothing (or not everything) in this plot says why."""
+    from matplotlib.patches import Patch
+
+    drawn = {s["run"] for s in plot.series}
+    handles = [Patch(color=colors[r.name], label=r.name + (
+                   "" if r.name not in plot.missing else " (partly: see note)" if r.name in drawn
+                   else " (no value: see note)")) for r in runs]
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+
+
+def _multi(run: RunData) -> List[Dict[str, Any]]:
+    return [r for r in run.ok_records if _mode(r) in MULTI_MODES]
+
+
+def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = None) -> List[Plot]:
+    """The page's plots, each run in its colour of :func:`run_colors` and its slot of the
+    runs' order whether or not it has a value there (then it is noted as missing)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    plots: List[Tuple[str, str]] = []
+    colors = dict(colors or run_colors(runs))
+    plots: List[Plot] = []
     modes = [m for m in TARGET_MODES if any(m in r.mode_intervals for r in runs)]
     width = 0.8 / max(1, len(runs))
 
     # 1. per mode: SR / F1 / SPL-multi bars with 95 % intervals
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    plot = Plot("by_mode", "Per-mode SR, F1 and SPL-multi with 95 % intervals")
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), layout="constrained")
     for ax, (column, fieldname) in zip(axes, BOARD_FIELDS):
         for i, run in enumerate(runs):
             xs, ys, lo, hi = [], [], [], []
@@ -337,72 +403,96 @@ def make_plots(runs: Sequence[RunData]) -> List[Tuple[str, str]]:
                 ys.append(mean)
                 lo.append(mean - (interval[0] if interval[0] is not None else mean))
                 hi.append((interval[1] if interval[1] is not None else mean) - mean)
-            ax.bar(xs, ys, width=width, yerr=[lo, hi], capsize=3, label=run.name)
+            if xs:
+                bars = ax.bar(xs, ys, width=width, yerr=[lo, hi], capsize=3, color=colors[run.name])
+                plot.drawn(run.name, bars, len(xs), column)
         ax.set_xticks(range(len(modes)))
         ax.set_xticklabels(modes)
         ax.set_ylim(0, 1.05)
         ax.set_title(f"{column} by mode (95 % bootstrap)")
-    axes[0].legend(fontsize=7)
-    plots.append(("Per-mode SR, F1 and SPL-multi with 95 % intervals", _figure_uri(fig)))
+    _note_missing(plot, runs, "no ok episode of any mode")
+    _run_legend(fig, runs, colors, plot)
+    plot.uri = _figure_uri(fig)
+    plots.append(plot)
 
     # 2. distributions of spl_multi and pe over episodes (many + all)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+    plot = Plot("distributions", "Distributions of SPL-multi and PE (many + all episodes)")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained")
     bins = np.linspace(0.0, 1.0, 21)
+    lacks: Dict[str, List[str]] = {}
     for ax, fieldname in zip(axes, ("spl_multi", "pe")):
         for run in runs:
-            multi = [r for r in run.ok_records if _mode(r) in MULTI_MODES]
-            values = _finite(_episode_values(multi, fieldname))
+            values = _finite(_episode_values(_multi(run), fieldname))
             if values:
-                ax.hist(values, bins=bins, histtype="step", linewidth=1.6,
-                        label=f"{run.name} (n={len(values)})")
+                _, _, patches = ax.hist(values, bins=bins, histtype="step", linewidth=1.6,
+                                        color=colors[run.name])
+                plot.drawn(run.name, patches, len(values), fieldname)
+            else:
+                lacks.setdefault(run.name, []).append(fieldname)
         ax.set_title(f"{fieldname} per episode (many + all)")
         ax.set_xlabel(fieldname)
         ax.set_ylabel("episodes")
-        ax.legend(fontsize=7)
-    plots.append(("Distributions of SPL-multi and PE", _figure_uri(fig)))
+    for name, fields in lacks.items():
+        plot.missing[name] = "no finite " + " or ".join(fields) + " value"
+    _run_legend(fig, runs, colors, plot)
+    plot.uri = _figure_uri(fig)
+    plots.append(plot)
 
     # 3. oer_target against ftr, one point per run
-    fig, ax = plt.subplots(figsize=(5.2, 4))
+    plot = Plot("oer_ftr", "OER-target against FTR (one point per run)")
+    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
     top = 0.1
     for run in runs:
         x, y = run.metrics.get("ftr"), run.metrics.get("oer_target")
         if x is None or y is None:
+            plot.missing[run.name] = ("no FTR (no all episode ended by FINISH)" if x is None
+                                      else "no OER-target (never found all required targets)")
             continue
         top = max(top, 1.15 * y)
-        ax.scatter([x], [y], s=50)
+        points = ax.scatter([x], [y], s=50, color=colors[run.name])
+        plot.drawn(run.name, points, 1)
         ax.annotate(run.name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
     ax.set_xlabel("FTR (FINISH with targets left, all mode)")
     ax.set_ylabel("OER-target (steps after all found / T)")
     ax.set_xlim(-0.05, 1.05)
     ax.set_ylim(-0.02, min(1.05, top))
     ax.set_title("stopping early vs. searching on")
-    plots.append(("OER-target against FTR", _figure_uri(fig)))
+    _run_legend(fig, runs, colors, plot)
+    plot.uri = _figure_uri(fig)
+    plots.append(plot)
 
     # 4. success by number of required targets
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    plot = Plot("by_count", "Success by the number of required targets (many + all)")
+    fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
     for run in runs:
         by: Dict[int, List[Optional[float]]] = {}
-        for rec in run.ok_records:
-            if _mode(rec) not in MULTI_MODES:
-                continue
+        for rec in _multi(run):
             count = (rec.get("metrics") or {}).get("required_target_count")
-            if count is None:
-                continue
-            by.setdefault(int(count), []).append((rec.get("metrics") or {}).get("success"))
+            if count is not None:
+                by.setdefault(int(count), []).append((rec.get("metrics") or {}).get("success"))
         xs = sorted(by)
         ys = [_mean(by[x]) for x in xs]
         if xs:
-            ax.plot(xs, [y if y is not None else np.nan for y in ys], marker="o", label=run.name)
-    from matplotlib.ticker import MaxNLocator
-
+            (line,) = ax.plot(xs, [y if y is not None else np.nan for y in ys], marker="o",
+                              color=colors[run.name])
+            plot.drawn(run.name, line, len(xs))
+    _note_missing(plot, runs, "no ok many/all episode")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("required targets R (many: target_count, all: all matches)")
     ax.set_ylabel("success rate")
     ax.set_ylim(-0.05, 1.05)
-    ax.legend(fontsize=7)
     ax.set_title("success by target count (many + all)")
-    plots.append(("Success by target count", _figure_uri(fig)))
+    _run_legend(fig, runs, colors, plot)
+    plot.uri = _figure_uri(fig)
+    plots.append(plot)
     return plots
+
+
+def _note_missing(plot: Plot, runs: Sequence[RunData], why: str) -> None:
+    drawn = {s["run"] for s in plot.series}
+    for run in runs:
+        if run.name not in drawn:
+            plot.missing.setdefault(run.name, why)
 
 
 def _mean(values) -> Optional[float]:
@@ -448,21 +538,71 @@ if (m) {
 """
 
 _CSS = """
-body { font-family: sans-serif; margin: 1.5em; color: #222; }
-table { border-collapse: collapse; margin: 0.6em 0 1.4em; font-size: 13px; }
+body { font-family: sans-serif; margin: 1.2em 1.5em; color: #222; max-width: 1400px; }
+nav a { margin-right: 1em; }
+table { border-collapse: collapse; margin: 0.6em 0 1.0em; font-size: 13px; }
 th, td { border: 1px solid #bbb; padding: 3px 7px; text-align: right; white-space: nowrap; }
 th { background: #e8eef7; cursor: pointer; }
+th[title] { text-decoration: underline dotted; }
 td.t, th.t { text-align: left; }
+td.wrap { white-space: normal; max-width: 28em; overflow-wrap: anywhere; }
 tr.warn td { background: #fff3cd; }
 tr.err td { background: #f8d7da; }
 .badge { padding: 1px 6px; border-radius: 4px; font-size: 12px; }
 .ok { background: #d4edda; } .bad { background: #f8d7da; } .na { background: #eee; }
-img.plot { max-width: 100%; border: 1px solid #ddd; margin: 0.4em 0 1em; }
+.swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px;
+          vertical-align: -0.1em; margin-right: 0.35em; }
+.warning { background: #fff3cd; border: 1px solid #e0c36a; padding: 0.5em 0.9em; margin: 0.8em 0; }
+details { margin: 0.4em 0 1em; } summary { cursor: pointer; font-weight: bold; }
+img.plot { max-width: 100%; border: 1px solid #ddd; margin: 0.4em 0 0.2em; }
+p.missing { color: #7a5a00; font-size: 13px; margin: 0 0 1.2em; }
+dl.glossary dt { font-weight: bold; margin-top: 0.4em; }
+dl.glossary dd { margin-left: 1.5em; }
+.spec { color: #666; font-size: 12px; }
+section.episode { border-top: 1px solid #ccc; padding-top: 0.4em; }
+.maps { display: flex; flex-wrap: wrap; gap: 12px; }
+figure.run-map { margin: 0; flex: 1 1 520px; max-width: 620px; }
+figure.run-map img { width: 100%; border: 1px solid #ddd; }
+figure.run-map figcaption { font-size: 13px; margin-bottom: 4px; }
+.success { color: #1e7a32; font-weight: bold; } .failure { color: #b02020; font-weight: bold; }
 """
+
+#: Metric (or column) -> (label, one-line meaning, SPEC section): the page's glossary and
+#: its header tooltips.
+GLOSSARY: Dict[str, Tuple[str, str, str]] = {
+    "sr": ("SR", "success rate: share of episodes done (many: F >= target_count; all: every "
+                 "target claimed and FINISH sent)", "§4 success, §5"),
+    "f1": ("F1", "harmonic mean of claim precision and recall", "§4, §5"),
+    "spl_multi": ("SPL-multi", "success x l / max(p, l): success weighted by the shortest possible "
+                               "path l over the path walked p", "§4, §5"),
+    "episodes": ("episodes", "ok / error records of the expected episodes", "§8"),
+    "status": ("status", "complete, completed_with_errors or incomplete; official: a frozen "
+                         "benchmark setting run in full, without errors or deviations", "§8"),
+    "precision": ("precision", "tp / (tp + fp): share of claims that found a new target", "§4"),
+    "recall": ("recall", "min(1, F / R): share of the required targets claimed", "§4"),
+    "pe": ("PE", "path efficiency to the targets it claimed: a / max(p, a)", "§4"),
+    "tse_mos": ("TSE (MOS)", "target-set efficiency over many episodes: l / a, the best subset's "
+                             "distance over that of the targets claimed (when it claimed enough)",
+                "§4, §5"),
+    "rtsr": ("RTSR", "repeated-target share: claims that resolved to an already-claimed target", "§4"),
+    "ftr": ("FTR", "false-termination rate (all): FINISH sent with required targets left", "§4, §5"),
+    "oer_target": ("OER-target", "steps between finding all required targets and FINISH (or T), "
+                                 "over T: searching on after the task is done", "§4"),
+    "oer_space": ("OER-space", "steps after the space oracle saw the space exhausted, over T", "§4"),
+    "coverage": ("coverage", "share of the space oracle's sample points explored at the end", "§4"),
+    "mos": ("MOS", "multi-object search: the many mode (find target_count of the matches)", "§1, §5"),
+    "moc": ("MOC", "multi-object collection: the all mode (find every match, then FINISH)", "§1, §5"),
+}
 
 
 def _esc(value) -> str:
     return html.escape("" if value is None else str(value))
+
+
+def _tip(key: str) -> str:
+    """A header's tooltip: the glossary line and SPEC section."""
+    entry = GLOSSARY.get(key)
+    return f' title="{_esc(entry[1] + " (SPEC " + entry[2] + ")")}"' if entry else ""
 
 
 def _cell(value, numeric: bool = True, digits: int = 3, text: Optional[str] = None, cls: str = "") -> str:
@@ -476,44 +616,154 @@ def _cell(value, numeric: bool = True, digits: int = 3, text: Optional[str] = No
     return f'<td{attr} data-v="{_esc(v)}">{shown}</td>'
 
 
-def _board_html(runs: Sequence[RunData]) -> str:
-    head = [("run", "t"), ("status", "t"), ("official", "t"), ("benchmark", "t"), ("agent", "t"),
-            ("config", "t"), ("ok", ""), ("errors", ""), ("expected", ""), ("SR", ""), ("F1", ""),
-            ("SPL-multi", ""), ("precision", ""), ("recall", ""), ("PE", ""), ("TSE (MOS)", ""),
-            ("RTSR", ""), ("FTR", ""), ("OER-target", ""), ("OER-space", ""), ("coverage", ""),
-            ("SR MOS", ""),
-            ("SR MOC", ""), ("many", ""), ("all", ""), ("notes", "t")]
+def _swatch(color: str) -> str:
+    return f'<span class="swatch" style="background:{_esc(color)}"></span>'
+
+
+def _run_cell(run: RunData, colors: Mapping[str, str]) -> str:
+    mark = "" if run.complete else " ⚠"
+    return _cell(run.name, False, cls="t", text=_swatch(colors[run.name]) + _esc(run.name) + mark)
+
+
+def _table(table_id: str, head: Sequence[Tuple[str, str, str]], rows: Sequence[str]) -> str:
+    """A sortable table; ``head``: (label, glossary key or "", "t" for text columns)."""
+    ths = "".join(f'<th class="{c}" data-type="{"str" if c else "num"}"{_tip(k)}>{_esc(h)}</th>'
+                  for h, k, c in head)
+    return (f'<table class="sortable" id="{table_id}"><thead><tr>{ths}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+def _row_class(run: RunData) -> str:
+    if run.complete:
+        return ""
+    return ' class="err"' if run.summary.get("error_episode_count") else ' class="warn"'
+
+
+def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
+    """The main board: run, SR, F1, SPL-multi (95 % intervals), episodes, status."""
+    head = [("run", "", "t"), ("SR", "sr", ""), ("F1", "f1", ""), ("SPL-multi", "spl_multi", ""),
+            ("episodes", "episodes", ""), ("status", "status", "t")]
     rows = []
     for run in runs:
         m, s = run.metrics, run.summary
         off = run.official
-        badge = ('<span class="badge na">–</span>' if off is None else
-                 '<span class="badge ok">official</span>' if off else
-                 '<span class="badge bad">not official</span>')
-        cells = [_cell(run.name, False, cls="t"), _cell(s.get("status"), False, cls="t"),
-                 f'<td class="t" data-v="{off}">{badge}</td>', _cell(run.benchmark, False, cls="t"),
-                 _cell(run.manifest_text("agent"), False, cls="t"),
-                 _cell(run.manifest_text("config"), False, cls="t"),
-                 _cell(s.get("ok_episode_count"), digits=0), _cell(s.get("error_episode_count"), digits=0),
-                 _cell(s.get("expected_episode_count"), digits=0)]
+        badge = ("" if off is None else ' <span class="badge ok">official</span>' if off else
+                 ' <span class="badge bad">not official</span>')
+        cells = [_run_cell(run, colors)]
         cells += [_cell(m.get(c), text=_esc(_with_interval(m.get(c), run.intervals.get(c))))
                   for c, _ in BOARD_FIELDS]
-        cells += [_cell(m.get(k)) for k in DIAGNOSTICS]
-        cells += [_cell(m.get("sr_mos")), _cell(m.get("sr_moc")),
-                  _cell(m.get("num_episodes_many"), digits=0), _cell(m.get("num_episodes_all"), digits=0),
-                  _cell("; ".join(run.notes), False, cls="t")]
-        cls = "" if run.complete else (' class="err"' if s.get("error_episode_count") else ' class="warn"')
-        rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
-    ths = "".join(f'<th class="{c}" data-type="{"str" if c else "num"}">{_esc(h)}</th>' for h, c in head)
-    return (f'<table class="sortable" id="leaderboard"><thead><tr>{ths}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+        cells.append(_cell(s.get("ok_episode_count"),
+                           text=_esc(f"{s.get('ok_episode_count')} ok / {s.get('error_episode_count')} err "
+                                     f"of {s.get('expected_episode_count')}")))
+        cells.append(_cell(s.get("status"), False, cls="t", text=_esc(s.get("status")) + badge))
+        rows.append(f"<tr{_row_class(run)}>" + "".join(cells) + "</tr>")
+    return _table("leaderboard", head, rows)
 
 
-def _episodes_html(runs: Sequence[RunData]) -> str:
+def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
+    """The second tables: diagnostics, by task type / mode, and the run details."""
+    labels = {"oer_target": "OER-target", "oer_space": "OER-space"}
+    head = [("run", "", "t")] + [(GLOSSARY[k][0] if k in GLOSSARY else labels.get(k, k), k, "")
+                                 for k in DIAGNOSTICS]
+    diag = [f"<tr{_row_class(r)}>" + _run_cell(r, colors)
+            + "".join(_cell(r.metrics.get(k)) for k in DIAGNOSTICS) + "</tr>" for r in runs]
+    task = [("SR MOS", "mos", "sr_mos"), ("F1 MOS", "mos", "f1_mos"),
+            ("SPL-multi MOS", "mos", "spl_multi_mos"), ("SR MOC", "moc", "sr_moc"),
+            ("F1 MOC", "moc", "f1_moc"), ("SPL-multi MOC", "moc", "spl_multi_moc")]
+    head2 = [("run", "", "t")] + [(h, k, "") for h, k, _ in task] + [
+        ("many", "mos", ""), ("all", "moc", "")]
+    by_task = [f"<tr{_row_class(r)}>" + _run_cell(r, colors)
+               + "".join(_cell(r.metrics.get(key)) for _, _, key in task)
+               + _cell(r.metrics.get("num_episodes_many"), digits=0)
+               + _cell(r.metrics.get("num_episodes_all"), digits=0) + "</tr>" for r in runs]
+    head3 = [("run", "", "t"), ("benchmark", "", "t"), ("official", "status", "t"), ("agent", "", "t"),
+             ("config", "", "t"), ("notes", "", "t")]
+    details = [f"<tr{_row_class(r)}>" + _run_cell(r, colors) + _cell(r.benchmark, False, cls="t")
+               + _cell(_official_text(r), False, cls="t")
+               + _cell(r.manifest_text("agent"), False, cls="t wrap")
+               + _cell(r.manifest_text("config"), False, cls="t wrap")
+               + _cell("; ".join(r.notes), False, cls="t wrap") + "</tr>" for r in runs]
+    return ("<h3>Diagnostics (many + all, SPEC §5)</h3>" + _table("diagnostics", head, diag)
+            + "<h3>By task type</h3>" + _table("by-task", head2, by_task)
+            + "<h3>Runs</h3>" + _table("run-details", head3, details))
+
+
+# ----------------------------------------------------------------------------- episode sets
+
+
+@dataclass
+class EpisodeSets:
+    """Which episodes the runs hold: ``differ`` when their record keys are not the same
+    set; ``common``: the keys every run has an ok record of."""
+
+    keys: Dict[str, List[str]]
+    common: List[str]
+
+    @property
+    def differ(self) -> bool:
+        return len({frozenset(v) for v in self.keys.values()}) > 1
+
+
+def episode_sets(runs: Sequence[RunData]) -> EpisodeSets:
+    keys = {r.name: [rec["episode_key"] for rec in r.records] for r in runs}
+    ok = [{rec["episode_key"] for rec in r.ok_records} for r in runs]
+    first = [k for k in keys[runs[0].name]] if runs else []
+    common = [k for k in first if all(k in s for s in ok)]
+    return EpisodeSets(keys=keys, common=common)
+
+
+def common_episode_metrics(run: RunData, common: Sequence[str], resamples: int = 2000,
+                           seed: int = 0) -> Dict[str, Any]:
+    """SPEC §5's main board over the run's ok records of ``common`` (:func:`aggregate`,
+    as summary.json) with bootstrap intervals, and how many many + all episodes they are."""
+    from habitat_mosnav.metrics import aggregate
+
+    wanted = set(common)
+    recs = [r for r in run.ok_records if r["episode_key"] in wanted]
+    m = aggregate([(_mode(r), r.get("metrics") or {}) for r in recs])
+    multi = [r for r in recs if _mode(r) in MULTI_MODES]
+    out: Dict[str, Any] = {"n": len(multi)}
+    for column, fieldname in BOARD_FIELDS:
+        out[column] = m.get(column)
+        out[column + "_ci"] = bootstrap_interval(_episode_values(multi, fieldname), resamples, seed)
+    return out
+
+
+def _episode_sets_html(runs: Sequence[RunData], sets: EpisodeSets, colors: Mapping[str, str],
+                       resamples: int, seed: int) -> str:
+    if not sets.differ:
+        return ""
+    counts = ", ".join(f"{_esc(name)} {len(keys)}" for name, keys in sets.keys.items())
+    parts = [f'<div class="warning" id="episode-set-warning"><b>These runs cover different episode '
+             f'sets</b> ({counts} episodes; {len(sets.common)} with an ok record in every run): '
+             "the leaderboard's numbers are over different episodes and do not compare. "
+             "The table below compares them on the common episodes only.</div>"]
+    head = [("run", "", "t"), ("SR", "sr", ""), ("F1", "f1", ""), ("SPL-multi", "spl_multi", ""),
+            ("many + all episodes", "episodes", "")]
+    rows = []
+    for run in runs:
+        m = common_episode_metrics(run, sets.common, resamples, seed)
+        rows.append("<tr>" + _run_cell(run, colors)
+                    + "".join(_cell(m[c], text=_esc(_with_interval(m[c], m[c + "_ci"])))
+                              for c, _ in BOARD_FIELDS)
+                    + _cell(m["n"], digits=0) + "</tr>")
+    parts.append("<h3>On the common episodes</h3>" + _table("common-episodes", head, rows))
+    return "".join(parts)
+
+
+# ----------------------------------------------------------------------------- episodes
+
+
+def _anchor(key: str) -> str:
+    return "ep-" + episode_file_stem(key)
+
+
+def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     head = [("run", "run", "str"), ("episode", "episode_key", "str"), ("mode", "mode", "str"),
             ("R", "required", "num"), ("status", "status", "str"), ("end", "terminated_by", "str"),
             ("steps", "steps", "num")] + [(k, k, "num") for k in EPISODE_METRICS] + [
-            ("claims (true/dup/false)", "claims", "num"), ("map", "map", "str")]
+            ("claims (true/dup/false)", "claims", "num"), ("map", "map", "str"),
+            ("view", "view", "str"), ("video", "video", "str")]
     rows = []
     for run in runs:
         for rec in run.records:
@@ -521,10 +771,12 @@ def _episodes_html(runs: Sequence[RunData]) -> str:
             m = rec.get("metrics") or {}
             kinds = [claim_kind(ev) for ev in rec.get("report_events") or []]
             status = rec.get("status")
-            map_rel = run.maps.get(rec["episode_key"])
+            key = rec["episode_key"]
+            map_rel, video_rel = run.maps.get(key), run.videos.get(key)
             link = f'<a href="{_esc(map_rel)}">map</a>' if map_rel else "–"
             end = rec.get("terminated_by") if status == "ok" else rec.get("error_type", "error")
-            cells = [_cell(run.name, False, cls="t"), _cell(rec["episode_key"], False, cls="t"),
+            cells = [_cell(run.name, False, cls="t", text=_swatch(colors[run.name]) + _esc(run.name)),
+                     _cell(key, False, cls="t"),
                      _cell(ep.get("target_mode"), False, cls="t"),
                      _cell(m.get("required_target_count", len(ep.get("target_object_ids") or [])), digits=0),
                      _cell(status, False, cls="t"), _cell(end, False, cls="t"),
@@ -533,34 +785,134 @@ def _episodes_html(runs: Sequence[RunData]) -> str:
             cells.append(_cell(len(kinds), text=f"{len(kinds)} ({kinds.count('true')}/"
                                                  f"{kinds.count('duplicate')}/{kinds.count('false')})"))
             cells.append(f'<td class="t" data-v="{_esc(map_rel or "")}">{link}</td>')
+            cells.append(f'<td class="t" data-v="{_esc(key)}"><a href="#{_esc(_anchor(key))}">view</a></td>')
+            cells.append(f'<td class="t" data-v="{_esc(video_rel or "")}">'
+                         + (f'<a href="{_esc(video_rel)}">video</a>' if video_rel else "–") + "</td>")
             cls = ' class="err"' if status != "ok" else ""
             rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
-    ths = "".join(f'<th class="{"t" if t == "str" else ""}" data-type="{t}" data-key="{k}">{_esc(h)}</th>'
-                  for h, k, t in head)
+    ths = "".join(f'<th class="{"t" if t == "str" else ""}" data-type="{t}" data-key="{k}"{_tip(k)}>'
+                  f'{_esc(h)}</th>' for h, k, t in head)
     return (f'<table class="sortable" id="episodes"><thead><tr>{ths}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
 
 
-def render_html(runs: Sequence[RunData], plots: Sequence[Tuple[str, str]]) -> str:
+def _outcome(rec: Mapping[str, Any]) -> Tuple[str, str]:
+    """(css class, text) of a record: SUCCESS / FAILURE / ERROR and how it ended."""
+    if rec.get("status") != "ok":
+        return "failure", f"ERROR ({rec.get('error_type', 'error')})"
+    m = rec.get("metrics") or {}
+    word = "SUCCESS" if m.get("success") == 1 else "FAILURE"
+    return word.lower(), (f"{word}: {rec.get('terminated_by')} at step {rec.get('steps_taken')}, "
+                          f"found {m.get('targets_found')}/{m.get('required_target_count')}, "
+                          f"F1 {_num(m.get('f1'), 2)}, SPL-multi {_num(m.get('spl_multi'), 2)}")
+
+
+def _episode_views_html(runs: Sequence[RunData], colors: Mapping[str, str], out_dir: str) -> str:
+    """A section per episode (``#ep-<stem>``): every run's map of it side by side, its
+    outcome, and its video when the run has one."""
+    order: List[str] = []
+    for run in runs:
+        order += [rec["episode_key"] for rec in run.records if rec["episode_key"] not in order]
+    by_run = {run.name: {rec["episode_key"]: rec for rec in run.records} for run in runs}
+    parts = []
+    for key in order:
+        figures, goal, mode = [], None, None
+        for run in runs:
+            rec = by_run[run.name].get(key)
+            head = _swatch(colors[run.name]) + f"<b>{_esc(run.name)}</b>"
+            if rec is None:
+                figures.append(f'<figure class="run-map none" data-run="{_esc(run.name)}"><figcaption>'
+                               f"{head}: not in this run</figcaption></figure>")
+                continue
+            mode = mode or (rec.get("episode") or {}).get("target_mode")
+            cls, text = _outcome(rec)
+            video = run.videos.get(key)
+            links = f' · <a href="{_esc(video)}">video</a>' if video else ""
+            caption = f'<figcaption>{head}: <span class="{cls}">{_esc(text)}</span>{links}</figcaption>'
+            map_rel = run.maps.get(key)
+            if map_rel:
+                goal = goal or _map_goal(os.path.join(out_dir, map_rel))
+                body = (f'<a href="{_esc(map_rel)}"><img loading="lazy" src="{_esc(map_rel)}" '
+                        f'alt="{_esc(run.name)} map of {_esc(key)}"></a>')
+            else:
+                body = "<p>no map (run mosnav-eval with --save-maps, or mosnav-report --maps)</p>"
+            figures.append(f'<figure class="run-map" data-run="{_esc(run.name)}">{caption}{body}</figure>')
+        about = " · ".join(x for x in (f"mode {_esc(mode)}" if mode else "",
+                                        f"goal: “{_esc(goal)}”" if goal else "") if x)
+        parts.append(f'<section class="episode" id="{_esc(_anchor(key))}"><h3>{_esc(key)}</h3>'
+                     f'<p>{about}</p><div class="maps">{"".join(figures)}</div></section>')
+    return "".join(parts)
+
+
+def _map_goal(path: str) -> Optional[str]:
+    try:
+        return read_map_info(path).get("goal_text")
+    except (OSError, ValueError):
+        return None
+
+
+# ----------------------------------------------------------------------------- the page
+
+
+def _glossary_html() -> str:
+    items = "".join(f'<dt id="g-{_esc(k)}">{_esc(label)}</dt><dd>{_esc(text)} '
+                    f'<span class="spec">SPEC {_esc(section)}</span></dd>'
+                    for k, (label, text, section) in GLOSSARY.items())
+    return (f'<section id="glossary"><h2>Glossary</h2><p>R = required targets, F = targets '
+            "claimed, p = path walked, l = shortest possible path over the required targets, "
+            "a = the same over the targets claimed, T = max steps (docs/SPEC.md §4).</p>"
+            f'<dl class="glossary">{items}</dl></section>')
+
+
+def _plots_html(plots: Sequence[Plot]) -> str:
+    parts = []
+    for plot in plots:
+        parts.append(f'<h3>{_esc(plot.title)}</h3><img class="plot" id="plot-{_esc(plot.key)}" '
+                     f"alt='{_esc(plot.title)}' src='{plot.uri}'>")
+        if plot.missing:
+            parts.append('<p class="missing">Not in this plot: ' + "; ".join(
+                f"{_esc(name)} ({_esc(why)})" for name, why in plot.missing.items()) + "</p>")
+    return "".join(parts)
+
+
+def plot_data(runs: Sequence[RunData], plots: Sequence[Plot], colors: Mapping[str, str]) -> Dict[str, Any]:
+    """What the page's plots show (``plots.json`` and the page's ``#plot-data``)."""
+    return {"runs": [r.name for r in runs], "colors": dict(colors), "plots": [p.data() for p in plots]}
+
+
+def render_html(runs: Sequence[RunData], plots: Sequence[Plot], *, colors: Optional[Mapping[str, str]] = None,
+                out_dir: str = ".", resamples: int = 2000, seed: int = 0) -> str:
+    colors = dict(colors or run_colors(runs))
     warn = [f"<li><b>{_esc(r.name)}</b>: {_esc('; '.join(r.notes) or r.summary.get('status'))}</li>"
             for r in runs if not r.complete]
+    data = json.dumps(plot_data(runs, plots, colors), sort_keys=True).replace("</", "<\\/")
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         "<title>mosnav report</title>", f"<style>{_CSS}</style></head><body>",
         "<h1>Multi-object navigation: run report</h1>",
+        "<nav><a href='#leaderboard-section'>Leaderboard</a><a href='#plots'>Plots</a>"
+        "<a href='#episodes-section'>Episodes</a><a href='#episode-views'>Episode maps</a>"
+        "<a href='#glossary'>Glossary</a></nav>",
         f"<p>{len(runs)} run(s). SR, F1 and SPL-multi over many + all episodes (SPEC §5) "
-        "from each run's summary.json, with 95 % bootstrap intervals over episodes. "
-        "Click a column header to sort.</p>",
-        "<h2>Leaderboard</h2>", _board_html(runs),
+        "from each run's summary.json, with 95 % bootstrap intervals over episodes. Each run "
+        "keeps its colour in every table and plot. Hover a header for its meaning; click it to "
+        "sort.</p>",
+        "<section id='leaderboard-section'><h2>Leaderboard</h2>", _board_html(runs, colors),
     ]
     if warn:
         parts.append("<p><b>Not complete runs</b> (numbers are over their ok episodes only):</p>"
                      f"<ul>{''.join(warn)}</ul>")
-    parts.append("<h2>Plots</h2>")
-    for title, uri in plots:
-        parts.append(f"<h3>{_esc(title)}</h3><img class='plot' alt='{_esc(title)}' src='{uri}'>")
-    parts += ["<h2>Episodes</h2>", _episodes_html(runs), f"<script>{_SORT_JS}</script>",
-              "</body></html>"]
+    parts.append(_episode_sets_html(runs, episode_sets(runs), colors, resamples, seed))
+    parts += ["<details id='diagnostics-group'><summary>Diagnostics, by task type, run details"
+              "</summary>", _diagnostics_html(runs, colors), "</details></section>"]
+    parts += ["<section id='plots'><h2>Plots</h2>", _plots_html(plots), "</section>"]
+    parts += ["<section id='episodes-section'><h2>Episodes</h2>", _episodes_html(runs, colors),
+              "</section>", "<section id='episode-views'><h2>Episode maps</h2>"
+              "<p>Every run's map of each episode side by side (click a map for full size).</p>",
+              _episode_views_html(runs, colors, out_dir), "</section>", _glossary_html(),
+              f"<script type='application/json' id='plot-data'>{data}</script>",
+              f"<script>{_SORT_JS}</script>", "</body></html>"]
     return "\n".join(parts)
 
 
@@ -574,18 +926,33 @@ def _unique_names(paths: Sequence[str]) -> List[str]:
     return [os.path.normpath(p).replace(os.sep, "/").strip("/").replace("/", "_") for p in paths]
 
 
+def _collect(run: RunData, out_dir: str, kind: str, extensions: Sequence[str]) -> Dict[str, str]:
+    """Copy the run's ``<kind>/<episode>.<ext>`` beside the page (``<kind>/<run>/``);
+    key -> path relative to the page."""
+    src = os.path.join(run.path, kind)
+    found: Dict[str, str] = {}
+    if not os.path.isdir(src):
+        return found
+    dst = os.path.join(out_dir, kind, run.name)
+    for rec in run.records:
+        for ext in extensions:
+            name = episode_file_stem(rec["episode_key"]) + ext
+            if os.path.exists(os.path.join(src, name)):
+                os.makedirs(dst, exist_ok=True)
+                shutil.copyfile(os.path.join(src, name), os.path.join(dst, name))
+                found[rec["episode_key"]] = f"{kind}/{run.name}/{name}"
+                break
+    return found
+
+
 def collect_maps(run: RunData, out_dir: str) -> None:
     """Copy the run's ``maps/<episode>.png`` beside the page (``maps/<run>/``)."""
-    src = os.path.join(run.path, "maps")
-    if not os.path.isdir(src):
-        return
-    dst = os.path.join(out_dir, "maps", run.name)
-    for rec in run.records:
-        name = episode_file_stem(rec["episode_key"]) + ".png"
-        if os.path.exists(os.path.join(src, name)):
-            os.makedirs(dst, exist_ok=True)
-            shutil.copyfile(os.path.join(src, name), os.path.join(dst, name))
-            run.maps[rec["episode_key"]] = f"maps/{run.name}/{name}"
+    run.maps.update(_collect(run, out_dir, "maps", (".png",)))
+
+
+def collect_videos(run: RunData, out_dir: str) -> None:
+    """Copy the run's ``videos/<episode>.mp4|gif`` beside the page (``videos/<run>/``)."""
+    run.videos.update(_collect(run, out_dir, "videos", (".mp4", ".gif")))
 
 
 def write_report(run_dirs: Sequence[str], out_dir: str, *, resamples: int = 2000, seed: int = 0,
@@ -606,10 +973,15 @@ def write_report(run_dirs: Sequence[str], out_dir: str, *, resamples: int = 2000
 
             render_run_maps(run.path, config=config, overrides=overrides, progress=progress)
         collect_maps(run, out_dir)
+        collect_videos(run, out_dir)
     write_csv(os.path.join(out_dir, "leaderboard.csv"), runs)
     with open(os.path.join(out_dir, "leaderboard.md"), "w", encoding="utf-8") as f:
         f.write(markdown_table(runs))
-    page = render_html(runs, make_plots(runs))
+    colors = run_colors(runs)
+    plots = make_plots(runs, colors)
+    with open(os.path.join(out_dir, "plots.json"), "w", encoding="utf-8") as f:
+        json.dump(plot_data(runs, plots, colors), f, indent=1, sort_keys=True)
+    page = render_html(runs, plots, colors=colors, out_dir=out_dir, resamples=resamples, seed=seed)
     with open(os.path.join(out_dir, "index.html"), "w", encoding="utf-8") as f:
         f.write(page)
     return runs
@@ -645,6 +1017,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     print(markdown_table(runs), end="")
+    sets = episode_sets(runs)
+    if sets.differ:
+        print(f"{PROG}: warning: the runs cover different episode sets ("
+              + ", ".join(f"{name} {len(keys)}" for name, keys in sets.keys.items())
+              + f"; {len(sets.common)} common): index.html compares them on the common episodes",
+              file=sys.stderr)
     print(f"wrote {os.path.join(args.out, 'index.html')}, leaderboard.md, leaderboard.csv")
     return 0
 
