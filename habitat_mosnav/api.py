@@ -34,6 +34,8 @@ class Action(enum.IntEnum):
     LOOK_UP = 4
     LOOK_DOWN = 5
     TARGET_FOUND = 6
+    #: The original benchmark's other name for 6 ("6 = TARGET_FOUND / SUBTASK_STOP").
+    SUBTASK_STOP = 6
     LEGACY_FINISH = 9
 
 

@@ -157,7 +157,7 @@ def test_info_that_is_not_json_is_an_error_record(env, tmp_path):
 
 
 def test_env_settings_that_contradict_the_config_are_one_line_errors(env, tmp_path):
-    with pytest.raises(EvaluationSetupError, match="max_steps=7 differs from the environment's budget of 5"):
+    with pytest.raises(EvaluationSetupError, match="max_steps=7 differs from the environment's budget of 5 steps .max_steps must be an integer in .1, 5."):
         Evaluator(environment=env, policy=StopPolicy(),
                   config=EvaluationConfig(output_dir=str(tmp_path / "a"), max_steps=7)).run()
     with pytest.raises(EvaluationSetupError, match="split 'test' differs from the environment's episodes"):

@@ -107,7 +107,7 @@ def workdir(tmp_path_factory):
     (root / "agents_to_test" / "my_vlm_agent.py").write_text(MY_VLM_AGENT)
     # The SimpleAgent template as the original ships it: this repository's template with
     # the original's import line.
-    with open(os.path.join(REPO, "examples", "simple_agent.py")) as f:
+    with open(os.path.join(REPO, "habitat_mosnav", "agents", "simple_agent.py")) as f:
         template = f.read()
     ours = "from habitat_mosnav.api import Action, Observation"
     assert ours in template

@@ -168,7 +168,7 @@ class GroundTruthDetector(Detector):
         if obs is None or self.uuid not in obs:
             raise RuntimeError(
                 f"GroundTruthDetector: the config has no '{self.uuid}' sensor; add it with "
-                f"--set {SEMANTIC_SENSOR_OVERRIDE}")
+                f"--set {SEMANTIC_SENSOR_OVERRIDE} (mosnav-eval adds it for FrontierAgent)")
         sem = np.asarray(obs[self.uuid])
         if sem.ndim == 3:
             sem = sem[..., 0]
@@ -266,6 +266,10 @@ class FrontierAgent:
     steer toward. ``spin_at_start``: turn a full circle before exploring.
     ``approach_budget``: steps the agent walks toward one instance before giving it up.
     """
+
+    #: What the default GroundTruthDetector reads; ``mosnav-eval`` adds what the config
+    #: lacks (``{sim_sensors key: the Hydra override that adds it}``).
+    required_sim_sensors = {"semantic_sensor": SEMANTIC_SENSOR_OVERRIDE}
 
     def __init__(self, detector: Optional[Detector] = None, camera: Optional[CameraModel] = None,
                  claim_radius: float = 0.9, approach_radius: float = 0.55,

@@ -21,6 +21,11 @@ AGENT_ALIASES = {
 }
 
 
+#: The original benchmark's template modules, found here when the working directory has no
+#: module of that name: its README's ``--agent agents_to_test.simple_agent:SimpleAgent``.
+ORIGINAL_TEMPLATES = {"agents_to_test.simple_agent": "habitat_mosnav.agents.simple_agent"}
+
+
 class AgentLoadError(ValueError):
     """The agent spec cannot be resolved or the agent cannot be built."""
 
@@ -57,6 +62,9 @@ def _import_module(module_name: str, spec: str):
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         missing = exc.name or module_name
+        if module_name in ORIGINAL_TEMPLATES and (
+                missing == module_name or module_name.startswith(missing + ".")):
+            return importlib.import_module(ORIGINAL_TEMPLATES[module_name])
         if missing == module_name or module_name.startswith(missing + "."):
             raise AgentLoadError(
                 f"--agent {spec}: no module named {module_name!r} (run from the directory "

@@ -347,10 +347,10 @@ def _config_exists(path: str) -> bool:
     return True
 
 
-def _load_config(args, setting=None):
+def _load_config(args, setting=None, extra: Sequence[str] = ()):
     default_config = args.config is None and setting is None
     path = setting.config if setting is not None else (args.config or DEFAULT_CONFIG)
-    overrides = build_overrides(args, default_config)
+    overrides = build_overrides(args, default_config) + list(extra)
     if setting is not None:
         overrides = setting.habitat_overrides() + overrides
     from habitat_mosnav import get_config
@@ -379,6 +379,37 @@ def _load_config(args, setting=None):
     return config, overrides
 
 
+def _missing_sim_sensors(config, needed) -> list:
+    from omegaconf import OmegaConf
+
+    sensors = OmegaConf.select(config, "habitat.simulator.agents.main_agent.sim_sensors") or {}
+    return [key for key in needed if key not in sensors]
+
+
+def _with_required_sensors(args, setting, factory, config, overrides):
+    """The agent's ``required_sim_sensors`` (``{sim_sensors key: Hydra override that adds
+    it, or None}``): missing ones are added with their override (the config is composed
+    again), or the start is refused in one line."""
+    needed = getattr(factory, "required_sim_sensors", None) or {}
+    missing = _missing_sim_sensors(config, needed)
+    if not missing:
+        return config, overrides
+    cannot = [key for key in missing if not needed[key]]
+    if cannot:
+        raise UsageError(f"--agent {args.agent} needs the sim sensor(s) {', '.join(cannot)} "
+                         "(habitat.simulator.agents.main_agent.sim_sensors), which the config "
+                         "lacks; add them with --set")
+    extra = [needed[key] for key in missing]
+    config, overrides = _load_config(args, setting, extra)
+    still = _missing_sim_sensors(config, missing)
+    if still:
+        raise UsageError(f"--agent {args.agent}: adding the sim sensor(s) {', '.join(still)} "
+                         f"with {'; '.join(extra)} did not add them")
+    print(f"{PROG}: --agent {args.agent} needs the sim sensor(s) {', '.join(missing)}: added "
+          f"({'; '.join(extra)})", file=sys.stderr)
+    return config, overrides
+
+
 def _manifest_fields(args, overrides: Sequence[str], config_path: str) -> dict:
     """The CLI's part of the run manifest: the agent spec, the config and its overrides
     (local data/scene paths left out: the dataset fingerprint stands for the data)."""
@@ -404,6 +435,7 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
 
     setting = _load_setting(args, argv) if args.benchmark is not None else None
     config, overrides = _load_config(args, setting)
+    config, overrides = _with_required_sensors(args, setting, factory, config, overrides)
     ctx["config_path"] = setting.config if setting is not None else (args.config or DEFAULT_CONFIG)
     if args.print_config:
         from omegaconf import OmegaConf

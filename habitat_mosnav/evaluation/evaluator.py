@@ -376,7 +376,8 @@ class Evaluator:
     def _max_steps(self) -> int:
         """The action budget. Built from the habitat config: its ``max_episode_steps``
         (``max_steps`` was applied to it). A given env: its own budget (public
-        ``env.task.max_steps``), which ``max_steps`` must then equal."""
+        ``env.task.max_steps``), set to ``max_steps`` when they differ (the task ends its
+        episodes there; it cannot exceed the env's own ``max_episode_steps``)."""
         if self.env is None or (self._owns_env and self._hcfg is not None):
             return int(self._hcfg.environment.max_episode_steps)
         budget = getattr(getattr(self.env, "task", None), "max_steps", None)
@@ -390,10 +391,20 @@ class Evaluator:
                     "EvaluationConfig(max_steps=...) or the habitat config")
             return int(wanted)
         if wanted is not None and int(wanted) != int(budget):
-            raise EvaluationSetupError(
-                f"max_steps={wanted} differs from the environment's budget of {budget} steps: "
-                f"build the env with habitat.environment.max_episode_steps={wanted}, or leave "
-                "max_steps unset")
+            # The rollout contract: max_steps caps the rollout (terminated_by max_steps, T =
+            # max_steps); a MultiObjectNav task ends its episodes there and scores them so.
+            task = self.env.task
+            settable = getattr(getattr(type(task), "max_steps", None), "fset", None) is not None
+            try:
+                if not settable:
+                    raise ValueError("its task has no settable max_steps")
+                task.max_steps = int(wanted)
+            except ValueError as exc:
+                raise EvaluationSetupError(
+                    f"max_steps={wanted} differs from the environment's budget of {budget} steps "
+                    f"({exc}): build the env with habitat.environment.max_episode_steps={wanted}, "
+                    "or leave max_steps unset") from None
+            return int(wanted)
         return int(budget)
 
     def _depth_cfg(self):

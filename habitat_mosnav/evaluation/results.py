@@ -741,13 +741,15 @@ def benchmark_summary(records: Sequence[Mapping[str, Any]], status: str) -> Opti
     return dict(first, deviations=deviations, official=not reasons, not_official_because=reasons)
 
 
-def write_summary(out_dir: str, summary: Mapping[str, Any]) -> str:
+def write_summary(out_dir: str, summary: Dict[str, Any]) -> str:
     """Atomically write ``<out>/summary.json`` with the ``software`` that wrote it
-    (:func:`habitat_mosnav.versions.software_versions`); returns its path."""
+    (:func:`habitat_mosnav.versions.software_versions`, set in ``summary`` too, so the
+    caller's summary equals the file); returns its path."""
     from habitat_mosnav.versions import software_versions
 
     path = os.path.join(out_dir, SUMMARY_FILE)
-    atomic_write_json(path, {**summary, "software": software_versions()})
+    summary["software"] = software_versions()
+    atomic_write_json(path, summary)
     return path
 
 

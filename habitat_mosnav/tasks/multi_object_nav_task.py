@@ -31,14 +31,34 @@ class MultiObjectNavTask(NavigationTask):
     def __init__(self, config, sim, dataset=None) -> None:
         super().__init__(config=config, sim=sim, dataset=dataset)
         self.mos_state = None
+        self._max_steps_cap: Optional[int] = None
         # Pair legs per (scene, target pair): episodes of a scene share targets.
         self.leg_cache: Dict[Any, float] = {}
 
     @property
     def max_steps(self) -> int:
-        """The action budget of every episode (``habitat.environment.max_episode_steps``),
-        readable before the first reset (the evaluation layer checks it)."""
-        return int(self._config.mosnav_max_steps)
+        """The action budget T of every episode (``habitat.environment.max_episode_steps``,
+        or the lower cap set here), readable before the first reset (the evaluation layer
+        checks it)."""
+        return self._max_steps_cap or int(self._config.mosnav_max_steps)
+
+    @max_steps.setter
+    def max_steps(self, steps: int) -> None:
+        """Cap the budget below the environment's own (the rollout contract's
+        ``EvaluationConfig(max_steps=...)`` on an env built with defaults): from the next
+        reset an episode ends after ``steps`` actions and the metrics use T = ``steps``.
+        The env's own limit cannot be raised from here."""
+        limit = int(self._config.mosnav_max_steps)
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= limit:
+            raise ValueError(f"max_steps must be an integer in [1, {limit}] (the environment's "
+                             f"habitat.environment.max_episode_steps), got {steps!r}")
+        self._max_steps_cap = None if steps == limit else steps
+
+    def _check_episode_is_active(self, *args: Any, **kwargs: Any) -> bool:
+        if self._max_steps_cap is not None and self.mos_state is not None and (
+                self.mos_state.step >= self._max_steps_cap):
+            return False
+        return super()._check_episode_is_active(*args, **kwargs)
 
     def reset(self, episode):
         observations = super().reset(episode)
@@ -48,7 +68,7 @@ class MultiObjectNavTask(NavigationTask):
             success_distance=cfg.mosnav_success_distance,
             coverage_samples=cfg.mosnav_space_coverage_samples,
             coverage_radius=cfg.mosnav_space_coverage_radius,
-            max_steps=cfg.mosnav_max_steps,
+            max_steps=self.max_steps,
             leg_cache=self.leg_cache,
         )
         return observations
