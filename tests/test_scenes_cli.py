@@ -25,6 +25,10 @@ def test_cli_writes_n_scenes(tmp_path, capsys):
     (["--out", "X", "--num-scenes", "two"], "--num-scenes"),
     (["--out", "X", "--num-scenes", "-1"], "--num-scenes"),
     (["--out", "X", "--seed", "-3"], "--seed"),
+    (["--out", "X", "--rooms", "3"], "--rooms"),
+    (["--out", "X", "--floors", "0"], "--floors"),
+    (["--out", "X", "--scan-edge", "-0.1"], "--scan-edge"),
+    (["--out", "X", "--jitter", "lots"], "--jitter"),
 ])
 def test_cli_bad_arguments_one_line_exit_2(tmp_path, capsys, argv, word):
     argv = [str(tmp_path / "o") if a == "X" else a for a in argv]
@@ -34,6 +38,16 @@ def test_cli_bad_arguments_one_line_exit_2(tmp_path, capsys, argv, word):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and word in err[0] and "Traceback" not in err[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_cli_rooms_floors_and_scan_options(tmp_path, capsys):
+    assert main(["--out", str(tmp_path / "a"), "--rooms", "8", "--floors", "2"]) == 0
+    assert "17 rooms" in capsys.readouterr().out  # 2 x 8 rooms and the stair hall
+    assert main(["--out", str(tmp_path / "b"), "--scan", "--scan-edge", "0.5", "--clutter", "5"]) == 0
+    [d] = os.listdir(tmp_path / "b")
+    meta = load_scene_meta(str(tmp_path / "b" / d / (d.split("-", 1)[1] + ".mosnav_meta.json")))
+    assert meta["generator"]["options"] == {"rooms": None, "floors": 1, "scan_edge": 0.5, "jitter": 0.015,
+                                            "clutter": 5}
 
 
 def test_cli_out_is_a_file(tmp_path, capsys):

@@ -1,4 +1,8 @@
-"""``mosnav-make-scenes --out DIR --num-scenes N --seed S``: write N procedural scenes."""
+"""``mosnav-make-scenes --out DIR --num-scenes N --seed S``: write N procedural scenes.
+
+Bigger test scenes: ``--rooms 40`` (rooms per floor), ``--floors 2`` (storeys joined by a
+stair hall), ``--scan`` (scan-like: triangles subdivided to ``--scan-edge`` m, vertices
+jittered by up to ``--jitter`` m, ``--clutter`` small boxes on the floors)."""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +29,33 @@ def _nonneg_int(name):
     return parse
 
 
+def _positive_float(name):
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not v >= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {text}")
+        return v
+    return parse
+
+
+def _int_in(name, lo, hi):
+    base = _nonneg_int(name)
+
+    def parse(text):
+        v = base(text)
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{name} must be in {lo}..{hi}, got {v}")
+        return v
+    return parse
+
+
+#: --scan's defaults: about 600k triangles for 20 rooms (HM3D scans: 300k-1M)
+SCAN_EDGE, SCAN_JITTER, SCAN_CLUTTER = 0.22, 0.015, 200
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = _Parser(prog="mosnav-make-scenes",
                 description="Generate procedural multi-room apartments in HM3D's file layout "
@@ -36,6 +67,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--start-index", type=_nonneg_int("--start-index"), default=0,
                    help="index of the first scene (default 0); scene i depends only on (seed, i)")
     p.add_argument("--preview", action="store_true", help="also write <id>.topdown.png next to each scene")
+    p.add_argument("--rooms", type=_int_in("--rooms", 4, 120), default=None,
+                   help="rooms per floor (default: 4-6 at random)")
+    p.add_argument("--floors", type=_int_in("--floors", 1, 8), default=1,
+                   help="storeys, joined by a stair hall (default 1)")
+    p.add_argument("--scan", action="store_true",
+                   help=f"scan-like mesh: --scan-edge {SCAN_EDGE}, --jitter {SCAN_JITTER}, --clutter {SCAN_CLUTTER} "
+                        "unless given")
+    p.add_argument("--scan-edge", type=_positive_float("--scan-edge"), default=None,
+                   help="subdivide triangles to at most this edge (m; 0 = off)")
+    p.add_argument("--jitter", type=_positive_float("--jitter"), default=None,
+                   help="move vertices by up to this much per axis (m) when subdividing")
+    p.add_argument("--clutter", type=_nonneg_int("--clutter"), default=None, help="small boxes strewn on the floors")
     args = p.parse_args(argv)
     import os
 
@@ -43,12 +86,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.error(f"--out: {args.out} exists and is not a directory")
     from tqdm import tqdm
 
-    from habitat_mosnav.scenes.generator import generate_scene
+    from habitat_mosnav.scenes.generator import SceneOptions, generate_scene
 
+    def pick(value, scan_default, off):
+        return value if value is not None else (scan_default if args.scan else off)
+
+    options = SceneOptions(rooms=args.rooms, floors=args.floors, scan_edge=pick(args.scan_edge, SCAN_EDGE, 0.0),
+                           jitter=pick(args.jitter, SCAN_JITTER, SCAN_JITTER),
+                           clutter=pick(args.clutter, SCAN_CLUTTER, 0))
     os.makedirs(args.out, exist_ok=True)
     infos = []
     for i in tqdm(range(args.start_index, args.start_index + args.num_scenes), desc="scenes", unit="scene"):
-        info = generate_scene(args.out, args.seed, i)
+        info = generate_scene(args.out, args.seed, i, options)
         if args.preview:
             from habitat_mosnav.scenes.preview import render_glb_topdown
 

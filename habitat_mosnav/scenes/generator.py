@@ -10,19 +10,21 @@ from __future__ import annotations
 import json
 import os
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 from scipy import ndimage
 
 from habitat_mosnav.scenes import furniture as F
-from habitat_mosnav.scenes.geometry import MeshData, Part, bake_colors, box_from_bounds, yaw_matrix
+from habitat_mosnav.scenes.geometry import MeshData, Part, bake_colors, box, box_from_bounds, yaw_matrix
 from habitat_mosnav.scenes.gltf import write_semantic_glb
 from habitat_mosnav.scenes.io import world_to_file, write_semantic_txt
 from habitat_mosnav.scenes.layout import (
     HALF_WALL, WALL_HEIGHT, Door, FloorPlan, Room, make_floor_plan,
 )
+from habitat_mosnav.scenes.scan import scan_like
+from habitat_mosnav.scenes.stairs import FLOOR_PITCH, HALL_DEPTH, HALL_LENGTH, StairHall, place_stair_hall
 
 SCHEMA_VERSION = 1
 AGENT_RADIUS = 0.22  # clearance kept around furniture (agents of radius <= 0.18 pass)
@@ -558,12 +560,22 @@ RECIPES: Dict[str, Callable[[_Kit], None]] = {
 }
 
 
-def furnish(room: Room, doors: List[Door], rng: np.random.Generator) -> List[Placed]:
-    """The furniture of ``room`` by its type's recipe in :data:`RECIPES` (none for an unknown type)."""
+def furnish(room: Room, doors: List[Door], rng: np.random.Generator, clutter: int = 0,
+            clutter_rng: Optional[np.random.Generator] = None) -> List[Placed]:
+    """The furniture of ``room`` by its type's recipe in :data:`RECIPES` (none for an unknown
+    type), then up to ``clutter`` small boxes on the free floor (drawn from ``clutter_rng``,
+    so the furniture is the same with or without them), each kept off the doors and the
+    free space connected as furniture is."""
     kit = _Kit(room, doors, rng)
     recipe = RECIPES.get(room.name)
     if recipe is not None:
         recipe(kit)
+    if clutter:
+        kit.f.rng = clutter_rng
+        for _ in range(clutter):
+            w, d, h = (float(v) for v in np.round(clutter_rng.uniform((0.08, 0.08, 0.05), (0.5, 0.5, 0.45)), 2))
+            part = box((0.0, h / 2, 0.0), (w, h, d), F.rgb("brown", clutter_rng.uniform(0.6, 1.2)), "paper")
+            kit.f.free(F.Item("box", [part], ["brown"], ["cardboard"], []), tries=6, margin=0.05)
     return kit.f.placed
 
 
@@ -653,21 +665,114 @@ def _write_glb(path, vertices, faces, colors):
         fh.write(data)
 
 
-def generate_scene(out_dir: str, seed: int, index: int = 0) -> SceneInfo:
+@dataclass
+class SceneOptions:
+    """What a scene is beyond (seed, index); the defaults give the original 4-6 room flats.
+
+    ``rooms``: rooms per floor (None: 4-6); ``floors``: storeys joined by a stair hall
+    (:mod:`.stairs`); ``scan_edge`` > 0: subdivide to triangles of at most that edge (m)
+    and jitter vertices by up to ``jitter`` m (:mod:`.scan`); ``clutter``: small boxes
+    strewn over the floors."""
+
+    rooms: Optional[int] = None
+    floors: int = 1
+    scan_edge: float = 0.0
+    jitter: float = 0.015
+    clutter: int = 0
+
+    def check(self) -> None:
+        if self.rooms is not None and not 4 <= int(self.rooms) <= 120:
+            raise ValueError(f"rooms must be in 4..120, got {self.rooms}")
+        if not 1 <= int(self.floors) <= 8:
+            raise ValueError(f"floors must be in 1..8, got {self.floors}")
+        if self.scan_edge < 0 or self.jitter < 0 or self.clutter < 0:
+            raise ValueError("scan_edge, jitter and clutter must be >= 0")
+
+
+def _plan_with_hall(rng, opts: SceneOptions) -> Tuple[FloorPlan, Optional[StairHall]]:
+    plan = make_floor_plan(rng, opts.rooms)
+    if opts.floors == 1:
+        return plan, None
+    for _ in range(100):
+        hall = place_stair_hall(plan, opts.floors)
+        if hall is not None:
+            return plan, hall
+        plan = make_floor_plan(rng, opts.rooms)
+    raise RuntimeError("could not place a stair hall on any floor plan")  # pragma: no cover
+
+
+def _level_copy(plan: FloorPlan, level: int) -> Tuple[List[Room], List[Door]]:
+    """Rooms and doors of one storey: region and door ids numbered on from the storeys below."""
+    n, m = len(plan.rooms), len(plan.doors)
+    if level == 0:
+        return plan.rooms, plan.doors
+    rooms = [replace(r, region_id=r.region_id + level * n, doors=list(r.doors)) for r in plan.rooms]
+    doors = [replace(d, door_id=d.door_id + level * m, rooms=(d.rooms[0] + level * n, d.rooms[1] + level * n))
+             for d in plan.doors]
+    return rooms, doors
+
+
+def _lift_objects(objects: List[Placed], dy: float) -> None:
+    for p in objects:
+        p.position = (p.position[0], p.position[1] + dy, p.position[2])
+        if p.lo is not None:
+            p.lo = p.lo + np.array([0.0, dy, 0.0])
+            p.hi = p.hi + np.array([0.0, dy, 0.0])
+
+
+def _hall_objects(hall: StairHall, region: int, rng) -> List[Placed]:
+    paint = _WALL_PAINT[int(rng.integers(len(_WALL_PAINT)))]
+    kinds = {"floor": ((0.6, 0.62, 0.64), "floor_tile"), "wall": (paint, "paint"),
+             "ceiling": ((0.95, 0.95, 0.94), "paint")}
+    parts: Dict[str, List[Part]] = {k: [] for k in kinds}
+    for kind, lo, hi in hall.boxes():
+        parts[kind].append(box_from_bounds(lo, hi, *kinds[kind]))
+    return [Placed(kind, region, parts[kind]) for kind in ("floor", "ceiling", "wall")]
+
+
+def generate_scene(out_dir: str, seed: int, index: int = 0, options: Optional[SceneOptions] = None) -> SceneInfo:
     """Generate apartment ``index`` of the batch with ``seed`` under ``out_dir``."""
     seed, index = int(seed), int(index)
     if seed < 0 or index < 0:
         raise ValueError(f"seed and index must be >= 0 (got seed={seed}, index={index})")
+    opts = options or SceneOptions()
+    opts.check()
     ss = np.random.SeedSequence([seed, index])
     rng_plan, rng_furn, rng_col, rng_sem = (np.random.default_rng(s) for s in ss.spawn(4))
+    # the options' own streams: the furniture does not change with the scan options
+    rng_clutter, rng_scan = (np.random.default_rng(s) for s in ss.spawn(2))
     scene_id = scene_id_for(seed, index)
-    plan = make_floor_plan(rng_plan)
+    plan, hall = _plan_with_hall(rng_plan, opts)
+    n_rooms = len(plan.rooms) * opts.floors
+    hall_region = n_rooms if hall is not None else -1
 
     objects: List[Placed] = []
-    for room in plan.rooms:
-        doors = [plan.doors[i] for i in room.doors]
-        objects += _structure(room, doors, plan, rng_furn)
-        objects += furnish(room, doors, rng_furn)
+    regions: List[Tuple[Room, float]] = []
+    all_doors: List[Tuple[Door, float]] = []
+    k = 0
+    for level in range(opts.floors):
+        rooms, level_doors = _level_copy(plan, level)
+        y = level * FLOOR_PITCH
+        stair = hall.door(level, len(plan.doors) * opts.floors + level, rooms[hall.rooms[level]].region_id,
+                          hall_region) if hall is not None else None
+        level_objects: List[Placed] = []
+        for i, room in enumerate(rooms):
+            doors = [level_doors[j] for j in room.doors]
+            if stair is not None and i == hall.rooms[level]:
+                doors.append(stair)
+            level_objects += _structure(room, doors, plan, rng_furn)
+            share = opts.clutter // n_rooms + (1 if k < opts.clutter % n_rooms else 0)
+            k += 1
+            level_objects += furnish(room, doors, rng_furn, share, rng_clutter)
+            regions.append((room, y))
+        if y:
+            _lift_objects(level_objects, y)
+        objects += level_objects
+        all_doors += [(d, y) for d in level_doors] + ([(stair, y)] if stair is not None else [])
+    if hall is not None:
+        objects += _hall_objects(hall, hall_region, rng_furn)
+        regions.append((Room(hall_region, "stairs", hall.x0, hall.z0, hall.x0 + HALL_LENGTH,
+                                   hall.z0 + HALL_DEPTH), 0.0))
     for i, p in enumerate(objects):
         p.object_id = i + 1
     sem = _semantic_colors(rng_sem, len(objects))
@@ -705,6 +810,13 @@ def generate_scene(out_dir: str, seed: int, index: int = 0) -> SceneInfo:
     base = os.path.join(directory, scene_id)
     v, fcs, c, _ = render.arrays()
     sv, sf, sc, _ = semantic.arrays()
+    if opts.scan_edge > 0:  # render and semantic meshes share their geometry
+        v, new_faces, src = scan_like(v, fcs, opts.scan_edge, opts.jitter, rng_scan)
+        c2, sc2 = np.empty((len(v), 4), np.uint8), np.empty((len(v), 4), np.uint8)
+        for corner in range(3):
+            c2[new_faces[:, corner]] = c[fcs[src, corner]]
+            sc2[new_faces[:, corner]] = sc[fcs[src, corner]]
+        sv, fcs, sf, c, sc = v, new_faces, new_faces, c2, sc2
     # Meshes are stored Z up like HM3D/MP3D, so habitat-sim (which reads a .glb stage as
     # Z up) and MosNavMeshSim-v0 both load them with the floor at world y = 0.
     _write_glb(base + ".glb", world_to_file(v), fcs, c)
@@ -720,19 +832,25 @@ def generate_scene(out_dir: str, seed: int, index: int = 0) -> SceneInfo:
         "floor_height": 0.0,
         "wall_height": WALL_HEIGHT,
         "regions": [{"region_id": r.region_id, "name": r.name,
-                     "aabb": _aabb((r.x0, 0.0, r.z0), (r.x1, WALL_HEIGHT, r.z1))} for r in plan.rooms],
+                     "aabb": _aabb((r.x0, y, r.z0), (r.x1, (hall.top if r.region_id == hall_region else y + WALL_HEIGHT),
+                                                      r.z1))} for r, y in regions],
         "doors": [{"door_id": d.door_id, "regions": list(d.rooms), "axis": d.axis,
-                   "center": [round(d.center[0], 4), 0.0, round(d.center[1], 4)],
+                   "center": [round(d.center[0], 4), y, round(d.center[1], 4)],
                    "width": round(d.width, 4), "height": d.height,
-                   "span": [round(d.lo, 4), round(d.hi, 4)]} for d in plan.doors],
+                   "span": [round(d.lo, 4), round(d.hi, 4)]} for d, y in all_doors],
         "objects": meta_objects,
         "structures": meta_structures,
     }
+    if opts.floors > 1:
+        meta["floors"] = [{"level": i, "floor_height": round(i * FLOOR_PITCH, 4)} for i in range(opts.floors)]
+    if opts != SceneOptions():
+        meta["generator"]["options"] = {"rooms": opts.rooms, "floors": opts.floors, "scan_edge": opts.scan_edge,
+                                        "jitter": opts.jitter, "clutter": opts.clutter}
     with open(base + ".mosnav_meta.json", "w", encoding="utf-8", newline="\n") as fh:
         json.dump(meta, fh, indent=1)
         fh.write("\n")
     return SceneInfo(scene_id, index, directory, base + ".glb", base + ".semantic.glb", base + ".semantic.txt",
-                     base + ".mosnav_meta.json", len(meta_objects), len(objects), len(plan.rooms), int(len(fcs)))
+                     base + ".mosnav_meta.json", len(meta_objects), len(objects), len(regions), int(len(fcs)))
 
 
 def generate_scenes(out_dir: str, num_scenes: int, seed: int, progress: bool = False) -> List[SceneInfo]:

@@ -187,16 +187,20 @@ def _room_names(n: int, areas: List[float], corridor: bool, rng) -> List[str]:
     middle = idx[1:-1]
     rng.shuffle(middle)
     extras = ["kitchen", "bedroom"] + list(rng.permutation(["bedroom", "office", "dining room"]))
+    if len(middle) > len(extras):  # big plans (> 7 rooms): more of every kind
+        kinds = ["bedroom", "bedroom", "office", "bathroom", "kitchen", "dining room", "living room"]
+        extras += [kinds[int(k)] for k in rng.integers(len(kinds), size=len(middle) - len(extras))]
     for i, name in zip(middle, extras):
         names[i] = str(name)
     return names
 
 
 def make_floor_plan(rng: np.random.Generator, num_rooms: Optional[int] = None) -> FloorPlan:
-    """A connected floor plan of 4-6 rooms (or ``num_rooms``), all doors >= 0.9 m wide."""
+    """A connected floor plan of 4-6 rooms (or ``num_rooms``), all doors >= 0.9 m wide.
+    Plans of more than 12 rooms are guillotine splits (a corridor would be a street)."""
     for _ in range(100):
         n = int(num_rooms if num_rooms is not None else rng.integers(4, 7))
-        corridor = n >= 5 and rng.random() < 0.7
+        corridor = n >= 5 and rng.random() < 0.7 and n <= 12
         plan = _corridor_plan(rng, n) if corridor else _guillotine_plan(rng, n)
         if plan is None:
             continue
