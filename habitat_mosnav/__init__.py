@@ -37,6 +37,7 @@ def register() -> None:
     _registered = True
     import importlib
 
+    _compat.restore_dlopen_flags()
     for name in _REGISTERING_MODULES:
         importlib.import_module(name)
     importlib.import_module("habitat_mosnav.config.default").register_configs()

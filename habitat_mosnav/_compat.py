@@ -111,6 +111,25 @@ PLACEHOLDERS: Dict[str, Dict[str, object]] = {
 }
 
 
+_DLOPEN_FLAGS = sys.getdlopenflags()
+
+
+def restore_dlopen_flags() -> None:
+    """Undo habitat-sim's ``RTLD_GLOBAL`` for the extensions imported after it.
+
+    Its Magnum bindings (``corrade/__init__``) leave Python's dlopen flags at RTLD_GLOBAL
+    for the rest of the process. An extension loaded after that shares its symbols with
+    everything: torch's ``triton`` (a static LLVM, loaded by habitat-baselines through
+    ``torch._dynamo``) then clashes with Mesa's LLVM when the CPU simulator opens its EGL
+    context (llvmpipe): ``LLVM ERROR: Option 'default' already exists!`` and an abort.
+    Called once habitat (and so habitat-sim) is imported; Magnum's own modules are loaded
+    by then and keep working."""
+    import os
+
+    if sys.getdlopenflags() & os.RTLD_GLOBAL and not _DLOPEN_FLAGS & os.RTLD_GLOBAL:
+        sys.setdlopenflags(sys.getdlopenflags() & ~os.RTLD_GLOBAL)
+
+
 def habitat_sim_available() -> bool:
     """True when habitat-sim (and its magnum) can be imported."""
     if "habitat_sim" in sys.modules and sys.modules["habitat_sim"] is not None:
