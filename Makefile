@@ -34,12 +34,13 @@ setup: $(VENV)/.base-installed egl
 setup-baselines: $(VENV)/.baselines-installed egl
 
 # The demo/official benchmark setting (12 MOS + MOC episodes of the bundled scenes), then
-# a report page comparing the two runs: $(DEMO_OUT)/report/index.html.
+# a report page comparing the two runs: $(DEMO_OUT)/report/index.html (each episode's map
+# of both agents side by side, the oracle's videos linked).
 demo: setup
 	rm -rf $(DEMO_OUT)
 	$(VENV)/bin/mosnav-eval --benchmark demo/official --agent habitat_mosnav.agents.oracle:OracleAgent \
-		--save-maps --output-dir $(DEMO_OUT)/oracle
-	$(VENV)/bin/mosnav-eval --benchmark demo/official --agent random --output-dir $(DEMO_OUT)/random
+		--save-maps --save-video mp4 --output-dir $(DEMO_OUT)/oracle
+	$(VENV)/bin/mosnav-eval --benchmark demo/official --agent random --save-maps --output-dir $(DEMO_OUT)/random
 	$(VENV)/bin/mosnav-report $(DEMO_OUT)/oracle $(DEMO_OUT)/random --out $(DEMO_OUT)/report
 
 # Reference baselines (random, frontier + GT detector, PPO checkpoint if any, oracle) and

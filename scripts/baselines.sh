@@ -28,7 +28,7 @@ run() {
     shift
     echo "== $name"
     # shellcheck disable=SC2086
-    "$BIN/mosnav-eval" --benchmark "$BENCH" $ARGS --output-dir "$OUT/$name" "$@"
+    "$BIN/mosnav-eval" --benchmark "$BENCH" $ARGS --save-maps --output-dir "$OUT/$name" "$@"
 }
 run random --agent random
 run frontier_gt --agent habitat_mosnav.agents.frontier:FrontierAgent --set "$SEMANTIC"

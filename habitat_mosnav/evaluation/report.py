@@ -405,10 +405,11 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
                 hi.append((interval[1] if interval[1] is not None else mean) - mean)
             if xs:
                 bars = ax.bar(xs, ys, width=width, yerr=[lo, hi], capsize=3, color=colors[run.name])
+                ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=2)  # a 0 is a value too
                 plot.drawn(run.name, bars, len(xs), column)
         ax.set_xticks(range(len(modes)))
         ax.set_xticklabels(modes)
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(0, 1.12)
         ax.set_title(f"{column} by mode (95 % bootstrap)")
     _note_missing(plot, runs, "no ok episode of any mode")
     _run_legend(fig, runs, colors, plot)
