@@ -554,6 +554,7 @@ tr.err td { background: #f8d7da; }
 .swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px;
           vertical-align: -0.1em; margin-right: 0.35em; }
 .warning { background: #fff3cd; border: 1px solid #e0c36a; padding: 0.5em 0.9em; margin: 0.8em 0; }
+.scroll { overflow-x: auto; max-width: 100%; }
 details { margin: 0.4em 0 1em; } summary { cursor: pointer; font-weight: bold; }
 img.plot { max-width: 100%; border: 1px solid #ddd; margin: 0.4em 0 0.2em; }
 p.missing { color: #7a5a00; font-size: 13px; margin: 0 0 1.2em; }
@@ -630,8 +631,8 @@ def _table(table_id: str, head: Sequence[Tuple[str, str, str]], rows: Sequence[s
     """A sortable table; ``head``: (label, glossary key or "", "t" for text columns)."""
     ths = "".join(f'<th class="{c}" data-type="{"str" if c else "num"}"{_tip(k)}>{_esc(h)}</th>'
                   for h, k, c in head)
-    return (f'<table class="sortable" id="{table_id}"><thead><tr>{ths}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+    return (f'<div class="scroll"><table class="sortable" id="{table_id}"><thead><tr>{ths}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def _row_class(run: RunData) -> str:
@@ -793,8 +794,9 @@ def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
             rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     ths = "".join(f'<th class="{"t" if t == "str" else ""}" data-type="{t}" data-key="{k}"{_tip(k)}>'
                   f'{_esc(h)}</th>' for h, k, t in head)
-    return (f'<table class="sortable" id="episodes"><thead><tr>{ths}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+    # long episode keys scroll inside their box, never the page
+    return (f'<div class="scroll"><table class="sortable" id="episodes"><thead><tr>{ths}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def _outcome(rec: Mapping[str, Any]) -> Tuple[str, str]:
