@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 
 .PHONY: setup setup-baselines egl chromium demo baselines test test-fast bench clean
 
-$(VENV)/.base-installed: setup.py
+$(VENV)/.base-installed: pyproject.toml _build/mosnav_build.py
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip wheel setuptools
 	$(PIP) -e .[test]

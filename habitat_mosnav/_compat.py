@@ -185,6 +185,7 @@ class _ImportHook(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in ("habitat", "habitat_baselines"):
             return None
+        silence_gym_notice()
         install()
         if fullname != "habitat":
             return None
@@ -200,6 +201,19 @@ class _ImportHook(importlib.abc.MetaPathFinder):
                     spec.loader = _LoaderThenCallbacks(spec.loader)
                 return spec
         return None
+
+
+def silence_gym_notice() -> None:
+    """gym 0.23 (pinned by habitat-lab) prints a 3-line "Gym has been unmaintained" banner
+    to stderr when imported (from ``gym_notices``), in every command and every rank; the
+    user cannot act on it. Blank it before habitat imports gym."""
+    if "gym" in sys.modules:
+        return
+    try:
+        import gym_notices.notices as notices
+    except Exception:  # noqa: BLE001 - no gym_notices, no banner
+        return
+    notices.notices.clear()
 
 
 def install_import_hook() -> None:

@@ -39,7 +39,7 @@ SLOW_AGENT = textwrap.dedent("""
 
 
 def test_committed_demo_data_is_present():
-    # The demo ships with the package (setup.py package_data): missing files are a packaging
+    # The demo ships with the package (pyproject.toml package-data): missing files are a packaging
     # bug, so this fails rather than skipping the demo tests.
     scenes = sorted(os.listdir(os.path.join(DEMO, "scenes")))
     datasets = sorted(os.listdir(os.path.join(DEMO, "dataset_semantic")))

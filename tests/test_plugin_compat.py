@@ -128,3 +128,17 @@ def test_habitat_free_parts_import_without_habitat_or_torch():
         assert registry.get_task('MultiObjectNav-v1') is not None
         assert registry.get_measure('SPLMulti') is not None
     """)
+
+
+@pytest.mark.parametrize("first", ["habitat_mosnav", "habitat"])
+def test_no_gym_banner_on_stderr(first):
+    """gym's 3-line "unmaintained" banner (habitat-lab pins gym) is not printed, whichever
+    of habitat / habitat_mosnav comes first (the second through the .pth start-up hook)."""
+    import subprocess
+    import sys
+
+    other = "habitat" if first == "habitat_mosnav" else "habitat_mosnav"
+    proc = subprocess.run([sys.executable, "-c", f"import {first}, {other}, gym"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Gym has been unmaintained" not in proc.stderr

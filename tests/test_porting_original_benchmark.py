@@ -141,11 +141,11 @@ def test_benchmark_api_is_the_agent_api():
 
 
 def test_setup_installs_benchmark_api():
-    import setuptools  # noqa: F401  (provides distutils)
-    from distutils.core import run_setup
+    import tomllib
 
-    dist = run_setup(os.path.join(REPO, "setup.py"), stop_after="init")
-    assert "benchmark_api" in dist.py_modules
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)
+    assert "benchmark_api" in project["tool"]["setuptools"]["py-modules"]
     assert os.path.isfile(os.path.join(REPO, "benchmark_api.py"))
 
 

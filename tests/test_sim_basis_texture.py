@@ -120,3 +120,21 @@ def test_undecodable_texture_warns_in_one_line_and_keeps_the_geometry(tmp_path, 
     assert len(msgs) == 1 and "\n" not in msgs[0]
     assert "bad.basis.glb" in msgs[0] and "image 0" in msgs[0] and "image/ktx2" in msgs[0]
     assert len(mesh.faces) == 4 and mesh.textures == []
+
+
+def test_without_the_optional_basis_decoder_the_error_names_the_extra(tmp_path, monkeypatch):
+    """opengl-basisu is an optional extra (HM3D textures only): without it a Basis scene
+    is one line saying what to install, not an ImportError deep in the loader."""
+    import importlib.util
+
+    from habitat_mosnav.scenes.io import SceneFormatError
+    from habitat_mosnav.sims.geometry import basis_glb_to_png_glb
+
+    path = write_basis_glb(str(tmp_path / "wall.basis.glb"), b"\xabKTX 20\xbb\r\n\x1a\n" + b"\0" * 40)
+    stock = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "opengl_basisu" else stock(name, *a))
+    with open(path, "rb") as f:
+        data = f.read()
+    with pytest.raises(SceneFormatError, match=r"wall\.basis\.glb: .*pip install 'habitat_mosnav\[hm3d\]'"):
+        basis_glb_to_png_glb(path, data)

@@ -6,6 +6,8 @@ and each vertex gets the object id whose annotation colour it carries (0 = no ob
 """
 from __future__ import annotations
 
+import importlib.util
+
 import io
 import logging
 import os
@@ -127,6 +129,9 @@ def basis_glb_to_png_glb(path: str, data: bytes) -> bytes:
     used = set(gltf.get("extensionsUsed", [])) | set(gltf.get("extensionsRequired", []))
     if not used & set(_BASIS_EXT):
         return data
+    if importlib.util.find_spec("opengl_basisu") is None:
+        raise SceneFormatError(f"{path}: Basis Universal textures need the optional package "
+                               "opengl-basisu: pip install 'habitat_mosnav[hm3d]'")
     blob = bytearray(bin_chunk)
     views = gltf.setdefault("bufferViews", [])
     images = gltf.setdefault("images", [])

@@ -1,0 +1,115 @@
+"""Packaging (issue 24): pyproject.toml with setuptools' backend plus a public-API hook
+that puts ``habitat_mosnav_compat.pth`` into every wheel (regular and editable, with its
+RECORD line); the package data is declared (no "absent from packages" warnings); the
+start-up hook runs from an installed copy. Builds use this interpreter's setuptools and no
+network (``--no-build-isolation``, ``--no-deps``)."""
+import base64
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PTH = "habitat_mosnav_compat.pth"
+SOURCES = ["pyproject.toml", "README.md", "_build", "habitat_mosnav", "_habitat_mosnav_pth.py",
+           "benchmark_api.py"]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """A copy of the project's sources (so builds leave no build/ or egg-info here)."""
+    root = tmp_path_factory.mktemp("src") / "habitat_mosnav_src"
+    root.mkdir()
+    for name in SOURCES:
+        src = os.path.join(REPO, name)
+        if os.path.isdir(src):
+            shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, root / name)
+    return root
+
+
+def _check_pth(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        assert z.read(PTH) == b"import _habitat_mosnav_pth\n"
+        record = next(n for n in z.namelist() if n.endswith(".dist-info/RECORD"))
+        lines = z.read(record).decode().splitlines()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(z.read(PTH)).digest()).rstrip(b"=").decode()
+        assert f"{PTH},sha256={digest},{len(z.read(PTH))}" in lines
+        assert len(set(z.namelist())) == len(z.namelist())
+        return z.namelist()
+
+
+def _hook_runs(site_dir):
+    """Start Python on ``site_dir`` as a site directory: is the hook imported at start-up?"""
+    code = ("import site, sys; site.addsitedir(sys.argv[1]); "
+            "print('_habitat_mosnav_pth' in sys.modules, 'habitat_mosnav._compat' in sys.modules)")
+    out = subprocess.run([sys.executable, "-S", "-c", code, str(site_dir)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    return out == ["True", "True"]
+
+
+def test_wheel_ships_the_hook_and_the_data_without_warnings(source, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
+                           "-w", str(tmp_path), str(source)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "absent from the `packages` configuration" not in proc.stdout + proc.stderr
+    (wheel,) = [p for p in tmp_path.iterdir() if p.suffix == ".whl"]
+    names = _check_pth(wheel)
+    yamls = {os.path.relpath(os.path.join(d, f), REPO).replace(os.sep, "/")
+             for d, _, fs in os.walk(os.path.join(REPO, "habitat_mosnav", "config")) for f in fs
+             if f.endswith(".yaml")}
+    assert yamls <= set(names)
+    assert "habitat_mosnav/data/demo/dataset_semantic/categories.json" in names
+    assert "benchmark_api.py" in names and "_habitat_mosnav_pth.py" in names
+    unpacked = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(unpacked)
+    assert _hook_runs(unpacked)
+
+
+def test_editable_wheel_ships_the_hook_through_public_hooks_only(source, tmp_path):
+    backend = (source / "_build" / "mosnav_build.py").read_text()
+    assert "_select_strategy" not in backend and not (source / "setup.py").exists()
+    code = ("import sys; sys.path.insert(0, '_build'); import mosnav_build; "
+            "print(mosnav_build.build_editable(sys.argv[1]))")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=source,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    wheel = tmp_path / proc.stdout.split()[-1]
+    names = _check_pth(wheel)
+    assert any(n.startswith("__editable__") for n in names)
+    unpacked = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(unpacked)
+    assert _hook_runs(unpacked)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("editable", [False, True], ids=["wheel", "editable"])
+def test_wheel_install_in_a_fresh_venv(source, tmp_path, editable):
+    """``pip install .`` / ``pip install -e .`` into a new venv (its own pip and setuptools,
+    no dependencies): the interpreter imports the hook at start-up."""
+    venv = tmp_path / "venv"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    # The build uses this interpreter's setuptools (no network for an isolated build env).
+    import setuptools
+
+    build_path = tmp_path / "build_path"
+    build_path.mkdir()
+    site = os.path.dirname(os.path.dirname(setuptools.__file__))
+    for name in ("setuptools", "pkg_resources", "_distutils_hack"):
+        if os.path.exists(os.path.join(site, name)):
+            os.symlink(os.path.join(site, name), build_path / name)
+    args = [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
+    proc = subprocess.run(args + (["-e"] if editable else []) + [str(source)], capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(build_path)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    started = subprocess.run([python, "-c", "import sys; print('_habitat_mosnav_pth' in sys.modules)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert started == "True"
