@@ -41,6 +41,7 @@ def register() -> None:
     for name in _REGISTERING_MODULES:
         importlib.import_module(name)
     importlib.import_module("habitat_mosnav.config.default").register_configs()
+    importlib.import_module("habitat_mosnav.gym_envs").register_gym_envs()
 
 
 _compat.install_import_hook()

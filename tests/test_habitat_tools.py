@@ -121,3 +121,29 @@ def test_habitat_nav_measures_group_sets_view_points_and_success_distance():
     assert m.distance_to_goal.distance_to == "VIEW_POINTS"
     assert m.success.success_distance == cfg.habitat.task.mosnav_success_distance == 0.25
     assert "spl" in m
+
+
+def test_gym_ids_make_habitats_gym_env_with_finite_bounds_of_ours():
+    import warnings
+
+    import gym
+    from gym.utils import env_checker
+
+    from habitat_mosnav.gym_envs import GYM_CONFIGS
+
+    assert {"HabitatMosNavMosDemo-v0", "HabitatMosNavMocHM3D-v0"} <= set(GYM_CONFIGS)
+    env = gym.make("HabitatMosNavMosDemo-v0", override_options=[
+        "habitat.task.mosnav_space_coverage_samples=0",
+        "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor"])
+    try:
+        space = env.observation_space
+        assert space["mosnav_target_count"].high[0] == 100  # finite (was inf)
+        obs = env.reset()
+        assert all(space[k].contains(v) for k, v in obs.items())
+        for key in [k for k in space.spaces if k.startswith("mosnav_")]:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                env_checker._check_box_obs(space[key], key)
+            assert not caught, (key, [str(w.message) for w in caught])
+    finally:
+        env.close()

@@ -106,7 +106,11 @@ class TargetModeSensorConfig(LabSensorConfig):
 
 @dataclass
 class TargetCountSensorConfig(LabSensorConfig):
+    """``max_count``: the observation space's upper bound (an episode asking for more
+    targets is an error)."""
+
     type: str = "MosNavTargetCountSensor"
+    max_count: int = 100
 
 
 # ----------------------------------------------------------------------------- measures

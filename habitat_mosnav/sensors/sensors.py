@@ -99,8 +99,14 @@ class MosNavTargetCountSensor(_MosSensor):
     cls_uuid = "mosnav_target_count"
 
     def _get_observation_space(self, *args: Any, **kwargs: Any):
-        return spaces.Box(low=0.0, high=np.inf, shape=(1,), dtype=np.float32)
+        # Finite bounds (config max_count): gym's checker and policies that normalise by the
+        # space's bounds need them.
+        return spaces.Box(low=0.0, high=float(self.config.max_count), shape=(1,), dtype=np.float32)
 
     def get_observation(self, observations, episode, *args: Any, **kwargs: Any):
         count = episode.target_count if episode.target_mode == "many" else 0
+        if (count or 0) > self.config.max_count:
+            raise ValueError(f"episode {episode.episode_id!r}: target_count {count} exceeds the "
+                             f"mosnav_target_count sensor's max_count {self.config.max_count} "
+                             "(habitat.task.lab_sensors.mosnav_target_count.max_count)")
         return np.array([float(count or 0)], dtype=np.float32)
