@@ -58,6 +58,7 @@ test-fast: setup chromium
 bench: setup
 	$(PY) benchmarks/bench_env.py
 	$(PY) benchmarks/bench_sim.py
+	$(PY) benchmarks/bench_scale.py
 	$(PY) benchmarks/bench_texels.py --size 4096 --grid 400 --objects 1000
 
 clean:

@@ -51,3 +51,19 @@ def test_visibility_polygon_reaches_the_eroded_walls(box_grid):
     seen, _ = sees_cols(tab, np.array([0]), np.array([2.0]), np.array([2.0]), 3.7, 2.0, 0.01)
     hidden, _ = sees_cols(tab, np.array([0]), np.array([2.0]), np.array([2.0]), 3.95, 2.0, 0.01)
     assert seen[0] and not hidden[0]
+
+
+def test_edges_do_not_depend_on_the_pair_block_and_have_no_length_cap(box_grid, monkeypatch):
+    from habitat_mosnav.sims.grid import corners
+    from habitat_mosnav.sims.grid.corners import CornerGraph
+
+    # a 24 m hall with two pillars: corner pairs 20 m apart see each other along it
+    hall = ts.room_boxes(0.0, 0.0, 24.0, 4.0) + [((1.8, 0.0, 1.8), (2.2, ts.WALL_H, 2.2), (90, 90, 200, 255)),
+                                                  ((21.8, 0.0, 1.8), (22.2, ts.WALL_H, 2.2), (90, 90, 200, 255))]
+    grid = box_grid("hall24", hall)
+    rows, cols, w = grid.graph.edges
+    assert w.max() > 19.0  # no cap on an edge's length
+    monkeypatch.setattr(corners, "PAIR_BLOCK", 100)  # a few rows at a time
+    again = CornerGraph(grid.surface, grid.clearance)
+    assert np.array_equal(again.edges[0], rows) and np.array_equal(again.edges[1], cols)
+    assert np.array_equal(again.edges[2], w)

@@ -25,9 +25,11 @@ TANGENT_COS = 0.35
 #: rays per visibility polygon and their reach (m)
 RAYS = 180
 RAY_MAX = 15.0
-#: patches with more node pairs than this only get edges shorter than LONG_EDGE (m)
-MAX_NODE_PAIRS = 4_000_000
-LONG_EDGE = 6.0
+#: node pairs looked at per block when finding the edges (bounds the build's memory)
+PAIR_BLOCK = 2_000_000
+#: a pair is tested for line of sight when one end's visibility polygon reaches the other
+#: within this (m; None: every tangential pair is tested)
+SEE_SLACK = None
 
 
 def len3(a, ya, b, yb):
@@ -99,7 +101,7 @@ class CornerGraph:
         else:
             self.node_xz, self.node_nrm = np.zeros((0, 2)), np.zeros((0, 2))
             self.node_y, self.node_patch = np.zeros(0), np.zeros(0, np.int64)
-            self.num_nodes, self.patch_nodes, self.graph_truncated = 0, {}, False
+            self.num_nodes, self.patch_nodes = 0, {}
             self.edges = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
             self.node_rays = np.zeros((0, RAYS), np.float32)
 
@@ -111,8 +113,6 @@ class CornerGraph:
         that see each other (straight segment with clearance >= radius) and leave both
         corners tangentially, plus the seam crossings. Shortest paths of the free space
         bend only at such corners, so Dijkstra over this graph gives the geodesic."""
-        from scipy.spatial import cKDTree
-
         s = self.s
         cell, er = s.cell, self.c.erode
         xz, ys, pat, nrm = [], [], [], []
@@ -203,35 +203,62 @@ class CornerGraph:
             wts.append(max(len3(self.node_xz[nc_ + i], self.node_y[nc_ + i],
                                       self.node_xz[nc_ + j], self.node_y[nc_ + j]), 1e-6))
         er_ = [np.asarray(rows, np.int64)], [np.asarray(cols, np.int64)], [np.asarray(wts, np.float64)]
-        self.graph_truncated = False
-        for p, idx in self.patch_nodes.items():
-            m = len(idx)
-            if m < 2:
-                continue
-            if m * (m - 1) // 2 <= MAX_NODE_PAIRS:
-                ii, jj = np.triu_indices(m, 1)
-            else:  # very large patches: edges up to a few metres (the field fills in)
-                self.graph_truncated = True
-                pr = cKDTree(self.node_xz[idx]).query_pairs(LONG_EDGE, output_type="ndarray")
-                ii, jj = pr[:, 0], pr[:, 1]
-            a, b = idx[ii], idx[jj]
-            keep = self.tangent(a, self.node_xz[b]) & self.tangent(b, self.node_xz[a])
-            a, b = a[keep], b[keep]
-            li = int(self.s.patch_layer[p])
-            for s in range(0, len(a), 20000):
-                aa, bb = a[s:s + 20000], b[s:s + 20000]
-                vis = self.c.los(li, self.node_xz[aa], self.node_xz[bb])
-                aa, bb = aa[vis], bb[vis]
-                er_[0].append(aa)
-                er_[1].append(bb)
-                er_[2].append(np.maximum(len3(self.node_xz[aa], self.node_y[aa],
-                                                    self.node_xz[bb], self.node_y[bb]), 1e-6))
-        self.edges = tuple(np.concatenate(x) for x in er_)
         # each node's visibility polygon, as free length along RAYS directions: a query
         # point sees a node when it lies within it (a table look-up, no ray marching)
         self.node_rays = np.zeros((self.num_nodes, RAYS), np.float32)
         for p, idx in self.patch_nodes.items():
             self.node_rays[idx] = self.cast(int(self.s.patch_layer[p]), self.node_xz[idx])
+        for p, idx in self.patch_nodes.items():
+            if len(idx) < 2:
+                continue
+            aa, bb = self._patch_edges(int(self.s.patch_layer[p]), idx)
+            er_[0].append(aa)
+            er_[1].append(bb)
+            er_[2].append(np.maximum(len3(self.node_xz[aa], self.node_y[aa], self.node_xz[bb], self.node_y[bb]), 1e-6))
+        self.edges = tuple(np.concatenate(x) for x in er_)
+
+    def _patch_edges(self, li: int, idx: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """The visibility edges (a, b), a < b in ``idx`` order, among one patch's nodes: every
+        pair, a block of rows at a time (memory stays bounded), kept when it leaves both
+        corners tangentially, one of the two visibility polygons holds the other end within
+        ``SEE_SLACK`` (a cheap, generous filter), and the segment keeps the clearance."""
+        m = len(idx)
+        xz, nrm = self.node_xz[idx], self.node_nrm[idx]
+        tab = self.node_tables()
+        base = idx.astype(np.int64) * RAYS
+        out_a, out_b = [], []
+        rows = max(1, PAIR_BLOCK // m)
+        for s in range(0, m - 1, rows):
+            i = np.arange(s, min(s + rows, m - 1))
+            cnt = m - 1 - i
+            ii = np.repeat(i, cnt)
+            jj = np.arange(len(ii)) - np.repeat(np.cumsum(cnt) - cnt, cnt) + ii + 1
+            d = xz[jj] - xz[ii]
+            ln = np.hypot(d[:, 0], d[:, 1])
+            lim = TANGENT_COS * np.maximum(ln, 1e-12)
+            keep = (np.abs(d[:, 0] * nrm[ii, 0] + d[:, 1] * nrm[ii, 1]) <= lim)
+            keep &= np.abs(d[:, 0] * nrm[jj, 0] + d[:, 1] * nrm[jj, 1]) <= lim
+            ii, jj, d, ln = ii[keep], jj[keep], d[keep], ln[keep]
+            if SEE_SLACK is not None and len(ii):
+                seen = self._reach(tab, base[ii], d[:, 0], d[:, 1]) >= ln - SEE_SLACK
+                seen |= self._reach(tab, base[jj], -d[:, 0], -d[:, 1]) >= ln - SEE_SLACK
+                ii, jj = ii[seen], jj[seen]
+            for c in range(0, len(ii), 20000):
+                a, b = idx[ii[c:c + 20000]], idx[jj[c:c + 20000]]
+                vis = self.c.los(li, self.node_xz[a], self.node_xz[b])
+                out_a.append(a[vis])
+                out_b.append(b[vis])
+        if not out_a:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(out_a), np.concatenate(out_b)
+
+    @staticmethod
+    def _reach(tab, base: np.ndarray, dx: np.ndarray, dz: np.ndarray) -> np.ndarray:
+        """Reach of the polygons at ray offsets ``base`` toward directions (dx, dz)."""
+        a = np.mod(np.arctan2(dz, dx), 2 * math.pi) * (RAYS / (2 * math.pi))
+        fl = np.floor(a)
+        k = base + fl.astype(np.int64) % RAYS
+        return tab[0][k] + (a - fl) * tab[1][k]
 
     def tangent(self, i: np.ndarray, other: np.ndarray) -> np.ndarray:
         """Segments from nodes ``i`` towards ``other`` that leave a corner along its

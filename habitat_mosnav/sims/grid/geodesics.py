@@ -257,9 +257,8 @@ class Geodesics:
 
     def field_value(self, df: DistanceField, loc: Location) -> float:
         val, first = self.best_corner(df, loc)
-        if first == -2 or (self.g.graph_truncated and val < INF):
-            fm = self.fm.value(self.fmm(df), loc)
-            return fm if first == -2 else min(val, fm)
+        if first == -2:  # sees nothing it could reach through
+            return self.fm.value(self.fmm(df), loc)
         return val
 
     def fmm(self, df: DistanceField) -> DistanceField:
