@@ -147,7 +147,7 @@ def bench_solver(n: int = 12, repeats: int = 5) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="benchmark/nav/mosnav/mos_demo.yaml")
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--cores", type=int, default=1)

@@ -109,7 +109,7 @@ def _accuracy(sim, pairs: int, seed: int) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--scene", default=None, help="scene .glb (default: first demo scene)")
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--size", type=int, default=256, help="RGB-D width and height")

@@ -55,7 +55,7 @@ def make_scene(directory: str, size: int, grid: int, objects: int, seed: int = 0
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--grid", type=int, default=200)
     ap.add_argument("--objects", type=int, default=400)

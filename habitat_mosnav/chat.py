@@ -31,6 +31,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from habitat_mosnav.safety import mask_secrets, register_secret
+
 __all__ = [
     "APIAuthError",
     "APIError",
@@ -159,8 +161,10 @@ def _is_loopback(url: str) -> bool:
     return host in _LOOPBACK or host.startswith("127.")
 
 
-def _short(text: str, limit: int = _MAX_ERROR_BODY) -> str:
-    text = " ".join(str(text).split())
+def _short(text: str, limit: int = _MAX_ERROR_BODY, secrets: Tuple[str, ...] = ()) -> str:
+    """One line of at most ``limit`` characters, masked *before* it is cut (a cut must
+    never leave the start of a key behind)."""
+    text = " ".join(mask_secrets(text, *secrets).split())
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -214,13 +218,20 @@ class ChatClient:
         self.requests_sent = 0
         self._sleep = sleep
         self._key = api_key or None
+        if self._key:
+            register_secret(self._key)  # masked in everything written or printed
         self._user_agent = user_agent
         self._sdk = None
         self._lock = threading.Lock()
         self._last_start: Optional[float] = None
 
     def __repr__(self) -> str:  # never show the key
-        return f"ChatClient(url={self.url!r}, timeout={self.timeout}, retries={self.retries})"
+        return f"ChatClient(url={self._scrub(self.url)!r}, timeout={self.timeout}, retries={self.retries})"
+
+    @property
+    def secrets(self) -> Tuple[str, ...]:
+        """What :func:`~habitat_mosnav.safety.mask_secrets` must hide for this client."""
+        return (self._key,) if self._key else ()
 
     @property
     def has_key(self) -> bool:
@@ -247,7 +258,8 @@ class ChatClient:
                     try:
                         value = parse(text)
                     except MalformedReply as exc:
-                        raise _Retryable("malformed", f"malformed reply: {exc}", raw=(text or "")[:2000]) from None
+                        raise _Retryable("malformed", f"malformed reply: {exc}",
+                                         raw=self._scrub(text or "")[:2000]) from None
                 return ChatResult(text, attempt + 1, time.monotonic() - t0, usage, finish, errors, log, value)
             except APIError as exc:
                 exc.args = (self._scrub(str(exc)),)
@@ -284,9 +296,9 @@ class ChatClient:
 
     # ----------------------------------------------------------------- internals
     def _scrub(self, text: str) -> str:
-        """Mask the key should a server echo it back, and any bearer token."""
-        text = text.replace(self._key, "***") if self._key else text
-        return re.sub(r"(?i)bearer\s+\S+", "Bearer ***", text)
+        """Mask the key (and its prefixes) should a server echo it back, URL credentials
+        and bearer tokens (:func:`~habitat_mosnav.safety.mask_secrets`)."""
+        return mask_secrets(text, *self.secrets)
 
     def _client(self):
         if self._sdk is None:
@@ -323,7 +335,7 @@ class ChatClient:
             code = exc.status_code
             detail = exc.body.get("message") if isinstance(exc.body, dict) else exc.response.text
             reason = exc.response.reason_phrase or ""
-            message = f"HTTP {code} {reason}".rstrip() + (f": {_short(detail)}" if detail else "")
+            message = f"HTTP {code} {reason}".rstrip() + (f": {_short(detail, secrets=self.secrets)}" if detail else "")
             if code >= 500 or code in _RETRY_STATUS:
                 raise _Retryable("http", message, _retry_after(exc.response.headers), code) from None
             cls = APIAuthError if code in (401, 403) else APIRequestError
@@ -340,7 +352,7 @@ class ChatClient:
         try:
             return json.loads(text)
         except ValueError:
-            raise _Retryable("malformed", f"reply is not JSON: {_short(text, 120)!r}") from None
+            raise _Retryable("malformed", f"reply is not JSON: {_short(text, 120, self.secrets)!r}") from None
 
     def _extract(self, data: Any) -> Tuple[Optional[str], Dict[str, Any], Optional[str]]:
         if not isinstance(data, dict):
@@ -348,7 +360,7 @@ class ChatClient:
         if "error" in data and not data.get("choices"):
             err = data["error"]
             msg = err.get("message") if isinstance(err, dict) else err
-            raise APIRequestError(f"chat server {self.url} returned an error: {_short(str(msg))}")
+            raise APIRequestError(f"chat server {self.url} returned an error: {_short(str(msg), secrets=self.secrets)}")
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise _Retryable("malformed", "reply has no choices[0]")

@@ -252,7 +252,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _main() -> None:
-    parser = argparse.ArgumentParser(description="Local chat-completions server that always answers --reply.")
+    parser = argparse.ArgumentParser(allow_abbrev=False, description="Local chat-completions server that always answers --reply.")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--reply", default="ACTION: 1")
     args = parser.parse_args()

@@ -100,3 +100,12 @@ def quick_eval_args(data_path, scenes_dir, *extra):
             "--set", "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
             "--set", "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
             "--no-progress", *extra]
+
+
+def write_room_variant(root, open_room, edit):
+    """A copy of the open-room dataset whose documents ``edit(docs)`` changed in place (e.g.
+    a hostile episode id); returns ``(data_path, scenes_dir)``."""
+    docs = base_documents()
+    edit(docs)
+    glb = os.path.join(str(open_room[1]), f"00000-{SCENE}", f"{SCENE}.glb")
+    return write_dataset(root, docs, scene_file=glb)

@@ -155,7 +155,7 @@ def test_partial_runs_are_marked_not_official(tmp_path):
 @pytest.mark.parametrize("flags, named", [
     (["--target-modes", "single"], "--target-modes"),
     (["--split", "train"], "--split"),
-    (["--offs", "2"], "--offset"),  # an abbreviation is the same flag
+    (["--offset", "2"], "--offset"),  # (abbreviations such as --offs are refused: allow_abbrev=False)
     (["--config", "benchmark/nav/mosnav/moc_demo.yaml"], "--config"),
 ])
 def test_flags_that_contradict_the_setting_are_refused(tmp_path, capsys, flags, named):

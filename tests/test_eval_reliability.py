@@ -66,12 +66,12 @@ def _mount_tmpfs(path, size):
     return res.returncode == 0
 
 
-def test_disk_full_on_a_real_16k_tmpfs_then_resume(capsys, open_room, reference, tmp_path):
+def test_disk_full_on_a_real_20k_tmpfs_then_resume(capsys, open_room, reference, tmp_path):
     tiny = tmp_path / "tiny"
-    if not _mount_tmpfs(tiny, "16k"):
+    if not _mount_tmpfs(tiny, "20k"):
         pytest.skip("needs root and mount -t tmpfs (the ENOSPC test below covers the logic)")
     try:
-        # 4 pages: run.json, writer.lock and this filler take 3, leaving one page (4096
+        # 5 pages: run.json, rank_00000/run.json, writer.lock and this filler take 4, leaving one page (4096
         # bytes) for episodes.jsonl: two records (~2 KB each) fit, the third does not.
         (tiny / "filler").write_bytes(b"x" * 4096)
         out = tiny / "run"

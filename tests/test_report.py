@@ -182,8 +182,9 @@ def test_official_flag_and_benchmark_come_from_summary(room_runs, tmp_path):
                             "official": False, "not_official_because": ["--num-episodes 2"]}
     with open(os.path.join(run, "summary.json"), "w") as f:
         json.dump(summary, f)
-    with open(os.path.join(run, "run.json"), "w") as f:
-        json.dump({"agent": {"spec": "oracle"}, "config": "benchmark/nav/mosnav/mos_demo.yaml"}, f)
+    for where in (run, os.path.join(run, "rank_00000")):  # each rank holds the run's manifest
+        with open(os.path.join(where, "run.json"), "w") as f:
+            json.dump({"agent": {"spec": "oracle"}, "config": "benchmark/nav/mosnav/mos_demo.yaml"}, f)
     row = board_row(load_run(run, resamples=100))
     assert (row["official"], row["benchmark"]) == (False, "demo/official v1")
     assert (row["agent"], row["config"]) == ("oracle", "benchmark/nav/mosnav/mos_demo.yaml")

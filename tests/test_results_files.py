@@ -214,20 +214,24 @@ def test_three_ranks_equal_one_rank(tmp_path):
 
 
 def test_duplicate_keys_keep_last_record(tmp_path):
+    """Within a rank a re-run's later record wins (--retry-errors); across ranks one key
+    twice is an error naming both lines (issue #23: a record copied into another rank)."""
     out = str(tmp_path)
-    first = record(0, 0.0)
-    again = dict(record(0, 1.0), rank=1)
     with RankWriter(out, rank=0) as w:
-        w.write(first)
+        w.write(record(0, 0.0))
         w.write(record(1, 1.0))
+        w.write(record(0, 1.0))
         w.write_done(expected_count=2)
-    with RankWriter(out, rank=1) as w:
-        w.write(again)
-        w.write_done(expected_count=0)
     s = summarize(out)
     assert s["record_count"] == 3 and s["unique_record_count"] == 2
     assert s["metrics"]["sr_many"] == 1.0  # the later success wins over the first failure
     assert s["status"] == "complete"
+    with RankWriter(out, rank=1) as w:
+        w.write(dict(record(1, 0.0), rank=1))
+        w.write_done(expected_count=1)
+    with pytest.raises(ResultFileError, match=r"rank_00001/episodes\.jsonl:1: episode .* is also "
+                                              r"recorded by rank 0 \(.*rank_00000/episodes\.jsonl:2\)"):
+        summarize(out)
 
 
 def test_summary_statuses(tmp_path):

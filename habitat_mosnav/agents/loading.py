@@ -5,13 +5,14 @@ print it and exit 2 instead of showing an import traceback.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
 import sys
 from typing import Any, Callable, Optional
 
-__all__ = ["AGENT_ALIASES", "AgentLoadError", "resolve_agent", "instantiate_agent", "load_agent"]
+__all__ = ["AGENT_ALIASES", "AgentLoadError", "agent_code_digest", "resolve_agent", "instantiate_agent", "load_agent"]
 
 AGENT_ALIASES = {
     "random": "habitat_mosnav.agents.random_agent:RandomAgent",
@@ -46,7 +47,11 @@ def _import_file(path: str, spec: str):
     sys.modules[name] = module
     try:
         mspec.loader.exec_module(module)
-    except Exception as exc:  # the user's module failed while importing
+    except KeyboardInterrupt:
+        sys.modules.pop(name, None)
+        raise
+    except BaseException as exc:  # noqa: B902 - the user's module failed while importing
+        # (SystemExit included: sys.exit() in an agent's module never sets our exit code)
         sys.modules.pop(name, None)
         raise AgentLoadError(f"--agent {spec}: importing {path!r} failed: {_one_line(exc)}") from exc
     return module
@@ -73,8 +78,30 @@ def _import_module(module_name: str, spec: str):
         raise AgentLoadError(
             f"--agent {spec}: module {module_name!r} needs {missing!r}, which is not installed"
         ) from exc
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: B902 - SystemExit too: never our exit code
         raise AgentLoadError(f"--agent {spec}: importing {module_name!r} failed: {_one_line(exc)}") from exc
+
+
+def agent_code_digest(agent: Any) -> Optional[str]:
+    """sha256 over the source files of the modules that define the agent's class and its
+    bases (``run.json``'s ``agent_code_sha256``): a resume after the agent's code changed
+    is refused, even with the same ``--agent`` string. None when no file is known."""
+    cls = agent if isinstance(agent, type) else type(agent)
+    files = {}
+    for klass in cls.__mro__:
+        module = sys.modules.get(getattr(klass, "__module__", ""))
+        path = getattr(module, "__file__", None)
+        if klass is not object and path and os.path.isfile(path):
+            files[klass.__module__] = path
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for name in sorted(files):
+        with open(files[name], "rb") as f:
+            h.update(name.encode("utf-8") + b"\0" + hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
 
 
 def resolve_agent(spec: str) -> Callable[..., Any]:
@@ -112,9 +139,9 @@ def instantiate_agent(factory: Callable[..., Any], spec: str, args: Optional[Any
             agent = factory.from_args(args)
         else:
             agent = factory()
-    except AgentLoadError:
+    except (AgentLoadError, KeyboardInterrupt):
         raise
-    except Exception as exc:
+    except BaseException as exc:  # noqa: B902 - SystemExit too: never our exit code
         raise AgentLoadError(f"--agent {spec}: constructing the agent failed: {_one_line(exc)}") from exc
     if not callable(getattr(agent, "act", None)):
         raise AgentLoadError(f"--agent {spec}: {type(agent).__name__} has no act() method")

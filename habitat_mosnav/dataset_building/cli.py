@@ -37,7 +37,7 @@ def _csv(s: str) -> List[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
     g = common.add_argument_group("common")
     g.add_argument("--scenes", type=Path, help="scene root in HM3D layout (<root>/<NNNNN-id>/<id>.semantic.txt ...)")
     g.add_argument("--out", type=Path, required=True, help="dataset directory (dataset_semantic/)")
@@ -114,12 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--object-ids", type=int, nargs="*", default=None, help="goals to render (default all)")
     sh.add_argument("--show-dir", type=Path, default=None, help="default <work>/rendered_viewpoints")
 
-    p = argparse.ArgumentParser(prog="mosnav-build", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="mosnav-build", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_version_argument(p)
     sub = p.add_subparsers(dest="stage", metavar="stage", required=True)
     for name, text in STAGE_HELP.items():
-        sub.add_parser(name, parents=[common], help=text, description=text)
+        sub.add_parser(name, parents=[common], allow_abbrev=False, help=text, description=text)
     return p
 
 

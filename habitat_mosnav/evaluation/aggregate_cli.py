@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+from habitat_mosnav.safety import safe_line
 from habitat_mosnav.evaluation.results import (
     ResultFileError,
     ResultWriteError,
@@ -22,9 +23,12 @@ from habitat_mosnav.evaluation.results import (
 from habitat_mosnav.versions import add_version_argument
 
 
+PROG = "mosnav-aggregate"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="mosnav-aggregate",
+        prog="mosnav-aggregate", allow_abbrev=False,
         description="Aggregate the per-rank results of a mosnav-eval run into summary.json.",
     )
     add_version_argument(p)
@@ -43,18 +47,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         summary = summarize(args.output_dir, expected_episode_count=args.expected_count)
         path = write_summary(args.output_dir, summary)
     except ResultWriteError as exc:
-        print(f"mosnav-aggregate: error: {exc}", file=sys.stderr)
+        print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
         return 3
     except (ResultFileError, OSError) as exc:
-        print(f"mosnav-aggregate: error: {exc}", file=sys.stderr)
+        print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
         return 2
     print(format_summary(summary))
-    print(f"wrote {path}")
+    print(safe_line(f"wrote {path}"))
+    for warning in summary.get("warnings", ()):
+        print(safe_line(f"{PROG}: warning: {warning}"), file=sys.stderr)
     if summary["status"] == "incomplete":
-        print("mosnav-aggregate: warning: the run is incomplete (a rank has not finished or "
+        print(f"{PROG}: warning: the run is incomplete (a rank has not finished or "
               "records are missing)", file=sys.stderr)
     if args.fail_on_episode_error and summary["error_episode_count"]:
-        print(f"mosnav-aggregate: {summary['error_episode_count']} episode(s) failed",
+        print(f"{PROG}: {summary['error_episode_count']} episode(s) failed",
               file=sys.stderr)
         return 1
     if args.fail_on_episode_error and summary["status"] == "incomplete":

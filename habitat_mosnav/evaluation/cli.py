@@ -23,10 +23,12 @@ import signal
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from typing import List, Optional, Sequence
 
 from habitat_mosnav.agents.loading import AGENT_ALIASES, AgentLoadError, instantiate_agent, resolve_agent
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, TARGET_MODES
+from habitat_mosnav.safety import safe_line
 from habitat_mosnav.versions import add_version_argument
 
 __all__ = ["DEFAULT_CONFIG", "DEFAULT_TARGET_MODES", "UsageError", "build_parser", "build_overrides", "main"]
@@ -102,7 +104,7 @@ def _key_value(text: str) -> str:
 
 def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     p = _Parser(
-        prog=PROG,
+        prog=PROG, allow_abbrev=False,  # --api-key must never be taken for --api-key-env
         add_help=add_help,
         description="Evaluate an agent on the multi-object navigation benchmark (MOS/MOC) "
                     "through habitat.Env, writing per-episode JSONL records and summary.json.",
@@ -261,7 +263,7 @@ SETTING_FIXED_FLAGS = (("config", "--config"), ("split", "--split"), ("target_mo
 
 
 def _given_flags(argv: Optional[Sequence[str]]) -> set:
-    """Destinations of the flags actually typed (abbreviations included)."""
+    """Destinations of the flags actually typed (the parser takes no abbreviations)."""
     parser = build_parser(add_help=False)
     for action in parser._actions:
         action.default = argparse.SUPPRESS
@@ -292,12 +294,44 @@ def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _parse(argv: Optional[Sequence[str]]):
-    """Two passes: find --agent, let its class add flags, then parse everything."""
+@contextmanager
+def _agent_code():
+    """Around the agent's own code at start-up (its import, its constructor): what it does
+    to SIGINT/SIGTERM is undone afterwards, so the exit codes 130/143 stay ours."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            if handler is not None and signal.getsignal(signum) is not handler:
+                signal.signal(signum, handler)
+
+
+#: Flags holding a path, made absolute (against the directory the command started in)
+#: before the agent runs: an agent's ``os.chdir`` never moves the results.
+PATH_FLAGS = ("output_dir", "dataset_dir", "scene_root", "env_file", "system_prompt_file")
+
+
+def _absolute_paths(args, cwd: str) -> None:
+    for name in PATH_FLAGS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value:
+            setattr(args, name, os.path.join(cwd, os.path.expanduser(value)))
+    config = getattr(args, "config", None)
+    if isinstance(config, str) and not os.path.isabs(config) and os.path.exists(os.path.join(cwd, config)):
+        args.config = os.path.join(cwd, config)
+
+
+def _parse(argv: Optional[Sequence[str]], cwd: Optional[str] = None):
+    """Two passes: find --agent, let its class add flags, then parse everything. Path
+    flags are made absolute against ``cwd`` (the start directory)."""
+    cwd = cwd or os.getcwd()
     pre = build_parser(add_help=False)
     known, _ = pre.parse_known_args(argv)
     try:
-        factory = resolve_agent(known.agent)
+        with _agent_code():
+            factory = resolve_agent(known.agent)
     except AgentLoadError as exc:
         raise UsageError(str(exc)) from None
     parser = build_parser()
@@ -308,6 +342,9 @@ def _parse(argv: Optional[Sequence[str]]):
         except argparse.ArgumentError as exc:
             raise UsageError(f"--agent {known.agent}: add_arguments failed: {exc}") from None
     args = parser.parse_args(argv)
+    args.output_dir_given = args.output_dir
+    args.start_dir = cwd
+    _absolute_paths(args, cwd)
     return args, factory
 
 
@@ -414,9 +451,20 @@ def _manifest_fields(args, overrides: Sequence[str], config_path: str) -> dict:
     """The CLI's part of the run manifest: the agent spec, the config and its overrides
     (local data/scene paths left out: the dataset fingerprint stands for the data)."""
     local = ("habitat.dataset.data_path=", "habitat.dataset.scenes_dir=")
-    agent = args.agent + (" (legacy agent api)" if args.legacy_agent_api else "")
+    agent = recorded_agent_spec(args.agent, getattr(args, "start_dir", None)) + (" (legacy agent api)" if args.legacy_agent_api else "")
     return {"agent": agent, "config": config_path,
             "config_overrides": [o for o in overrides if not o.startswith(local)]}
+
+
+def recorded_agent_spec(spec: str, cwd: Optional[str] = None) -> str:
+    """The ``--agent`` spec as run.json and the leaderboard keep it: a file path relative
+    to the start directory when inside it, else only its file name (never a local
+    absolute path)."""
+    module, sep, attr = spec.rpartition(":")
+    if not sep or not os.path.isabs(module):
+        return spec
+    rel = os.path.relpath(module, cwd or os.getcwd())
+    return (rel if not rel.startswith("..") else os.path.basename(module)) + ":" + attr
 
 
 def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
@@ -460,18 +508,20 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     if output_dir is None:
         if world > 1:
             raise UsageError("--output-dir is required when several ranks write one run")
-        output_dir = _default_output_dir(args)
+        args.output_dir_given = _default_output_dir(args)
+        output_dir = os.path.join(ctx.get("cwd") or os.getcwd(), args.output_dir_given)
 
     from habitat_mosnav.evaluation.results import ResultFileError, refuse_existing
 
-    ctx["output_dir"] = output_dir
+    ctx["output_dir"] = args.output_dir_given  # as typed, for messages
     if not args.resume:
         try:  # refuse before building the agent (which may load a large model)
             refuse_existing(output_dir, rank)
         except ResultFileError as exc:
             raise UsageError(str(exc)) from None
     try:
-        agent = instantiate_agent(factory, args.agent, args)
+        with _agent_code():
+            agent = instantiate_agent(factory, args.agent, args)
     except AgentLoadError as exc:
         raise UsageError(str(exc)) from None
     if args.legacy_agent_api:
@@ -501,17 +551,18 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
 
     if "rank_done" in summary:
         done = summary["rank_done"]
-        print(f"rank {rank}: {done['record_count']} records ({done['error_count']} errors) in "
-              f"{output_dir}; other ranks are still running: the last one to finish writes "
-              f"summary.json (or run `mosnav-aggregate {output_dir}` when all have finished)")
+        shown = ctx["output_dir"]
+        print(safe_line(f"rank {rank}: {done['record_count']} records ({done['error_count']} errors) in "
+                        f"{shown}; other ranks are still running: the last one to finish writes "
+                        f"summary.json (or run `mosnav-aggregate {shown}` when all have finished)"))
         errors = done["error_count"]
     else:
         print(format_summary(summary))
-        print(f"results: {os.path.join(output_dir, 'summary.json')}")
+        print(safe_line(f"results: {os.path.join(ctx['output_dir'], 'summary.json')}"))
         errors = summary.get("error_episode_count", 0)
     if errors:
-        print(f"{PROG}: {errors} episode(s) failed (status 'error' records in {output_dir})",
-              file=sys.stderr)
+        print(safe_line(f"{PROG}: {errors} episode(s) failed (status 'error' records in "
+                        f"{ctx['output_dir']})"), file=sys.stderr)
         if args.fail_on_episode_error:
             return 1
     if evaluator.stopped_by_fail_fast:
@@ -528,8 +579,9 @@ def _interrupted(exc: KeyboardInterrupt, ctx: dict) -> int:
         print(f"{PROG}: interrupted by {name} during start-up; nothing was written; run the "
               "command again", file=sys.stderr)
     else:
-        print(f"{PROG}: interrupted by {name}; the records written so far are kept; continue "
-              f"with the same command and --resume --output-dir {out}", file=sys.stderr)
+        print(safe_line(f"{PROG}: interrupted by {name}; the records written so far are kept; "
+                        f"continue with the same command and --resume --output-dir {out}"),
+              file=sys.stderr)
     return code
 
 
@@ -538,23 +590,41 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     a full disk or a signal (SIGTERM is handled like Ctrl-C while this runs)."""
     from habitat_mosnav.evaluation.results import ResultWriteError
 
-    ctx: dict = {}
+    ctx: dict = {"cwd": os.getcwd()}
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    threads = set(threading.enumerate())
     try:
-        return _run(argv, ctx)
+        code = _run(argv, ctx)
     except UsageError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
+        code = 2
     except ResultWriteError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 3
+        print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
+        code = 3
     except KeyboardInterrupt as exc:
-        return _interrupted(exc, ctx)
+        code = _interrupted(exc, ctx)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+    if argv is None:  # the command line (not a call from Python): nothing may hold the exit
+        _exit_past_agent_threads(code, threads)
+    return code
+
+
+def _exit_past_agent_threads(code: int, before) -> None:
+    """A non-daemon thread the agent left running would keep the process alive after the
+    summary: flush and leave with ``os._exit`` then (the results are already on disk)."""
+    lingering = [t for t in threading.enumerate()
+                 if t not in before and t.is_alive() and not t.daemon and t is not threading.current_thread()]
+    if lingering:
+        print(safe_line(f"{PROG}: warning: the agent left {len(lingering)} thread(s) running "
+                        f"({', '.join(t.name for t in lingering[:3])}); exiting without waiting"),
+              file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ No torch is imported here; habitat is imported when the run starts.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections import OrderedDict
@@ -34,11 +35,13 @@ from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
 from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.evaluation.manifest import RunManifest, check_or_write_manifest, keys_digest
 from habitat_mosnav.agents.legacy import adapt_agent
+from habitat_mosnav.agents.loading import agent_code_digest
 from habitat_mosnav.evaluation.observations import (ObservationBuilder, depth_in_metres, depth_limits,
                                                     depth_normalization)
 from habitat_mosnav.evaluation.policy import EpisodeContext, public_episode_fields
 from habitat_mosnav.evaluation.ranks import missing_ranks, rank_timeout, wait_for_ranks
 from habitat_mosnav.evaluation.rollout import (
+    AgentError,
     EpisodeRun,
     StartNotNavigable,
     describe_error,
@@ -51,6 +54,7 @@ from habitat_mosnav.evaluation.rollout import (
 from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
 from habitat_mosnav.keys import episode_key as make_episode_key, episode_scene_name, episode_seed
 from habitat_mosnav.metrics import aggregate
+from habitat_mosnav.safety import PlantedLinkError, safe_line
 
 __all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
 
@@ -239,9 +243,11 @@ class Evaluator:
         return cfg.habitat if "habitat" in cfg else cfg
 
     def _log(self, text: str) -> None:
+        """One terminal line: secrets masked, control characters (a hostile episode id's
+        ESC, BEL, CR or LF) escaped (:func:`~habitat_mosnav.safety.safe_line`)."""
         from tqdm import tqdm
 
-        tqdm.write(text, file=self.stream)
+        tqdm.write(safe_line(text), file=self.stream)
 
     def _rank_world(self) -> Tuple[int, int]:
         rank, world = self.config.rank, self.config.world_size
@@ -348,6 +354,7 @@ class Evaluator:
             offset=int(cfg.offset), limit=int(cfg.num_episodes), world_size=int(world),
             seed=int(cfg.seed), max_steps=self._max_steps(), protocol=cfg.action_protocol,
             agent=str(given.pop("agent", cfg.policy_id or f"{agent.__module__}:{agent.__qualname__}")),
+            agent_code_sha256=agent_code_digest(agent),
             config=given.pop("config", None),
             config_overrides=[str(o) for o in given.pop("config_overrides", [])],
             selection={
@@ -437,10 +444,19 @@ class Evaluator:
         try:
             if not cfg.resume:
                 res.refuse_existing(cfg.output_dir, rank)
-            check_or_write_manifest(cfg.output_dir, self.manifest(dataset, world).to_dict())
+                res.remove_stale_summary(cfg.output_dir)
+            manifest = self.manifest(dataset, world).to_dict()
+            check_or_write_manifest(cfg.output_dir, manifest)
             writer = res.RankWriter(cfg.output_dir, rank, resume=cfg.resume)
         except res.ResultFileError as exc:  # ResultWriteError (exit 3) goes through
             raise EvaluationSetupError(_one_line(exc)) from None
+        try:  # each rank keeps the manifest too: a rank of another run is never mixed in
+            check_or_write_manifest(writer.dir, manifest)
+        except BaseException as exc:
+            writer.close()
+            if isinstance(exc, res.ResultFileError):
+                raise EvaluationSetupError(_one_line(exc)) from None
+            raise
         interrupted = False
         try:
             finished = writer.finished_keys
@@ -536,7 +552,9 @@ class Evaluator:
             if not isinstance(stats, Mapping):
                 raise ValueError(f"expected a dict, got {type(stats).__name__}")
             return {"agent": res.to_jsonable(dict(stats), "agent")}
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
             self._log(f"warning: {key}: agent.episode_stats() left out of the record: "
                       f"{type(exc).__name__}: {_one_line(exc)}")
             return None
@@ -580,7 +598,9 @@ class Evaluator:
             self._closed = True
             try:
                 close()
-            except Exception as exc:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
                 self._log(f"warning: agent.close() raised {type(exc).__name__}: {_one_line(exc)}")
 
     def _run_episodes(self, todo, pool, writer, prior, rank_total: int) -> bool:
@@ -650,6 +670,22 @@ class Evaluator:
         return False
 
     def _record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
+        """The episode's record; one that cannot be written as JSON (a value the agent
+        returned) becomes an error record of that episode, never the end of the run."""
+        if isinstance(run.error, AgentError) and isinstance(run.error.original, PlantedLinkError):
+            raise res.write_failed(str(run.error.original.filename), run.error.original)
+        try:
+            record = self._build_record(env, run, index, key, episode, seed, rank, max_steps)
+            json.dumps(record, allow_nan=False)  # what the writer does with it
+            return record
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            return res.make_record(
+                episode_key=key, episode_index=index, rank=rank, seed=seed,
+                episode=_episode_summary(episode, max_steps), steps_taken=run.steps_taken,
+                error="UnwritableRecord", benchmark=self._benchmark,
+                error_message=f"the episode's record cannot be written: {_one_line(exc)[:200]}")
+
+    def _build_record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
         summary = _episode_summary(episode, max_steps)
         trace = trace_for_record(run.action_trace)
         extras = self._agent_extras(key)
@@ -715,7 +751,9 @@ class Evaluator:
         def hook(info: Dict[str, Any]) -> None:
             step, pose, observation = info["step"], info["pose"], info["observation"]
             if print_prompts and step == 0 and observation is not None:
-                self._log(f"--- prompt for {key} ---\n{observation.task_prompt}")
+                self._log(f"--- prompt for {key} ---")
+                for line in str(observation.task_prompt).split("\n"):
+                    self._log(line)
             if cfg.log_positions:
                 p = pose["position"]
                 act = "reset" if info["action"] is None else f"action {info['action']}"
@@ -745,6 +783,8 @@ class Evaluator:
         path = os.path.join(directory, episode_file_stem(key) + "." + self.config.video)
         try:
             write_video(path, frames)
+        except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
+            raise res.write_failed(path, exc) from None
         except Exception as exc:  # a video problem never loses the record
             self._log(f"warning: could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
 
@@ -756,6 +796,8 @@ class Evaluator:
         try:
             grid = self._map_grid(env, episode, start_height(record, episode))
             save_record_map(path, grid, episode.goals, record, getattr(episode, "goal_text", None))
+        except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
+            raise res.write_failed(path, exc) from None
         except Exception as exc:  # a map problem never loses the record
             self._log(f"warning: could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
 

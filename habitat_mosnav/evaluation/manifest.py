@@ -7,7 +7,7 @@ first field that differs. So a resume cannot silently mix episodes, seeds, step 
 agents or datasets.
 
 Fields (:data:`MANIFEST_FIELDS`, compared in this order): ``split, offset, limit,
-world_size, seed, max_steps, protocol, agent, config, config_overrides, selection
+world_size, seed, max_steps, protocol, agent, agent_code_sha256, config, config_overrides, selection
 {scene_limit, episode_limit, target_modes, goal_type, episode_count, keys_sha256},
 dataset_fingerprint`` plus ``schema_version``. A caller adds its own fields with
 ``extra`` (e.g. a versioned benchmark setting); they are compared like the others.
@@ -24,14 +24,17 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from habitat_mosnav.evaluation.results import ResultFileError, atomic_write_json, read_json_object
+from habitat_mosnav.evaluation.results import (ResultFileError, atomic_write_json, read_json_object,
+                                                write_failed)
+from habitat_mosnav.safety import PlantedLinkError, refuse_link
 from habitat_mosnav.versions import software_versions
 
 MANIFEST_FILE = "run.json"
 MANIFEST_SCHEMA_VERSION = 1
 #: The compared fields, in the order a difference is reported.
 MANIFEST_FIELDS = ("split", "offset", "limit", "world_size", "seed", "max_steps", "protocol",
-                   "agent", "config", "config_overrides", "selection", "dataset_fingerprint")
+                   "agent", "agent_code_sha256", "config", "config_overrides", "selection",
+                   "dataset_fingerprint")
 #: Recorded at the first start, never compared.
 RECORDED_FIELDS = ("software",)
 
@@ -60,6 +63,8 @@ class RunManifest:
     max_steps: int
     protocol: str
     agent: str
+    #: sha256 of the agent's source files (:func:`~habitat_mosnav.agents.loading.agent_code_digest`).
+    agent_code_sha256: Optional[str] = None
     config: Optional[str] = None
     config_overrides: List[str] = field(default_factory=list)
     selection: Dict[str, Any] = field(default_factory=dict)
@@ -119,16 +124,53 @@ def check_or_write_manifest(out_dir: str, manifest: Mapping[str, Any]) -> str:
     path = os.path.join(out_dir, MANIFEST_FILE)
     manifest = dict(manifest)
     manifest.setdefault("software", software_versions())
+    try:
+        refuse_link(path)  # never read (nor compare with) a planted run.json link
+    except PlantedLinkError as exc:
+        raise write_failed(path, exc) from None
     if not os.path.exists(path) and atomic_write_json(path, manifest, exclusive=True):
         return path
     existing = read_manifest(path)
     diff = first_difference(existing, manifest)
     if diff is not None:
-        def show(v):
-            return json.dumps(v)[:80]
-
         raise ManifestMismatch(
-            f"{path}: field '{diff}' differs: the run has {show(_lookup(existing, diff))}, "
-            f"this command {show(_lookup(manifest, diff))}; continue it with the same settings "
+            f"{path}: field '{diff}' differs: the run has {_show(_lookup(existing, diff))}, "
+            f"this command {_show(_lookup(manifest, diff))}; continue it with the same settings "
             f"or choose a new --output-dir")
     return path
+
+
+def check_rank_manifests(out_dir: str, ranks) -> Optional[Dict[str, Any]]:
+    """The run's ``run.json`` after checking that every rank directory (``(rank, dir)``
+    pairs) holds the same manifest and lies inside the run's ``world_size``; None for a run
+    without one. A rank of another run (other agent, seed, settings or selection) copied in
+    is a :class:`ManifestMismatch` naming the rank's file and the field."""
+    path = os.path.join(out_dir, MANIFEST_FILE)
+    if not os.path.exists(path):
+        return None
+    run = read_manifest(path)
+    world = run.get("world_size")
+    for rank, directory in ranks:
+        if isinstance(world, int) and not isinstance(world, bool) and rank >= world:
+            raise ManifestMismatch(f"{directory}: rank {rank} is outside the run's world_size "
+                                   f"{world} ({path}): a rank of another run is never mixed in")
+        mine = os.path.join(directory, MANIFEST_FILE)
+        if not os.path.exists(mine):
+            jsonl = os.path.join(directory, "episodes.jsonl")
+            if (os.path.exists(jsonl) and os.path.getsize(jsonl)) or os.path.exists(
+                    os.path.join(directory, "done.json")):
+                raise ManifestMismatch(f"{directory}: records without the rank's {MANIFEST_FILE}: "
+                                       f"not written by this run (copied from another run?)")
+            continue
+        diff = first_difference(run, read_manifest(mine))
+        if diff is not None:
+            other = read_manifest(mine)
+            raise ManifestMismatch(
+                f"{mine}: field '{diff}' differs from the run's {path}: the run has "
+                f"{_show(_lookup(run, diff))}, this rank {_show(_lookup(other, diff))}; a rank "
+                "of another run (other agent, seed or settings) is never mixed in")
+    return run
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value)[:80]

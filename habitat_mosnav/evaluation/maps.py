@@ -491,12 +491,12 @@ def save_map_png(path: str, image: np.ndarray, info: Mapping[str, Any]) -> str:
     """Write an RGB map as PNG with the ``mosnav_map`` JSON text chunk."""
     from PIL import Image, PngImagePlugin
 
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    from habitat_mosnav.safety import replacing
+
     meta = PngImagePlugin.PngInfo()
     meta.add_text(MAP_INFO_KEY, json.dumps(dict(info)))
-    tmp = path + ".tmp"
-    Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(tmp, format="PNG", pnginfo=meta)
-    os.replace(tmp, path)
+    with replacing(path, suffix=".png") as tmp:  # never through a planted link
+        Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(tmp, format="PNG", pnginfo=meta)
     return path
 
 
@@ -625,7 +625,7 @@ def add_map_source_arguments(p: argparse.ArgumentParser, when: str = "") -> None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m habitat_mosnav.evaluation.maps",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m habitat_mosnav.evaluation.maps",
                                 description="Draw the top-down map of every episode of a mosnav-eval run.")
     add_version_argument(p)
     p.add_argument("run_dir", help="a mosnav-eval --output-dir")

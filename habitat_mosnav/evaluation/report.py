@@ -38,6 +38,7 @@ from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.evaluation.maps import (add_map_source_arguments, claim_kind, episode_file_stem,
                                             read_map_info)
+from habitat_mosnav.safety import PlantedLinkError, make_dirs, open_file, replacing, safe_line
 from habitat_mosnav.versions import add_version_argument
 
 __all__ = ["BOARD_FIELDS", "CSV_COLUMNS", "GLOSSARY", "Plot", "RunData", "bootstrap_interval",
@@ -240,7 +241,7 @@ def board_row(run: RunData) -> Dict[str, Any]:
 
 
 def write_csv(path: str, runs: Sequence[RunData]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with open_file(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(CSV_COLUMNS)
         for run in runs:
@@ -940,9 +941,10 @@ def _collect(run: RunData, out_dir: str, kind: str, extensions: Sequence[str]) -
     for rec in run.records:
         for ext in extensions:
             name = episode_file_stem(rec["episode_key"]) + ext
-            if os.path.exists(os.path.join(src, name)):
-                os.makedirs(dst, exist_ok=True)
-                shutil.copyfile(os.path.join(src, name), os.path.join(dst, name))
+            if os.path.isfile(os.path.join(src, name)):
+                make_dirs(os.path.join(out_dir, kind))
+                with replacing(os.path.join(make_dirs(dst), name), suffix=ext) as tmp:
+                    shutil.copyfile(os.path.join(src, name), tmp)  # never through a planted link
                 found[rec["episode_key"]] = f"{kind}/{run.name}/{name}"
                 break
     return found
@@ -969,7 +971,7 @@ def write_report(run_dirs: Sequence[str], out_dir: str, *, resamples: int = 2000
     for path, name in tqdm(list(zip(run_dirs, names)), desc=PROG, unit="run",
                            disable=not progress, file=sys.stderr):
         runs.append(load_run(path, name, resamples=resamples, seed=seed))
-    os.makedirs(out_dir, exist_ok=True)
+    make_dirs(out_dir)
     for run in runs:
         if draw_maps:
             from habitat_mosnav.evaluation.maps import render_run_maps
@@ -978,20 +980,20 @@ def write_report(run_dirs: Sequence[str], out_dir: str, *, resamples: int = 2000
         collect_maps(run, out_dir)
         collect_videos(run, out_dir)
     write_csv(os.path.join(out_dir, "leaderboard.csv"), runs)
-    with open(os.path.join(out_dir, "leaderboard.md"), "w", encoding="utf-8") as f:
+    with open_file(os.path.join(out_dir, "leaderboard.md"), "w") as f:
         f.write(markdown_table(runs))
     colors = run_colors(runs)
     plots = make_plots(runs, colors)
-    with open(os.path.join(out_dir, "plots.json"), "w", encoding="utf-8") as f:
+    with open_file(os.path.join(out_dir, "plots.json"), "w") as f:
         json.dump(plot_data(runs, plots, colors), f, indent=1, sort_keys=True)
     page = render_html(runs, plots, colors=colors, out_dir=out_dir, resamples=resamples, seed=seed)
-    with open(os.path.join(out_dir, "index.html"), "w", encoding="utf-8") as f:
+    with open_file(os.path.join(out_dir, "index.html"), "w") as f:
         f.write(page)
     return runs
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=(
+    p = argparse.ArgumentParser(allow_abbrev=False, prog=PROG, description=(
         "Compare mosnav-eval runs: DIR/index.html (plots, leaderboard, sortable episode table "
         "linking each episode's map), DIR/leaderboard.md and DIR/leaderboard.csv."))
     add_version_argument(p)
@@ -1016,17 +1018,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         runs = write_report(args.runs, args.out, resamples=args.bootstrap, seed=args.seed,
                             draw_maps=args.maps, config=args.config, overrides=args.overrides,
                             progress=args.progress)
+    except (PlantedLinkError, res.ResultWriteError) as exc:
+        print(safe_line(f"{PROG}: error: cannot write {exc.filename}: {exc.strerror}"
+                        if isinstance(exc, PlantedLinkError) else f"{PROG}: error: {exc}"),
+              file=sys.stderr)
+        return 3
     except (ReportError, res.ResultFileError, ValueError, OSError) as exc:
-        print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(safe_line(f"{PROG}: error: {' '.join(str(exc).split())}"), file=sys.stderr)
         return 2
-    print(markdown_table(runs), end="")
+    for line in markdown_table(runs).splitlines():  # run names and agents come from the runs
+        print(safe_line(line))
     sets = episode_sets(runs)
     if sets.differ:
-        print(f"{PROG}: warning: the runs cover different episode sets ("
-              + ", ".join(f"{name} {len(keys)}" for name, keys in sets.keys.items())
-              + f"; {len(sets.common)} common): index.html compares them on the common episodes",
-              file=sys.stderr)
-    print(f"wrote {os.path.join(args.out, 'index.html')}, leaderboard.md, leaderboard.csv")
+        print(safe_line(f"{PROG}: warning: the runs cover different episode sets ("
+                        + ", ".join(f"{name} {len(keys)}" for name, keys in sets.keys.items())
+                        + f"; {len(sets.common)} common): index.html compares them on the common "
+                        "episodes"), file=sys.stderr)
+    print(safe_line(f"wrote {os.path.join(args.out, 'index.html')}, leaderboard.md, leaderboard.csv"))
     return 0
 
 

@@ -24,9 +24,11 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from os import write as _os_write  # one name for the raw write (tests make it fail)
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from habitat_mosnav.keys import scene_name_from_path
+from habitat_mosnav.safety import (PlantedLinkError, make_dirs, open_file, open_for_write, refuse_link,
+                                   safe_line)
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.metrics import AGGREGATED_FIELDS, aggregate
 
@@ -67,7 +69,7 @@ class ResultWriteError(Exception):
         self.errno = errno_
 
 
-def _write_failed(path: str, exc: OSError, what: str = "write") -> ResultWriteError:
+def write_failed(path: str, exc: OSError, what: str = "write") -> ResultWriteError:
     reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else "") or str(exc) \
         or type(exc).__name__
     hint = "; free some space, then continue with --resume" if exc.errno in (
@@ -79,6 +81,20 @@ def has_results(directory: str) -> bool:
     """Whether a rank directory holds anything but its lock file."""
     return os.path.isdir(directory) and any(
         name not in _NOT_RESULTS for name in os.listdir(directory))
+
+
+def remove_stale_summary(out_dir: str) -> None:
+    """A fresh run in a directory without results: an old ``summary.json`` (which may say
+    "complete") is removed, so it never speaks for this run."""
+    path = os.path.join(out_dir, SUMMARY_FILE)
+    if not os.path.lexists(path) or not os.path.isdir(out_dir):
+        return
+    if any(RANK_DIR_RE.match(n) and has_results(os.path.join(out_dir, n)) for n in os.listdir(out_dir)):
+        return
+    try:
+        os.unlink(path)
+    except OSError as exc:
+        raise write_failed(path, exc, "remove the stale") from None
 
 
 def refuse_existing(out_dir: str, rank: int) -> None:
@@ -157,6 +173,20 @@ def _finite(x) -> Optional[float]:
     return x if math.isfinite(x) else None
 
 
+#: The largest magnitude of an integer or float a record holds: a 5000-digit integer
+#: from an agent cannot be written (nor read back), a 1e308 would overflow any mean.
+MAX_RECORD_INT = 2 ** 63
+MAX_RECORD_NUMBER = 1e15
+
+
+def checked_int(value, where: str = "value") -> int:
+    value = int(value)
+    if not -MAX_RECORD_INT <= value <= MAX_RECORD_INT:
+        raise ValueError(f"{where}: an integer of {value.bit_length()} bits is too large for a "
+                         f"record (at most 2**63)")
+    return value
+
+
 def scalar_or_none(value) -> Tuple[bool, Any]:
     """(is_scalar, JSON value): bool/int stay, floats become None when NaN/inf."""
     if value is None:
@@ -188,7 +218,7 @@ def to_jsonable(obj, where: str = "value"):
     if obj is None or isinstance(obj, (str, bool)):
         return obj
     if isinstance(obj, numbers.Integral):
-        return int(obj)
+        return checked_int(obj, where)
     if isinstance(obj, numbers.Real):
         return _finite(obj)
     if isinstance(obj, Mapping):
@@ -296,6 +326,7 @@ def atomic_write_json(path: str, data: Mapping[str, Any], *, exclusive: bool = F
     tmp = None
     try:
         os.makedirs(directory, exist_ok=True)
+        refuse_link(path)
         fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=directory)
         try:
             os.fchmod(fd, 0o666 & ~_umask())
@@ -312,18 +343,33 @@ def atomic_write_json(path: str, data: Mapping[str, Any], *, exclusive: bool = F
                 os.unlink(tmp)
                 tmp = None
         else:
+            refuse_link(path)
             os.replace(tmp, path)
             tmp = None
         fsync_dir(directory)
         return True
     except OSError as exc:
-        raise _write_failed(path, exc) from None
+        raise write_failed(path, exc) from None
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
 
 
+def _check_number(value, where: str, name: str) -> None:
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, (int, float)) and abs(value) <= MAX_RECORD_NUMBER:
+        return
+    shown = "a huge integer" if isinstance(value, int) else json.dumps(value)[:40]
+    raise ResultFileError(f"{where}: field {name!r} must be a number of magnitude <= "
+                          f"{MAX_RECORD_NUMBER:g} or null, got {shown}")
+
+
 def _check_record(obj, path: str, lineno: int) -> Dict[str, Any]:
+    """The shape every reader relies on (one line naming file:line and field otherwise):
+    ``episode``, ``metrics`` and ``initial_metrics`` objects, ``report_events`` a list of
+    objects, metric values numbers of sane magnitude (a 1e308 or 10**400 would overflow
+    a mean), ``steps_taken`` an integer."""
     where = f"{path}:{lineno}"
     if not isinstance(obj, dict):
         raise ResultFileError(f"{where}: a record must be a JSON object")
@@ -331,7 +377,43 @@ def _check_record(obj, path: str, lineno: int) -> Dict[str, Any]:
         raise ResultFileError(f"{where}: field 'episode_key' is missing or not a string")
     if obj.get("status") not in STATUSES:
         raise ResultFileError(f"{where}: field 'status' must be 'ok' or 'error', got {obj.get('status')!r}")
+    for name in ("episode", "metrics", "initial_metrics"):
+        if name in obj and obj[name] is not None and not isinstance(obj[name], dict):
+            raise ResultFileError(f"{where}: field {name!r} must be an object, got "
+                                  f"{type(obj[name]).__name__}")
+    for name in ("metrics", "initial_metrics"):
+        for key, value in (obj.get(name) or {}).items():
+            if not isinstance(value, (str, list, dict)):
+                _check_number(value, where, f"{name}.{key}")
+    events = obj.get("report_events")
+    if events is not None and (not isinstance(events, list)
+                               or not all(isinstance(ev, dict) for ev in events)):
+        raise ResultFileError(f"{where}: field 'report_events' must be a list of objects")
+    steps = obj.get("steps_taken")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int)
+                              or not 0 <= steps <= MAX_RECORD_INT):
+        raise ResultFileError(f"{where}: field 'steps_taken' must be a non-negative integer")
+    episode = obj.get("episode") or {}
+    for name in ("target_count",):
+        if name in episode and not isinstance(episode[name], (str, list, dict)):
+            _check_number(episode[name], where, f"episode.{name}")
     return obj
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number a record may hold")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 19:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits is too large for a record")
+    return int(text)
+
+
+def parse_record_json(text: str):
+    """``json.loads`` for result files: ``NaN``/``Infinity`` and integers of more than 19
+    digits are refused (ValueError), never handed to a mean or a plot."""
+    return json.loads(text, parse_constant=_no_constant, parse_int=_bounded_int)
 
 
 def read_jsonl(path: str, truncate_partial: bool = False) -> Tuple[List[Dict[str, Any]], bool]:
@@ -350,13 +432,13 @@ def read_jsonl(path: str, truncate_partial: bool = False) -> Tuple[List[Dict[str
         cut = data.rfind(b"\n") + 1
         tail = data[cut:]
         try:
-            json.loads(tail.decode("utf-8"))
+            parse_record_json(tail.decode("utf-8"))
             tail_ok = True
         except (UnicodeDecodeError, ValueError):
             tail_ok = False
         if tail_ok:  # a complete record that only lost its newline
             if truncate_partial:
-                with open(path, "ab") as f:
+                with open_file(path, "ab") as f:
                     f.write(b"\n")
                     f.flush()
                     os.fsync(f.fileno())
@@ -364,7 +446,7 @@ def read_jsonl(path: str, truncate_partial: bool = False) -> Tuple[List[Dict[str
             partial = True
             body = data[:cut]
             if truncate_partial:
-                with open(path, "r+b") as f:
+                with open_file(path, "r+b") as f:
                     f.truncate(cut)
                     f.flush()
                     os.fsync(f.fileno())
@@ -373,7 +455,7 @@ def read_jsonl(path: str, truncate_partial: bool = False) -> Tuple[List[Dict[str
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw.decode("utf-8"))
+            obj = parse_record_json(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise ResultFileError(
                 f"{path}:{lineno}: invalid JSON line ({exc}); it is not deleted — fix or "
@@ -388,7 +470,7 @@ def read_json_object(path: str) -> Dict[str, Any]:
     file) when it does not parse or is not an object."""
     try:
         with open(path, "r", encoding="utf-8") as f:
-            data = json.load(f)
+            data = parse_record_json(f.read())
     except ValueError as exc:
         raise ResultFileError(f"{path}: invalid JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -463,18 +545,22 @@ class RankWriter:
         if not resume:
             refuse_existing(out_dir, rank)
         try:
-            os.makedirs(self.dir, exist_ok=True)
+            make_dirs(self.dir)
         except OSError as exc:
-            raise _write_failed(self.dir, exc, "create") from None
+            raise write_failed(self.dir, exc, "create") from None
         self._lock()
         try:
+            try:
+                refuse_link(self.path)  # before a resume repairs it or a run appends to it
+            except PlantedLinkError as exc:
+                raise write_failed(self.path, exc, "open") from None
             if resume:
                 self._load_existing()
             try:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                self._fd = open_for_write(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
                 self._size = os.fstat(self._fd).st_size
             except OSError as exc:
-                raise _write_failed(self.path, exc, "open") from None
+                raise write_failed(self.path, exc, "open") from None
             fsync_dir(self.dir)
         except BaseException:
             self.close()
@@ -482,9 +568,9 @@ class RankWriter:
 
     def _lock(self) -> None:
         try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = open_for_write(self.lock_path, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
-            raise _write_failed(self.lock_path, exc, "create") from None
+            raise write_failed(self.lock_path, exc, "create") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -495,7 +581,7 @@ class RankWriter:
                     f"{self.dir} is being written by another process (pid {holder}, lock "
                     f"{self.lock_path}); wait for it to end or stop it, then --resume"
                 ) from None
-            raise _write_failed(self.lock_path, exc, "lock") from None
+            raise write_failed(self.lock_path, exc, "lock") from None
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
@@ -508,7 +594,7 @@ class RankWriter:
             try:
                 records, self.truncated_partial_line = read_jsonl(self.path, truncate_partial=True)
             except OSError as exc:
-                raise _write_failed(self.path, exc, "repair") from None
+                raise write_failed(self.path, exc, "repair") from None
             for rec in records:
                 self.finished[rec["episode_key"]] = rec["status"]
                 self.record_count += 1
@@ -544,7 +630,7 @@ class RankWriter:
             except BaseException as exc:
                 self._cut_back()
                 if isinstance(exc, OSError):
-                    raise _write_failed(self.path, exc) from None
+                    raise write_failed(self.path, exc) from None
                 raise
             self._size += len(data)
         self.finished[record["episode_key"]] = record["status"]
@@ -621,25 +707,84 @@ def _check_metrics(metrics: Mapping[str, Any], where: str) -> None:
                                   f"got {json.dumps(value)[:40]}")
 
 
-def read_run(out_dir: str, expected_keys: Optional[Iterable[str]] = None
-             ) -> Tuple["Dict[str, Tuple[str, Dict[str, Any]]]", int, bool,
-                        List[Optional[Dict[str, Any]]]]:
-    """(latest record per key as ``key -> ("file:line", record)`` in the order of their
-    last records, number of record lines, whether a rank is unfinished or left a partial
-    line, each rank's done.json or None). With ``expected_keys`` only the records of
-    those keys count."""
+class RunRead(NamedTuple):
+    """What :func:`read_run` found in an output directory."""
+
+    #: latest record per key, ``key -> ("file:line", record)``, in the order of last records
+    latest: Dict[str, Tuple[str, Dict[str, Any]]]
+    record_count: int  #: record lines counted
+    incomplete: bool  #: a rank unfinished, a partial line, a done.json not believed, ...
+    dones: List[Optional[Dict[str, Any]]]  #: each rank's done.json or None
+    manifest: Optional[Dict[str, Any]] = None  #: the run's run.json (None: a run without one)
+    warnings: Tuple[str, ...] = ()  #: why the run cannot be complete, one line each
+
+
+def _done_problem(done: Mapping[str, Any], path: str, rank: int, records: Sequence[Mapping],
+                  manifest: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """Why a rank's done.json is not believed (its counts are recounted from the rank's
+    records and, with a manifest, its share of the selection), or None."""
+    last: Dict[str, str] = {}
+    for rec in records:
+        last[rec["episode_key"]] = rec["status"]
+    errors = sum(status == "error" for status in last.values())
+    expected = None
+    if manifest is not None:
+        selection = manifest.get("selection") if isinstance(manifest.get("selection"), Mapping) else {}
+        count, world = selection.get("episode_count"), manifest.get("world_size")
+        if isinstance(count, int) and isinstance(world, int) and world >= 1:
+            expected = len(range(rank, count, world))
+    for name, found in (("rank", rank), ("record_count", len(records)), ("error_count", errors),
+                        ("expected_count", expected)):
+        if found is not None and done[name] != found:
+            return (f"{path}: field {name!r} says {done[name]}, the records say {found}: "
+                    f"done.json not believed (run the rank again with --resume)")
+    if done["status"] != "incomplete" and len(last) < done["expected_count"]:
+        return (f"{path}: status {done['status']!r} with {len(last)} of {done['expected_count']} "
+                "episodes recorded: done.json not believed")
+    return None
+
+
+def read_run(out_dir: str, expected_keys: Optional[Iterable[str]] = None) -> RunRead:
+    """Read every rank of a run (:class:`RunRead`). With ``expected_keys`` only the
+    records of those keys count.
+
+    A run with a ``run.json`` is checked first: every rank directory must hold the same
+    manifest (a rank of another run — other agent, seed or settings — is refused naming
+    the field, :class:`~habitat_mosnav.evaluation.manifest.ManifestMismatch`). An episode
+    key recorded by two ranks is an error naming both lines (within a rank, a re-run's
+    later record wins). A done.json whose counts disagree with the records is not believed:
+    the rank counts as unfinished, with a warning."""
+    from habitat_mosnav.evaluation.manifest import check_rank_manifests
+
+    ranks = _rank_dirs(out_dir)
+    manifest = check_rank_manifests(out_dir, ranks)
     all_records: List[Tuple[str, Dict[str, Any]]] = []
+    owner: Dict[str, Tuple[int, str]] = {}
     incomplete = False
     dones = []
-    for _rank, path in _rank_dirs(out_dir):
+    warnings: List[str] = []
+    for rank, path in ranks:
         jsonl = os.path.join(path, EPISODES_FILE)
+        records: List[Dict[str, Any]] = []
         if os.path.exists(jsonl):
             records, partial = read_jsonl(jsonl)
             incomplete |= partial
-            all_records.extend((f"{jsonl}:{i}", r) for i, r in enumerate(records, start=1))
-        done = read_done(os.path.join(path, DONE_FILE))
+        for i, rec in enumerate(records, start=1):
+            where = f"{jsonl}:{i}"
+            first = owner.setdefault(rec["episode_key"], (rank, where))
+            if first[0] != rank:
+                raise ResultFileError(
+                    f"{where}: episode {rec['episode_key']!r} is also recorded by rank {first[0]} "
+                    f"({first[1]}); an episode belongs to one rank (records copied between runs "
+                    "or ranks?)")
+            all_records.append((where, rec))
+        done_path = os.path.join(path, DONE_FILE)
+        done = read_done(done_path)
         dones.append(done)
-        if done is None or done["status"] == "incomplete":
+        problem = _done_problem(done, done_path, rank, records, manifest) if done is not None else None
+        if problem is not None:
+            warnings.append(problem)
+        if done is None or done["status"] == "incomplete" or problem is not None:
             incomplete = True
     if expected_keys is not None:
         wanted = set(expected_keys)
@@ -648,7 +793,7 @@ def read_run(out_dir: str, expected_keys: Optional[Iterable[str]] = None
     for where, rec in all_records:
         latest.pop(rec["episode_key"], None)  # re-insert so order follows the last record
         latest[rec["episode_key"]] = (where, rec)
-    return latest, len(all_records), incomplete, dones
+    return RunRead(latest, len(all_records), incomplete, dones, manifest, tuple(warnings))
 
 
 def latest_records(out_dir: str) -> "Dict[str, Tuple[str, Dict[str, Any]]]":
@@ -675,14 +820,25 @@ def summarize(out_dir: str, expected_episode_count: Optional[int] = None,
     return summary_of_run(read_run(out_dir, expected_keys), expected_episode_count)
 
 
-def summary_of_run(read: Tuple["Dict[str, Tuple[str, Dict[str, Any]]]", int, bool,
-                               List[Optional[Dict[str, Any]]]],
-                   expected_episode_count: Optional[int] = None) -> Dict[str, Any]:
+def summary_of_run(read: RunRead, expected_episode_count: Optional[int] = None) -> Dict[str, Any]:
     """:func:`summarize` of what :func:`read_run` returned (a caller that also needs the
     records reads the run once)."""
-    latest, record_count, incomplete, dones = read
+    latest, record_count, incomplete, dones, manifest, warnings = read
+    warnings = list(warnings)
+    selection = (manifest or {}).get("selection")
+    selection = selection if isinstance(selection, Mapping) else {}
+    if expected_episode_count is None and isinstance(selection.get("episode_count"), int):
+        expected_episode_count = selection["episode_count"]  # the run's, not the ranks' word
     if expected_episode_count is None and all(d is not None for d in dones):
         expected_episode_count = sum(d["expected_count"] for d in dones)
+    digest = selection.get("keys_sha256")
+    if isinstance(digest, str) and len(latest) >= (expected_episode_count or 0):
+        from habitat_mosnav.evaluation.manifest import keys_digest
+
+        if keys_digest(latest) != digest:  # as many records, but not the selected episodes
+            incomplete = True
+            warnings.append("the recorded episodes are not the run's selection (run.json "
+                            "selection.keys_sha256): episodes are missing")
     ok, errors = [], 0
     for where, rec in latest.values():
         if rec["status"] == "error":
@@ -711,6 +867,8 @@ def summary_of_run(read: Tuple["Dict[str, Tuple[str, Dict[str, Any]]]", int, boo
         "error_episode_count": errors,
         "metrics": aggregate(ok),
     }
+    if warnings:
+        summary["warnings"] = warnings
     benchmark = benchmark_summary([rec for _, rec in latest.values()], status)
     if benchmark is not None:
         summary["benchmark"] = benchmark
@@ -785,4 +943,4 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         if value is None:
             continue
         lines.append(f"  {label:<{width}}  {value:.4f}")
-    return "\n".join(lines)
+    return "\n".join(safe_line(line) for line in lines)  # names come from the records

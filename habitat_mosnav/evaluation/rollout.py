@@ -98,15 +98,17 @@ def _call_with_timeout(fn, args, timeout: float):
 
 
 def _call_agent(where: str, fn, *args, timeout: Optional[float] = None):
-    """Call the agent's code; its exceptions (also ``SystemExit``) become
-    :class:`AgentError`, so they end the episode with an error record, never the run."""
+    """Call the agent's code; whatever it raises (also ``SystemExit``, ``GeneratorExit``,
+    ``asyncio.CancelledError``) becomes :class:`AgentError`, so it ends the episode with an
+    error record, never the run. Only ``KeyboardInterrupt`` (Ctrl-C, SIGTERM, the human
+    agent's quit) goes through."""
     try:
         if timeout is not None:
             return _call_with_timeout(fn, args, timeout)
         return fn(*args)
     except (InvalidAction, KeyboardInterrupt):
         raise
-    except (Exception, SystemExit) as exc:
+    except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
         raise AgentError(where, exc) from exc
 
 

@@ -340,13 +340,13 @@ def freeze_setting(name: str, overrides: Sequence[str] = (), root: Optional[str]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m habitat_mosnav.evaluation.settings",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m habitat_mosnav.evaluation.settings",
                                 description="List, freeze and tabulate benchmark settings.")
     add_version_argument(p)
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="the settings' names")
-    sub.add_parser("table", help="the README's markdown table of settings")
-    f = sub.add_parser("freeze", help="recompute a setting's dataset fingerprint and episodes")
+    sub.add_parser("list", allow_abbrev=False, help="the settings' names")
+    sub.add_parser("table", allow_abbrev=False, help="the README's markdown table of settings")
+    f = sub.add_parser("freeze", allow_abbrev=False, help="recompute a setting's dataset fingerprint and episodes")
     f.add_argument("name")
     f.add_argument("--dataset-dir", default=None, help="the dataset_semantic directory")
     f.add_argument("--scene-root", default=None, help="the scenes directory")

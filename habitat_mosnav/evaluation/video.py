@@ -153,9 +153,11 @@ def write_video(path: str, frames: Sequence[np.ndarray], fps: int = 6) -> str:
     """Write frames as ``.mp4`` (imageio-ffmpeg) or ``.gif``; returns the path."""
     import imageio
 
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    if path.endswith(".gif"):
-        imageio.mimsave(path, list(frames), duration=1.0 / fps, loop=0)
-    else:
-        imageio.mimsave(path, list(frames), fps=fps, macro_block_size=1)
+    from habitat_mosnav.safety import replacing
+
+    with replacing(path, suffix=os.path.splitext(path)[1]) as tmp:  # never through a planted link
+        if path.endswith(".gif"):
+            imageio.mimsave(tmp, list(frames), duration=1.0 / fps, loop=0)
+        else:
+            imageio.mimsave(tmp, list(frames), fps=fps, macro_block_size=1)
     return path

@@ -48,6 +48,7 @@ from habitat_mosnav.agents.vlm.messages import (
     user_text,
 )
 from habitat_mosnav.agents.vlm.parsing import ACTION_NAMES, VALID_ACTION_IDS, parse_action
+from habitat_mosnav.safety import make_dirs, mask_secrets, open_file, safe_line
 
 __all__ = [
     "APIAgent",
@@ -256,8 +257,8 @@ class APIAgent:
             log_images=get("log_prompt_images", False),
         )
         if api_key is None and not agent.client.is_loopback:
-            print(f"mosnav-eval: warning: no API key in ${env_var} or {env_file or '.env'}; "
-                  f"sending requests to {agent.client.url} without one", file=sys.stderr)
+            print(safe_line(f"mosnav-eval: warning: no API key in ${env_var} or {env_file or '.env'}; "
+                            f"sending requests to {agent.client.url} without one"), file=sys.stderr)
         return agent
 
     def set_log_path(self, path: Union[str, Path, None]) -> None:
@@ -391,11 +392,13 @@ class APIAgent:
             folder = self.log_path.parent / f"{self.log_path.stem}_images"
             ep = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{getattr(obs, 'scene_id', None)}__{getattr(obs, 'episode_id', None)}")
             sub = folder / f"{self._episode_index:05d}_{ep}"
-            sub.mkdir(parents=True, exist_ok=True)
+            make_dirs(str(folder))
+            make_dirs(str(sub))
             for im, ref in zip(images, refs):
                 target = sub / f"step_{step:04d}_{im.role}.{im.format}"
-                if not target.exists():
-                    target.write_bytes(im.png_bytes if im.format == "png" else _decode_data_url(im.data_url))
+                if not os.path.lexists(target):
+                    with open_file(str(target), "wb") as fh:
+                        fh.write(im.png_bytes if im.format == "png" else _decode_data_url(im.data_url))
                 ref["path"] = os.path.relpath(target, self.log_path.parent)
         extras = getattr(obs, "extras", None) or {}
         line = {
@@ -415,8 +418,9 @@ class APIAgent:
             "error": None if error is None else {"type": type(error).__name__, "message": str(error)},
         }
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+        text = mask_secrets(json.dumps(line, ensure_ascii=False), *self.client.secrets)
+        with open_file(str(self.log_path), "a") as fh:  # never through a planted link
+            fh.write(text + "\n")
 
 
 def _decode_data_url(url: str) -> bytes:

@@ -1,0 +1,200 @@
+"""What the tools write and print cannot be turned against the user (docs/EVALUATION.md,
+"Security"): files are never reached through a link the tool did not make, secrets are
+masked, and text shown on a terminal carries no control characters.
+
+Standard library only, the lowest layer: the evaluation, the agents (the API agent's prompt
+log) and the chat client all use these, so there is one rule for each.
+
+* :func:`open_for_write` / :func:`refuse_link` / :func:`make_dirs` / :func:`replacing`: a file
+  or directory the tool writes is opened with ``O_NOFOLLOW`` (or its final component is
+  checked with ``lstat``); a symbolic link planted there is refused with
+  :class:`PlantedLinkError`, an ``OSError`` (``ELOOP``) whose ``strerror`` says why, so every
+  caller's existing "cannot write FILE" path (exit 3) reports it in one line.
+* :func:`mask_secrets`: every registered secret (:func:`register_secret`, the API key), each
+  of its prefixes of at least :data:`MIN_SECRET_PREFIX` characters, ``user:password@`` in
+  URLs, bearer tokens and ``sk-...`` keys become ``***``. Callers mask *before* they shorten
+  a text, so a cut never leaves part of a key behind.
+* :func:`terminal_text`: control characters (ANSI escapes, ``\\r``, ``\\n``, BEL) become
+  visible ``\\xNN`` escapes, so a hostile episode id can neither retitle the terminal nor
+  forge a second line.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+import tempfile
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator, List
+
+__all__ = ["MIN_SECRET_PREFIX", "PlantedLinkError", "make_dirs", "mask_data", "mask_secrets",
+           "open_for_write", "refuse_link", "register_secret", "replacing", "safe_line",
+           "terminal_text"]
+
+#: A prefix of a secret this long or longer is masked too (a server echoing part of a key).
+MIN_SECRET_PREFIX = 8
+MASK = "***"
+
+
+class PlantedLinkError(OSError):
+    """A path the tool writes is a symbolic link it did not create: refused, never followed."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(errno.ELOOP, "it is a symbolic link this tool did not create (refused, "
+                                      "not followed); remove it or choose another output directory",
+                         path)
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def refuse_link(path: str) -> None:
+    """Raise :class:`PlantedLinkError` when ``path`` itself (its last component) is a symlink."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise PlantedLinkError(path)
+
+
+def open_for_write(path: str, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                   mode: int = 0o666) -> int:
+    """``os.open(path, flags | O_NOFOLLOW)``: a file descriptor, never through a symlink in
+    the last component (:class:`PlantedLinkError`). ``O_TRUNC`` is applied only after the
+    check, so a planted link never truncates its target."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, (flags & ~os.O_TRUNC) | nofollow | getattr(os, "O_CLOEXEC", 0), mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (not nofollow and os.path.islink(path)):
+            raise PlantedLinkError(path) from None
+        raise
+    if not nofollow and os.path.islink(path):  # pragma: no cover - platforms without O_NOFOLLOW
+        os.close(fd)
+        raise PlantedLinkError(path)
+    if flags & os.O_TRUNC:
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            os.close(fd)
+            raise
+    return fd
+
+
+def open_file(path: str, mode: str = "w", encoding: str = "utf-8", newline=None):
+    """A Python file object for ``"w"``/``"a"``/``"wb"``/``"ab"``/``"r+b"`` through
+    :func:`open_for_write`."""
+    flags = {"w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+             "r+": os.O_RDWR}[mode.replace("b", "")]
+    fd = open_for_write(path, flags)
+    if "b" in mode:
+        return os.fdopen(fd, mode)
+    return os.fdopen(fd, mode, encoding=encoding, newline=newline)
+
+
+def make_dirs(path: str) -> str:
+    """``os.makedirs(path, exist_ok=True)``, refusing ``path`` when it is a symlink (a
+    directory the tool fills, e.g. ``rank_00000`` or ``videos``, planted as a link)."""
+    refuse_link(path)
+    os.makedirs(path, exist_ok=True)
+    refuse_link(path)
+    return path
+
+
+@contextmanager
+def replacing(path: str, suffix: str = "") -> Iterator[str]:
+    """Yield a fresh temporary path beside ``path`` (created with ``O_EXCL``, so never a
+    link); write it, and on success it is renamed over ``path`` (a rename replaces a link
+    itself, never its target; a planted link is refused before). No temp file is left."""
+    directory = os.path.dirname(os.path.abspath(path))
+    make_dirs(directory)
+    refuse_link(path)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=suffix, dir=directory)
+    os.close(fd)
+    try:
+        yield tmp
+        refuse_link(path)
+        os.replace(tmp, path)
+        tmp = None
+    finally:
+        if tmp is not None and os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+# ----------------------------------------------------------------------------- secrets
+
+_secrets: List[str] = []
+_secrets_lock = threading.Lock()
+_pattern = None
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]*@")
+_BEARER = re.compile(r"(?i)\bbearer\s+[^\s\"',]+")
+_SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
+
+
+def register_secret(secret: str) -> None:
+    """Mask ``secret`` (and its prefixes of >= :data:`MIN_SECRET_PREFIX` characters) in
+    everything this process writes or prints from now on."""
+    global _pattern
+    if not secret or len(secret) < MIN_SECRET_PREFIX:
+        return
+    with _secrets_lock:
+        if secret not in _secrets:
+            _secrets.append(secret)
+            _pattern = None
+
+
+def _secret_pattern(extra: tuple):
+    global _pattern
+    secrets = [s for s in list(_secrets) + [e for e in extra if e] if len(s) >= MIN_SECRET_PREFIX]
+    if not secrets:
+        return None
+    if not extra and _pattern is not None:
+        return _pattern
+    prefixes = {s[:n] for s in secrets for n in range(MIN_SECRET_PREFIX, len(s) + 1)}
+    pattern = re.compile("|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True)))
+    if not extra:
+        _pattern = pattern
+    return pattern
+
+
+def mask_secrets(text: Any, *secrets: str) -> str:
+    """``text`` with every registered secret (and ``secrets``), their prefixes of at least
+    :data:`MIN_SECRET_PREFIX` characters, URL credentials, bearer tokens and ``sk-`` keys
+    replaced by ``***``. Mask first, shorten afterwards."""
+    text = str(text)
+    pattern = _secret_pattern(tuple(secrets))
+    if pattern is not None:
+        text = pattern.sub(MASK, text)
+    text = _URL_CREDENTIALS.sub(lambda m: m.group(1) + MASK + ":" + MASK + "@", text)
+    text = _BEARER.sub("Bearer " + MASK, text)
+    return _SK_KEY.sub("sk-" + MASK, text)
+
+
+def mask_data(obj: Any) -> Any:
+    """:func:`mask_secrets` applied to every string (keys included) of JSON-like data."""
+    if isinstance(obj, str):
+        return mask_secrets(obj)
+    if isinstance(obj, dict):
+        return {mask_secrets(k) if isinstance(k, str) else k: mask_data(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [mask_data(v) for v in obj]
+    return obj
+
+
+# ----------------------------------------------------------------------------- terminal
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: Any) -> str:
+    """``text`` with every control character (C0, DEL, C1: ESC, BEL, CR, LF, ...) shown as
+    a ``\\xNN`` escape: one printable line."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def safe_line(text: Any) -> str:
+    """What may be printed: secrets masked, then control characters escaped."""
+    return terminal_text(mask_secrets(text))
