@@ -95,11 +95,13 @@ def test_server_killed_mid_run_then_resume(open_room, tmp_path):
 
 
 def test_server_down_error_records_then_resume_retry_errors(open_room, tmp_path):
-    """The model server is down for the whole run: every episode gets an error record with the
-    agent's counters; after a restart ``--resume --retry-errors`` re-runs exactly those."""
+    """The model server is down for the whole run (the circuit breaker off): every episode
+    gets an error record with the agent's counters; after a restart ``--resume
+    --retry-errors`` re-runs exactly those."""
     out = str(tmp_path / "run")
     with ChatServer(default=Reply.status(503, "model loading")) as server:
-        assert eval_cli.main(argv(open_room, server, out, "--log-prompts")) == 0
+        assert eval_cli.main(argv(open_room, server, out, "--log-prompts",
+                                  "--max-unavailable-episodes", "0")) == 0
     recs = records(out)
     assert [r["status"] for r in recs] == ["error"] * 4
     assert {r["error_type"] for r in recs} == {"APIUnavailableError"}

@@ -41,13 +41,20 @@ def find_objectnav_file(path: Path, scene_id: str) -> Optional[Path]:
     return None
 
 
+#: The most an ObjectNav goals file may hold once decompressed (HM3D v2's largest scene
+#: file is a few MB): a gzip bomb is refused in one line instead of ending in MemoryError.
+MAX_GOALS_BYTES = 512 * 2 ** 20
+
+
 def _load(path: Path) -> Any:
     try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                return json.load(f)
-        with open(path, "r", encoding="utf-8") as f:
-            return json.load(f)
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as f:
+            data = f.read(MAX_GOALS_BYTES + 1)
+        if len(data) > MAX_GOALS_BYTES:
+            raise BuildError(f"{path}: more than {MAX_GOALS_BYTES // 2 ** 20} MiB once decompressed; "
+                             "not an ObjectNav goals file (a gzip bomb?)")
+        return json.loads(data.decode("utf-8"))
     except (OSError, EOFError) as e:
         raise BuildError(f"{path}: cannot read ({e})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

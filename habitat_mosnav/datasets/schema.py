@@ -69,6 +69,11 @@ def field(obj: Dict[str, Any], name: str, types, path: str, record: str,
     return value
 
 
+#: The largest coordinate a dataset may give (metres; scenes span tens of metres): a
+#: 1e308 start position is a dataset error at load, not an error episode.
+MAX_COORDINATE = 1e6
+
+
 def vector(obj: Dict[str, Any], name: str, size: int, path: str, record: str,
            optional: bool = False) -> Optional[List[float]]:
     value = field(obj, name, list, path, record, optional=optional)
@@ -76,9 +81,10 @@ def vector(obj: Dict[str, Any], name: str, size: int, path: str, record: str,
         return None
     if len(value) != size or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        for v in value
+        and abs(v) <= MAX_COORDINATE for v in value
     ):
-        _fail(path, record, name, f"expected {size} finite numbers, got {json.dumps(value)[:80]}")
+        _fail(path, record, name, f"expected {size} finite numbers within ±{MAX_COORDINATE:g}, "
+                                  f"got {json.dumps(value)[:80]}")
     return [float(v) for v in value]
 
 

@@ -28,7 +28,7 @@ from typing import List, Optional, Sequence
 
 from habitat_mosnav.agents.loading import AGENT_ALIASES, AgentLoadError, instantiate_agent, resolve_agent
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, TARGET_MODES
-from habitat_mosnav.safety import safe_line
+from habitat_mosnav.safety import mask_secrets, safe_line
 from habitat_mosnav.versions import add_version_argument
 
 __all__ = ["DEFAULT_CONFIG", "DEFAULT_TARGET_MODES", "UsageError", "build_parser", "build_overrides", "main"]
@@ -190,6 +190,11 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
                         "summary keeps each episode's last record")
     g.add_argument("--fail-fast", action="store_true",
                    help="stop after the first failed episode (its error record is written)")
+    g.add_argument("--max-unavailable-episodes", type=_int_at_least(0, "--max-unavailable-episodes"),
+                   default=3, metavar="N",
+                   help="stop (exit 1, resumable) after N consecutive episodes failed because the "
+                        "model server stayed unavailable (APIUnavailableError, --agent api); "
+                        "0: never (default: 3)")
     g.add_argument("--fail-on-episode-error", action="store_true",
                    help="exit with status 1 at the end if any episode failed")
     g.add_argument("--step-timeout", type=_float_positive("--step-timeout"), default=None,
@@ -401,7 +406,7 @@ def _load_config(args, setting=None, extra: Sequence[str] = ()):
     try:
         config = get_config(path, overrides)
     except Exception as exc:
-        text = " ".join(str(exc).split())
+        text = " ".join(mask_secrets(exc).split())  # masked before it is cut
         if len(text) > 400:
             text = text[:397] + "..."
         raise UsageError(f"--config {path}: {type(exc).__name__}: {text}") from None
@@ -536,7 +541,8 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
                                   args.rank is None and args.world_size is None),
         seed=args.seed, action_protocol=args.action_protocol, resume=args.resume,
         retry_errors=args.retry_errors,
-        fail_fast=args.fail_fast, record_actions=args.action_trace,
+        fail_fast=args.fail_fast, max_unavailable_episodes=args.max_unavailable_episodes,
+        record_actions=args.action_trace,
         log_prompts=args.log_prompts, log_positions=args.log_positions,
         log_episodes=args.log_episodes, video=args.save_video, maps=args.save_maps,
         render_live=args.render_live, progress=args.progress, benchmark=args.benchmark,
@@ -560,6 +566,12 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
         print(format_summary(summary))
         print(safe_line(f"results: {os.path.join(ctx['output_dir'], 'summary.json')}"))
         errors = summary.get("error_episode_count", 0)
+    if evaluator.stopped_by_unavailable:
+        print(safe_line(f"{PROG}: error: stopped after {evaluator.stopped_by_unavailable} consecutive "
+                        f"episodes failed with APIUnavailableError (the model server is down); "
+                        f"when it is back, continue with --resume --retry-errors --output-dir "
+                        f"{ctx['output_dir']}"), file=sys.stderr)
+        return 1
     if errors:
         print(safe_line(f"{PROG}: {errors} episode(s) failed (status 'error' records in "
                         f"{ctx['output_dir']})"), file=sys.stderr)

@@ -54,7 +54,7 @@ from habitat_mosnav.evaluation.rollout import (
 from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
 from habitat_mosnav.keys import episode_key as make_episode_key, episode_scene_name, episode_seed
 from habitat_mosnav.metrics import aggregate
-from habitat_mosnav.safety import PlantedLinkError, safe_line
+from habitat_mosnav.safety import PlantedLinkError, mask_secrets, safe_line
 
 __all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
 
@@ -92,6 +92,9 @@ class EvaluationConfig:
     ``log_prompts``: an agent with ``set_log_path(path)`` gets
     ``<out>/rank_XXXXX/prompts.jsonl`` before the first episode; any other agent's task
     prompt is printed at the start of each episode.
+    ``max_unavailable_episodes``: the run stops (resumable, CLI exit 1) after this many
+    consecutive episodes failed because the model server stayed unavailable
+    (:class:`~habitat_mosnav.chat.APIUnavailableError`); 0: never.
     ``step_timeout``: seconds one ``act()`` may take (None: no limit); a slower step ends
     the episode with a ``StepTimeout`` error record and the run goes on.
     ``manifest``: fields for the run manifest ``run.json`` (``agent``, ``config``,
@@ -116,6 +119,7 @@ class EvaluationConfig:
     resume: bool = False
     retry_errors: bool = False
     fail_fast: bool = False
+    max_unavailable_episodes: int = 3
     record_actions: bool = True
     log_prompts: bool = False
     log_positions: bool = False
@@ -227,6 +231,9 @@ class Evaluator:
         self._current_episode = None
         #: True when ``fail_fast`` stopped the run after an error record (CLI: exit 1).
         self.stopped_by_fail_fast = False
+        #: The number of consecutive APIUnavailableError episodes that stopped the run
+        #: (``max_unavailable_episodes``; CLI: exit 1), else 0.
+        self.stopped_by_unavailable = 0
         #: The global (all ranks) selected keys, set by :meth:`select`.
         self.selected_keys: List[str] = []
         self._closed = False
@@ -621,6 +628,7 @@ class Evaluator:
                    disable=not cfg.progress, dynamic_ncols=True, unit="ep",
                    desc=f"mosnav-eval rank {writer.rank}")
         self._update_bar(bar, prior)
+        unavailable = 0  # consecutive episodes lost to an unreachable model server
         try:
             for index, key in todo:
                 episode = pool[key]
@@ -665,6 +673,10 @@ class Evaluator:
                     self._log("--fail-fast: stopping after the first failed episode")
                     self.stopped_by_fail_fast = True
                     break
+                unavailable = unavailable + 1 if _unavailable(run.error) else 0
+                if cfg.max_unavailable_episodes and unavailable >= cfg.max_unavailable_episodes:
+                    self.stopped_by_unavailable = unavailable
+                    break
         finally:
             bar.close()
         return False
@@ -683,7 +695,7 @@ class Evaluator:
                 episode_key=key, episode_index=index, rank=rank, seed=seed,
                 episode=_episode_summary(episode, max_steps), steps_taken=run.steps_taken,
                 error="UnwritableRecord", benchmark=self._benchmark,
-                error_message=f"the episode's record cannot be written: {_one_line(exc)[:200]}")
+                error_message=f"the episode's record cannot be written: {mask_secrets(_one_line(exc))[:200]}")
 
     def _build_record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
         summary = _episode_summary(episode, max_steps)
@@ -858,6 +870,13 @@ class Evaluator:
                       f"is incomplete; it is rewritten when the last rank finishes, or run "
                       f"`mosnav-aggregate {out}` then")
         return summary
+
+
+def _unavailable(error: Optional[BaseException]) -> bool:
+    """The episode failed because the model server could not be reached (every retry)."""
+    from habitat_mosnav.chat import APIUnavailableError
+
+    return isinstance(getattr(error, "original", error), APIUnavailableError)
 
 
 def _one_of(name: str, value, alias: str, alias_value):

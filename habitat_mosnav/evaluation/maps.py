@@ -33,6 +33,7 @@ docs/EVALUATION.md) gives the trajectory and the claim positions; a record witho
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -44,6 +45,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from habitat_mosnav.pose import wrap_angle, yaw_of
+from habitat_mosnav.safety import mask_secrets
 from habitat_mosnav.versions import add_version_argument
 
 __all__ = ["CLAIM_COLORS", "END_COLOR", "FINISH_COLOR", "OUTCOME_COLORS", "START_COLOR",
@@ -74,9 +76,25 @@ LEGEND_WIDTH = 300
 MAP_INFO_KEY = "mosnav_map"
 
 
+#: A key part that maps to itself in a file name (no ``__``, no leading/trailing ``_``).
+_PLAIN_PART = re.compile(r"[A-Za-z0-9.-]+(?:_[A-Za-z0-9.-]+)*")
+#: File name stems are at most this long (a 300-character id still gets its map).
+MAX_STEM = 120
+
+
 def episode_file_stem(key: str) -> str:
-    """File name (no extension) for an episode key: ``val::scene::ep`` → ``val__scene__ep``."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(key).replace("::", "__")).strip("_") or "episode"
+    """File name (no extension) for an episode key: ``val::scene::ep`` → ``val__scene__ep``.
+
+    Distinct keys get distinct names: a key whose parts are not plain (``a b``, ``a/b``,
+    ``a__b``, ...) or whose name would be longer than :data:`MAX_STEM` gets ``~`` and 10 hex
+    digits of its sha256 (``~`` never appears in a sanitised name)."""
+    key = str(key)
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", key.replace("::", "__")).strip("_") or "episode"
+    plain = all(_PLAIN_PART.fullmatch(part) for part in key.split("::"))
+    if plain and len(stem) <= MAX_STEM and not stem.startswith("."):
+        return stem
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
+    return stem[:MAX_STEM - 11] + "~" + digest
 
 
 def claim_kind(event: Mapping[str, Any]) -> str:
@@ -580,7 +598,7 @@ def render_run_maps(run_dir: str, out_dir: Optional[str] = None, *, config: Opti
     try:
         cfg = get_config(path, list(ov) + ["habitat.task.mosnav_space_coverage_samples=0"])
     except Exception as exc:  # Hydra/OmegaConf errors: one line naming the config
-        raise ValueError(f"config {path}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None
+        raise ValueError(f"config {path}: {type(exc).__name__}: {' '.join(mask_secrets(exc).split())[:300]}") from None
     import habitat
 
     hcfg = cfg.habitat if "habitat" in cfg else cfg

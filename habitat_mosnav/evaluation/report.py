@@ -38,7 +38,8 @@ from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.evaluation.maps import (add_map_source_arguments, claim_kind, episode_file_stem,
                                             read_map_info)
-from habitat_mosnav.safety import PlantedLinkError, make_dirs, open_file, replacing, safe_line
+from habitat_mosnav.safety import (PlantedLinkError, make_dirs, open_file, replacing, safe_line,
+                                   terminal_text)
 from habitat_mosnav.versions import add_version_argument
 
 __all__ = ["BOARD_FIELDS", "CSV_COLUMNS", "GLOSSARY", "Plot", "RunData", "bootstrap_interval",
@@ -213,14 +214,40 @@ def _same(a, b) -> bool:
 # ----------------------------------------------------------------------------- tables
 
 
+#: A CSV cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").
+_CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_value(value) -> str:
+    """A CSV cell; text that a spreadsheet would run as a formula (``=1+2``, ``@SUM(A1)``,
+    ``+cmd|...``) gets a leading ``'`` so it stays text."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, str):
+        return "'" + value if value.startswith(_CSV_FORMULA_START) else value
     return str(value)
+
+
+def _md_text(value) -> str:
+    """A Markdown table cell from untrusted text: control characters escaped, HTML
+    escaped (no raw tags), ``|`` and the inline markers escaped (no shifted columns)."""
+    text = html.escape(terminal_text("" if value is None else value), quote=False)
+    for c in ("\\", "|", "`", "*", "[", "]"):
+        text = text.replace(c, "\\" + c)
+    return text
+
+
+def _md_code(value) -> str:
+    """A name as inline code in a Markdown table (``|`` escaped, as GFM tables need), or
+    :func:`_md_text` when it holds a backtick or a control character."""
+    text = str(value)
+    if "`" in text or terminal_text(text) != text:
+        return _md_text(text)
+    return "`" + text.replace("|", "\\|") + "`"
 
 
 def board_row(run: RunData) -> Dict[str, Any]:
@@ -279,8 +306,8 @@ def markdown_table(runs: Sequence[RunData]) -> str:
         m = run.metrics
         s = run.summary
         mark = "" if run.complete else " ⚠"
-        cells = [f"`{run.name}`{mark}", str(s.get("status")), _official_text(run),
-                 run.manifest_text("agent") or "–",
+        cells = [f"{_md_code(run.name)}{mark}", _md_text(s.get("status")), _official_text(run),
+                 _md_text(run.manifest_text("agent")) or "–",
                  f"{s.get('ok_episode_count')}/{s.get('error_episode_count')}/"
                  f"{s.get('expected_episode_count')}"]
         cells += [_with_interval(m.get(c), run.intervals.get(c)) for c, _ in BOARD_FIELDS]
@@ -288,7 +315,8 @@ def markdown_table(runs: Sequence[RunData]) -> str:
         cells += [_num(m.get("sr_mos")), _num(m.get("sr_moc")),
                   f"{m.get('num_episodes_many', 0)}/{m.get('num_episodes_all', 0)}"]
         lines.append("| " + " | ".join(cells) + " |")
-    notes = [f"- ⚠ `{run.name}`: {'; '.join(run.notes) or 'status ' + str(run.summary.get('status'))}"
+    notes = [f"- ⚠ {_md_code(run.name)}: "
+             f"{_md_text('; '.join(run.notes) or 'status ' + str(run.summary.get('status')))}"
              for run in runs if not run.complete]
     text = "\n".join(lines) + "\n"
     text += ("\nSR, F1 and SPL-multi over many + all episodes, with 95 % bootstrap intervals "

@@ -27,8 +27,8 @@ from os import write as _os_write  # one name for the raw write (tests make it f
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from habitat_mosnav.keys import scene_name_from_path
-from habitat_mosnav.safety import (PlantedLinkError, make_dirs, open_file, open_for_write, refuse_link,
-                                   safe_line)
+from habitat_mosnav.safety import (PlantedLinkError, make_dirs, mask_secrets, open_file, open_for_write,
+                                   refuse_link, safe_line)
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.metrics import AGGREGATED_FIELDS, aggregate
 
@@ -322,7 +322,7 @@ def atomic_write_json(path: str, data: Mapping[str, Any], *, exclusive: bool = F
     first writer wins; returns False when ``path`` already existed). A failure raises
     :class:`ResultWriteError` naming ``path`` and leaves no temp file."""
     directory = os.path.dirname(os.path.abspath(path))
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    text = mask_secrets(json.dumps(data, indent=2, allow_nan=False)) + "\n"
     tmp = None
     try:
         os.makedirs(directory, exist_ok=True)
@@ -619,7 +619,7 @@ class RankWriter:
         if not isinstance(record.get("episode_key"), str) or record.get("status") not in STATUSES:
             raise ValueError(f"{self.path}: a record needs a string 'episode_key' and a status "
                              f"in {STATUSES}, got {record.get('episode_key')!r}/{record.get('status')!r}")
-        line = json.dumps(record, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        line = mask_secrets(json.dumps(record, allow_nan=False, ensure_ascii=False, separators=(",", ":")))
         data = (line + "\n").encode("utf-8")
         if self._fd is None:
             raise ResultWriteError(f"cannot write {self.path}: the writer is closed")

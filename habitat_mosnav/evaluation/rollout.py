@@ -21,6 +21,7 @@ from habitat_mosnav.evaluation.observations import ObservationBuilder
 from habitat_mosnav.evaluation.policy import reset_takes_context, split_policy_step
 from habitat_mosnav.metrics.measure_table import MEASURE_TO_FIELD
 from habitat_mosnav.pose import agent_pose
+from habitat_mosnav.safety import mask_secrets
 
 __all__ = ["AgentError", "EpisodeRun", "StartNotNavigable", "StepTimeout", "describe_error",
            "episode_metrics_record", "error_message_of", "error_type_of", "run_episode",
@@ -289,7 +290,7 @@ def error_message_of(exc: BaseException) -> str:
 def describe_error(exc: BaseException) -> str:
     """One line for the terminal (may include the exception text)."""
     original = getattr(exc, "original", exc)
-    text = " ".join(str(original).split())
+    text = " ".join(mask_secrets(original).split())  # masked before it is cut
     if len(text) > 300:
         text = text[:297] + "..."
     where = _where(exc)

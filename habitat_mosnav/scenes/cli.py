@@ -57,7 +57,7 @@ SCAN_EDGE, SCAN_JITTER, SCAN_CLUTTER = 0.22, 0.015, 200
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = _Parser(prog="mosnav-make-scenes",
+    p = _Parser(prog="mosnav-make-scenes", allow_abbrev=False,
                 description="Generate procedural multi-room apartments in HM3D's file layout "
                             "(<out>/<NNNNN-id>/<id>.glb, .semantic.glb, .semantic.txt, .mosnav_meta.json).")
     add_version_argument(p)
