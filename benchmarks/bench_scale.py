@@ -108,7 +108,7 @@ def _fmt(col: str, v) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--scenes", default="demo,rooms40x2,scan")
     ap.add_argument("--scan-edge", type=float, default=0.22, help="triangle edge of the scan-like scene (m)")
     ap.add_argument("--steps", type=int, default=500)
