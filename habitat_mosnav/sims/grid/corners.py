@@ -20,6 +20,8 @@ from habitat_mosnav.sims.grid.clearance import LOS_TOL
 #: a boundary cell is a corner when the clearance there curves by more than this (1/m):
 #: an obstacle corner gives 1/radius, a straight wall 0, a round table of radius R 1/(R + r)
 CORNER_CURVATURE = 0.5
+#: degrees between the nodes on the arc round an obstacle corner
+ARC_STEP = 15.0
 #: corner edges must leave a corner within this |cos| of its boundary tangent
 TANGENT_COS = 0.35
 #: rays per visibility polygon and their reach (m)
@@ -29,7 +31,7 @@ RAY_MAX = 15.0
 PAIR_BLOCK = 2_000_000
 #: a pair is tested for line of sight when one end's visibility polygon reaches the other
 #: within this (m; None: every tangential pair is tested)
-SEE_SLACK = None
+SEE_SLACK = 0.5
 
 
 def len3(a, ya, b, yb):
@@ -133,11 +135,11 @@ class CornerGraph:
             d, idx = tree.query(p)
             if er > 0:
                 # the obstacle corners these cells see; nodes all around each corner at
-                # exactly the radius (every 7.5 degrees), where that corner is the nearest
+                # exactly the radius (every ARC_STEP degrees), where that corner is the nearest
                 # obstacle, i.e. on the arc the eroded boundary makes there
                 oc = np.unique(idx)
                 o = tree.data[oc]
-                ang = np.radians(np.arange(0.0, 360.0, 7.5))
+                ang = np.radians(np.arange(0.0, 360.0, ARC_STEP))
                 dirn = np.stack([np.cos(ang), np.sin(ang)], axis=1)
                 q = (o[:, None, :] + (er + 1e-3) * dirn[None]).reshape(-1, 2)
                 dq, _ = tree.query(q, distance_upper_bound=er + 0.01)
@@ -254,11 +256,13 @@ class CornerGraph:
 
     @staticmethod
     def _reach(tab, base: np.ndarray, dx: np.ndarray, dz: np.ndarray) -> np.ndarray:
-        """Reach of the polygons at ray offsets ``base`` toward directions (dx, dz)."""
+        """Reach of the polygons at ray offsets ``base`` toward directions (dx, dz); inf
+        where the rays ran to ``RAY_MAX`` (free as far as they looked: no length cap)."""
         a = np.mod(np.arctan2(dz, dx), 2 * math.pi) * (RAYS / (2 * math.pi))
         fl = np.floor(a)
         k = base + fl.astype(np.int64) % RAYS
-        return tab[0][k] + (a - fl) * tab[1][k]
+        reach = tab[0][k] + (a - fl) * tab[1][k]
+        return np.where(reach >= RAY_MAX - 0.2, np.inf, reach)
 
     def tangent(self, i: np.ndarray, other: np.ndarray) -> np.ndarray:
         """Segments from nodes ``i`` towards ``other`` that leave a corner along its
