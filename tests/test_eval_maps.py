@@ -172,6 +172,8 @@ def test_stacked_claims_are_spread_on_a_ring_and_counted():
     groups = claim_groups([(50, 50)] * 4 + [(52, 47), (90, 90)], events)
     assert [(g["row"], g["col"], g["kinds"]) for g in groups] == [
         (50, 50, ["false"] * 9 + ["true"]), (90, 90, ["false"])]
+    apart = claim_groups([(0, 0), (0, 9)], [dict(false, step=0), dict(false, step=1)])
+    assert len(apart) == 2  # 9 px apart: two dots that do not hide each other
     img = np.full((120, 120, 3), 255, np.uint8)
     draw_claim_group(img, groups[0])
     for kind, n in (("false", 9), ("true", 1)):

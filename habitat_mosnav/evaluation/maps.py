@@ -68,8 +68,9 @@ SCALE_BAR_COLOR = (0, 0, 0)
 SCALE_BAR_THICKNESS = 5
 #: Scale bar lengths to choose from (metres).
 SCALE_BAR_METERS = (0.25, 0.5, 1, 2, 5, 10, 20, 50, 100)
-#: Claims closer than this (pixels, each axis) share one spot: drawn on a ring and counted.
-CLAIM_STACK_PX = 4
+#: Claims closer than this (pixels, each axis; a dot is 11 px wide) share one spot: drawn on a
+#: ring and counted.
+CLAIM_STACK_PX = 8
 CLAIM_RING_MAX = 12
 BANNER_HEIGHT = 28
 LEGEND_WIDTH = 300

@@ -842,9 +842,7 @@ def _outcome(rec: Mapping[str, Any]) -> Tuple[str, str]:
 def _episode_views_html(runs: Sequence[RunData], colors: Mapping[str, str], out_dir: str) -> str:
     """A section per episode (``#ep-<stem>``): every run's map of it side by side, its
     outcome, and its video when the run has one."""
-    order: List[str] = []
-    for run in runs:
-        order += [rec["episode_key"] for rec in run.records if rec["episode_key"] not in order]
+    order = list(dict.fromkeys(rec["episode_key"] for run in runs for rec in run.records))
     by_run = {run.name: {rec["episode_key"]: rec for rec in run.records} for run in runs}
     parts = []
     for key in order:
