@@ -39,7 +39,7 @@ def png(rgb):
     return buf.getvalue()
 
 
-def glb(path, primitives, images=(), materials=None):
+def glb(path, primitives, images=(), materials=None, extensions_used=()):
     binary = bytearray()
     views, accessors = [], []
 
@@ -98,6 +98,8 @@ def glb(path, primitives, images=(), materials=None):
         doc["samplers"] = [{"magFilter": 9728, "minFilter": 9728}]
     if mats:
         doc["materials"] = mats
+    if extensions_used:
+        doc["extensionsUsed"] = list(extensions_used)
     js = json.dumps(doc).encode()
     js += b" " * (-len(js) % 4)
     while len(binary) % 4:
@@ -123,3 +125,83 @@ def read_color0(path):
     start = view.get("byteOffset", 0) + acc.get("byteOffset", 0)
     arr = np.frombuffer(binary, dtype=dtype, count=acc["count"] * k, offset=start).reshape(-1, k)
     return arr.astype(np.float64) / (1.0 if dtype == np.float32 else np.iinfo(dtype).max)
+
+
+# ------------------------------------------------------------ HM3D v0.2-style textured scene
+#: Objects of :func:`textured_semantic_scene` (id, sRGB colour, raw category, region).
+TEX_FLOOR, TEX_WALL, TEX_PICTURE, TEX_CHAIR, TEX_LAMP = 0x5A3C1E, 0x808080, 0xE0A010, 0x11AA55, 0x2255EE
+TEX_OBJECTS = [(1, TEX_FLOOR, "floor", 0), (2, TEX_WALL, "wall", 0), (3, TEX_PICTURE, "picture", 0),
+               (4, TEX_CHAIR, "chair", 0), (5, TEX_LAMP, "lamp", 0)]
+
+
+def _rgb8(c):
+    return np.array([(c >> 16) & 255, (c >> 8) & 255, c & 255], np.uint8)
+
+
+def _color0(c, n):
+    """COLOR_0 of ``n`` vertices painted ``c``: linear float32, as HM3D's .glb files store it."""
+    return srgb8_to_linear(np.tile(_rgb8(c), (n, 1))).astype(np.float32)
+
+
+def _zbox(x0, y0, z0, x1, y1, z1):
+    """A closed box in a Z-up file: 8 shared vertices, 12 triangles."""
+    v = np.array([[x, y, z] for x in (x0, x1) for y in (y0, y1) for z in (z0, z1)], np.float32)
+    f = [[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+         [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]]
+    return v, f
+
+
+def textured_semantic_scene(root, sid="texSCENE001", picture=(24, 40, 10, 22)):
+    """An HM3D v0.2-style scene folder ``root/00000-<sid>/`` (Z-up files): ``<sid>.glb`` (render
+    mesh), ``<sid>.semantic.glb`` where every primitive has ``COLOR_0`` (linear) and a base
+    colour texture whose texels are the objects' colours, ``<sid>.semantic.txt``.
+
+    World (Y up, habitat's frame; file (x, y, z) -> world (x, z, -y)): a 6 m floor at y = 0
+    (object 1); a 4 m x 2.5 m wall at z = -2 facing +z (object 2, COLOR_0 = the wall's colour)
+    whose 64 x 40 texture paints the picture (object 3: texels ``picture`` = (col0, col1,
+    row0, row1), no vertex of its own); a chair (object 4) in two pieces, a 0.5 x 0.9 x 0.5 m
+    box at x 0.5..1, z -1.3..-0.8 and a 0.2 m cube at x -2..-1.8, z 1.8..2; a lamp (object 5)
+    that exists only in semantic.txt. Returns (scene dir, sid)."""
+    import os
+
+    d = os.path.join(str(root), f"00000-{sid}")
+    os.makedirs(d, exist_ok=True)
+    floor = {"positions": [[-3, -3, 0], [3, -3, 0], [3, 3, 0], [-3, 3, 0]], "faces": [[0, 1, 2], [0, 2, 3]],
+             "uv": [[0, 1], [1, 1], [1, 0], [0, 0]], "material": 0, "color0": _color0(TEX_FLOOR, 4)}
+    # wall in the file plane y = 2 (world z = -2): u = (x + 2) / 4, v = 1 - z / 2.5
+    wall = {"positions": [[-2, 2, 0], [2, 2, 0], [2, 2, 2.5], [-2, 2, 2.5]], "faces": [[0, 1, 2], [0, 2, 3]],
+            "uv": [[0, 1], [1, 1], [1, 0], [0, 0]], "material": 1, "color0": _color0(TEX_WALL, 4)}
+    prims = [floor, wall]
+    for box in ((0.5, 0.8, 0.0, 1.0, 1.3, 0.9), (-2.0, -2.0, 0.0, -1.8, -1.8, 0.2)):
+        v, f = _zbox(*box)
+        uv = np.array([[(i % 2) * 0.9 + 0.05, (i // 2 % 2) * 0.9 + 0.05] for i in range(8)], np.float32)
+        prims.append({"positions": v, "faces": f, "uv": uv, "material": 2, "color0": _color0(TEX_CHAIR, 8)})
+    wall_tex = np.tile(_rgb8(TEX_WALL), (40, 64, 1))
+    c0, c1, r0, r1 = picture
+    wall_tex[r0:r1, c0:c1] = _rgb8(TEX_PICTURE)
+    images = [png(np.tile(_rgb8(TEX_FLOOR), (8, 8, 1))), png(wall_tex), png(np.tile(_rgb8(TEX_CHAIR), (4, 4, 1)))]
+    glb(os.path.join(d, f"{sid}.semantic.glb"), prims, images)
+    # the render mesh is unlit (KHR_materials_unlit): habitat-sim then draws it with its flat
+    # shader instead of building PBR image-based lighting (half a minute on llvmpipe)
+    render = [dict(p, color0=None, uv=None, material=0) for p in prims]
+    unlit = {"pbrMetallicRoughness": {"baseColorFactor": [0.6, 0.6, 0.6, 1.0]}, "extensions": {"KHR_materials_unlit": {}}}
+    glb(os.path.join(d, f"{sid}.glb"), render, materials=[unlit], extensions_used=["KHR_materials_unlit"])
+    with open(os.path.join(d, f"{sid}.semantic.txt"), "w") as fh:
+        fh.write("HM3D Semantic Annotations\n")
+        for oid, col, cat, reg in TEX_OBJECTS:
+            fh.write(f'{oid},{col:06X},"{cat}",{reg}\n')
+    return d, sid
+
+
+def write_scene_dataset_config(path, glb_paths, semantic_textures=True):
+    """A habitat-sim scene dataset config like HM3D's: Z-up stages (render and semantic),
+    ``<stage>.semantic.glb`` / ``.semantic.txt`` beside each stage, ``has_semantic_textures``."""
+    attrs = {"up": [0, 0, 1], "front": [0, 1, 0], "origin": [0, 0, 0],
+             "semantic_up": [0, 0, 1], "semantic_front": [0, 1, 0],
+             "semantic_asset": "%%CONFIG_NAME_AS_ASSET_FILENAME%%.semantic.glb",
+             "semantic_descriptor_filename": "%%CONFIG_NAME_AS_ASSET_FILENAME%%.semantic.txt",
+             "has_semantic_textures": bool(semantic_textures)}
+    doc = {"stages": {"default_attributes": attrs, "paths": {".glb": list(glb_paths)}}}
+    with open(path, "w") as fh:
+        json.dump(doc, fh, indent=1)
+    return str(path)

@@ -438,34 +438,3 @@ def pack_glb(doc: dict, binary: Optional[bytes]) -> bytes:
         binary = bytes(binary) + b"\x00" * ((-len(binary)) % 4)
         out += struct.pack("<II", len(binary), CHUNK_BIN) + binary
     return struct.pack("<III", GLB_MAGIC, 2, 12 + len(out)) + out
-
-
-def read_semantic_vertices(path: str, keys: np.ndarray):
-    """A semantic mesh as one triangle soup with a per-vertex 8-bit sRGB colour, for
-    per-vertex object ids (the CPU simulator's semantic sensor): ``COLOR_0`` decoded with
-    :func:`decide_color_encoding`; textured primitives take the texel under each vertex's
-    UV (per-texel objects need the texel reading of dataset building). Returns (positions
-    in the file frame (V, 3), faces (F, 3), rgb8 (V, 3), encoding or None)."""
-    g = read_glb(path)
-    if not g.primitives:
-        raise SceneFormatError(f"{path}: meshes: no triangle primitive")
-    with_c = [p.color0 for p in g.primitives if p.color0 is not None]
-    encoding = decide_color_encoding(np.concatenate(with_c), keys)[0] if with_c else None
-    to8 = raw8 if encoding == "srgb" else linear_to_srgb8
-    verts, faces, cols, off = [], [], [], 0
-    for p in g.primitives:
-        if p.image is not None:
-            img = g.image(p.image)
-            h, w = img.shape[:2]
-            x = np.mod(np.floor(p.uv[:, 0] * w).astype(np.int64), w)
-            y = np.mod(np.floor(p.uv[:, 1] * h).astype(np.int64), h)
-            c = img[y, x, :3].astype(np.uint8)
-        elif p.color0 is not None:
-            c = to8(p.color0)[:, :3]
-        else:
-            c = np.zeros((len(p.positions), 3), dtype=np.uint8)
-        verts.append(p.positions)
-        faces.append(p.faces + off)
-        cols.append(c)
-        off += len(p.positions)
-    return np.concatenate(verts), np.concatenate(faces), np.concatenate(cols), encoding

@@ -21,8 +21,8 @@ from habitat_mosnav.scenes.io import SemanticObject as SemanticRecord
 from habitat_mosnav.scenes.io import scene_up_axis as _io_scene_up_axis
 
 __all__ = ["Z_UP_TO_Y_UP", "MeshData", "SceneLoadError", "load_mesh", "load_semantic_mesh", "scene_up_axis",
-           "read_semantic_table", "semantic_paths", "SemanticScene", "SemanticObject", "SemanticRegion",
-           "SemanticCategory", "AABB"]
+           "read_semantic_table", "semantic_paths", "semantic_textures_of", "SemanticScene", "SemanticObject", "SemanticRegion",
+           "SemanticCategory", "AABB", "OBB", "object_boxes"]
 
 
 logger = logging.getLogger(__name__)
@@ -43,6 +43,9 @@ class MeshData:
     uv: Optional[np.ndarray] = None  # (V, 2) float32 texture coordinates (OpenGL: v up)
     face_texture: Optional[np.ndarray] = None  # (F,) int32 index into ``textures``, -1 none
     textures: List[np.ndarray] = field(default_factory=list)  # RGBA uint8 (H, W, 4), row 0 = top
+    #: semantic mesh only: object id per texel (H, W) float32, row 0 = top; with them ``uv``
+    #: holds glTF UVs (v down) and ``face_texture`` indexes these
+    id_textures: List[np.ndarray] = field(default_factory=list)
 
     @property
     def triangles(self) -> np.ndarray:
@@ -288,32 +291,143 @@ def semantic_paths(scene_path: str) -> Optional[Tuple[str, str]]:
     return None
 
 
-def load_semantic_mesh(scene_path: str, up: str = "y") -> Optional[MeshData]:
-    """The semantic mesh with per-vertex object ids, or None when the pair is absent."""
-    paths = semantic_paths(scene_path)
-    if paths is None:
-        return None
-    from habitat_mosnav.scenes.gltf import read_semantic_vertices
+def _packed_colors(glb, keys: np.ndarray) -> List[np.ndarray]:
+    """Per primitive the 0xRRGGBB colour of each vertex, as habitat-sim reads a semantic
+    ``.glb``: ``COLOR_0`` (linear, turned into sRGB; sRGB bytes when that matches more
+    vertices to semantic.txt, see ``gltf.decide_color_encoding``); a textured primitive
+    without ``COLOR_0`` takes the texel under each vertex; otherwise black (object 0)."""
+    from habitat_mosnav.scenes import gltf
 
-    glb, txt = paths
-    table = read_semantic_table(txt)
-    keys = np.array(sorted(table), dtype=np.int64)
-    try:  # COLOR_0 read as linear (habitat-sim's reading of a .glb) or sRGB, whichever matches
-        v, f, rgb8, _ = read_semantic_vertices(glb, keys)
-    except SceneFormatError as exc:
-        raise SceneLoadError(str(exc)) from None
-    mesh = MeshData(vertices=file_to_world(v, up).astype(np.float32), faces=f,
-                    colors=np.concatenate([rgb8, np.full((len(rgb8), 1), 255, np.uint8)], axis=1))
-    rgb = rgb8.astype(np.int64)
-    packed = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]
-    vals = np.array([table[k].object_id for k in keys], dtype=np.int32)
+    with_c = [p.color0 for p in glb.primitives if p.color0 is not None]
+    encoding = gltf.decide_color_encoding(np.concatenate(with_c), keys)[0] if with_c else None
+    to8 = gltf.raw8 if encoding == "srgb" else gltf.linear_to_srgb8
+    out = []
+    for p in glb.primitives:
+        if p.color0 is not None:
+            out.append(gltf.pack_rgb(to8(p.color0)[:, :3]))
+        elif p.image is not None:
+            img = glb.image(p.image)
+            h, w = img.shape[:2]
+            x = np.clip(np.floor(p.uv[:, 0] * w).astype(np.int64), 0, w - 1)
+            y = np.clip(np.floor(p.uv[:, 1] * h).astype(np.int64), 0, h - 1)
+            out.append(gltf.pack_rgb(img[y, x, :3]))
+        else:
+            out.append(np.zeros(len(p.positions), np.int64))
+    return out
+
+
+def _semantic_ids(packed: np.ndarray, table: Dict[int, SemanticRecord]) -> Tuple[np.ndarray, Dict[int, int]]:
+    """Object id per vertex colour as habitat-sim assigns them (``GenericSemanticMeshData``):
+    a semantic.txt colour -> its object, black -> 0 (the Unknown object), any other colour
+    -> a new id after the largest one, in order of first appearance. Returns (ids, {colour:
+    id} of those extra colours)."""
     ids = np.zeros(len(packed), np.int32)
+    keys = np.array(sorted(table), dtype=np.int64)
+    vals = np.array([table[k].object_id for k in keys], dtype=np.int32)
+    hit = np.zeros(len(packed), bool)
     if len(keys):
         pos = np.clip(np.searchsorted(keys, packed), 0, len(keys) - 1)
         hit = keys[pos] == packed
         ids[hit] = vals[pos[hit]]
-    mesh.ids = ids
-    return mesh
+    extra: Dict[int, int] = {}
+    rest = ~hit & (packed != 0)
+    if rest.any():
+        uniq, first = np.unique(packed[rest], return_index=True)
+        nxt = max([0] + [r.object_id for r in table.values()]) + 1
+        for k, colour in enumerate(uniq[np.argsort(first)]):
+            extra[int(colour)] = nxt + k
+        ks = np.array(sorted(extra), dtype=np.int64)
+        vs = np.array([extra[int(k)] for k in ks], dtype=np.int32)
+        ids[rest] = vs[np.searchsorted(ks, packed[rest])]
+    return ids, extra
+
+
+def _id_texture(img: np.ndarray, lookup: Tuple[np.ndarray, np.ndarray], block: int = 512) -> np.ndarray:
+    """(H, W) float32 object id of every texel (row 0 = top of the image), as habitat-sim's
+    ``convertRGBToSemanticId``: the texel's RGB as stored (no colour-space conversion) looked
+    up among the object colours, 0 where none matches."""
+    from habitat_mosnav.scenes import gltf
+
+    keys, vals = lookup
+    out = np.zeros(img.shape[:2], np.float32)
+    for r in range(0, img.shape[0], block):
+        idx = gltf.lookup_colors(gltf.pack_rgb(img[r:r + block, :, :3]), keys)
+        out[r:r + block] = np.where(idx >= 0, vals[np.maximum(idx, 0)], 0)
+    return out
+
+
+def semantic_textures_of(scene_dataset: str, scene_path: str) -> Optional[bool]:
+    """``has_semantic_textures`` of the stage in a habitat-sim scene dataset config (the
+    stage ``default_attributes``, as HM3D's config sets it), or None when ``scene_dataset``
+    is not a readable JSON file (habitat-sim's "default" included)."""
+    import json
+
+    if not scene_dataset or not os.path.isfile(scene_dataset):
+        return None
+    try:
+        with open(scene_dataset, "r", encoding="utf-8") as fh:
+            doc = json.load(fh)
+        value = doc.get("stages", {}).get("default_attributes", {}).get("has_semantic_textures")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise SceneLoadError(f"{scene_dataset}: cannot read has_semantic_textures of the stages "
+                             f"({type(exc).__name__}: {exc})") from None
+    return None if value is None else bool(value)
+
+
+def load_semantic_mesh(scene_path: str, up: str = "y", textures: Optional[bool] = None) -> Optional[MeshData]:
+    """The semantic mesh, or None when the pair is absent: per-vertex colours and object ids
+    (habitat-sim's rules, for boxes and untextured faces) and, with semantic textures, one
+    (H, W) object-id image per base colour texture (``id_textures``) with the faces'
+    ``face_texture`` and glTF UVs (``uv``, v down), which the renderer samples texel-exact.
+
+    ``textures``: habitat-sim's ``has_semantic_textures``; None = whenever a primitive has a
+    base colour texture (HM3D v0.2's semantic.glb)."""
+    paths = semantic_paths(scene_path)
+    if paths is None:
+        return None
+    from habitat_mosnav.scenes import gltf
+
+    glb_path, txt = paths
+    table = read_semantic_table(txt)
+    keys = np.array(sorted(table), dtype=np.int64)
+    try:
+        g = gltf.read_glb(glb_path)
+        if not g.primitives:
+            raise SceneFormatError(f"{glb_path}: meshes: no triangle primitive")
+        packed = _packed_colors(g, keys)
+        use_tex = any(p.image is not None for p in g.primitives) if textures is None else bool(textures)
+        allp = np.concatenate(packed)
+        ids, extra = _semantic_ids(allp, table)
+        verts, faces, uvs, ftex, off = [], [], [], [], 0
+        tex_index: Dict[int, int] = {}
+        id_textures: List[np.ndarray] = []
+        if use_tex:  # texel colour -> id: the largest id with that colour, extra colours included
+            colour_id = {k: table[k].object_id for k in table}
+            colour_id.update(extra)
+            colour_id.pop(0, None)
+            lk = np.array(sorted(colour_id), dtype=np.int64)
+            lookup = (lk, np.array([colour_id[int(k)] for k in lk], dtype=np.float32))
+        for p in g.primitives:
+            verts.append(p.positions)
+            faces.append(p.faces + off)
+            off += len(p.positions)
+            ti = -1
+            if use_tex and p.image is not None:
+                if p.image not in tex_index:
+                    tex_index[p.image] = len(id_textures)
+                    id_textures.append(_id_texture(g.image(p.image), lookup))
+                    g.forget_image(p.image)
+                ti = tex_index[p.image]
+            uvs.append(p.uv.astype(np.float32) if ti >= 0 else np.zeros((len(p.positions), 2), np.float32))
+            ftex.append(np.full(len(p.faces), ti, np.int32))
+    except SceneFormatError as exc:
+        raise SceneLoadError(str(exc)) from None
+    rgb8 = np.stack([(allp >> 16) & 255, (allp >> 8) & 255, allp & 255, np.full_like(allp, 255)], 1).astype(np.uint8)
+    return MeshData(vertices=file_to_world(np.concatenate(verts), up).astype(np.float32),
+                    faces=np.concatenate(faces), colors=rgb8, ids=ids,
+                    uv=np.concatenate(uvs) if id_textures else None,
+                    face_texture=np.concatenate(ftex) if id_textures else None,
+                    id_textures=id_textures)
 
 
 class SemanticCategory:
@@ -361,6 +475,74 @@ class AABB:
         return f"AABB(center={self.center.tolist()}, sizes={self.sizes.tolist()})"
 
 
+class OBB:
+    """habitat-sim's ``geo.OBB`` of a semantic object (axis-aligned here, as habitat-sim
+    builds them for HM3D): ``center``, ``sizes``, ``half_extents``, ``volume``. An object
+    without a vertex of its own has habitat-sim's default: centre 0, sizes 0."""
+
+    def __init__(self, center, sizes) -> None:
+        self.center = np.asarray(center, np.float32).reshape(3)
+        self.sizes = np.asarray(sizes, np.float32).reshape(3)
+        self.half_extents = self.sizes / 2
+        self.volume = float(np.prod(self.sizes.astype(np.float64)))
+
+    def __repr__(self) -> str:
+        return f"OBB(center={self.center.tolist()}, sizes={self.sizes.tolist()})"
+
+
+def object_boxes(mesh: MeshData) -> Dict[int, AABB]:
+    """{packed colour: box} as habitat-sim 0.3.3 builds HM3D object boxes
+    (``SemanticScene::buildSemanticOBBsFromCCs`` with ``ccLargestVolToUseForBBox_ = 1``):
+    vertices merged by (position, colour) like ``MeshTools::removeDuplicates``, joined by
+    triangle edges between vertices of one colour; per colour the connected component
+    whose box has the largest volume (ties: the component found last, walking vertices in
+    order), so a stray fragment elsewhere in the house does not stretch the box."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    colors = mesh.colors[:, :3].astype(np.int64)
+    packed = (colors[:, 0] << 16) | (colors[:, 1] << 8) | colors[:, 2]
+    v = np.ascontiguousarray(mesh.vertices, np.float32)
+    rows = np.concatenate([v.view(np.int32).reshape(-1, 3), packed[:, None].astype(np.int32)], 1)
+    _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    order = np.argsort(first, kind="stable")  # unique vertices in order of first appearance
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    node = rank[inv]
+    n = len(order)
+    pos = v[first[order]]
+    col = packed[first[order]]
+    f = node[mesh.faces]
+    a = np.concatenate([f[:, 0], f[:, 1], f[:, 0]])
+    b = np.concatenate([f[:, 1], f[:, 2], f[:, 2]])
+    keep = col[a] == col[b]
+    graph = coo_matrix((np.ones(int(keep.sum()), np.int8), (a[keep], b[keep])), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    # components numbered in order of their first vertex, as habitat-sim's DFS finds them
+    _, cfirst, cinv = np.unique(comp, return_index=True, return_inverse=True)
+    corder = np.argsort(cfirst, kind="stable")
+    crank = np.empty(len(corder), np.int64)
+    crank[corder] = np.arange(len(corder))
+    comp = crank[cinv.reshape(-1)]
+    nc = len(corder)
+    lo = np.full((nc, 3), np.inf, np.float32)
+    hi = np.full((nc, 3), -np.inf, np.float32)
+    np.minimum.at(lo, comp, pos)
+    np.maximum.at(hi, comp, pos)
+    vol = np.prod((hi - lo).astype(np.float32), axis=1)
+    ccol = np.zeros(nc, np.int64)
+    ccol[comp] = col
+    boxes: Dict[int, AABB] = {}
+    best: Dict[int, float] = {}
+    for c in range(nc):  # later components win ties (habitat-sim's multimap crbegin)
+        k = int(ccol[c])
+        if k not in best or vol[c] >= best[k]:
+            best[k] = float(vol[c])
+            boxes[k] = AABB(lo[c], hi[c])
+    return boxes
+
+
 def _union(boxes) -> Optional[AABB]:
     boxes = [b for b in boxes if b is not None]
     if not boxes:
@@ -386,7 +568,12 @@ class SemanticObject:
     """Like habitat-sim's ``HM3DObjectInstance``: ``semantic_id`` (the id in semantic.txt),
     ``id`` = ``"{category}_{semantic_id}"``, ``category`` (``name()``, ``index()``),
     ``region`` (and ``region_id``), ``aabb`` (world frame, None when the semantic mesh has
-    no vertex of the object), ``obb`` (None)."""
+    no vertex of the object, e.g. one painted only into a semantic texture), ``obb`` (the
+    same box as habitat-sim's ``obb``; centre 0 and sizes 0 without vertices, as there).
+
+    habitat-sim 0.3.3's own ``aabb`` is a magnum ``Range3D`` joined with the world origin
+    (``OBB::toAABB`` starts from an empty range at 0) and has no ``sizes``: here ``aabb`` is
+    the object's true box, the one both simulators agree on through ``obb``."""
 
     def __init__(self, semantic_id: int, category: SemanticCategory, region: SemanticRegion,
                  aabb: Optional[AABB]) -> None:
@@ -396,7 +583,7 @@ class SemanticObject:
         self.region = region
         self.region_id = region.index
         self.aabb = aabb
-        self.obb = None
+        self.obb = OBB(aabb.center, aabb.sizes) if aabb is not None else OBB(np.zeros(3), np.zeros(3))
 
 
 class SemanticScene:
@@ -420,15 +607,12 @@ class SemanticScene:
         if paths is None:
             return cls([], [], [])
         table = read_semantic_table(paths[1])
-        boxes: Dict[int, AABB] = {}
-        if mesh is not None and mesh.ids is not None and len(mesh.ids):
-            ids = mesh.ids
-            order = np.argsort(ids, kind="stable")
-            sid = ids[order]
-            cuts = np.r_[0, np.nonzero(np.diff(sid))[0] + 1, len(sid)]
-            for a, b in zip(cuts[:-1], cuts[1:]):
-                v = mesh.vertices[order[a:b]]
-                boxes[int(sid[a])] = AABB(v.min(0), v.max(0))
+        by_colour: Dict[int, AABB] = {}
+        if mesh is not None and len(mesh.faces):
+            by_colour = object_boxes(mesh)
+        boxes = {r.object_id: by_colour[k] for k, r in table.items() if k in by_colour}
+        if 0 in by_colour:
+            boxes.setdefault(0, by_colour[0])  # the Unknown object: black vertices
         records = [(0, "Unknown", -1)] + sorted(
             ((r.object_id, r.category, r.region_id) for r in table.values() if r.object_id != 0))
         cats: Dict[str, SemanticCategory] = {}

@@ -21,7 +21,7 @@ from gym import spaces
 from habitat.core.registry import registry
 from habitat.core.simulator import AgentState, Observations, SensorSuite, Simulator
 
-from habitat_mosnav.sims.geometry import MeshData, load_mesh, load_semantic_mesh, scene_up_axis
+from habitat_mosnav.sims.geometry import MeshData, load_mesh, load_semantic_mesh, scene_up_axis, semantic_textures_of
 from habitat_mosnav.sims.navgrid import INF, AgentShape, NavGrid
 from habitat_mosnav.sims.pathfinder import PathFinder
 from habitat_mosnav.sims.sensors import SENSOR_TYPES, MosNavVisualSensor
@@ -35,9 +35,10 @@ _ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right", "look_up", "
 class SceneEntry:
     """One loaded scene: meshes, navigation grids per agent shape, GL buffers (lazily)."""
 
-    def __init__(self, path: str, up: str = "y") -> None:
+    def __init__(self, path: str, up: str = "y", semantic_textures: Optional[bool] = None) -> None:
         self.path = path
         self.up = up
+        self.semantic_textures = semantic_textures  # habitat-sim's has_semantic_textures (None: auto)
         # HM3D ships <id>.basis.glb (Basis textures, which trimesh cannot decode) next to
         # <id>.glb (same geometry, plain textures): read the latter for vertex colours
         source = path
@@ -54,7 +55,7 @@ class SceneEntry:
     @property
     def semantic(self) -> Optional[MeshData]:
         if not self._semantic_loaded:
-            self._semantic = load_semantic_mesh(self.path, self.up)
+            self._semantic = load_semantic_mesh(self.path, self.up, self.semantic_textures)
             self._semantic_loaded = True
         return self._semantic
 
@@ -100,17 +101,19 @@ _SCENES: "OrderedDict[str, SceneEntry]" = OrderedDict()
 _SCENES_LOCK = threading.Lock()
 
 
-def get_scene(path: str, cache_size: int = 4, up_axis: str = "auto") -> SceneEntry:
-    """LRU cache of scenes by absolute path, shared by all simulators of the process."""
+def get_scene(path: str, cache_size: int = 4, up_axis: str = "auto",
+              semantic_textures: Optional[bool] = None) -> SceneEntry:
+    """LRU cache of scenes by absolute path, shared by all simulators of the process;
+    ``semantic_textures``: has_semantic_textures of the scene dataset config (None: auto)."""
     apath = os.path.abspath(path)
     up = scene_up_axis(apath, up_axis)
-    key = apath + "|" + up
+    key = apath + "|" + up + "|" + str(semantic_textures)
     with _SCENES_LOCK:
         entry = _SCENES.get(key)
         if entry is not None:
             _SCENES.move_to_end(key)
             return entry
-    entry = SceneEntry(apath, up)
+    entry = SceneEntry(apath, up, semantic_textures)
     with _SCENES_LOCK:
         _SCENES[key] = entry
         while len(_SCENES) > max(1, cache_size):
@@ -307,7 +310,10 @@ class MosNavMeshSim(Simulator):
         cache = int(self._opt("scene_cache_size", 4))
         if not os.path.isfile(scene):
             raise FileNotFoundError(f"MosNavMeshSim-v0: habitat.simulator.scene file not found: {scene}")
-        entry = get_scene(scene, cache, str(self._opt("up_axis", "auto")))
+        # one scene dataset config drives both simulators: its has_semantic_textures decides
+        # whether the semantic camera reads semantic.glb's textures (absent: when it has any)
+        textures = semantic_textures_of(str(config.get("scene_dataset", "") or ""), scene)
+        entry = get_scene(scene, cache, str(self._opt("up_axis", "auto")), textures)
         agent_cfg = self._agent_config(config)
         grid = entry.navgrid(self._agent_shape(agent_cfg), float(self._opt("cell_size", 0.05)),
                              str(self._opt("navmesh", "")))

@@ -4,7 +4,8 @@ One GL context per process, shared by every simulator instance (Mesa's llvmpipe 
 machine, the GPU driver where there is one). RGB samples the mesh's base-colour textures
 at their UVs (Basis ones decoded at load, see ``geometry.basis_glb_to_png_glb``), or its
 vertex colours, with simple two-sided lighting; depth is planar (camera z) in metres, as habitat-sim; semantic
-draws ``<id>.semantic.glb`` with each vertex's object id (0 where nothing is annotated).
+draws ``<id>.semantic.glb`` with each vertex's object id (0 where nothing is annotated), or,
+with semantic textures (HM3D v0.2), the object id of the texel under each pixel.
 """
 from __future__ import annotations
 
@@ -79,6 +80,33 @@ _FS_SEM = """
 flat in float v_id;
 layout(location = 0) out float out_id;
 void main() { out_id = v_id; }
+"""
+
+# HM3D v0.2 semantic textures: each texel is an object id (row 0 = top of the image, glTF
+# UVs with v down); nearest texel, clamped to the edge, as habitat-sim samples its R16UI
+# id texture (Nearest filters, ClampToEdge, level 0 only)
+_VS_SEM_TEX = """
+#version 330
+uniform mat4 mvp;
+in vec3 in_pos;
+in vec2 in_uv;
+out vec2 v_uv;
+void main() {
+    gl_Position = mvp * vec4(in_pos, 1.0);
+    v_uv = in_uv;
+}
+"""
+
+_FS_SEM_TEX = """
+#version 330
+in vec2 v_uv;
+uniform sampler2D ids;
+layout(location = 0) out float out_id;
+void main() {
+    ivec2 size = textureSize(ids, 0);
+    ivec2 texel = clamp(ivec2(floor(v_uv * vec2(size))), ivec2(0), size - 1);
+    out_id = texelFetch(ids, texel, 0).r;
+}
 """
 
 
@@ -173,6 +201,7 @@ class Renderer:
         ctx = self.ctx
         self.prog_color = ctx.program(vertex_shader=_VS_COLOR, fragment_shader=_FS_COLOR)
         self.prog_sem = ctx.program(vertex_shader=_VS_SEM, fragment_shader=_FS_SEM)
+        self.prog_sem_tex = ctx.program(vertex_shader=_VS_SEM_TEX, fragment_shader=_FS_SEM_TEX)
         self._fbos: Dict[Tuple[int, int, str], Any] = {}
         self.info = dict(ctx.info)
 
@@ -205,21 +234,34 @@ class Renderer:
             textures.append(t)
         gl["ranges"], gl["textures"] = ranges, textures
         sem = entry.semantic
+        gl["sem"], gl["sem_tex"] = None, []
         if sem is not None and sem.ids is not None and len(sem.faces):
-            sdata = _expand(sem, with_ids=True)
-            svbo = self.ctx.buffer(sdata.tobytes())
-            gl["sem"] = self.ctx.vertex_array(self.prog_sem, [(svbo, "3f 1f", "in_pos", "in_id")])
-            gl["sem_vbo"] = svbo
-        else:
-            gl["sem"] = None
+            ft = sem.face_texture if sem.id_textures else np.full(len(sem.faces), -1, np.int32)
+            plain = sem.faces[ft < 0]
+            if len(plain):
+                svbo = self.ctx.buffer(_expand(sem, with_ids=True, faces=plain).tobytes())
+                gl["sem"] = self.ctx.vertex_array(self.prog_sem, [(svbo, "3f 1f", "in_pos", "in_id")])
+                gl["sem_vbo"] = svbo
+            for ti, img in enumerate(sem.id_textures):
+                faces = sem.faces[ft == ti]
+                if not len(faces):
+                    continue
+                data = np.concatenate([sem.vertices[faces].reshape(-1, 3), sem.uv[faces].reshape(-1, 2)], 1)
+                tvbo = self.ctx.buffer(np.ascontiguousarray(data, np.float32).tobytes())
+                vao = self.ctx.vertex_array(self.prog_sem_tex, [(tvbo, "3f 2f", "in_pos", "in_uv")])
+                tex = self.ctx.texture((img.shape[1], img.shape[0]), 1, np.ascontiguousarray(img, np.float32).tobytes(),
+                                       dtype="f4")
+                tex.filter = (self.moderngl.NEAREST, self.moderngl.NEAREST)
+                gl["sem_tex"].append((vao, tvbo, tex))
         return gl
 
     def release(self, entry) -> None:
         gl = entry.gl
         if gl.get("ctx") is not self.ctx:
             return
-        with self.lock:
-            for obj in [gl.get(k) for k in ("color", "color_vbo", "sem", "sem_vbo")] + list(gl.get("textures", [])):
+        with self.lock, self.ctx:  # current again: habitat-sim in the process has its own EGL context
+            parts = [o for trio in gl.get("sem_tex", []) for o in trio]
+            for obj in [gl.get(k) for k in ("color", "color_vbo", "sem", "sem_vbo")] + list(gl.get("textures", [])) + parts:
                 if obj is not None:
                     try:
                         obj.release()
@@ -246,7 +288,7 @@ class Renderer:
         """Render every visual sensor; returns uuid -> raw image (rgb HxWx3 u8, depth HxW
         float32 metres, semantic HxW int32)."""
         out: Dict[str, np.ndarray] = {}
-        with self.lock:
+        with self.lock, self.ctx:  # current again: habitat-sim in the process has its own EGL context
             gl = self._scene_buffers(entry)
             ctx = self.ctx
             ctx.enable(self.moderngl.DEPTH_TEST)
@@ -266,15 +308,22 @@ class Renderer:
                 proj[1] *= -1.0  # draw upside down so GL's bottom-up rows read out top-down
                 mvp = proj @ view
                 if cam == "sem":
-                    if gl["sem"] is None:
+                    if gl["sem"] is None and not gl["sem_tex"]:
                         for s in group:
                             out[s.uuid] = np.zeros((h, w), np.int32)
                         continue
                     fbo = self._fbo(w, h, "sem")
                     fbo.use()
                     fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
-                    self.prog_sem["mvp"].write(mvp.T.astype("f4").tobytes())
-                    gl["sem"].render()
+                    if gl["sem"] is not None:
+                        self.prog_sem["mvp"].write(mvp.T.astype("f4").tobytes())
+                        gl["sem"].render()
+                    if gl["sem_tex"]:
+                        self.prog_sem_tex["mvp"].write(mvp.T.astype("f4").tobytes())
+                        self.prog_sem_tex["ids"].value = 0
+                        for vao, _, tex in gl["sem_tex"]:
+                            tex.use(0)
+                            vao.render()
                     ids = np.empty((h, w), np.float32)
                     fbo.read_into(ids, components=1, attachment=0, dtype="f4")
                     img = np.rint(ids).astype(np.int32)

@@ -1,0 +1,212 @@
+"""HM3D v0.2 semantic textures on both simulators, on an HM3D-format fixture written byte by
+byte (tests/glb_fixtures.py ``textured_semantic_scene``): a Z-up ``semantic.glb`` whose every
+primitive has COLOR_0 and a base colour texture; the wall's texture paints a picture (object
+3) that has no vertex of its own; the chair (object 4) is in two pieces.
+
+Camera used throughout: 64 x 64, hfov 90, 1 m above the agent's feet; the agent at the
+origin facing -z sees the wall (z = -2) at 16 px per metre; the picture's texels (columns
+24..39, rows 10..21 of 64 x 40 over 4 m x 2.5 m) cover x -0.5..0.5, y 1.125..1.875.
+Tests marked ``habitat_sim`` compare with habitat-sim's ``Sim-v0`` (gpu_device_id=-1)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import habitat_mosnav  # noqa: F401  (habitat placeholders before habitat)
+from glb_fixtures import textured_semantic_scene, write_scene_dataset_config
+from habitat_mosnav.sims import render
+
+needs_egl = pytest.mark.skipif(not render.egl_available(), reason="no headless EGL")
+
+W = H = 64
+POSES = [  # (position, yaw in degrees about +y): facing the wall, turned, looking at the chair
+    ([0.0, 0.0, 0.0], 0.0),
+    ([0.4, 0.0, 0.3], 20.0),
+    ([-0.5, 0.0, 0.5], -35.0),
+]
+
+
+def _quat(yaw_deg):
+    import quaternion  # noqa: F401
+
+    a = np.deg2rad(yaw_deg) / 2
+    return np.quaternion(np.cos(a), 0.0, np.sin(a), 0.0)
+
+
+def _make(backend, scene_glb, sdc):
+    from habitat.sims import make_sim
+
+    from habitat_mosnav.dataset_building.geometry import CameraSpec, make_sim_config
+
+    cam = CameraSpec(width=W, height=H, hfov=90, sensor_height=1.0, rgb=False)
+    cfg = make_sim_config(scene_glb, backend, cam, sdc, up_axis="z")
+    if backend == "habitat-sim":
+        cfg.habitat_sim_v0.gpu_device_id = -1
+    else:
+        import habitat_mosnav.sims  # noqa: F401  (registers MosNavMeshSim-v0)
+
+        cfg.scene_dataset = sdc  # the CPU simulator reads has_semantic_textures from it too
+    return make_sim(cfg.type, config=cfg)
+
+
+def _frame(sim, pos, yaw):
+    obs = sim.get_observations_at(position=np.asarray(pos, np.float32), rotation=_quat(yaw),
+                                  keep_agent_at_new_pose=False)
+    return np.asarray(obs["semantic"]).reshape(H, W).astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory):
+    root = tmp_path_factory.mktemp("semtex")
+    d, sid = textured_semantic_scene(root)
+    rel = [f"{os.path.basename(d)}/{sid}.glb"]
+    return {"glb": os.path.join(d, sid + ".glb"), "dir": d, "sid": sid,
+            "textures": write_scene_dataset_config(root / "tex.scene_dataset_config.json", rel, True),
+            "vertices": write_scene_dataset_config(root / "vert.scene_dataset_config.json", rel, False)}
+
+
+@pytest.fixture(scope="module")
+def cpu(scene):
+    sims = {mode: _make("mosnav", scene["glb"], scene[mode]) for mode in ("textures", "vertices")}
+    yield sims
+    for s in sims.values():
+        s.close()
+
+
+# ------------------------------------------------------------------ CPU simulator alone
+@needs_egl
+def test_semantic_camera_reads_the_texture_texel_by_texel(cpu):
+    """The picture exists only as texels: the camera facing the wall sees it exactly where
+    its texels are (x -0.5..0.5 -> columns 24..39; y 1.875..1.125 at 1 m camera height ->
+    rows 32 - 0.875 * 16 = 18 .. 32 - 0.125 * 16 = 30), 16 x 12 pixels, the wall around it."""
+    img = _frame(cpu["textures"], *POSES[0])
+    pic = img == 3
+    assert pic.sum() == 16 * 12
+    rows, cols = np.nonzero(pic)
+    assert (rows.min(), rows.max(), cols.min(), cols.max()) == (18, 29, 24, 39)
+    assert img[17, 30] == 2 and img[30, 30] == 2 and img[24, 23] == 2 and img[24, 40] == 2
+    assert (img == 4).sum() > 100 and img[63, 5] == 1  # the chair (textured) and the floor
+
+
+@needs_egl
+def test_without_semantic_textures_the_vertex_colours_decide(cpu):
+    """has_semantic_textures false in the scene dataset config: as habitat-sim, each face
+    takes its vertices' COLOR_0 object, so the picture (texels only) is wall."""
+    img = _frame(cpu["vertices"], *POSES[0])
+    assert (img == 3).sum() == 0 and img[24, 30] == 2
+
+
+def test_boxes_come_from_the_largest_vertex_piece_and_texels_give_none(cpu):
+    """habitat-sim's HM3D boxes: per object colour the vertex-connected piece with the
+    largest box; the chair's 0.2 m cube at (-2, 2) does not stretch its box. The picture has
+    no vertex: no box (obb centre 0, sizes 0, as habitat-sim's)."""
+    objs = {o.semantic_id: o for o in cpu["textures"].semantic_annotations().objects}
+    assert [objs[i].id for i in range(6)] == ["Unknown_0", "floor_1", "wall_2", "picture_3", "chair_4", "lamp_5"]
+    chair = objs[4]
+    np.testing.assert_allclose(chair.aabb.min, [0.5, 0.0, -1.3], atol=1e-6)
+    np.testing.assert_allclose(chair.aabb.max, [1.0, 0.9, -0.8], atol=1e-6)
+    np.testing.assert_allclose(chair.obb.center, [0.75, 0.45, -1.05], atol=1e-6)
+    np.testing.assert_allclose(chair.obb.sizes, [0.5, 0.9, 0.5], atol=1e-6)
+    np.testing.assert_allclose(objs[2].obb.center, [0.0, 1.25, -2.0], atol=1e-6)
+    np.testing.assert_allclose(objs[2].obb.sizes, [4.0, 2.5, 0.0], atol=1e-6)
+    for oid in (3, 5):
+        assert objs[oid].aabb is None
+        assert objs[oid].obb.sizes.tolist() == [0, 0, 0] and objs[oid].obb.center.tolist() == [0, 0, 0]
+
+
+@needs_egl
+def test_mosnav_build_gives_a_texture_only_object_view_points(scene):
+    """extract on the CPU backend: the picture (found per texel) is seen by the semantic
+    camera, so it becomes a goal with view points instead of ``dropped_no_view_point``."""
+    from collections import Counter
+    from pathlib import Path
+
+    from habitat_mosnav.dataset_building.common import scene_files
+    from habitat_mosnav.dataset_building.extract import ExtractOptions, extract_goals, parse_objects
+    from habitat_mosnav.dataset_building.geometry import CameraSpec, open_scene
+
+    files = scene_files(Path(scene["dir"]))
+    opts = ExtractOptions(up_axis="z", min_size=0.1)
+    objects, counts = parse_objects(files, opts)
+    assert 3 in {o.object_id for o in objects}
+    geo = open_scene(files, "mosnav", CameraSpec(width=96, height=96, rgb=False), up_axis="z")
+    try:
+        goals = extract_goals(geo, [o for o in objects if o.object_id == 3], opts, counts)
+    finally:
+        geo.close()
+    assert counts["dropped_no_view_point"] == 0 and [g["object_id"] for g in goals] == [3]
+    pts = np.array([v["position"] for v in goals[0]["view_points"]])
+    # within 1 m of the picture's footprint (x -0.5..0.5, z = -2); several in front of the
+    # wall (the fixture's wall is a single quad, seen from both sides)
+    assert np.all(np.abs(pts[:, 0]) <= 1.5 + 1e-6) and np.all(np.abs(pts[:, 2] + 2.0) <= 1.0 + 1e-6)
+    assert np.count_nonzero(pts[:, 2] > -2.0) >= 3
+
+
+# ------------------------------------------------------------------ against habitat-sim
+def _habitat_sim_or_skip():
+    try:
+        import habitat_sim  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"needs habitat-sim ({exc})")
+
+
+@pytest.fixture(scope="module")
+def hsim(scene, tmp_path_factory):
+    """habitat-sim's frames at POSES and its objects per scene dataset config, from
+    tests/habitat_sim_probe.py in a child process (see there why)."""
+    import json
+    import subprocess
+    import sys
+
+    _habitat_sim_or_skip()
+    out, tmp = {}, tmp_path_factory.mktemp("hsim")
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(here), here, os.environ.get("PYTHONPATH", "")]))
+    for mode in ("textures", "vertices"):
+        dump = tmp / f"{mode}.json"
+        proc = subprocess.run([sys.executable, os.path.join(here, "habitat_sim_probe.py"), str(dump), scene["glb"],
+                               scene[mode], str(W), str(H), "90", "1.0", json.dumps(POSES)],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        res = json.loads(dump.read_text())
+        out[mode] = {"frames": [np.asarray(f) for f in res["frames"]], "objects": res["objects"]}
+    return out
+
+
+@pytest.mark.habitat_sim
+@needs_egl
+def test_semantic_ids_agree_with_habitat_sim_vertex_semantics(cpu, hsim):
+    for pos, yaw in POSES:
+        a, b = hsim["vertices"]["frames"][POSES.index((pos, yaw))], _frame(cpu["vertices"], pos, yaw)
+        assert len(np.unique(a)) >= 3, (pos, yaw)  # the view holds several objects
+        assert (a == b).mean() >= 0.99, (pos, yaw, (a == b).mean())
+
+
+@pytest.mark.habitat_sim
+def test_object_boxes_agree_with_habitat_sim(cpu, hsim):
+    """Every object's box (habitat-sim's ``obb``: centre, sizes) is the same on both, the
+    largest-piece rule and the no-vertex objects included. habitat-sim's ``aabb`` itself is
+    a magnum Range3D joined with the world origin and has no ``sizes`` (so habitat's
+    top_down_map ``draw_goal_aabbs`` draws nothing on Sim-v0): pinned here."""
+    theirs = hsim["vertices"]["objects"]
+    ours = {o.id: o for o in cpu["vertices"].semantic_annotations().objects}
+    assert sorted(theirs) == sorted(ours)
+    for name, o in ours.items():
+        np.testing.assert_allclose(theirs[name]["center"], o.obb.center, atol=1e-4, err_msg=name)
+        np.testing.assert_allclose(theirs[name]["sizes"], o.obb.sizes, atol=1e-4, err_msg=name)
+    chair = theirs["chair_4"]
+    assert chair["aabb_has_sizes"] is False
+    np.testing.assert_allclose(chair["aabb_min"], [0.0, 0.0, -1.3], atol=1e-4)  # joined with the origin
+    np.testing.assert_allclose(chair["aabb_max"], [1.0, 0.9, 0.0], atol=1e-4)
+
+
+@pytest.mark.habitat_sim
+@needs_egl
+@pytest.mark.xfail(strict=True, reason="habitat-sim 0.3.3 here (llvmpipe) renders has_semantic_textures scenes "
+                                       "as all 0 and builds no boxes (cf. habitat-sim#2524)")
+def test_semantic_ids_agree_with_habitat_sim_texture_semantics(cpu, hsim):
+    for pos, yaw in POSES:
+        a, b = hsim["textures"]["frames"][POSES.index((pos, yaw))], _frame(cpu["textures"], pos, yaw)
+        assert (a == b).mean() >= 0.99, (pos, yaw, (a == b).mean())
