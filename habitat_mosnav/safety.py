@@ -184,6 +184,30 @@ def mask_data(obj: Any) -> Any:
     return obj
 
 
+class MaskingFormatter:
+    """A ``logging.Formatter`` wrapper whose lines pass through :func:`safe_line` (a log
+    line never shows a key nor a control character)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def format(self, record) -> str:
+        return safe_line(self.inner.format(record))
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def mask_log_handlers(logger=None) -> None:
+    """Make every handler of ``logger`` (default: the root logger) print masked lines."""
+    import logging
+
+    logger = logger or logging.getLogger()
+    for handler in logger.handlers:
+        if not isinstance(handler.formatter, MaskingFormatter):
+            handler.setFormatter(MaskingFormatter(handler.formatter or logging.Formatter()))
+
+
 # ----------------------------------------------------------------------------- terminal
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")

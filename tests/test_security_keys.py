@@ -115,3 +115,21 @@ def test_mask_secrets_covers_prefixes_urls_and_runs_before_a_cut():
     assert mask_secrets("GET http://bob:pw@h:1/v1 failed") == "GET http://***:***@h:1/v1 failed"
     cut = _short("x" * 290 + key, secrets=(key,))
     assert key[:8] not in cut and cut.startswith("x" * 290 + "***")
+
+
+def test_log_lines_of_mosnav_build_are_masked_and_escaped():
+    """mosnav-build logs through logging: its handlers print masked, escaped lines."""
+    import io
+    import logging
+
+    from habitat_mosnav.safety import mask_log_handlers, register_secret
+
+    secret = "sk-build-0123456789abcdef"
+    register_secret(secret)
+    logger = logging.getLogger("mosnav-test-masking")
+    stream = io.StringIO()
+    logger.addHandler(logging.StreamHandler(stream))
+    logger.propagate = False
+    mask_log_handlers(logger)
+    logger.warning("language: server said %s\x1b[2J", secret[:10] + " tail")
+    assert stream.getvalue() == "language: server said *** tail\\x1b[2J\n"

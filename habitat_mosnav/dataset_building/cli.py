@@ -18,6 +18,7 @@ from typing import List, Optional
 
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.dataset_building.common import BuildError
+from habitat_mosnav.safety import mask_log_handlers, safe_line
 from habitat_mosnav.versions import add_version_argument
 
 STAGE_HELP = {
@@ -170,6 +171,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(message)s")
+    mask_log_handlers()  # a key echoed in a warning is masked there too
     try:
         from habitat_mosnav.dataset_building import pipeline
 
@@ -179,7 +181,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             reports = [pipeline.STAGE_FUNCS[args.stage](cfg)]
     except BuildError as e:
-        print(f"mosnav-build {args.stage}: error: {e}", file=sys.stderr)
+        print(safe_line(f"mosnav-build {args.stage}: error: {e}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"mosnav-build {args.stage}: interrupted; rerun the same command to resume", file=sys.stderr)

@@ -45,7 +45,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from habitat_mosnav.pose import wrap_angle, yaw_of
-from habitat_mosnav.safety import mask_secrets
+from habitat_mosnav.safety import mask_secrets, safe_line
 from habitat_mosnav.versions import add_version_argument
 
 __all__ = ["CLAIM_COLORS", "END_COLOR", "FINISH_COLOR", "OUTCOME_COLORS", "START_COLOR",
@@ -661,7 +661,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         written = render_run_maps(args.run_dir, args.out, config=args.config,
                                   overrides=args.overrides, progress=args.progress)
     except (ResultFileError, ValueError, OSError) as exc:
-        print(f"maps: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(safe_line(f"maps: error: {' '.join(str(exc).split())}"), file=sys.stderr)
         return 2
     print(f"wrote {len(written)} map(s) to {args.out or os.path.join(args.run_dir, 'maps')}")
     return 0
