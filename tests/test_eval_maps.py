@@ -270,3 +270,33 @@ def test_video_caption_names_the_action_and_counts_claims_so_far():
     assert claims_caption([]) == "claims 0 (0 true)" and claims_caption(None) == ""
     assert [action_name(a) for a in (None, 0, 1, 6, 9)] == [
         "-", "FINISH", "MOVE_FORWARD", "TARGET_FOUND", "LEGACY_FINISH"]
+
+
+def test_live_window_shows_the_same_frames_with_the_growing_map(open_room, monkeypatch, tmp_path):
+    from conftest import room_args
+    from habitat_mosnav.evaluation import viewer
+    from habitat_mosnav.evaluation.cli import main
+    from habitat_mosnav.evaluation.video import MIN_PANEL_HEIGHT
+
+    shown = []
+
+    class Window:  # stands in for the OpenCV window (no display here)
+        def __init__(self):
+            pass
+
+        def show(self, frame):
+            shown.append(np.asarray(frame).astype(int))
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(viewer, "check_display", lambda: None)
+    monkeypatch.setattr(viewer, "LiveViewer", Window)
+    assert main(["--agent", "random", "--render-live", "--num-episodes", "1", "--max-steps", "3",
+                 "--output-dir", str(tmp_path / "live"), *room_args(open_room, "--target-modes", "many")]) == 0
+    assert len(shown) == 4  # the reset frame and one per step
+    navigable = maps.colorize_topdown_map(np.array([[maps.MAP_VALID_POINT]], np.uint8))[0, 0]
+    for frame in shown:
+        panel = frame[:, MIN_PANEL_HEIGHT:]
+        assert panel.shape[1] >= MIN_PANEL_HEIGHT  # the map beside RGB + depth
+        assert (panel == navigable.astype(int)).all(axis=2).mean() > 0.2  # habitat's navigable area

@@ -774,7 +774,7 @@ class Evaluator:
             if cfg.video or self._viewer is not None:
                 from habitat_mosnav.evaluation.video import compose_frame
 
-                top_down, events = growing_map(info) if cfg.video else (None, None)
+                top_down, events = growing_map(info)  # the video and the live window alike
                 obs = dict(info["obs"])
                 obs["depth"] = depth_in_metres(obs.get("depth"), depth_scale[0])
                 frame = compose_frame(obs, info["episode"], step, info["action"],
