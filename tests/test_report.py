@@ -323,7 +323,7 @@ def test_demo_report_keeps_one_colour_per_run_and_notes_missing_values(demo_repo
         data = json.load(f)
     page = open(os.path.join(out, "index.html"), encoding="utf-8").read()
     embedded = re.search(r"<script type='application/json' id='plot-data'>(.*?)</script>", page, re.S)
-    assert json.loads(embedded.group(1).replace("<\\/", "</")) == data
+    assert "<" not in embedded.group(1) and json.loads(embedded.group(1)) == data
     colors = data["colors"]
     assert data["runs"] == ["oracle", "random"] and len(set(colors.values())) == 2
     plots = {p["key"]: p for p in data["plots"]}
@@ -363,3 +363,17 @@ def test_demo_report_warns_of_different_episode_sets_and_compares_the_common_one
     # the leaderboard's own SR stays each run's summary value (over its own episodes)
     board = page[page.index('id="leaderboard"'):]
     assert re.search(r'data-v="oracle">.*?</td><td data-v="1.0"', board[:board.index("</table>")])
+
+
+def test_a_run_name_with_markup_stays_text_in_the_page_and_its_plot_data(room_runs, tmp_path):
+    name = "a<!--<script>b"  # a directory name cannot hold "/", so no "</script>": "<!--" can
+    run = tmp_path / name
+    shutil.copytree(room_runs["scripted"], run)
+    out = tmp_path / "out"
+    assert main([str(run), "--out", str(out), "--no-progress", "--bootstrap", "10"]) == 0
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert name not in page and "a&lt;!--&lt;script&gt;b" in page
+    embedded = re.search(r"<script type='application/json' id='plot-data'>(.*?)</script>", page, re.S)
+    assert "<" not in embedded.group(1)
+    data = json.loads(embedded.group(1))
+    assert data["runs"] == [name] and data == json.loads((out / "plots.json").read_text())

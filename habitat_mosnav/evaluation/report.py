@@ -915,7 +915,8 @@ def render_html(runs: Sequence[RunData], plots: Sequence[Plot], *, colors: Optio
     colors = dict(colors or run_colors(runs))
     warn = [f"<li><b>{_esc(r.name)}</b>: {_esc('; '.join(r.notes) or r.summary.get('status'))}</li>"
             for r in runs if not r.complete]
-    data = json.dumps(plot_data(runs, plots, colors), sort_keys=True).replace("</", "<\\/")
+    # no "<" inside the script element (a run named "</script>" or "<!--" stays data)
+    data = json.dumps(plot_data(runs, plots, colors), sort_keys=True).replace("<", "\\u003c")
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
