@@ -56,6 +56,8 @@ def test_training_writes_checkpoint_under_the_output_dir(experiment):
     pkg = os.path.dirname(habitat_mosnav.__file__)
     assert not os.path.exists(os.path.join(pkg, "outputs"))
     assert "Number of params to train" in log
+    # the demo config logs every update and says where each checkpoint went (issue 24)
+    assert "update: 3" in log and "checkpoint saved: exp/checkpoints/ckpt.0.pth" in log
 
     from habitat_mosnav.baselines.checkpoint import load_checkpoint
 
@@ -91,6 +93,14 @@ def test_evaluation_reports_measures_and_writes_records(experiment):
             assert math.isfinite(r["metrics"][field]), field
         assert len(r["report_events"]) == r["metrics"]["tp"] + r["metrics"]["fp"]
         assert "/" not in r["episode"]["scene_id"]
+
+    # mosnav-report names the run after its experiment and shows the agent (issue 24)
+    from habitat_mosnav.evaluation.report import write_report
+
+    (board,) = write_report([str(out)], str(root / "report"), resamples=20, progress=False)
+    assert board.name == "exp_ckpt.0"
+    assert board.manifest_text("agent").startswith("habitat-baselines mosnav_ppo PointNavResNetPolicy")
+    assert "exp_ckpt.0" in (root / "report" / "leaderboard.md").read_text()
 
     # a second evaluation into the same directory is refused with one line
     rc, log = run(root, *common, "habitat_baselines.evaluate=True")

@@ -197,6 +197,17 @@ def test_experiment_configs_compose(name):
         assert cfg.habitat.simulator.type == "MosNavMeshSim-v0"
         rgb = cfg.habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor
         assert (rgb.width, rgb.height) == (128, 128)
+        assert hb.log_interval == 1  # a 4-update demo run logs (issue 24)
+    # video names carry these metrics only (else cut at 255 characters mid-metric)
+    assert list(hb.eval_keys_to_include_in_name) == ["mos_success", "spl_multi"]
+
+
+def test_ppo_evaluation_run_is_named_after_its_experiment(tmp_path):
+    from habitat_mosnav.baselines.evaluator import run_manifest
+
+    m = run_manifest(_demo_config(), str(tmp_path / "eval" / "ckpt.0"))
+    assert m["run_name"] == "ppo_mos_demo_ckpt.0" and m["config"] == "baselines/ppo_mos_demo.yaml"
+    assert m["agent"] == "habitat-baselines mosnav_ppo PointNavResNetPolicy (ppo_mos_demo, ckpt.0)"
 
 
 def test_minilm_encoder_loads_offline_and_is_semantic():

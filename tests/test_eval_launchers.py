@@ -71,7 +71,7 @@ def test_slurm_rank_that_never_finishes_then_finishes(tmp_path, monkeypatch, cap
     captured = capsys.readouterr()
     assert "waiting up to 1.5 s for rank(s) 1 to finish" in captured.err
     lines = [ln for ln in captured.err.splitlines() if "did not finish" in ln]
-    assert len(lines) == 1 and lines[0].startswith("rank(s) 1 of 2 did not finish within 1.5 s")
+    assert len(lines) == 1 and lines[0].startswith("warning: rank(s) 1 of 2 did not finish within 1.5 s")
     summary = summary_of(out)
     assert summary["status"] == "incomplete"
     assert (summary["expected_episode_count"], summary["unique_record_count"]) == (2, 1)
@@ -109,3 +109,29 @@ def test_rank_timeout_defaults():
     assert rank_timeout(None, from_launcher=True) == 3600.0
     assert rank_timeout(None, from_launcher=False) == 0.0
     assert rank_timeout(2.5, from_launcher=False) == 2.5
+
+
+@pytest.mark.slow
+def test_torchrun_prints_the_summary_once_when_rank_0_waits(tmp_path):
+    """Rank 0 finishes first and waits; rank 1 finishes last and writes the summary: the
+    summary table is printed once (issue 24), rank 0 says where it is."""
+    agent = tmp_path / "slow_rank1.py"
+    agent.write_text(
+        "import os, time\n\n"
+        "class SlowOnRank1:\n"
+        "    def act(self, observation):\n"
+        "        if os.environ.get('RANK') == '1' and observation.step_count == 0:\n"
+        "            time.sleep(4)\n"
+        "        return 0\n")
+    out = str(tmp_path / "torchrun_wait")
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    proc = subprocess.run(
+        [os.path.join(BIN, "torchrun"), "--standalone", "--nproc_per_node", "2", "--no-python",
+         "mosnav-eval", *FAST, "--agent", f"{agent}:SlowOnRank1", "--num-episodes", "2",
+         "--output-dir", out], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("status: complete") == 1, proc.stdout
+    assert "rank 0: 1 records (0 errors)" in proc.stdout and "all ranks finished" in proc.stdout
+    assert "Gym has been unmaintained" not in proc.stderr

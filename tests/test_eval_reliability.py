@@ -248,6 +248,10 @@ def test_resume_with_other_settings_is_refused_naming_the_field(capsys, open_roo
     rc, lines, err = cli(capsys, open_room, *argv)
     assert rc == 2 and len(lines) == 1, err
     assert f"run.json: field '{field}' differs" in lines[0], lines
+    # ... and names the flag the user typed (issue 24: --num-episodes, not only 'limit')
+    flag = "--world-size" if field == "world_size" else change[0]
+    assert lines[0].endswith(f"({flag}); continue it with the same settings or choose a new "
+                             "--output-dir"), lines
     assert (out / "rank_00000" / "episodes.jsonl").read_bytes() == before
     assert (out / "rank_00000" / "done.json").exists()  # the refused resume touched nothing
 

@@ -377,3 +377,17 @@ def test_a_run_name_with_markup_stays_text_in_the_page_and_its_plot_data(room_ru
     assert "<" not in embedded.group(1)
     data = json.loads(embedded.group(1))
     assert data["runs"] == [name] and data == json.loads((out / "plots.json").read_text())
+
+
+def test_run_name_from_run_json_is_a_plain_file_name_only(tmp_path):
+    """A habitat-baselines evaluation names itself (run.json ``run_name``, issue 24); the
+    name becomes a folder under maps/, so anything but a plain file name is ignored."""
+    from habitat_mosnav.evaluation.report import _unique_names
+
+    runs = []
+    for i, name in enumerate(["ppo_mos_demo_ckpt.0", "../escape", "a/b", ".."]):
+        run = tmp_path / f"ckpt.{i}"
+        run.mkdir()
+        (run / "run.json").write_text(json.dumps({"run_name": name}))
+        runs.append(str(run))
+    assert _unique_names(runs) == ["ppo_mos_demo_ckpt.0", "ckpt.1", "ckpt.2", "ckpt.3"]

@@ -93,6 +93,31 @@ def results_dir(config, checkpoint_path: Optional[str], index: int = 0) -> str:
     return os.path.join(evaluation_root(config), checkpoint_name(checkpoint_path, index))
 
 
+def experiment_name(config) -> str:
+    """The experiment's name: the last part of ``mosnav_output_dir`` (``ppo_mos_demo`` for
+    ``data/mosnav/ppo_mos_demo``), else of the checkpoint folder's parent."""
+    from omegaconf import OmegaConf
+
+    root = OmegaConf.select(config, "mosnav_output_dir", default=None) or os.path.dirname(
+        str(config.habitat_baselines.checkpoint_folder).rstrip("/\\"))
+    return os.path.basename(os.path.normpath(str(root))) or "ppo"
+
+
+def run_manifest(config, out_dir: str) -> Dict[str, Any]:
+    """The ``run.json`` of one checkpoint's evaluation, so ``mosnav-report`` names the run
+    after its experiment (``run_name`` ``ppo_mos_demo_ckpt.0``, not ``ckpt.0``) and shows
+    its agent and config."""
+    from habitat_mosnav.config.default import MOSNAV_CONFIG_DIR
+
+    name = experiment_name(config)
+    ckpt = os.path.basename(os.path.normpath(out_dir))
+    config_file = f"baselines/{name}.yaml"
+    policy = config.habitat_baselines.rl.policy.main_agent.name
+    return {"schema_version": 1, "run_name": f"{name}_{ckpt}",
+            "agent": f"habitat-baselines {config.habitat_baselines.trainer_name} {policy} ({name}, {ckpt})",
+            "config": config_file if os.path.isfile(os.path.join(MOSNAV_CONFIG_DIR, config_file)) else None}
+
+
 def completed(out_dir: str) -> bool:
     """True when ``out_dir`` holds a complete evaluation (every rank done, no missing key)."""
     if not os.path.isdir(out_dir):
@@ -253,6 +278,9 @@ class MosNavEvaluator(HabitatEvaluator):
             rank_writer.close()
         summary = res.summarize(out_dir)
         res.write_summary(out_dir, summary)
+        from habitat_mosnav.evaluation.manifest import check_or_write_manifest
+
+        check_or_write_manifest(out_dir, run_manifest(config, out_dir))
         logger.info("mosnav summary (" + out_dir + "):\n" + res.format_summary(summary))
         for key, value in summary["metrics"].items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and (

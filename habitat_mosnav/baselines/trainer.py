@@ -132,6 +132,12 @@ class MosNavPPOTrainer(PPOTrainer):
     def should_checkpoint(self) -> bool:
         return super().should_checkpoint() or self.is_done()
 
+    def save_checkpoint(self, file_name: str, extra_state=None) -> None:
+        """habitat-baselines' save, then one log line saying where (it says nothing)."""
+        super().save_checkpoint(file_name, extra_state)
+        logger.info("checkpoint saved: "
+                    + os.path.join(self.config.habitat_baselines.checkpoint_folder, file_name))
+
     def _get_resume_state_config_or_new_config(self, resume_state_config):
         if self._mosnav_evaluating and not self.config.habitat_baselines.eval.use_ckpt_config:
             return self.config.copy()

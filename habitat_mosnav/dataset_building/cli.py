@@ -115,7 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--object-ids", type=int, nargs="*", default=None, help="goals to render (default all)")
     sh.add_argument("--show-dir", type=Path, default=None, help="default <work>/rendered_viewpoints")
 
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="mosnav-build", description=__doc__.split("\n\n")[0],
+    # --help shows plain text: the docstring's reST ``literals`` without their backticks
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="mosnav-build",
+                                description=__doc__.split("\n\n")[0].replace("``", ""),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_version_argument(p)
     sub = p.add_subparsers(dest="stage", metavar="stage", required=True)

@@ -18,6 +18,7 @@ before parsing and ``from_args(args)`` builds the agent (used by ``--agent api``
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -447,8 +448,8 @@ def _with_required_sensors(args, setting, factory, config, overrides):
     if still:
         raise UsageError(f"--agent {args.agent}: adding the sim sensor(s) {', '.join(still)} "
                          f"with {'; '.join(extra)} did not add them")
-    print(f"{PROG}: --agent {args.agent} needs the sim sensor(s) {', '.join(missing)}: added "
-          f"({'; '.join(extra)})", file=sys.stderr)
+    print(safe_line(f"{PROG}: --agent {args.agent} needs the sim sensor(s) {', '.join(missing)}: "
+                    f"added ({'; '.join(extra)})"), file=sys.stderr)
     return config, overrides
 
 
@@ -558,9 +559,13 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     if "rank_done" in summary:
         done = summary["rank_done"]
         shown = ctx["output_dir"]
-        print(safe_line(f"rank {rank}: {done['record_count']} records ({done['error_count']} errors) in "
-                        f"{shown}; other ranks are still running: the last one to finish writes "
-                        f"summary.json (or run `mosnav-aggregate {shown}` when all have finished)"))
+        if "summary_path" in summary:  # the last rank printed the summary
+            print(safe_line(f"rank {rank}: {done['record_count']} records ({done['error_count']} "
+                            f"errors) in {shown}; all ranks finished: {summary['summary_path']}"))
+        else:
+            print(safe_line(f"rank {rank}: {done['record_count']} records ({done['error_count']} errors) in "
+                            f"{shown}; other ranks are still running: the last one to finish writes "
+                            f"summary.json (or run `mosnav-aggregate {shown}` when all have finished)"))
         errors = done["error_count"]
     else:
         print(format_summary(summary))
@@ -607,6 +612,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _raise_terminated)
     threads = set(threading.enumerate())
+    # The package's warnings (logging) as one "warning: ..." line each on stderr.
+    warnings_out = logging.StreamHandler(sys.stderr)
+    warnings_out.setLevel(logging.WARNING)
+    warnings_out.setFormatter(logging.Formatter("warning: %(message)s"))
+    package_log = logging.getLogger("habitat_mosnav")
+    package_log.addHandler(warnings_out)
     try:
         code = _run(argv, ctx)
     except UsageError as exc:
@@ -618,6 +629,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt as exc:
         code = _interrupted(exc, ctx)
     finally:
+        package_log.removeHandler(warnings_out)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     if argv is None:  # the command line (not a call from Python): nothing may hold the exit

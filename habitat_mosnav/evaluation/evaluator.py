@@ -23,6 +23,7 @@ No torch is imported here; habitat is imported when the run starts.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections import OrderedDict
@@ -57,6 +58,8 @@ from habitat_mosnav.metrics import aggregate
 from habitat_mosnav.safety import PlantedLinkError, mask_secrets, safe_line
 
 __all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
+
+_LOG = logging.getLogger("habitat_mosnav.evaluation")
 
 class EvaluationSetupError(ValueError):
     """The run cannot start (bad dataset, config, output directory); a one-line message."""
@@ -255,6 +258,13 @@ class Evaluator:
         from tqdm import tqdm
 
         tqdm.write(safe_line(text), file=self.stream)
+
+    @staticmethod
+    def _warn(text: str) -> None:
+        """A warning: through :mod:`logging` (logger ``habitat_mosnav.evaluation``), so a
+        program embedding the evaluator filters or routes it; mosnav-eval prints it as
+        ``warning: ...`` above the progress bar. Masked and escaped like :meth:`_log`."""
+        _LOG.warning(safe_line(text))
 
     def _rank_world(self) -> Tuple[int, int]:
         rank, world = self.config.rank, self.config.world_size
@@ -524,7 +534,7 @@ class Evaluator:
             if setting.reportable:
                 raise EvaluationSetupError(text + f"; {setting.kind} runs need the frozen dataset "
                                                   f"({setting.path})")
-            self._log(f"warning: {text}; running the {setting.kind} setting anyway")
+            self._warn(f"{text}; running the {setting.kind} setting anyway")
             deviations.append("dataset differs from the setting's fingerprint")
         return dict(setting.identity(), deviations=deviations)
     def _start_error(self, exc: StartNotNavigable) -> str:
@@ -562,7 +572,7 @@ class Evaluator:
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
-            self._log(f"warning: {key}: agent.episode_stats() left out of the record: "
+            self._warn(f"{key}: agent.episode_stats() left out of the record: "
                       f"{type(exc).__name__}: {_one_line(exc)}")
             return None
 
@@ -608,7 +618,7 @@ class Evaluator:
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
-                self._log(f"warning: agent.close() raised {type(exc).__name__}: {_one_line(exc)}")
+                self._warn(f"agent.close() raised {type(exc).__name__}: {_one_line(exc)}")
 
     def _run_episodes(self, todo, pool, writer, prior, rank_total: int) -> bool:
         """Roll out ``todo``; True when interrupted (KeyboardInterrupt / human quit)."""
@@ -629,12 +639,18 @@ class Evaluator:
                    desc=f"mosnav-eval rank {writer.rank}")
         self._update_bar(bar, prior)
         unavailable = 0  # consecutive episodes lost to an unreachable model server
+        steps = {"done": 0, "episode": 0}
+        self._step_progress = (bar, steps, max_steps)
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        redirect = logging_redirect_tqdm(loggers=[logging.getLogger("habitat_mosnav")])
+        redirect.__enter__()
         try:
             for index, key in todo:
                 episode = pool[key]
                 seed = episode_seed(cfg.seed, key)
                 frames: List[np.ndarray] = []
-                hook = self._make_hook(key, frames)
+                hook = self._with_step_progress(bar, prior, self._make_hook(key, frames))
                 self._current_episode = episode
                 context = EpisodeContext(
                     episode_key=key, episode_index=index, split=self._split_name,
@@ -660,13 +676,15 @@ class Evaluator:
                     prior[key] = (record["episode"]["target_mode"], record["metrics"])
                 else:
                     prior.pop(key, None)
-                    self._log(f"episode {key} failed: {describe_error(run.error)}")
+                    self._warn(f"episode {key} failed: {describe_error(run.error)}")
                 if cfg.log_episodes:
                     self._log(self._episode_line(record))
                 if frames and cfg.video:
                     self._write_video(key, frames)
                 if cfg.maps:
                     self._write_map(env, key, episode, record)
+                steps["done"] += run.steps_taken
+                steps["episode"] = 0
                 bar.update(1)
                 self._update_bar(bar, prior)
                 if record["status"] == "error" and cfg.fail_fast:
@@ -678,7 +696,9 @@ class Evaluator:
                     self.stopped_by_unavailable = unavailable
                     break
         finally:
+            self._step_progress = None
             bar.close()
+            redirect.__exit__(None, None, None)
         return False
 
     def _record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
@@ -726,6 +746,26 @@ class Evaluator:
             self._grid = cached
         return cached[2]
 
+    def _with_step_progress(self, bar, prior, hook):
+        """``hook`` plus the bar's step count, redrawn at most twice a second."""
+        if bar.disable:
+            return hook
+        import time
+
+        last = [0.0]
+        steps = self._step_progress[1]
+
+        def on_step(info: Dict[str, Any]) -> None:
+            if hook is not None:
+                hook(info)
+            steps["episode"] = info["step"]
+            now = time.monotonic()
+            if now - last[0] >= 0.5:
+                last[0] = now
+                self._update_bar(bar, prior, info["step"])
+
+        return on_step
+
     def _make_hook(self, key: str, frames: List[np.ndarray]):
         cfg = self.config
         print_prompts = cfg.log_prompts and not self._agent_keeps_prompt_log()
@@ -750,7 +790,7 @@ class Evaluator:
                     painter.append(EpisodeMapPainter(grid, episode.goals, pose["position"],
                                                      pose["rotation"]))
                 except Exception as exc:  # a map problem never loses the episode
-                    self._log(f"warning: {key}: no map in the video: {type(exc).__name__}: "
+                    self._warn(f"{key}: no map in the video: {type(exc).__name__}: "
                               f"{_one_line(exc)}")
                     painter.append(None)
             trail.append(pose["position"])
@@ -798,7 +838,7 @@ class Evaluator:
         except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
             raise res.write_failed(path, exc) from None
         except Exception as exc:  # a video problem never loses the record
-            self._log(f"warning: could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
+            self._warn(f"could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
 
     def _write_map(self, env, key: str, episode, record: Mapping[str, Any]) -> None:
         """``<out>/maps/<episode>.png`` of a finished (or failed) episode."""
@@ -811,7 +851,7 @@ class Evaluator:
         except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
             raise res.write_failed(path, exc) from None
         except Exception as exc:  # a map problem never loses the record
-            self._log(f"warning: could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
+            self._warn(f"could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
 
     @staticmethod
     def _episode_line(record: Mapping[str, Any]) -> str:
@@ -829,7 +869,8 @@ class Evaluator:
                 f"found={f('targets_found')}/{f('required_target_count')}")
 
     @staticmethod
-    def _update_bar(bar, prior) -> None:
+    def _metrics_text(prior) -> str:
+        """SR/F1 over the finished many+all episodes (SR of single/any when only those)."""
         pairs = [p for p in prior.values() if p[0] in MULTI_MODES]
         if not pairs:
             pairs_all = list(prior.values())
@@ -837,12 +878,24 @@ class Evaluator:
                 m = aggregate(pairs_all)
                 sr = [m.get(f"sr_{x}") for x in ("single", "any") if m.get(f"sr_{x}") is not None]
                 if sr:
-                    bar.set_postfix_str(f"SR={sum(sr) / len(sr):.3f}")
-            return
+                    return f"SR={sum(sr) / len(sr):.3f}"
+            return ""
         m = aggregate(pairs)
         sr, f1 = m.get("sr"), m.get("f1")
-        bar.set_postfix_str(
-            f"SR={'-' if sr is None else f'{sr:.3f}'} F1={'-' if f1 is None else f'{f1:.3f}'}")
+        return f"SR={'-' if sr is None else f'{sr:.3f}'} F1={'-' if f1 is None else f'{f1:.3f}'}"
+
+    def _update_bar(self, bar, prior, step: Optional[int] = None) -> None:
+        """The bar's text: the metrics so far, the current episode's step and the steps
+        run by this process (a 500-step episode shows progress, not just ``0/4``)."""
+        if step is None:
+            self._bar_metrics = self._metrics_text(prior)
+        progress = getattr(self, "_step_progress", None)
+        parts = [getattr(self, "_bar_metrics", "")]
+        if progress is not None:
+            _, steps, max_steps = progress
+            current = steps["episode"] if step is None else step
+            parts.append(f"step {current}/{max_steps}, {steps['done'] + current} steps")
+        bar.set_postfix_str(" ".join(p for p in parts if p))
 
     def _finish(self, rank: int, world: int, total: int, done: Dict[str, Any]) -> Dict[str, Any]:
         """The summary over all ranks, written by the last rank to finish; rank 0 waits up
@@ -853,9 +906,14 @@ class Evaluator:
         timeout = rank_timeout(self.config.rank_timeout,
                                self.config.rank is None or self.config.world_size is None)
         waits = rank == 0 and world > 1 and timeout > 0
+        started_waiting = waits and bool(missing_ranks(out, world))
         missing = wait_for_ranks(out, world, timeout, log=self._log) if waits else missing_ranks(out, world)
         if missing and not waits:
             return {"rank_done": done, "status": "rank_finished"}
+        if started_waiting and not missing and self._summary_written_after_all_ranks(out, world):
+            # The last rank to finish wrote (and printed) the summary while this one waited.
+            return {"rank_done": done, "status": "rank_finished",
+                    "summary_path": os.path.join(out, res.SUMMARY_FILE)}
         try:
             summary = res.summarize(out, expected_episode_count=total,
                                     expected_keys=self.selected_keys)
@@ -865,11 +923,22 @@ class Evaluator:
         except res.ResultFileError as exc:  # ResultWriteError (exit 3) goes through
             raise EvaluationSetupError(f"this rank finished, but the summary failed: {_one_line(exc)}") from None
         if missing:
-            self._log(f"rank(s) {', '.join(map(str, missing))} of {world} did not finish within "
+            self._warn(f"rank(s) {', '.join(map(str, missing))} of {world} did not finish within "
                       f"{timeout:g} s (no {res.DONE_FILE}): {out}/summary.json "
                       f"is incomplete; it is rewritten when the last rank finishes, or run "
                       f"`mosnav-aggregate {out}` then")
         return summary
+
+
+    @staticmethod
+    def _summary_written_after_all_ranks(out: str, world: int) -> bool:
+        """summary.json exists and is newer than every rank's done.json."""
+        try:
+            written = os.stat(os.path.join(out, res.SUMMARY_FILE)).st_mtime_ns
+            return all(os.stat(os.path.join(res.rank_dir(out, r), res.DONE_FILE)).st_mtime_ns <= written
+                       for r in range(world))
+        except OSError:
+            return False
 
 
 def _unavailable(error: Optional[BaseException]) -> bool:

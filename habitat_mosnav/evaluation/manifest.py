@@ -35,6 +35,18 @@ MANIFEST_SCHEMA_VERSION = 1
 MANIFEST_FIELDS = ("split", "offset", "limit", "world_size", "seed", "max_steps", "protocol",
                    "agent", "agent_code_sha256", "config", "config_overrides", "selection",
                    "dataset_fingerprint")
+#: The mosnav-eval flag behind each compared field, named in a refusal (the user typed
+#: ``--num-episodes``, not ``limit``).
+FIELD_FLAGS = {
+    "split": "--split", "offset": "--offset", "limit": "--num-episodes",
+    "world_size": "--world-size", "seed": "--seed", "max_steps": "--max-steps",
+    "protocol": "--action-protocol", "agent": "--agent", "agent_code_sha256": "--agent (its code changed)", "config": "--config",
+    "config_overrides": "--set or a flag that sets a config key",
+    "selection.scene_limit": "--limit", "selection.episode_limit": "--episode-limit",
+    "selection.target_modes": "--target-modes", "selection.goal_type": "--goal-type",
+    "selection.episode_count": "the episode selection", "selection.keys_sha256": "the episode selection",
+    "dataset_fingerprint": "the dataset's files (--dataset-dir)", "benchmark": "--benchmark",
+}
 #: Recorded at the first start, never compared.
 RECORDED_FIELDS = ("software",)
 
@@ -133,10 +145,11 @@ def check_or_write_manifest(out_dir: str, manifest: Mapping[str, Any]) -> str:
     existing = read_manifest(path)
     diff = first_difference(existing, manifest)
     if diff is not None:
+        flag = FIELD_FLAGS.get(diff) or FIELD_FLAGS.get(diff.split(".")[0])
         raise ManifestMismatch(
             f"{path}: field '{diff}' differs: the run has {_show(_lookup(existing, diff))}, "
-            f"this command {_show(_lookup(manifest, diff))}; continue it with the same settings "
-            f"or choose a new --output-dir")
+            f"this command {_show(_lookup(manifest, diff))}" + (f" ({flag})" if flag else "")
+            + "; continue it with the same settings or choose a new --output-dir")
     return path
 
 

@@ -27,6 +27,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -373,12 +374,18 @@ def _artist_color(artist):
     return artist.get_color()  # Line2D
 
 
+def _subplots(*grid: int, figsize):
+    """A figure of its own (matplotlib's ``Figure``, not pyplot): drawing the report never
+    switches the importer's matplotlib backend nor keeps figures open in pyplot."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig, fig.subplots(*grid)
+
+
 def _figure_uri(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -405,10 +412,6 @@ def _multi(run: RunData) -> List[Dict[str, Any]]:
 def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = None) -> List[Plot]:
     """The page's plots, each run in its colour of :func:`run_colors` and its slot of the
     runs' order whether or not it has a value there (then it is noted as missing)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
     colors = dict(colors or run_colors(runs))
@@ -418,7 +421,7 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
 
     # 1. per mode: SR / F1 / SPL-multi bars with 95 % intervals
     plot = Plot("by_mode", "Per-mode SR, F1 and SPL-multi with 95 % intervals")
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), layout="constrained")
+    fig, axes = _subplots(1, 3, figsize=(13, 3.6))
     for ax, (column, fieldname) in zip(axes, BOARD_FIELDS):
         for i, run in enumerate(runs):
             xs, ys, lo, hi = [], [], [], []
@@ -447,7 +450,7 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
 
     # 2. distributions of spl_multi and pe over episodes (many + all)
     plot = Plot("distributions", "Distributions of SPL-multi and PE (many + all episodes)")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained")
+    fig, axes = _subplots(1, 2, figsize=(11, 3.4))
     bins = np.linspace(0.0, 1.0, 21)
     lacks: Dict[str, List[str]] = {}
     for ax, fieldname in zip(axes, ("spl_multi", "pe")):
@@ -470,7 +473,7 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
 
     # 3. oer_target against ftr, one point per run
     plot = Plot("oer_ftr", "OER-target against FTR (one point per run)")
-    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    fig, ax = _subplots(figsize=(7, 4))
     top = 0.1
     for run in runs:
         x, y = run.metrics.get("ftr"), run.metrics.get("oer_target")
@@ -493,7 +496,7 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
 
     # 4. success by number of required targets
     plot = Plot("by_count", "Success by the number of required targets (many + all)")
-    fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
+    fig, ax = _subplots(figsize=(7.5, 3.6))
     for run in runs:
         by: Dict[int, List[Optional[float]]] = {}
         for rec in _multi(run):
@@ -950,8 +953,23 @@ def render_html(runs: Sequence[RunData], plots: Sequence[Plot], *, colors: Optio
 # ----------------------------------------------------------------------------- main
 
 
+def _run_name(path: str) -> str:
+    """run.json's ``run_name`` (a habitat-baselines evaluation: ``ppo_mos_demo_ckpt.0``),
+    else the directory's name."""
+    manifest = os.path.join(path, "run.json")
+    if os.path.isfile(manifest):
+        try:
+            name = res.read_json_object(manifest).get("run_name")
+        except (res.ResultFileError, OSError):
+            name = None
+        # A plain file name only: it becomes the run's folder under maps/ and videos/.
+        if isinstance(name, str) and re.fullmatch(r"[\w.-]+", name) and name.strip(".") != "":
+            return name
+    return os.path.basename(os.path.normpath(path))
+
+
 def _unique_names(paths: Sequence[str]) -> List[str]:
-    names = [os.path.basename(os.path.normpath(p)) for p in paths]
+    names = [_run_name(p) for p in paths]
     if len(set(names)) == len(names):
         return names
     return [os.path.normpath(p).replace(os.sep, "/").strip("/").replace("/", "_") for p in paths]
