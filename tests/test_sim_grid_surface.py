@@ -60,3 +60,33 @@ def test_two_storeys_and_their_stair_are_one_island_in_several_layers(box_grid):
     assert len(ground) == 1 and len(upper) == 1 and ground != upper
     pg, pu = s.patch_at(ground[0], 2.0, 2.0), s.patch_at(upper[0], 2.0, 2.0)
     assert s.patch_island[pg] == s.patch_island[pu] == main
+
+
+def test_wall_samples_cover_steep_faces_in_lines():
+    from habitat_mosnav.sims.grid.surface import sample_walls
+
+    rng = np.random.default_rng(1)
+
+    def rect(o, u, v):  # two triangles spanning o + [0, 1] u + [0, 1] v
+        o, u, v = (np.asarray(x, np.float32) for x in (o, u, v))
+        return [[o, o + u, o + u + v], [o, o + u + v, o + v]], (o, u, v)
+
+    lean = np.tan(np.radians(15))
+    faces = [rect((0, 0, 0), (4, 0, 0), (0, 2.5, 0)), rect((0, 0, 1), (2, 0, 0), (0, 1.0, lean))]  # a wall; 15 deg off vertical
+    tris = np.asarray([t for f, _ in faces for t in f], np.float32)
+    pts, tidx = [], []
+    for p, t, _ in sample_walls(tris, 0.035, 0.1, max_points=3000):  # several chunks
+        pts.append(p)
+        tidx.append(t)
+    pts, tidx = np.concatenate(pts).astype(np.float64), np.concatenate(tidx)
+    assert set(tidx.tolist()) == {0, 1, 2, 3}
+    for k, (_, (o, u, v)) in enumerate(faces):
+        # every point of a face has a sample of it within 0.05 m in height and 0.035 m across
+        mine = pts[(tidx // 2) == k]
+        for a, b in rng.random((200, 2)):
+            q = o + a * u + b * v
+            near = mine[np.abs(mine[:, 1] - q[1]) <= 0.05 + 1e-6]
+            assert np.hypot(near[:, 0] - q[0], near[:, 2] - q[2]).min() <= 0.035
+        assert np.isclose(mine[:, 1].min(), o[1]) and np.isclose(mine[:, 1].max(), o[1] + v[1])
+    # far fewer than the lattice at the same spacing
+    assert len(pts) < sum(len(p) for p, _, _ in sample_surface(tris, 0.035)) / 4

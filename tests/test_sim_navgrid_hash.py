@@ -21,12 +21,13 @@ SCENES = sorted(p for p in glob.glob(os.path.join(DEMO, "*", "*.glb")) if not p.
 #: sha256 of :func:`scene_values` per demo scene. The split of the single-file NavGrid into
 #: sims/grid/ kept the hashes it had (7ef5b99f..., 19faea18..., 5accb685...); these are
 #: from the corner graph with nodes every 15 degrees of a corner's arc (was 7.5) and the
-#: polygon filter before line of sight (corners.ARC_STEP, SEE_SLACK), whose geodesics match
-#: the exact reference as closely (demo: median 0.026 %, p95 0.17 %, max 0.33 %)
+#: polygon filter before line of sight (corners.ARC_STEP, SEE_SLACK), and with steep faces
+#: sampled along lines 0.1 m apart in height (surface.sample_walls); the geodesics match the
+#: exact reference as closely (demo: median 0.026 %, p95 0.17 %, max 0.33 %)
 EXPECTED = {
-    "Cukxndkh48K": "946334fd9a9ba0c0c780ad2a46d1b648aa5bd8bab118db4d172ce325dfac6ce8",
-    "b2ZCdoVqp4V": "e07fb6cc017ecd766e2f75f3fea68b366cff33e57f4ef23b74fe0d33346fc13a",
-    "EdBrNAgONm2": "5c13bb377fb6fb85b2f5b2eaded1bc4836b7785768961cf95dcb53b8edd5172d",
+    "Cukxndkh48K": "06ae25fe89ca60befd050a403db927b82011ce2b1a9abb12f5d2c72a2cd07417",
+    "b2ZCdoVqp4V": "d21e21eeeeeca7919f1903beda0a1c0c59448924988b29633f28e40553c28b0e",
+    "EdBrNAgONm2": "8c5af437d06f2ea0beee654ac262d2bb5f8d98fc62ab68a67c1516fa38b0c0bc",
 }
 
 

@@ -24,6 +24,12 @@ from habitat_mosnav.sims.grid.cells import CLIMB_EPS, HEAD_EPS, AgentShape, Laye
 from habitat_mosnav.sims.grid.clearance import layer_clearance
 
 
+#: triangles whose normal is this close to horizontal (|n_y| below it: steeper than 72.5
+#: degrees) are sampled by :func:`sample_walls`, along lines WALL_RISE metres apart in height
+WALL_NY = 0.3
+WALL_RISE = 0.1
+
+
 def _lattice(n: int) -> np.ndarray:
     """Barycentric weights (m, 3) of the triangle lattice with n subdivisions per edge."""
     i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
@@ -53,6 +59,46 @@ def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000
             chunk = idx[s : s + per]
             pts = np.matmul(w[None], tris[chunk]).reshape(-1, 3)
             yield pts, np.repeat(chunk, len(w)), len(chunk)
+
+
+def sample_walls(tris: np.ndarray, spacing: float, rise: float, max_points: int = 4_000_000):
+    """Points on steep triangles (walls, furniture sides) along horizontal lines every
+    ``rise`` metres of height, both end heights included, ``spacing`` apart along each
+    line: as dense as :func:`sample_surface` across (x, z), where clearance is measured,
+    sparser in height, where only "is there geometry in this height slab" is asked. For a
+    face steeper than ``WALL_NY`` a line's points lie within ``rise * 0.32`` of the next
+    line's in (x, z).
+
+    Yields (points, triangle index per point, triangles in this chunk)."""
+    order = np.argsort(tris[:, :, 1], axis=1, kind="stable")
+    v = np.take_along_axis(tris, order[:, :, None], axis=1).astype(np.float64)  # by height
+    y0, y1, y2 = v[:, 0, 1], v[:, 1, 1], v[:, 2, 1]
+    nlev = np.ceil((y2 - y0) / rise).astype(np.int64) + 1
+    reach = np.linalg.norm(v[:, 2] - v[:, 0], axis=1) + np.linalg.norm(v[:, 1] - v[:, 0], axis=1)
+    est = nlev * (np.ceil(reach / spacing).astype(np.int64) + 1)  # points per triangle, at most
+    cum = np.cumsum(est)
+    start = 0
+    while start < len(tris):
+        stop = max(start + 1, int(np.searchsorted(cum, (cum[start - 1] if start else 0) + max_points, "right")))
+        idx = np.arange(start, min(stop, len(tris)))
+        ti = np.repeat(idx, nlev[idx])
+        k = np.arange(len(ti)) - np.repeat(np.cumsum(nlev[idx]) - nlev[idx], nlev[idx])
+        t = np.where(nlev[ti] > 1, k / np.maximum(nlev[ti] - 1, 1), 0.0)
+        yl = y0[ti] + t * (y2[ti] - y0[ti])
+        a, b, c = v[ti, 0], v[ti, 1], v[ti, 2]
+        P = a + (c - a) * t[:, None]  # on the long edge (lowest to highest vertex)
+        lo_h, hi_h = y1[ti] - y0[ti], y2[ti] - y1[ti]
+        s1 = np.clip((yl - y0[ti]) / np.where(lo_h > 0, lo_h, 1.0), 0.0, 1.0)
+        s2 = np.clip((yl - y1[ti]) / np.where(hi_h > 0, hi_h, 1.0), 0.0, 1.0)
+        lower = (yl <= y1[ti]) & (lo_h > 0)
+        Q = np.where(lower[:, None], a + (b - a) * s1[:, None],
+                     np.where((hi_h > 0)[:, None], b + (c - b) * s2[:, None], b))
+        m = np.ceil(np.linalg.norm(Q - P, axis=1) / spacing).astype(np.int64) + 1
+        li = np.repeat(np.arange(len(ti)), m)
+        u = (np.arange(len(li)) - np.repeat(np.cumsum(m) - m, m)) / np.maximum(m[li] - 1, 1)
+        pts = (P[li] + (Q[li] - P[li]) * u[:, None]).astype(np.float32)
+        yield pts, ti[li], len(idx)
+        start = int(idx[-1]) + 1
 
 
 class Surface:
@@ -99,7 +145,14 @@ class Surface:
 
             bar = tqdm(total=len(tris), desc=f"navigability {self.desc}".strip(), unit="tri",
                        leave=False, mininterval=1.0)
-        for pts, tidx, ntri in sample_surface(tris, 0.7 * cell):
+        # steep faces by lines (most of a scene's area: walls), the rest by a lattice
+        steep = np.abs(ny) < WALL_NY
+        if self.walkable_only:
+            steep[:] = False
+        lat, lin = np.nonzero(~steep)[0], np.nonzero(steep)[0]
+        chunks = [((p, lat[t], n) for p, t, n in sample_surface(tris[lat], 0.7 * cell)),
+                  ((p, lin[t], n) for p, t, n in sample_walls(tris[lin], 0.7 * cell, WALL_RISE))]
+        for pts, tidx, ntri in (c for gen in chunks for c in gen):
             if bar is not None:
                 bar.update(ntri)
             c = np.floor((pts[:, 0] - self.x0) / cell).astype(np.int64)
