@@ -160,4 +160,4 @@ def test_a_lingering_agent_thread_does_not_hold_the_exit(open_room, tmp_path, ag
         proc.kill()
     assert proc.returncode == 0, err
     assert json.loads((out / "summary.json").read_text())["status"] == "complete"
-    assert "left 1 thread(s) running (agent-worker)" in err
+    assert "1 thread(s) started during the run are still running (agent-worker)" in err

@@ -324,7 +324,7 @@ def _absolute_paths(args, cwd: str) -> None:
         value = getattr(args, name, None)
         if isinstance(value, str) and value:
             setattr(args, name, os.path.join(cwd, os.path.expanduser(value)))
-    config = getattr(args, "config", None)
+    config = args.config_given = getattr(args, "config", None)  # run.json keeps it as typed
     if isinstance(config, str) and not os.path.isabs(config) and os.path.exists(os.path.join(cwd, config)):
         args.config = os.path.join(cwd, config)
 
@@ -457,7 +457,8 @@ def _manifest_fields(args, overrides: Sequence[str], config_path: str) -> dict:
     """The CLI's part of the run manifest: the agent spec, the config and its overrides
     (local data/scene paths left out: the dataset fingerprint stands for the data)."""
     local = ("habitat.dataset.data_path=", "habitat.dataset.scenes_dir=")
-    agent = recorded_agent_spec(args.agent, getattr(args, "start_dir", None)) + (" (legacy agent api)" if args.legacy_agent_api else "")
+    agent = recorded_agent_spec(args.agent, getattr(args, "start_dir", None))
+    agent += " (legacy agent api)" if args.legacy_agent_api else ""
     return {"agent": agent, "config": config_path,
             "config_overrides": [o for o in overrides if not o.startswith(local)]}
 
@@ -490,7 +491,8 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     setting = _load_setting(args, argv) if args.benchmark is not None else None
     config, overrides = _load_config(args, setting)
     config, overrides = _with_required_sensors(args, setting, factory, config, overrides)
-    ctx["config_path"] = setting.config if setting is not None else (args.config or DEFAULT_CONFIG)
+    ctx["config_path"] = setting.config if setting is not None else (
+        getattr(args, "config_given", args.config) or DEFAULT_CONFIG)
     if args.print_config:
         from omegaconf import OmegaConf
 
@@ -643,8 +645,9 @@ def _exit_past_agent_threads(code: int, before) -> None:
     lingering = [t for t in threading.enumerate()
                  if t not in before and t.is_alive() and not t.daemon and t is not threading.current_thread()]
     if lingering:
-        print(safe_line(f"{PROG}: warning: the agent left {len(lingering)} thread(s) running "
-                        f"({', '.join(t.name for t in lingering[:3])}); exiting without waiting"),
+        print(safe_line(f"{PROG}: warning: {len(lingering)} thread(s) started during the run are "
+                        f"still running ({', '.join(t.name for t in lingering[:3])}); the results "
+                        "are written, exiting without waiting for them"),
               file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
