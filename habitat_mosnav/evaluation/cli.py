@@ -393,16 +393,18 @@ def _config_exists(path: str) -> bool:
 def _load_config(args, setting=None, extra: Sequence[str] = ()):
     default_config = args.config is None and setting is None
     path = setting.config if setting is not None else (args.config or DEFAULT_CONFIG)
+    shown = setting.config if setting is not None else (  # messages name it as typed
+        getattr(args, "config_given", args.config) or DEFAULT_CONFIG)
     overrides = build_overrides(args, default_config) + list(extra)
     if setting is not None:
         overrides = setting.habitat_overrides() + overrides
     from habitat_mosnav import get_config
 
     if os.path.basename(path) == ORIGINAL_CONFIG_NAME:
-        raise UsageError(f"--config {path}: the original benchmark's Habitat-Sim config is not "
+        raise UsageError(f"--config {shown}: the original benchmark's Habitat-Sim config is not "
                          f"used by mosnav-eval; {_mosnav_configs_hint()}")
     if not _config_exists(path):
-        raise UsageError(f"--config {path}: no such file (a path, or relative to the package's "
+        raise UsageError(f"--config {shown}: no such file (a path, or relative to the package's "
                          f"config directory); {_mosnav_configs_hint()}")
     try:
         config = get_config(path, overrides)
@@ -410,14 +412,14 @@ def _load_config(args, setting=None, extra: Sequence[str] = ()):
         text = " ".join(mask_secrets(exc).split())  # masked before it is cut
         if len(text) > 400:
             text = text[:397] + "..."
-        raise UsageError(f"--config {path}: {type(exc).__name__}: {text}") from None
+        raise UsageError(f"--config {shown}: {type(exc).__name__}: {text}") from None
     from omegaconf import OmegaConf
 
     from habitat_mosnav.config.default_structured_configs import MultiObjectNavTaskConfig
 
     task_type = OmegaConf.select(config, "habitat.task.type")
     if task_type != MultiObjectNavTaskConfig.type:
-        raise UsageError(f"--config {path}: task type {task_type!r} is not "
+        raise UsageError(f"--config {shown}: task type {task_type!r} is not "
                          f"{MultiObjectNavTaskConfig.type}; {_mosnav_configs_hint()}")
     return config, overrides
 
