@@ -307,3 +307,19 @@ def test_top_down_map_goal_boxes(cpu, hsim):
         maps.draw_path(expected, [maps.to_grid(p[2], p[0], expected.shape, sim=sim) for p in corners], 1, thickness)
     drawn = ours == maps.MAP_TARGET_BOUNDING_BOX
     assert drawn.sum() > 20 and np.array_equal(drawn, expected.astype(bool))
+
+
+def test_colour_to_id_rules_are_habitat_sims():
+    """Vertex colours -> ids as habitat-sim's GenericSemanticMeshData: a semantic.txt colour
+    -> its object, black -> 0, other colours -> new ids after the largest (7 here), in order of
+    first appearance; texels: the same table, colours it lacks -> 0."""
+    from habitat_mosnav.scenes.io import SemanticObject
+    from habitat_mosnav.sims.geometry import _id_texture, _semantic_ids
+
+    table = {0x112233: SemanticObject(3, "112233", "chair", 0), 0x445566: SemanticObject(7, "445566", "bed", 1)}
+    packed = np.array([0x445566, 0x000000, 0xABCDEF, 0x112233, 0x010101, 0xABCDEF, 0x445566])
+    ids, extra = _semantic_ids(packed, table)
+    assert ids.tolist() == [7, 0, 8, 3, 9, 8, 7] and extra == {0xABCDEF: 8, 0x010101: 9}
+    keys = np.array(sorted([0x112233, 0x445566, 0xABCDEF]))
+    img = np.array([[[0x11, 0x22, 0x33], [0xAB, 0xCD, 0xEF], [0x00, 0x00, 0x00], [0x12, 0x34, 0x56]]], np.uint8)
+    assert _id_texture(img, (keys, np.array([3, 7, 8], np.float32))).tolist() == [[3, 8, 0, 0]]

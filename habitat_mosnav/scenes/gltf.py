@@ -104,6 +104,7 @@ class Primitive:
     uv: Optional[np.ndarray] = None       # (N, 2) float64, TEXCOORD of the base colour texture
     image: Optional[int] = None           # index into GlbFile.images
     material: Optional[int] = None
+    node: int = -1                        # index of the node that instances it
 
 
 @dataclass
@@ -326,6 +327,7 @@ def read_glb(path: str) -> GlbFile:
             for j, prim in enumerate(mesh.get("primitives", [])):
                 p = _primitive(r, prim, f"meshes[{node['mesh']}].primitives[{j}]", m)
                 if p is not None:
+                    p.node = ni
                     out.primitives.append(p)
     return out
 

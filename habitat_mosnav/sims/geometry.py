@@ -394,6 +394,8 @@ def load_semantic_mesh(scene_path: str, up: str = "y", textures: Optional[bool] 
         g = gltf.read_glb(glb_path)
         if not g.primitives:
             raise SceneFormatError(f"{glb_path}: meshes: no triangle primitive")
+        # habitat-sim concatenates primitives in node order (the order new colours get ids in)
+        g.primitives.sort(key=lambda p: p.node)
         packed = _packed_colors(g, keys)
         use_tex = any(p.image is not None for p in g.primitives) if textures is None else bool(textures)
         allp = np.concatenate(packed)
