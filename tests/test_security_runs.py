@@ -120,3 +120,23 @@ def test_a_stale_summary_in_a_fresh_directory_is_removed(capsys, open_room, tmp_
     # rank 0 of 2: the summary waits for rank 1, so nothing rewrites the stale one
     assert _eval(open_room, out, "--agent", "random", "--rank", "0", "--world-size", "2") == 0
     assert not (out / "summary.json").exists()
+
+
+def test_a_copied_rank_with_a_forged_manifest_is_still_not_complete(capsys, open_room, two_rank_run,
+                                                                   tmp_path):
+    """Even with its run.json replaced by the run's, a rank over another selection leaves
+    episodes without a record: the summary says incomplete and why."""
+    other = tmp_path / "other"
+    assert _eval(open_room, other, "--agent", "random", "--rank", "1", "--world-size", "2",
+                 "--offset", "2") == 0
+    mixed = tmp_path / "mixed"
+    shutil.copytree(two_rank_run, mixed)
+    shutil.rmtree(mixed / "rank_00001")
+    shutil.copytree(other / "rank_00001", mixed / "rank_00001")
+    shutil.copyfile(mixed / "run.json", mixed / "rank_00001" / "run.json")
+    rc, lines, _ = _aggregate(capsys, mixed, "--fail-on-episode-error")
+    summary = json.loads((mixed / "summary.json").read_text())
+    assert rc == 1 and summary["status"] == "incomplete", (lines, summary)
+    assert summary["unique_record_count"] < summary["expected_episode_count"] == 4
+    assert any("done.json not believed" in w or "not the run's selection" in w
+               for w in summary["warnings"]), summary
