@@ -57,3 +57,19 @@ def test_fast_marching_fallback_agrees_with_the_graph(box_grid):
     assert fm == pytest.approx(grid.geodesic_distance(a, [b]), rel=0.03)
     pts, dist = grid.fast_marching.path(grid.snap(a), fm_field)
     assert dist == pytest.approx(fm) and len(pts) >= 3
+
+
+def test_wide_tier_of_a_look_up_gives_the_same_distances(box_grid, monkeypatch):
+    from habitat_mosnav.sims.grid import geodesics
+
+    grid = box_grid("flat", ts.apartment_boxes())
+    geo = grid.geodesics
+    rng = np.random.default_rng(2)
+    main = grid.largest_island
+    goals = [grid.random_point(rng, main) for _ in range(3)]
+    pts = [grid.random_point(rng, main) for _ in range(300)]
+    assert max(len(v) for v in grid.graph.patch_nodes.values()) > 64
+    monkeypatch.setattr(geodesics, "WIDE", 10 ** 9)  # never: all nodes after the first 48
+    ref = [geo.geodesic_distance(p, goals) for p in pts]
+    monkeypatch.setattr(geodesics, "WIDE", 8)  # the 8 nearest next, then all
+    assert [geo.geodesic_distance(p, goals) for p in pts] == ref
