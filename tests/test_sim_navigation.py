@@ -288,17 +288,18 @@ def test_navmesh_file_defines_navigability(tmp_path):
 
     scene = ts.export_boxes(str(tmp_path / "room.glb"), ts.room_boxes(0.0, 0.0, 4.0, 4.0))
     y = 0.05  # Recast's detail mesh sits a little above the floor
-    polys = [np.array([[0.5, y, 0.5], [0.5, y, 1.5], [3.5, y, 1.5], [3.5, y, 0.5]]),
+    polys = [np.array([[0.5, y, 0.5], [0.5, y, 1.5], [2.5, y, 1.5], [2.5, y, 0.5]]),
+             np.array([[2.5, y, 0.5], [2.5, y, 1.5], [3.5, y, 1.5], [3.5, y, 0.5]]),
              np.array([[2.5, y, 1.5], [2.5, y, 3.5], [3.5, y, 3.5], [3.5, y, 1.5]])]
     write_navmesh(str(tmp_path / "room.navmesh"), polys)
     tris = read_navmesh_triangles(str(tmp_path / "room.navmesh"))
-    assert tris.shape == (4, 3, 3)
+    assert tris.shape == (6, 3, 3)
     sim, _ = make_sim(scene, start=[1.0, 0.0, 1.0])  # finds room.navmesh beside room.glb
     assert sim.is_navigable([1.0, y, 1.0]) and sim.is_navigable([3.0, y, 3.0])
     assert not sim.is_navigable([1.0, y, 3.0])  # floor, but not on the navmesh
     # around the L's inner corner (2.5, 1.5): 2 * hypot(1.5, 0.5) = 3.162 (no extra erosion)
     d = sim.geodesic_distance([1.0, y, 1.0], [3.0, y, 3.0])
-    assert d == pytest.approx(2 * math.hypot(1.5, 0.5), rel=0.03)
+    assert d == pytest.approx(2 * math.hypot(1.5, 0.5), abs=1e-5)
     # "none" voxelises the mesh instead: the whole room is navigable
     sim2, _ = make_sim(scene, start=[1.0, 0.0, 1.0], navmesh="none")
     assert sim2.is_navigable([1.0, 0.0, 3.0])

@@ -231,6 +231,39 @@ class OracleAgent:
             return int(Action.TURN_LEFT if diff > 0 else Action.TURN_RIGHT)
         return int(Action.MOVE_FORWARD)
 
+    def _greedy_step(self, sim, pos: np.ndarray, rotation, goals: Sequence[np.ndarray]) -> Optional[int]:
+        """habitat's greedy geodesic follower in one step: of the headings one or more turns
+        away, the one whose forward step (as the simulator moves it: with or without
+        sliding) ends geodesically nearest to ``goals``; forward when it is the current
+        heading, else the turn toward it. None when no heading gets nearer."""
+        cfg = getattr(sim, "habitat_config", None)
+        step = float(getattr(cfg, "forward_step_size", 0.25))
+        sliding = bool(cfg.get("habitat_sim_v0", {}).get("allow_sliding", True)) if cfg is not None else True
+        move = sim.pathfinder.try_step if sliding else sim.pathfinder.try_step_no_sliding
+        turn = math.radians(self._turn_angle_deg())
+        n = max(1, int(round(2 * math.pi / turn)))
+        ends = [np.asarray(g, dtype=np.float32) for g in goals]
+
+        def geo(p) -> float:
+            d = float(sim.geodesic_distance(np.asarray(p, dtype=np.float32), ends, episode=None))
+            return d if math.isfinite(d) else math.inf
+
+        here = geo(pos)
+        yaw = yaw_of(rotation)
+        best, best_key = None, (here - 1e-3, 0)
+        for k in range(n):
+            turns = min(k, n - k)
+            a = yaw + (k if k <= n // 2 else k - n) * turn
+            dest = pos + step * np.array([-math.sin(a), 0.0, -math.cos(a)])
+            key = (geo(move(np.asarray(pos, np.float32), np.asarray(dest, np.float32))), turns)
+            if key < best_key:
+                best, best_key = k, key
+        if best is None:
+            return None
+        if best == 0:
+            return int(Action.MOVE_FORWARD)
+        return int(Action.TURN_LEFT if best <= n // 2 else Action.TURN_RIGHT)
+
     def _turn_angle_deg(self) -> float:
         try:
             return float(self.env.sim.habitat_config.turn_angle)
@@ -299,7 +332,7 @@ class OracleAgent:
                 path = self._committed_path(sim, pos, oid, via)
                 if path is not None and math.hypot(*(path[-1] - pos)[[0, 2]]) \
                         > self.waypoint_tolerance:
-                    return self._remember(self._step_along(path, pos, agent_state.rotation))
+                    return self._remember(self._follow(sim, path, pos, agent_state.rotation, [via]))
                 del self._via[oid]  # unreachable, or reached without being near
             ends = self._ends(state, oid)
             while ends:
@@ -313,10 +346,19 @@ class OracleAgent:
                     looping = False
                     ends.pop(reached)  # at this view point without being near: the next
                     continue
-                return self._remember(self._step_along(path, pos, agent_state.rotation))
+                return self._remember(self._follow(sim, path, pos, agent_state.rotation, ends))
             self._skipped.add(oid)
         # Nothing reachable is left.
         return self._remember(int(Action.FINISH) if multi else int(Action.TARGET_FOUND))
+
+    def _follow(self, sim, path, pos, rotation, goals) -> int:
+        """The greedy geodesic step toward ``goals``; the path's next point when it finds
+        none (or while escaping a blocked forward step)."""
+        if self._stuck == 0:
+            action = self._greedy_step(sim, pos, rotation, goals)
+            if action is not None:
+                return action
+        return self._step_along(path, pos, rotation)
 
     def _remember(self, action: int) -> int:
         self._last_action = action

@@ -82,14 +82,16 @@ class SceneEntry:
                 self.grids[key] = grid
             return grid
 
-    def _build_grid(self, agent: AgentShape, cell: float, nav_path: Optional[str], explicit: bool) -> NavGrid:
+    def _build_grid(self, agent: AgentShape, cell: float, nav_path: Optional[str], explicit: bool):
+        """habitat-sim's navmesh when there is one (both simulators then answer on the same
+        polygons, :mod:`.navmesh_query`), else navigability computed from the mesh."""
         name = os.path.basename(self.path)
         if nav_path is not None:
-            from habitat_mosnav.sims.navmesh import NavMeshError, read_navmesh_triangles
+            from habitat_mosnav.sims.navmesh import NavMeshError, read_navmesh
+            from habitat_mosnav.sims.navmesh_query import NavMeshQuery
 
             try:
-                tris = read_navmesh_triangles(nav_path)
-                return NavGrid(tris, agent, cell, desc=os.path.basename(nav_path), walkable_only=True)
+                return NavMeshQuery(read_navmesh(nav_path))
             except NavMeshError as exc:
                 if explicit:
                     raise

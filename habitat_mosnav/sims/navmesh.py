@@ -10,7 +10,8 @@ checked against its declared data size.
 from __future__ import annotations
 
 import struct
-from typing import List
+from dataclasses import dataclass, field
+from typing import List, Tuple
 
 import numpy as np
 
@@ -23,6 +24,7 @@ _DETAIL = 12  # dtPolyDetail (10 bytes, 4-aligned)
 _BVNODE = 16
 _OFFMESH = 36
 _POLYTYPE_OFFMESH = 1
+_EXT_LINK = 0x8000  # dtPoly.neis flag: the neighbour is in another tile
 
 
 class NavMeshError(RuntimeError):
@@ -33,8 +35,34 @@ def _a4(n: int) -> int:
     return (n + 3) & ~3
 
 
-def read_navmesh_triangles(path: str) -> np.ndarray:
-    """Walkable triangles (T, 3, 3) float32 of a habitat-sim/Recast ``.navmesh`` file."""
+@dataclass
+class NavMeshTile:
+    """One Detour tile: polygons over shared vertices, their neighbours and detail meshes."""
+
+    verts: np.ndarray  # (V, 3) float32 polygon vertices
+    polys: List[Tuple[int, ...]]  # vertex indices of each ground polygon (3..6, Detour's order)
+    neis: List[Tuple[int, ...]]  # per edge j (verts[j] -> verts[j+1]): neighbour poly, -1 wall, -2 other tile
+    detail: List[np.ndarray]  # per polygon (k, 3, 3) float32 detail triangles (the surface heights)
+    detail_flags: List[Tuple[int, ...]]  # per detail triangle: Detour's edge flags byte
+    bmin: np.ndarray  # (3,) tile bounds
+    bmax: np.ndarray
+    walkable_climb: float
+
+
+@dataclass
+class NavMeshData:
+    """A habitat-sim ``.navmesh``: its tiles as written (one for every navmesh habitat-sim builds)."""
+
+    path: str
+    tiles: List[NavMeshTile] = field(default_factory=list)
+
+    def triangles(self) -> np.ndarray:
+        """Walkable detail triangles (T, 3, 3) float32 of every tile."""
+        return np.concatenate([d for t in self.tiles for d in t.detail]).astype(np.float32)
+
+
+def read_navmesh(path: str) -> NavMeshData:
+    """Parse a habitat-sim/Recast ``.navmesh`` set file (one-line :class:`NavMeshError` otherwise)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -46,31 +74,33 @@ def read_navmesh_triangles(path: str) -> np.ndarray:
     if version not in (1, 2):
         raise NavMeshError(f"{path}: navmesh set version {version} is not supported (1 or 2)")
     magic = struct.pack("<i", _TILE_MAGIC)
-    tris: List[np.ndarray] = []
+    out = NavMeshData(path)
     pos = data.find(magic, 12)
-    ntiles = 0
-    while pos >= 0:
-        if pos < 4:
-            break
+    while pos >= 4:
         data_size = struct.unpack_from("<i", data, pos - 4)[0]
         tile = data[pos : pos + data_size]
         if data_size < _HEADER.size or len(tile) != data_size:
             raise NavMeshError(f"{path}: tile at byte {pos} is truncated")
-        tris.append(_tile_triangles(path, tile, pos))
-        ntiles += 1
+        out.tiles.append(_read_tile(path, tile, pos))
         pos = data.find(magic, pos + data_size)
-    if ntiles == 0:
+    if not out.tiles:
         raise NavMeshError(f"{path}: no Detour tiles ('DNAV') found")
-    out = np.concatenate(tris) if tris else np.zeros((0, 3, 3), np.float32)
-    if len(out) == 0:
+    if not any(t.polys for t in out.tiles):
         raise NavMeshError(f"{path}: navmesh has no walkable polygons")
-    return out.astype(np.float32)
+    return out
 
 
-def _tile_triangles(path: str, tile: bytes, where: int) -> np.ndarray:
+def read_navmesh_triangles(path: str) -> np.ndarray:
+    """Walkable triangles (T, 3, 3) float32 of a habitat-sim/Recast ``.navmesh`` file."""
+    return read_navmesh(path).triangles()
+
+
+def _read_tile(path: str, tile: bytes, where: int) -> NavMeshTile:
     h = _HEADER.unpack_from(tile, 0)
     (magic, version, _x, _y, _layer, _uid, poly_count, vert_count, max_links, dm_count,
      dv_count, dt_count, bv_count, om_count, _om_base) = h[:15]
+    climb = float(h[17])
+    bmin, bmax = np.array(h[18:21], np.float64), np.array(h[21:24], np.float64)
     if magic != _TILE_MAGIC or version != _TILE_VERSION:
         raise NavMeshError(f"{path}: tile at byte {where}: Detour version {version}, expected {_TILE_VERSION}")
     fixed = (_a4(_HEADER.size) + _a4(12 * vert_count) + _a4(_POLY * poly_count) + _a4(_DETAIL * dm_count)
@@ -94,64 +124,95 @@ def _tile_triangles(path: str, tile: bytes, where: int) -> np.ndarray:
     dtris = np.frombuffer(tile, np.uint8, 4 * dt_count, off).reshape(-1, 4)
 
     pverts = poly_raw[:, 4:16].copy().view("<u2").reshape(-1, 6)
+    pneis = poly_raw[:, 16:28].copy().view("<u2").reshape(-1, 6)
     pvcount = poly_raw[:, 30]
     ptype = poly_raw[:, 31] >> 6
     vert_base = dm[:, 0:4].copy().view("<u4").reshape(-1)
     tri_base = dm[:, 4:8].copy().view("<u4").reshape(-1)
     tri_count = dm[:, 9]
-    out = []
-    for i in range(min(poly_count, dm_count)):
-        if ptype[i] == _POLYTYPE_OFFMESH:
-            continue
+    # ground polygons keep their index order; off-mesh connections (never written by
+    # habitat-sim) are not walkable surface
+    keep = [i for i in range(min(poly_count, dm_count)) if ptype[i] != _POLYTYPE_OFFMESH]
+    index = {p: k for k, p in enumerate(keep)}
+    polys, neis, detail, flags = [], [], [], []
+    for i in keep:
         nv = int(pvcount[i])
+        if not 3 <= nv <= 6 or int(pverts[i, :nv].max()) >= vert_count:
+            raise NavMeshError(f"{path}: tile at byte {where}: polygon {i} has bad vertices")
+        polys.append(tuple(int(v) for v in pverts[i, :nv]))
+        row = []
+        for j in range(nv):
+            n = int(pneis[i, j])
+            if n == 0:
+                row.append(-1)
+            elif n & _EXT_LINK:
+                row.append(-2)
+            else:
+                row.append(index.get(n - 1, -1))
+        neis.append(tuple(row))
+        tris, fl = [], []
         for j in range(int(tri_count[i])):
             t = dtris[int(tri_base[i]) + j]
             corners = []
             for k in range(3):
                 v = int(t[k])
-                if v < nv:
-                    corners.append(verts[pverts[i, v]])
-                else:
-                    corners.append(dverts[int(vert_base[i]) + v - nv])
-            out.append(corners)
-    if not out:
-        return np.zeros((0, 3, 3), np.float32)
-    return np.asarray(out, np.float32)
+                corners.append(verts[pverts[i, v]] if v < nv else dverts[int(vert_base[i]) + v - nv])
+            tris.append(corners)
+            fl.append(int(t[3]))
+        detail.append(np.asarray(tris, np.float32).reshape(-1, 3, 3))
+        flags.append(tuple(fl))
+    return NavMeshTile(verts.astype(np.float32), polys, neis, detail, flags, bmin, bmax, climb)
 
 
-def write_navmesh(path: str, polygons: List[np.ndarray], link_size: int = 12) -> None:
-    """Write convex polygons (each (n ≤ 6, 3), counter-clockwise seen from +Y) as a
-    one-tile navmesh set in the layout read above (for tests and tools)."""
-    verts: List[np.ndarray] = []
-    polys = bytearray()
-    details = bytearray()
-    dtris = bytearray()
-    ntri = 0
+def write_navmesh(path: str, polygons: List[np.ndarray]) -> None:
+    """Write convex polygons (each (3..6, 3), positive Detour area: clockwise seen from +Y)
+    as a one-tile navmesh set that habitat-sim loads: shared vertices, neighbours across
+    shared edges, one fan of detail triangles per polygon (for tests and tools)."""
+    vid: dict = {}
+    verts: List[Tuple[float, float, float]] = []
+    idx: List[List[int]] = []
     for poly in polygons:
         poly = np.asarray(poly, np.float32)
-        n = len(poly)
-        if not 3 <= n <= 6:
-            raise ValueError("navmesh polygons need 3 to 6 vertices")
-        base = sum(len(v) for v in verts)
-        verts.append(poly)
-        idx = list(range(base, base + n)) + [0xFFFF] * (6 - n)
-        polys += struct.pack("<I6H6HHBB", 0, *idx, *([0] * 6), 1, n, 0)
+        if poly.ndim != 2 or poly.shape[1] != 3 or not 3 <= len(poly) <= 6:
+            raise ValueError("navmesh polygons need 3 to 6 vertices of 3 coordinates")
+        row = []
+        for v in poly.tolist():
+            key = tuple(round(c, 6) for c in v)
+            if key not in vid:
+                vid[key] = len(verts)
+                verts.append(tuple(v))
+            row.append(vid[key])
+        idx.append(row)
+    edge_owner: dict = {}
+    for p, row in enumerate(idx):
+        for j in range(len(row)):
+            edge_owner.setdefault(frozenset((row[j], row[(j + 1) % len(row)])), []).append(p)
+    polys, details, dtris = bytearray(), bytearray(), bytearray()
+    ntri = nlinks = 0
+    for p, row in enumerate(idx):
+        n = len(row)
+        neis = []
+        for j in range(n):
+            owners = [q for q in edge_owner[frozenset((row[j], row[(j + 1) % n]))] if q != p]
+            neis.append(owners[0] + 1 if owners else 0)
+        nlinks += sum(1 for q in neis if q)
+        polys += struct.pack("<I6H6HHBB", 0, *(row + [0xFFFF] * (6 - n)), *(neis + [0] * (6 - n)), 1, n, 0)
         details += struct.pack("<IIBBxx", 0, ntri, 0, n - 2)
-        for k in range(1, n - 1):  # fan triangulation, local indices
-            dtris += struct.pack("<4B", 0, k, k + 1, 0)
+        for k in range(1, n - 1):  # fan (0, k, k+1); flag the edges that are polygon edges
+            flags = (int(k == 1) << 0) | (1 << 2) | (int(k + 1 == n - 1) << 4)
+            dtris += struct.pack("<4B", 0, k, k + 1, flags)
         ntri += n - 2
-    v = np.concatenate(verts).astype(np.float32)
+    v = np.asarray(verts, np.float32)
     bmin, bmax = v.min(0), v.max(0)
-    header = _HEADER.pack(_TILE_MAGIC, _TILE_VERSION, 0, 0, 0, 0, len(polygons), len(v), 0,
-                          len(polygons), 0, ntri, 0, 0, len(polygons), 0.88, 0.18, 0.2,
+    header = _HEADER.pack(_TILE_MAGIC, _TILE_VERSION, 0, 0, 0, 0, len(idx), len(v), nlinks,
+                          len(idx), 0, ntri, 0, 0, len(idx), 0.88, 0.18, 0.2,
                           *bmin.tolist(), *bmax.tolist(), 1.0)
-    tile = bytearray(header)
-    tile += v.tobytes()
-    tile += polys
-    tile += details
-    tile += dtris
-    params = struct.pack("<3fffii", *bmin.tolist(), 1000.0, 1000.0, 1, len(polygons))
+    tile = bytearray(header) + v.tobytes() + polys + bytes(12 * nlinks) + details + dtris
+    tile += bytes(_a4(len(tile)) - len(tile))
+    max_polys = 1 << max(1, (len(idx) - 1).bit_length())
+    params = struct.pack("<3fffii", *bmin.tolist(), 1000.0, 1000.0, 1, max_polys)
+    tile_ref = 1 << (max_polys.bit_length() - 1)  # salt 1, tile 0, poly 0
     with open(path, "wb") as fh:
         fh.write(struct.pack("<iii", _SET_MAGIC, 1, 1) + params)
-        fh.write(struct.pack("<Ii", 1, len(tile)))
+        fh.write(struct.pack("<Ii", tile_ref, len(tile)))
         fh.write(bytes(tile))

@@ -1,0 +1,623 @@
+"""habitat-sim's PathFinder semantics over a ``.navmesh`` (Recast/Detour polygons).
+
+When a scene has habitat-sim's navmesh (HM3D's ``<id>.basis.navmesh``), both simulators
+must answer the same questions on the same surface. This module answers them the way
+habitat-sim 0.3.3 does on top of Detour, re-derived in Python:
+
+- *projection* (``snap``): the nearest polygon within a (2, 4, 2) m box; a point above a
+  polygon closer than the climb height counts as on it (Detour's ``findNearestPoly``);
+- *navigable*: the projection moves the point by <= 1 cm in x/z and <= ``max_y_delta`` in y;
+- *geodesic distance*: A* over polygons whose node positions are the midpoints of the edges
+  they were first entered through (Detour's ``findPath``), then the shortest path through
+  that corridor's portals (the funnel, ``findStraightPath``), measured in 3D; several goals:
+  each in order of its lower bound, skipping those that cannot beat the best
+  (``MultiGoalShortestPath``);
+- *motion* (``try_step``): a breadth-first walk over the polygons touching the segment,
+  stopping at (sliding along, with ``sliding``) the wall it hits (``moveAlongSurface``);
+- *islands*: polygons joined through shared edges, radius = largest distance of an island's
+  polygon vertices from their mean, area = its detail triangles' area.
+
+Everything is read from the polygons as written; nothing is rasterised, so the navmesh
+costs memory in proportion to its polygons (a few MB for an HM3D scene).
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from habitat_mosnav.sims.navmesh import NavMeshData, NavMeshError
+
+INF = float("inf")
+#: half extents (m) of the box searched for the nearest polygon (habitat-sim's projectToPoly)
+PICK_EXTENTS = (2.0, 4.0, 2.0)
+#: A* heuristic scale (Detour's H_SCALE)
+H_SCALE = 0.999
+#: points closer than this are equal (Detour's dtVequal)
+_EQUAL_SQ = (1.0 / 16384.0) ** 2
+#: polygons a corridor may have (habitat-sim's MAX_POLYS)
+MAX_POLYS = 256
+#: polygons a move may visit, its search stack (Detour's tiny node pool and MAX_STACK)
+_MOVE_NODES = 64
+_MOVE_STACK = 48
+
+
+class NavPoint:
+    """A point projected onto the navmesh: its polygon and island (habitat-sim's
+    ``snap_point`` / ``get_island`` read these)."""
+
+    __slots__ = ("poly", "island", "x", "y", "z", "over")
+
+    def __init__(self, poly: int, island: int, x: float, y: float, z: float, over: bool):
+        self.poly, self.island, self.x, self.y, self.z, self.over = poly, island, x, y, z, over
+
+    def xyz(self) -> np.ndarray:
+        return np.array([self.x, self.y, self.z], dtype=np.float32)
+
+
+def _tri_area2(a, b, c) -> float:
+    """Twice the signed x/z area of (a, b, c), Detour's sign convention."""
+    return (c[0] - a[0]) * (b[2] - a[2]) - (b[0] - a[0]) * (c[2] - a[2])
+
+
+def _seg_dist2(px: float, pz: float, a, b) -> Tuple[float, float]:
+    """Squared x/z distance of (px, pz) to segment ab and the segment parameter."""
+    dx, dz = b[0] - a[0], b[2] - a[2]
+    ex, ez = px - a[0], pz - a[2]
+    d = dx * dx + dz * dz
+    t = dx * ex + dz * ez
+    if d > 0:
+        t /= d
+    t = 0.0 if t < 0 else (1.0 if t > 1 else t)
+    fx, fz = a[0] + t * dx - px, a[2] + t * dz - pz
+    return fx * fx + fz * fz, t
+
+
+def _in_poly(px: float, pz: float, vs) -> bool:
+    """Even-odd rule in x/z (Detour's dtPointInPolygon)."""
+    inside = False
+    j = len(vs) - 1
+    for i in range(len(vs)):
+        vi, vj = vs[i], vs[j]
+        if (vi[2] > pz) != (vj[2] > pz) and px < (vj[0] - vi[0]) * (pz - vi[2]) / (vj[2] - vi[2]) + vi[0]:
+            inside = not inside
+        j = i
+    return inside
+
+
+def _seg_seg(ap, aq, bp, bq) -> Optional[Tuple[float, float]]:
+    """Parameters (s on a, t on b) where the x/z lines of two segments cross, None if parallel."""
+    ux, uz = aq[0] - ap[0], aq[2] - ap[2]
+    vx, vz = bq[0] - bp[0], bq[2] - bp[2]
+    wx, wz = ap[0] - bp[0], ap[2] - bp[2]
+    d = ux * vz - uz * vx
+    if abs(d) < 1e-6:
+        return None
+    return (vx * wz - vz * wx) / d, (ux * wz - uz * wx) / d
+
+
+def _lerp(a, b, t: float) -> Tuple[float, float, float]:
+    return (a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t, a[2] + (b[2] - a[2]) * t)
+
+
+def _dist(a, b) -> float:
+    return math.sqrt((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 + (a[2] - b[2]) ** 2)
+
+
+def _equal(a, b) -> bool:
+    return (a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 + (a[2] - b[2]) ** 2 < _EQUAL_SQ
+
+
+class NavMeshQuery:
+    """Navigability, projection, geodesics, motion and islands of one ``.navmesh``."""
+
+    def __init__(self, mesh: NavMeshData):
+        if len(mesh.tiles) != 1:
+            raise NavMeshError(f"{mesh.path}: {len(mesh.tiles)} tiles; only single-tile navmeshes "
+                               "(the kind habitat-sim builds and HM3D ships) are supported")
+        tile = mesh.tiles[0]
+        self.path = mesh.path
+        self.climb = float(tile.walkable_climb)
+        V = [tuple(float(c) for c in v) for v in tile.verts]
+        #: per polygon: its corner points (x, y, z) in Detour's order
+        self.poly_verts: List[List[Tuple[float, float, float]]] = [[V[i] for i in p] for p in tile.polys]
+        self.neis = tile.neis
+        # per polygon: its detail triangles as point tuples, and the boundary detail edges
+        self.detail = [[tuple(tuple(float(c) for c in v) for v in t) for t in d] for d in tile.detail]
+        self.boundary: List[List[Tuple[tuple, tuple]]] = []
+        for tris, flags in zip(self.detail, tile.detail_flags):
+            edges = []
+            for t, f in zip(tris, flags):
+                for j, k in ((2, 0), (0, 1), (1, 2)):
+                    if (f >> (2 * j)) & 1:  # DT_DETAIL_EDGE_BOUNDARY of edge j -> j+1
+                        edges.append((t[j], t[k]))
+            self.boundary.append(edges)
+        # per polygon: (neighbour, edge index, portal left, portal right, portal mid-point)
+        self.links: List[List[Tuple[int, int, tuple, tuple, tuple]]] = []
+        for p, vs in enumerate(self.poly_verts):
+            row = []
+            for j, q in enumerate(self.neis[p]):
+                if q >= 0:
+                    a, b = vs[j], vs[(j + 1) % len(vs)]
+                    row.append((q, j, a, b, _lerp(a, b, 0.5)))
+            self.links.append(row)
+        n = len(self.poly_verts)
+        lo = np.full((n, 3), np.inf)
+        hi = np.full((n, 3), -np.inf)
+        for p in range(n):
+            pts = np.asarray(self.poly_verts[p] + [v for t in self.detail[p] for v in t], np.float64)
+            lo[p], hi[p] = pts.min(0), pts.max(0)
+        self._lo, self._hi = lo, hi
+        self.bounds = (tile.bmin.astype(np.float32), tile.bmax.astype(np.float32))
+        self._islands()
+        # 2D areas of the polygons (random points are area-weighted, as Detour's)
+        self._area2d = np.array([max(sum(_tri_area2(vs[0], vs[i - 1], vs[i]) for i in range(2, len(vs))), 0.0)
+                                 for vs in self.poly_verts])
+        self._last_snap: Tuple[Optional[tuple], Optional[NavPoint]] = (None, None)
+        self.field_cache_size = 0  # no per-goal fields here (kept for the simulator's option)
+
+    # ------------------------------------------------------------------ islands
+    def _islands(self) -> None:
+        n = len(self.poly_verts)
+        island = [-1] * n
+        radius: List[float] = []
+        area: List[float] = []
+        for s in range(n):
+            if island[s] >= 0:
+                continue
+            k = len(radius)
+            island[s] = k
+            stack, members = [s], []
+            while stack:
+                p = stack.pop()
+                members.append(p)
+                for q, *_ in self.links[p]:
+                    if island[q] < 0:
+                        island[q] = k
+                        stack.append(q)
+            pts = np.asarray([v for p in members for v in self.poly_verts[p]], np.float64)
+            radius.append(float(np.linalg.norm(pts - pts.mean(0), axis=1).max()))
+            tris = np.asarray([t for p in members for t in self.detail[p]], np.float64).reshape(-1, 3, 3)
+            area.append(float(0.5 * np.linalg.norm(np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]),
+                                                    axis=1).sum()))
+        self.poly_island = island
+        self.num_islands = len(radius)
+        self.island_radius_m = radius
+        self.island_area = np.asarray(area, np.float64)
+        self.largest_island = int(np.argmax(self.island_area)) if area else -1
+
+    @property
+    def is_loaded(self) -> bool:
+        return bool(self.poly_verts)
+
+    # --------------------------------------------------------------- projection
+    def _height(self, p: int, x: float, z: float) -> Optional[float]:
+        """Surface height of polygon ``p`` at (x, z), None when (x, z) is outside it."""
+        if not _in_poly(x, z, self.poly_verts[p]):
+            return None
+        for a, b, c in self.detail[p]:
+            v0x, v0y, v0z = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+            v1x, v1y, v1z = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+            v2x, v2z = x - a[0], z - a[2]
+            den = v0x * v1z - v0z * v1x
+            if abs(den) < 1e-6:
+                continue
+            u = v1z * v2x - v1x * v2z
+            v = v0x * v2z - v0z * v2x
+            if den < 0:
+                den, u, v = -den, -u, -v
+            if u >= 0 and v >= 0 and u + v <= den:
+                return a[1] + (v0y * u + v1y * v) / den
+        # on an edge between detail triangles: the nearest detail edge's height
+        best, hy = INF, None
+        for a, b, c in self.detail[p]:
+            for e0, e1 in ((c, a), (a, b), (b, c)):
+                d, t = _seg_dist2(x, z, e0, e1)
+                if d < best:
+                    best, hy = d, e0[1] + (e1[1] - e0[1]) * t
+        return hy
+
+    def _closest_on_poly(self, p: int, pt) -> Tuple[tuple, bool]:
+        """Closest point of polygon ``p`` to ``pt`` and whether ``pt`` is above/below it."""
+        h = self._height(p, pt[0], pt[2])
+        if h is not None:
+            return (pt[0], h, pt[2]), True
+        best, out = INF, None
+        for a, b in self.boundary[p]:
+            d, t = _seg_dist2(pt[0], pt[2], a, b)
+            if d < best:
+                best, out = d, _lerp(a, b, t)
+        if out is None:  # no boundary edge flagged: the polygon's own edges
+            vs = self.poly_verts[p]
+            for j in range(len(vs)):
+                d, t = _seg_dist2(pt[0], pt[2], vs[j], vs[(j + 1) % len(vs)])
+                if d < best:
+                    best, out = d, _lerp(vs[j], vs[(j + 1) % len(vs)], t)
+        return out, False
+
+    def nearest(self, pt, island: int = -1) -> Optional[NavPoint]:
+        """Detour's nearest polygon in the pick box around ``pt`` (of ``island`` when >= 0)."""
+        x, y, z = float(pt[0]), float(pt[1]), float(pt[2])
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+            return None
+        ex, ey, ez = PICK_EXTENTS
+        lo, hi = self._lo, self._hi
+        cand = np.nonzero((lo[:, 0] <= x + ex) & (hi[:, 0] >= x - ex) & (lo[:, 1] <= y + ey)
+                          & (hi[:, 1] >= y - ey) & (lo[:, 2] <= z + ez) & (hi[:, 2] >= z - ez))[0]
+        best, out = INF, None
+        q = (x, y, z)
+        for p in cand.tolist():
+            if island >= 0 and self.poly_island[p] != island:
+                continue
+            c, over = self._closest_on_poly(p, q)
+            if over:
+                d = abs(y - c[1]) - self.climb
+                d = d * d if d > 0 else 0.0
+            else:
+                d = (x - c[0]) ** 2 + (y - c[1]) ** 2 + (z - c[2]) ** 2
+            if d < best:
+                best = d
+                out = NavPoint(p, self.poly_island[p], c[0], c[1], c[2], over)
+        return out
+
+    def snap(self, pt, max_y_delta: float = INF) -> Optional[NavPoint]:
+        return self.nearest(pt)
+
+    def snap_cached(self, pt) -> Optional[NavPoint]:
+        key = (float(pt[0]), float(pt[1]), float(pt[2]))
+        if self._last_snap[0] == key:
+            return self._last_snap[1]
+        loc = self.nearest(key)
+        self._last_snap = (key, loc)
+        return loc
+
+    def snap_to_island(self, pt, island: int) -> Optional[NavPoint]:
+        return self.nearest(pt, island)
+
+    def is_navigable(self, pt, max_y_delta: float = 0.5) -> bool:
+        loc = self.nearest(pt)
+        if loc is None:
+            return False
+        return (abs(loc.y - float(pt[1])) <= max_y_delta
+                and math.hypot(float(pt[0]) - loc.x, float(pt[2]) - loc.z) <= 1e-2)
+
+    def island_of(self, pt) -> int:
+        loc = self.nearest(pt)
+        return -1 if loc is None else loc.island
+
+    def island_radius(self, pt) -> float:
+        loc = self.nearest(pt)
+        return 0.0 if loc is None else self.island_radius_m[loc.island]
+
+    def random_point(self, rng: np.random.Generator, island: int = -1) -> np.ndarray:
+        """A point of a polygon drawn by area, uniform inside it (Detour's findRandomPoint)."""
+        w = self._area2d.copy()
+        if island >= 0:
+            w[np.asarray(self.poly_island) != island] = 0.0
+        if not w.sum() > 0:
+            return np.full(3, np.nan, np.float32)
+        p = int(rng.choice(len(w), p=w / w.sum()))
+        vs = self.poly_verts[p]
+        tri = [_tri_area2(vs[0], vs[i - 1], vs[i]) for i in range(2, len(vs))]
+        k = int(rng.choice(len(tri), p=np.asarray(tri) / sum(tri))) + 2
+        a, b, c = vs[0], vs[k - 1], vs[k]
+        s, t = math.sqrt(float(rng.random())), float(rng.random())
+        x = a[0] * (1 - s) + b[0] * s * (1 - t) + c[0] * s * t
+        z = a[2] * (1 - s) + b[2] * s * (1 - t) + c[2] * s * t
+        h = self._height(p, x, z)
+        return np.array([x, a[1] if h is None else h, z], np.float32)
+
+    def distance_to_closest_obstacle(self, pt, max_search_radius: float = 2.0) -> float:
+        """x/z distance to the nearest wall edge (a polygon edge without a neighbour)."""
+        loc = self.nearest(pt)
+        if loc is None:
+            return 0.0
+        best = max_search_radius ** 2
+        for p in self._polys_near(loc.x, loc.z, max_search_radius, loc.island):
+            vs = self.poly_verts[p]
+            for j, q in enumerate(self.neis[p]):
+                if q < 0:
+                    d, _ = _seg_dist2(loc.x, loc.z, vs[j], vs[(j + 1) % len(vs)])
+                    best = min(best, d)
+        return float(math.sqrt(best))
+
+    def _polys_near(self, x: float, z: float, r: float, island: int) -> List[int]:
+        lo, hi = self._lo, self._hi
+        cand = np.nonzero((lo[:, 0] <= x + r) & (hi[:, 0] >= x - r) & (lo[:, 2] <= z + r) & (hi[:, 2] >= z - r))[0]
+        return [p for p in cand.tolist() if self.poly_island[p] == island]
+
+    # ---------------------------------------------------------------- geodesics
+    def _corridor(self, s: int, e: int, sp, ep) -> List[int]:
+        """Polygons from ``s`` to ``e``: A* over polygons, node positions the mid-points of
+        the edges they were first entered through, costs and heuristic in 3D (Detour)."""
+        if s == e:
+            return [s]
+        pos = {s: sp}
+        cost = {s: 0.0}
+        total = {s: _dist(sp, ep) * H_SCALE}
+        parent = {s: -1}
+        closed = set()
+        heap = [(total[s], 0, s)]
+        tick = 1
+        best_node, best_h = s, total[s]
+        while heap:
+            tot, _, p = heapq.heappop(heap)
+            if p in closed or tot != total[p]:
+                continue
+            closed.add(p)
+            if p == e:
+                best_node = e
+                break
+            par = parent[p]
+            pp, pc = pos[p], cost[p]
+            for q, _j, _a, _b, mid in self.links[p]:
+                if q == par:
+                    continue
+                qpos = pos.get(q)
+                if qpos is None:
+                    qpos = pos[q] = mid
+                if q == e:
+                    c = pc + _dist(pp, qpos) + _dist(qpos, ep)
+                    h = 0.0
+                else:
+                    c = pc + _dist(pp, qpos)
+                    h = _dist(qpos, ep) * H_SCALE
+                t = c + h
+                old = total.get(q)
+                if old is not None and t >= old:
+                    continue
+                parent[q], cost[q], total[q] = p, c, t
+                closed.discard(q)
+                heapq.heappush(heap, (t, tick, q))
+                tick += 1
+                if h < best_h:
+                    best_h, best_node = h, q
+        path = []
+        p = best_node
+        while p >= 0:
+            path.append(p)
+            p = parent[p]
+        path.reverse()
+        return path[:MAX_POLYS]
+
+    def _portal(self, p: int, q: int) -> Optional[Tuple[tuple, tuple]]:
+        for n, _j, a, b, _m in self.links[p]:
+            if n == q:
+                return a, b
+        return None
+
+    def _clamp_to_poly(self, p: int, pt) -> tuple:
+        """``pt`` when inside polygon ``p`` in x/z, else the nearest point of its edges
+        (Detour's closestPointOnPolyBoundary: the polygon's own edges, their heights)."""
+        vs = self.poly_verts[p]
+        if _in_poly(pt[0], pt[2], vs):
+            return (pt[0], pt[1], pt[2])
+        best, out = INF, None
+        for j in range(len(vs)):
+            d, t = _seg_dist2(pt[0], pt[2], vs[j], vs[(j + 1) % len(vs)])
+            if d < best:
+                best, out = d, _lerp(vs[j], vs[(j + 1) % len(vs)], t)
+        return out
+
+    def _straight(self, start, end, corridor: List[int]) -> List[tuple]:
+        """The shortest polyline through the corridor's portals (the funnel algorithm)."""
+        cs = self._clamp_to_poly(corridor[0], start)
+        ce = self._clamp_to_poly(corridor[-1], end)
+        pts = [cs]
+
+        def add(pt) -> None:
+            if not _equal(pts[-1], pt):
+                pts.append(pt)
+
+        n = len(corridor)
+        if n > 1:
+            apex = left = right = cs
+            apex_i = left_i = right_i = 0
+            i = 0
+            while i < n:
+                if i + 1 < n:
+                    portal = self._portal(corridor[i], corridor[i + 1])
+                    if portal is None:  # a broken corridor: end at its last polygon
+                        add(self._clamp_to_poly(corridor[i], end))
+                        return pts
+                    pl, pr = portal
+                    if i == 0 and _seg_dist2(apex[0], apex[2], pl, pr)[0] < 0.001 ** 2:
+                        i += 1
+                        continue
+                else:
+                    pl = pr = ce
+                if _tri_area2(apex, right, pr) <= 0.0:
+                    if _equal(apex, right) or _tri_area2(apex, left, pr) > 0.0:
+                        right, right_i = pr, i
+                    else:
+                        apex = left
+                        apex_i = left_i
+                        add(apex)
+                        left = right = apex
+                        left_i = right_i = apex_i
+                        i = apex_i + 1
+                        continue
+                if _tri_area2(apex, left, pl) >= 0.0:
+                    if _equal(apex, left) or _tri_area2(apex, right, pl) < 0.0:
+                        left, left_i = pl, i
+                    else:
+                        apex = right
+                        apex_i = right_i
+                        add(apex)
+                        left = right = apex
+                        left_i = right_i = apex_i
+                        i = apex_i + 1
+                        continue
+                i += 1
+        add(ce)
+        return pts
+
+    def _path_to(self, start, sloc: NavPoint, end, eloc: NavPoint) -> Optional[Tuple[float, List[tuple]]]:
+        sp, ep = (sloc.x, sloc.y, sloc.z), (eloc.x, eloc.y, eloc.z)
+        if sp == ep:
+            return 0.0, [sp, ep]
+        if sloc.island != eloc.island:
+            return None
+        corridor = self._corridor(sloc.poly, eloc.poly, sp, ep)
+        pts = self._straight(start, end, corridor)
+        return sum(_dist(a, b) for a, b in zip(pts, pts[1:])), pts
+
+    def find_path(self, a, goals) -> Tuple[List[np.ndarray], float]:
+        """Shortest path to the nearest of ``goals`` as habitat-sim's MultiGoalShortestPath:
+        goals in order of their straight-line distance, each skipped when that bound is
+        already longer than the best path found."""
+        start = tuple(float(v) for v in np.asarray(a, np.float64).reshape(3))
+        sloc = self.nearest(start)
+        g = np.asarray(goals, np.float64).reshape(-1, 3)
+        if sloc is None or len(g) == 0:
+            return [], INF
+        lower = np.linalg.norm(g - np.asarray(start), axis=1)
+        best, best_pts = INF, []
+        for i in np.argsort(lower, kind="stable").tolist():
+            if lower[i] > best:
+                break
+            end = tuple(g[i].tolist())
+            eloc = self.nearest(end)
+            if eloc is None:
+                continue
+            res = self._path_to(start, sloc, end, eloc)
+            if res is not None and res[0] < best:
+                best, best_pts = res
+        return [np.asarray(p, np.float32) for p in best_pts], best
+
+    def geodesic_distance(self, a, goals) -> float:
+        return self.find_path(a, goals)[1]
+
+    # ------------------------------------------------------------------- motion
+    def try_step(self, start, end, sliding: bool = True) -> np.ndarray:
+        """habitat-sim's tryStep: move along the surface from ``start`` toward ``end``."""
+        s = tuple(float(v) for v in np.asarray(start, np.float64).reshape(3))
+        e = tuple(float(v) for v in np.asarray(end, np.float64).reshape(3))
+        sloc, eloc = self.nearest(s), self.nearest(e)
+        if sloc is None or eloc is None or sloc.island != eloc.island:
+            return np.asarray(start, np.float32)
+        sp = (sloc.x, sloc.y, sloc.z)
+        res, visited = self._move(sloc.poly, sp, e, sliding)
+        if not visited:
+            return np.asarray(start, np.float32)
+        last = visited[-1]
+        h = self._height(last, res[0], res[2])
+        res = (res[0], res[1] if h is None else h, res[2])
+        # a point on an edge shared with another island (a "thin wall") is nudged 0.1 mm
+        # into the polygon the walk ended in
+        chk = self.nearest(res)
+        if chk is None or chk.island != sloc.island:
+            vs = self.poly_verts[last]
+            cx = sum(v[0] for v in vs) / len(vs)
+            cy = sum(v[1] for v in vs) / len(vs)
+            cz = sum(v[2] for v in vs) / len(vs)
+            d = np.array([cx - res[0], cy - res[1], cz - res[2]])
+            nrm = float(np.linalg.norm(d))
+            if nrm > 0:
+                res = tuple(np.asarray(res) + 1e-4 * d / nrm)
+        return np.asarray(res, np.float32)
+
+    def _move(self, start_poly: int, sp, ep, sliding: bool) -> Tuple[tuple, List[int]]:
+        """Detour's moveAlongSurface: the reachable point nearest to ``ep`` (x/z) within the
+        circle through ``sp`` and ``ep``; without sliding, where the segment meets a wall."""
+        parent = {start_poly: -1}
+        stack = [start_poly]
+        best_pos, best_d, best_node = sp, INF, None
+        cx, cz = (sp[0] + ep[0]) * 0.5, (sp[2] + ep[2]) * 0.5
+        rad2 = (_dist(sp, ep) / 2.0 + 0.001) ** 2
+        while stack:
+            p = stack.pop(0)
+            vs = self.poly_verts[p]
+            if _in_poly(ep[0], ep[2], vs):
+                best_node, best_pos = p, ep
+                break
+            nv = len(vs)
+            nb = {j: q for q, j, *_ in self.links[p]}
+            for i in range(nv):
+                j = (i - 1) % nv  # edge vj -> vi as Detour walks it
+                vj, vi = vs[j], vs[i]
+                q = nb.get(j)
+                if q is None:
+                    if not sliding:
+                        st = _seg_seg(vj, vi, sp, ep)
+                        if st is not None and 0 <= st[0] <= 1 and 0 <= st[1] <= 1:
+                            hit = _lerp(vj, vi, st[0])
+                            d = (hit[0] - ep[0]) ** 2 + (hit[2] - ep[2]) ** 2
+                            if d < best_d:
+                                best_pos, best_d, best_node = hit, d, p
+                    else:
+                        d, t = _seg_dist2(ep[0], ep[2], vj, vi)
+                        if d < best_d:
+                            best_pos, best_d, best_node = _lerp(vj, vi, t), d, p
+                    continue
+                if q in parent or len(parent) >= _MOVE_NODES:
+                    continue
+                if _seg_dist2(cx, cz, vj, vi)[0] > rad2:
+                    continue
+                if not sliding:
+                    st = _seg_seg(vj, vi, sp, ep)
+                    if st is None or not (0 <= st[0] <= 1 and 0 <= st[1] <= 1):
+                        continue
+                if len(stack) < _MOVE_STACK:
+                    parent[q] = p
+                    stack.append(q)
+        visited: List[int] = []
+        p = best_node if best_node is not None else -1
+        while p >= 0:
+            visited.append(p)
+            p = parent[p]
+        visited.reverse()
+        return best_pos, visited
+
+    # -------------------------------------------------------------------- maps
+    def topdown(self, meters_per_pixel: float, height: float, eps: float = 0.5) -> np.ndarray:
+        """habitat-sim's top-down view: pixel (h, w) is the point (x0 + w m, z0 + h m) from the
+        bounds' lower corner (m = metres per pixel); navigable when it lies on a polygon whose
+        surface there is within ``eps`` of ``height``, or within 1 cm of a polygon's edge
+        (what ``is_navigable`` accepts), vectorised per polygon."""
+        lo, hi = self.bounds
+        nx = int((float(hi[0]) - float(lo[0])) / meters_per_pixel)
+        nz = int((float(hi[2]) - float(lo[2])) / meters_per_pixel)
+        out = np.zeros((max(nz, 0), max(nx, 0)), bool)
+        if out.size == 0:
+            return out
+        xs = float(lo[0]) + np.arange(nx, dtype=np.float64) * meters_per_pixel
+        zs = float(lo[2]) + np.arange(nz, dtype=np.float64) * meters_per_pixel
+        m = 1e-2
+        for p, vs in enumerate(self.poly_verts):
+            if self._lo[p, 1] > height + eps or self._hi[p, 1] < height - eps:
+                continue
+            c0, c1 = np.searchsorted(xs, [self._lo[p, 0] - m, self._hi[p, 0] + m])
+            r0, r1 = np.searchsorted(zs, [self._lo[p, 2] - m, self._hi[p, 2] + m])
+            if c0 >= c1 or r0 >= r1:
+                continue
+            X, Z = np.meshgrid(xs[c0:c1], zs[r0:r1])
+            inside = np.zeros(X.shape, bool)
+            near = np.zeros(X.shape, bool)
+            for j in range(len(vs)):
+                a, b = vs[j - 1], vs[j]
+                cross = ((b[2] > Z) != (a[2] > Z)) & (
+                    X < (a[0] - b[0]) * (Z - b[2]) / ((a[2] - b[2]) or 1e-30) + b[0])
+                inside ^= cross
+                dx, dz = b[0] - a[0], b[2] - a[2]
+                L = dx * dx + dz * dz
+                t = np.clip(((X - a[0]) * dx + (Z - a[2]) * dz) / L, 0.0, 1.0) if L > 0 else np.zeros(X.shape)
+                near |= (a[0] + t * dx - X) ** 2 + (a[2] + t * dz - Z) ** 2 <= m * m
+            ok = inside | near
+            if not ok.any():
+                continue
+            ys = np.full(X.shape, np.nan)
+            for a, b, c in self.detail[p]:
+                v0x, v0z, v1x, v1z = c[0] - a[0], c[2] - a[2], b[0] - a[0], b[2] - a[2]
+                den = v0x * v1z - v0z * v1x
+                if abs(den) < 1e-6:
+                    continue
+                u = (v1z * (X - a[0]) - v1x * (Z - a[2])) / den
+                v = (v0x * (Z - a[2]) - v0z * (X - a[0])) / den
+                w = (u >= -1e-6) & (v >= -1e-6) & (u + v <= 1 + 1e-6) & np.isnan(ys)
+                ys[w] = (a[1] + (c[1] - a[1]) * u + (b[1] - a[1]) * v)[w]
+            ys = np.where(np.isnan(ys), float(np.mean([v[1] for v in vs])), ys)
+            out[r0:r1, c0:c1] |= ok & (np.abs(ys - height) <= eps)
+        return out
