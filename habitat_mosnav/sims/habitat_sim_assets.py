@@ -5,7 +5,7 @@ a scene dataset config that tells habitat-sim the stages are Z up and where thei
 mesh and ``semantic.txt`` are. Generated scenes get the same two things, made by habitat-sim
 itself, so that both simulators answer navigation questions on one navmesh:
 
-    python -m habitat_mosnav.scenes.habitat_sim_assets habitat_mosnav/data/demo/scenes
+    python -m habitat_mosnav.sims.habitat_sim_assets habitat_mosnav/data/demo/scenes
 
 (needs habitat-sim; ``mosnav-make-scenes --navmesh`` does it for new scenes). The navmesh is
 computed on the scene without its ``ceiling`` objects: Recast would otherwise make the top of
@@ -162,7 +162,7 @@ def write_habitat_sim_assets(root: str, agent: Optional[NavMeshAgent] = None, pr
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m habitat_mosnav.scenes.habitat_sim_assets", allow_abbrev=False,
+    p = argparse.ArgumentParser(prog="python -m habitat_mosnav.sims.habitat_sim_assets", allow_abbrev=False,
                                 description="Write habitat-sim's .navmesh beside each generated scene and "
                                             f"<root>/{DATASET_CONFIG} (needs habitat-sim).")
     p.add_argument("root", help="scenes directory (<root>/<NNNNN-id>/<id>.glb)")
