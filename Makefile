@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 DEMO_OUT ?= demo_output
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-baselines egl chromium demo baselines test test-fast bench clean
+.PHONY: setup setup-baselines egl chromium habitat-sim demo baselines test test-fast bench clean
 
 $(VENV)/.base-installed: pyproject.toml _build/mosnav_build.py
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ egl:
 # The report page test renders index.html in a real headless browser.
 chromium:
 	@bash scripts/ensure_chromium.sh
+
+# habitat-sim for the tests that compare both simulators, when ../shared/wheels has a build
+# of it (CI); elsewhere those tests skip. Users install habitat-sim from conda (README).
+habitat-sim: $(VENV)/.base-installed
+	@bash scripts/ensure_habitat_sim.sh $(VENV)
 
 setup: $(VENV)/.base-installed egl
 
@@ -49,10 +54,10 @@ demo: setup
 baselines: setup
 	BIN=$(VENV)/bin bash scripts/baselines.sh
 
-test: setup-baselines chromium
+test: setup-baselines chromium habitat-sim
 	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
 
-test-fast: setup chromium
+test-fast: setup chromium habitat-sim
 	$(PY) -m pytest -q -m "not slow and not baselines" $(PYTEST_ARGS)
 
 bench: setup

@@ -1,9 +1,13 @@
 """Structured config of the CPU simulator ``MosNavMeshSim-v0`` (``habitat.simulator``)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from typing import List, Optional
 
 from habitat.config.default_structured_configs import SimulatorConfig
+
+from habitat_mosnav._compat import SIMULATORS
 
 
 @dataclass
@@ -36,3 +40,19 @@ class MosNavMeshOptions:
 class MosNavMeshSimConfig(SimulatorConfig):
     type: str = "MosNavMeshSim-v0"
     mosnav_mesh: MosNavMeshOptions = field(default_factory=MosNavMeshOptions)
+
+
+def simulator_overrides(name: str, gpu_device_id: Optional[int] = None) -> List[str]:
+    """Hydra overrides that run a benchmark config on the simulator ``name``.
+
+    ``habitat-sim`` renders on ``gpu_device_id`` (default: GPU 0 when the machine has an
+    NVIDIA device, else -1, Mesa's llvmpipe on the CPU). Scenes and the scene dataset
+    config stay those of the config (the bundled demo scenes carry their own)."""
+    if name not in SIMULATORS:
+        raise ValueError(f"unknown simulator {name!r} (expected one of {', '.join(SIMULATORS)})")
+    out = [f"habitat.simulator.type={SIMULATORS[name]}"]
+    if name == "habitat-sim":
+        if gpu_device_id is None:
+            gpu_device_id = 0 if os.path.exists("/dev/nvidiactl") else -1
+        out.append(f"habitat.simulator.habitat_sim_v0.gpu_device_id={int(gpu_device_id)}")
+    return out

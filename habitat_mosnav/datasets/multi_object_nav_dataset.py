@@ -58,6 +58,27 @@ def list_scene_ids(data_path: str) -> List[str]:
     return scenes
 
 
+def resolve_scene_dataset_config(value: str, split: str, scenes_dir: str) -> str:
+    """The scene dataset config that goes into every episode (habitat-sim reads it).
+
+    ``{split}`` is substituted; a relative path is made absolute. ``default`` stays
+    ``default`` unless the scenes root has the config that
+    :mod:`habitat_mosnav.sims.habitat_sim_assets` writes for generated scenes (Z-up stages,
+    semantics, navmeshes), as HM3D's has its own."""
+    from habitat_mosnav.sims.habitat_sim_assets import DATASET_CONFIG
+
+    if value == "default":
+        beside = os.path.join(scenes_dir, DATASET_CONFIG)
+        return os.path.abspath(beside) if os.path.isfile(beside) else "default"
+    path = os.path.abspath(os.path.normpath(value.replace("{split}", split)))
+    if not os.path.isfile(path):
+        raise DatasetFormatError(
+            f"{path}: scene dataset config not found (habitat.dataset.scene_dataset_config, "
+            "mosnav-eval --scene-dataset-config FILE; HM3D: hm3d_annotated_basis.scene_dataset_config.json "
+            "of the semantic download, beside the split folders given to --scene-root)")
+    return path
+
+
 def find_scene_file(scenes_dir: str, scene_id: str) -> str:
     """HM3D layout ``<scenes_dir>/<NNNNN-id>/<id>.basis.glb`` (or ``<id>.glb`` for
     generated scenes); also ``<scenes_dir>/<id>/`` and files directly in ``scenes_dir``."""
@@ -148,11 +169,8 @@ class MultiObjectNavDatasetV1(Dataset):
         self._categories_file = categories_path(self.data_path, config.data_path)
         self.categories = load_categories(self.data_path, self._categories_file)
         self.category_to_task_category_id = {c: i for i, c in enumerate(self.categories)}
-        self.scene_dataset_config = str(config.get("scene_dataset_config", "default") or "default")
-        if self.scene_dataset_config != "default" and not os.path.isfile(self.scene_dataset_config):
-            raise DatasetFormatError(
-                f"{self.scene_dataset_config}: file not found (habitat.dataset.scene_dataset_config; "
-                "HM3D: hm3d_annotated_basis.scene_dataset_config.json of the semantic download)")
+        self.scene_dataset_config = resolve_scene_dataset_config(
+            str(config.get("scene_dataset_config", "default") or "default"), split, self.scenes_dir)
         #: scene name -> one-line error, for scenes whose files are not on disk
         self.missing_scene_files: Dict[str, str] = {}
         self._explicit_scenes = ALL_SCENES_MASK not in wanted

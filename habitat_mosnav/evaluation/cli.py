@@ -27,6 +27,8 @@ import time
 from contextlib import contextmanager
 from typing import List, Optional, Sequence
 
+from habitat_mosnav import _compat
+from habitat_mosnav._compat import HABITAT_SIM_INSTALL, SIMULATORS
 from habitat_mosnav.agents.loading import AGENT_ALIASES, AgentLoadError, instantiate_agent, resolve_agent
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, TARGET_MODES
 from habitat_mosnav.safety import mask_secrets, safe_line
@@ -128,7 +130,16 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     g.add_argument("--dataset-dir", default=None,
                    help="the dataset_semantic directory (<dir>/<scene_id>/{goals,queries,episodes}.json)")
     g.add_argument("--scene-root", default=None,
-                   help="scene directory holding <NNNNN-id>/<id>.basis.glb (e.g. /data/hm3d/val)")
+                   help="scene directory holding <NNNNN-id>/<id>.basis.glb (e.g. /data/hm3d/val); "
+                        "the HM3D configs then read the scene dataset config beside it "
+                        "(/data/hm3d/hm3d_annotated_basis.scene_dataset_config.json)")
+    g.add_argument("--scene-dataset-config", default=None, metavar="FILE",
+                   help="habitat-sim's scene dataset config for the scenes (default: the config's; "
+                        "HM3D: hm3d_annotated_basis.scene_dataset_config.json beside --scene-root)")
+    g.add_argument("--simulator", choices=tuple(SIMULATORS), default=None,
+                   help="run on habitat-sim (Sim-v0; GPU 0 when there is one, else Mesa on the CPU) "
+                        "or on the CPU simulator MosNavMeshSim-v0 (default: the config's; the demo "
+                        "configs use mosnav, the HM3D ones habitat-sim)")
     g.add_argument("--split", default=None, help="dataset split, part of every episode key")
     g.add_argument("--target-modes", type=_target_modes, default=None,
                    help="comma list of single,any,many,all (default: the config's; many,all "
@@ -244,6 +255,15 @@ def build_overrides(args, default_config: bool) -> List[str]:
         if not os.path.isdir(path):
             raise UsageError(f"--scene-root {args.scene_root}: no such directory")
         add("habitat.dataset.scenes_dir", _quote(path))
+    if args.scene_dataset_config is not None:
+        path = os.path.abspath(os.path.expanduser(args.scene_dataset_config))
+        if not os.path.isfile(path):
+            raise UsageError(f"--scene-dataset-config {args.scene_dataset_config}: no such file")
+        add("habitat.dataset.scene_dataset_config", _quote(path))
+    if args.simulator is not None:
+        from habitat_mosnav.config.simulator import simulator_overrides
+
+        ov.extend(simulator_overrides(args.simulator))
     if args.split is not None:
         add("habitat.dataset.split", _quote(args.split))
     if args.goal_type is not None:
@@ -421,6 +441,10 @@ def _load_config(args, setting=None, extra: Sequence[str] = ()):
     if task_type != MultiObjectNavTaskConfig.type:
         raise UsageError(f"--config {shown}: task type {task_type!r} is not "
                          f"{MultiObjectNavTaskConfig.type}; {_mosnav_configs_hint()}")
+    sim_type = OmegaConf.select(config, "habitat.simulator.type")
+    if sim_type == SIMULATORS["habitat-sim"] and not _compat.habitat_sim_available():
+        raise UsageError(f"--config {path}: habitat.simulator.type {sim_type} needs habitat-sim, which is "
+                         f"not installed: {HABITAT_SIM_INSTALL} (or run on the CPU simulator: --simulator mosnav)")
     return config, overrides
 
 

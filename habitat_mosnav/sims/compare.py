@@ -20,7 +20,8 @@ from typing import List, Optional
 
 import numpy as np
 
-HABITAT_SIM_HINT = "conda install habitat-sim=0.3.3 headless -c conda-forge -c aihabitat"
+from habitat_mosnav._compat import HABITAT_SIM_INSTALL
+
 
 
 @dataclass
@@ -58,7 +59,7 @@ def habitat_sim_pathfinder(navmesh: str):
     try:
         import habitat_sim
     except ImportError:
-        raise RuntimeError(f"habitat-sim is not installed; install it: {HABITAT_SIM_HINT}") from None
+        raise RuntimeError(f"habitat-sim is not installed; install it: {HABITAT_SIM_INSTALL}") from None
     pf = habitat_sim.PathFinder()
     if not pf.load_nav_mesh(navmesh):
         raise RuntimeError(f"{navmesh}: habitat-sim cannot load this navmesh")

@@ -23,12 +23,13 @@ from typing import List, Optional
 
 import numpy as np
 
+from habitat_mosnav._compat import HABITAT_SIM_INSTALL
+
 #: name of the scene dataset config written at the scenes root
 DATASET_CONFIG = "mosnav_scenes.scene_dataset_config.json"
 #: HM3D's stage frame (habitat-sim's metadata for a Z-up mesh)
 STAGE_FRAME = {"up": [0, 0, 1], "front": [0, 1, 0], "origin": [0, 0, 0],
                "semantic_up": [0, 0, 1], "semantic_front": [0, 1, 0]}
-HABITAT_SIM_HINT = "conda install habitat-sim=0.3.3 headless -c conda-forge -c aihabitat"
 
 
 class HabitatSimAssetsError(RuntimeError):
@@ -86,7 +87,7 @@ def _import_habitat_sim():
         import habitat_sim  # noqa: F401
     except ImportError:
         raise HabitatSimAssetsError(f"habitat-sim is not installed (needed to compute .navmesh files); "
-                                    f"install it: {HABITAT_SIM_HINT}") from None
+                                    f"install it: {HABITAT_SIM_INSTALL}") from None
     return habitat_sim
 
 
