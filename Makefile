@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 DEMO_OUT ?= demo_output
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-baselines egl chromium habitat-sim demo baselines test test-fast bench clean
+.PHONY: setup setup-baselines egl chromium habitat-sim demo baselines test test-fast bench bench-agreement clean
 
 $(VENV)/.base-installed: pyproject.toml _build/mosnav_build.py
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,10 @@ bench: setup
 	$(PY) benchmarks/bench_sim.py
 	$(PY) benchmarks/bench_scale.py
 	$(PY) benchmarks/bench_texels.py --size 4096 --grid 400 --objects 1000
+
+# How closely the CPU simulator gives habitat-sim's numbers (needs habitat-sim; README table).
+bench-agreement: setup habitat-sim
+	$(PY) benchmarks/bench_agreement.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUT) baselines_output outputs *.egg-info

@@ -114,7 +114,7 @@ PLACEHOLDERS: Dict[str, Dict[str, object]] = {
 #: ``--simulator`` names -> habitat simulator types
 SIMULATORS = {"mosnav": "MosNavMeshSim-v0", "habitat-sim": "Sim-v0"}
 #: how users install habitat-sim (never a pip dependency of this package)
-HABITAT_SIM_INSTALL = "conda install habitat-sim=0.3.3 headless -c conda-forge -c aihabitat"
+HABITAT_SIM_INSTALL = "conda install habitat-sim=0.3.3 withbullet headless -c conda-forge -c aihabitat"
 
 _DLOPEN_FLAGS = sys.getdlopenflags()
 

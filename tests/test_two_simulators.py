@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-pytest.importorskip("habitat_sim", reason="needs habitat-sim (conda install habitat-sim=0.3.3 headless "
+pytest.importorskip("habitat_sim", reason="needs habitat-sim (conda install habitat-sim=0.3.3 withbullet headless "
                                           "-c conda-forge -c aihabitat)")
 import habitat_sim  # noqa: E402
 
@@ -170,3 +170,34 @@ def test_oracle_solves_mos_and_moc_without_sliding_on_both(tmp_path):
         spl[sim] = float(np.mean([r["metrics"]["spl_multi"] for r in got]))
     assert spl["mosnav"] >= 0.85 and spl["habitat-sim"] >= 0.85, spl
     assert abs(spl["mosnav"] - spl["habitat-sim"]) <= 0.02, spl
+
+
+@pytest.mark.slow
+@pytest.mark.baselines
+def test_ppo_trains_and_evaluates_on_habitat_sim(tmp_path):
+    """habitat-baselines' PPO (our trainer and evaluator) on Sim-v0: two updates on the demo
+    scenes, a checkpoint, then an evaluation writing records the evaluation layer reads."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("habitat_baselines")
+    from habitat_mosnav.config.simulator import simulator_overrides
+    from habitat_mosnav.evaluation.results import summarize
+
+    common = [*simulator_overrides("habitat-sim"), *SMALL_IMAGES, "habitat.environment.max_episode_steps=20",
+              "habitat.task.mosnav_space_coverage_samples=0", "mosnav_output_dir=exp",
+              "habitat_baselines.num_environments=1", "habitat_baselines.test_episode_count=2"]
+
+    def run(*extra):
+        proc = subprocess.run([sys.executable, "-m", "habitat_mosnav.run", "--config-name=ppo_mos_demo",
+                               *common, *extra], cwd=str(tmp_path), capture_output=True, text=True,
+                              timeout=900)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    rc, log = run("habitat_baselines.num_updates=2", "habitat_baselines.rl.ppo.num_steps=8")
+    assert rc == 0, log[-3000:]
+    assert "ckpt.0.pth" in os.listdir(tmp_path / "exp" / "checkpoints")
+    rc, log = run("habitat_baselines.evaluate=True")
+    assert rc == 0, log[-3000:]
+    summary = summarize(str(tmp_path / "exp" / "eval" / "ckpt.0"))
+    assert summary["ok_episode_count"] == 2 and summary["error_episode_count"] == 0, summary

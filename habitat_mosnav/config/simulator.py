@@ -15,16 +15,17 @@ class MosNavMeshOptions:
     """Options of the CPU backend only; habitat-sim ignores them.
 
     ``cell_size``: navigability / fast-marching grid resolution in metres.
-    ``navmesh``: a Recast/Detour ``.navmesh`` (habitat-sim's file) to read instead of
-    voxelising the mesh ("" = ``<scene>.navmesh`` beside the scene when present, else
-    voxelise; "none" = always voxelise).
+    ``navmesh``: habitat-sim's ``.navmesh`` to answer navigation queries on, as habitat-sim
+    does (:mod:`habitat_mosnav.sims.navmesh_query`) ("" = ``<scene>.navmesh`` beside the
+    scene when present, HM3D's ``<id>.basis.navmesh``, else navigability from the mesh;
+    "none" = always from the mesh).
     ``scene_cache_size`` / ``distance_field_cache_size``: LRU sizes (scenes per process,
     goal-set distance fields per scene).
     ``render``: build the GL renderer (False: visual sensors give zeros, no EGL needed).
     ``tilt_angle``: degrees per ``look_up``/``look_down`` sent to ``sim.step``.
-    ``up_axis``: the scene file's up axis: "auto" (as habitat-sim: ``.glb`` is Z-up like
-    MP3D/HM3D, other formats Y-up; ``<id>.mosnav_meta.json`` beside the scene can say
-    otherwise), "y" or "z".
+    ``up_axis``: the scene file's up axis: "auto" (``.glb`` is Z-up like MP3D/HM3D, as their
+    scene dataset configs declare for habitat-sim; other formats Y-up;
+    ``<id>.mosnav_meta.json`` beside the scene can say otherwise), "y" or "z".
     """
 
     cell_size: float = 0.05

@@ -5,9 +5,10 @@ The one implementation shared by the generator, the simulator and dataset buildi
 three cannot disagree. Every error is a ``SceneFormatError`` naming the file, the line or
 record and the field.
 
-Frames: habitat's world is Y up, -Z forward. habitat-sim reads a bare ``.glb`` stage as
-Z up (the MP3D/HM3D convention) and turns it into the world with file (x, y, z) ->
-world (x, z, -y); the generator writes its meshes Z up the same way (world (x, y, z) ->
+Frames: habitat's world is Y up, -Z forward. MP3D/HM3D meshes are Z up: their scene dataset
+configs tell habitat-sim so (it reads a *bare* ``.glb`` as Y up) and it turns them into the
+world with file (x, y, z) -> world (x, z, -y); the generator writes its meshes Z up the same
+way, with such a config (:mod:`habitat_mosnav.sims.habitat_sim_assets`) (world (x, y, z) ->
 file (x, -z, y)) and says so with ``"up_axis": "z"`` in ``<id>.mosnav_meta.json``.
 """
 from __future__ import annotations
@@ -187,7 +188,7 @@ def scene_files(scene_dir: str) -> Dict[str, str]:
 # ------------------------------------------------------------------ file frames
 UP_AXES = ("y", "z")
 
-#: Z-up file -> habitat's Y-up world, as habitat-sim reads a ``.glb`` stage (gravity -Z,
+#: Z-up file -> habitat's Y-up world, as habitat-sim reads a ``.glb`` stage declared Z up (gravity -Z,
 #: front +Y): (x, y, z)_file -> (x, z, -y)_world. Its transpose goes world -> file.
 Z_UP_TO_Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
 
