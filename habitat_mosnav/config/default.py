@@ -34,10 +34,15 @@ def config_path(relative: str) -> str:
 
 
 def register_configs() -> None:
-    """Register the YAML search path and the ``${mosnav_pkg:...}`` resolver (idempotent)."""
+    """Register the YAML search path and the ``${mosnav_pkg:...}`` and
+    ``${mosnav_gpu_device:}`` resolvers (idempotent)."""
     register_hydra_plugin(MosNavConfigPlugin)
     if not OmegaConf.has_resolver("mosnav_pkg"):
         OmegaConf.register_new_resolver("mosnav_pkg", package_path)
+    if not OmegaConf.has_resolver("mosnav_gpu_device"):
+        from habitat_mosnav.config.simulator import default_gpu_device_id
+
+        OmegaConf.register_new_resolver("mosnav_gpu_device", default_gpu_device_id)
 
 
 def get_config(config_path: str, overrides: Optional[List[str]] = None,

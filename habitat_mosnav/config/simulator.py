@@ -43,6 +43,12 @@ class MosNavMeshSimConfig(SimulatorConfig):
     mosnav_mesh: MosNavMeshOptions = field(default_factory=MosNavMeshOptions)
 
 
+def default_gpu_device_id() -> int:
+    """habitat-sim's render device: GPU 0 on a machine with an NVIDIA device, else -1
+    (Mesa's llvmpipe on the CPU); the HM3D configs read it as ``${mosnav_gpu_device:}``."""
+    return 0 if os.path.exists("/dev/nvidiactl") else -1
+
+
 def simulator_overrides(name: str, gpu_device_id: Optional[int] = None) -> List[str]:
     """Hydra overrides that run a benchmark config on the simulator ``name``.
 
@@ -54,6 +60,6 @@ def simulator_overrides(name: str, gpu_device_id: Optional[int] = None) -> List[
     out = [f"habitat.simulator.type={SIMULATORS[name]}"]
     if name == "habitat-sim":
         if gpu_device_id is None:
-            gpu_device_id = 0 if os.path.exists("/dev/nvidiactl") else -1
+            gpu_device_id = default_gpu_device_id()
         out.append(f"habitat.simulator.habitat_sim_v0.gpu_device_id={int(gpu_device_id)}")
     return out
