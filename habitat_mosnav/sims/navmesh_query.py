@@ -102,8 +102,7 @@ def _lerp(a, b, t: float) -> Tuple[float, float, float]:
     return (a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t, a[2] + (b[2] - a[2]) * t)
 
 
-def _dist(a, b) -> float:
-    return math.sqrt((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 + (a[2] - b[2]) ** 2)
+_dist = math.dist  # 3D length of a segment
 
 
 def _equal(a, b) -> bool:
@@ -150,6 +149,15 @@ class NavMeshQuery:
             pts = np.asarray(self.poly_verts[p] + [v for t in self.detail[p] for v in t], np.float64)
             lo[p], hi[p] = pts.min(0), pts.max(0)
         self._lo, self._hi = lo, hi
+        # corners padded to 6 by repeating the last one (zero-length edges never cross):
+        # the even-odd test of many polygons at once
+        pv = np.zeros((n, 6, 3))
+        for p, vs in enumerate(self.poly_verts):
+            pv[p, : len(vs)] = vs
+            pv[p, len(vs):] = vs[-1]
+        self._pv = pv
+        self._pv_prev = np.roll(pv, 1, axis=1)
+        self._goal_cache: "dict" = {}
         self.bounds = (tile.bmin.astype(np.float32), tile.bmax.astype(np.float32))
         self._islands()
         # 2D areas of the polygons (random points are area-weighted, as Detour's)
@@ -183,6 +191,7 @@ class NavMeshQuery:
             area.append(float(0.5 * np.linalg.norm(np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]),
                                                     axis=1).sum()))
         self.poly_island = island
+        self._island_arr = np.asarray(island, np.int64)
         self.num_islands = len(radius)
         self.island_radius_m = radius
         self.island_area = np.asarray(area, np.float64)
@@ -219,9 +228,10 @@ class NavMeshQuery:
                     best, hy = d, e0[1] + (e1[1] - e0[1]) * t
         return hy
 
-    def _closest_on_poly(self, p: int, pt) -> Tuple[tuple, bool]:
-        """Closest point of polygon ``p`` to ``pt`` and whether ``pt`` is above/below it."""
-        h = self._height(p, pt[0], pt[2])
+    def _closest_on_poly(self, p: int, pt, outside: bool = False) -> Tuple[tuple, bool]:
+        """Closest point of polygon ``p`` to ``pt`` and whether ``pt`` is above/below it
+        (``outside``: the caller knows it is not)."""
+        h = None if outside else self._height(p, pt[0], pt[2])
         if h is not None:
             return (pt[0], h, pt[2]), True
         best, out = INF, None
@@ -238,29 +248,68 @@ class NavMeshQuery:
         return out, False
 
     def nearest(self, pt, island: int = -1) -> Optional[NavPoint]:
-        """Detour's nearest polygon in the pick box around ``pt`` (of ``island`` when >= 0)."""
+        """Detour's nearest polygon in the pick box around ``pt`` (of ``island`` when >= 0):
+        a polygon under/over ``pt`` scores its height gap beyond the climb (0 within it), any
+        other its 3D distance; the first lowest wins. Polygons whose boxes are farther than
+        the best so far are not looked at."""
         x, y, z = float(pt[0]), float(pt[1]), float(pt[2])
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
             return None
         ex, ey, ez = PICK_EXTENTS
         lo, hi = self._lo, self._hi
-        cand = np.nonzero((lo[:, 0] <= x + ex) & (hi[:, 0] >= x - ex) & (lo[:, 1] <= y + ey)
-                          & (hi[:, 1] >= y - ey) & (lo[:, 2] <= z + ez) & (hi[:, 2] >= z - ez))[0]
+        inbox = ((lo[:, 0] <= x + ex) & (hi[:, 0] >= x - ex) & (lo[:, 1] <= y + ey)
+                 & (hi[:, 1] >= y - ey) & (lo[:, 2] <= z + ez) & (hi[:, 2] >= z - ez))
+        if island >= 0:
+            inbox &= self._island_arr == island
+        cand = np.nonzero(inbox)[0]
+        if len(cand) == 0:
+            return None
+        vi, vj = self._pv[cand], self._pv_prev[cand]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = ((vi[..., 2] > z) != (vj[..., 2] > z)) & (
+                x < (vj[..., 0] - vi[..., 0]) * (z - vi[..., 2]) / (vj[..., 2] - vi[..., 2]) + vi[..., 0])
+        over = np.logical_xor.reduce(cross, axis=1)
         best, out = INF, None
-        q = (x, y, z)
-        for p in cand.tolist():
-            if island >= 0 and self.poly_island[p] != island:
+        for k in np.nonzero(over)[0].tolist():
+            p = int(cand[k])
+            h = self._height(p, x, z)
+            if h is None:
                 continue
-            c, over = self._closest_on_poly(p, q)
-            if over:
-                d = abs(y - c[1]) - self.climb
-                d = d * d if d > 0 else 0.0
-            else:
-                d = (x - c[0]) ** 2 + (y - c[1]) ** 2 + (z - c[2]) ** 2
+            d = abs(y - h) - self.climb
+            d = d * d if d > 0 else 0.0
             if d < best:
-                best = d
-                out = NavPoint(p, self.poly_island[p], c[0], c[1], c[2], over)
+                best, out, first = d, NavPoint(p, self.poly_island[p], x, h, z, True), k
+                if d == 0.0:
+                    break
+        if best > 0.0:
+            # the others: nearest boundary point, in box-distance order (a box farther than
+            # the best cannot hold a nearer point)
+            c_lo, c_hi = lo[cand], hi[cand]
+            q = np.array([x, y, z])
+            gap = np.maximum(np.maximum(c_lo - q, q - c_hi), 0.0)
+            lb = (gap * gap).sum(axis=1)
+            for k in np.argsort(lb, kind="stable").tolist():
+                if lb[k] >= best:
+                    break
+                if over[k]:
+                    continue
+                p = int(cand[k])
+                c, _ = self._closest_on_poly(p, (x, y, z), outside=True)
+                d = (x - c[0]) ** 2 + (y - c[1]) ** 2 + (z - c[2]) ** 2
+                if d < best or (d == best and out is not None and k < first):
+                    best, out, first = d, NavPoint(p, self.poly_island[p], c[0], c[1], c[2], False), k
         return out
+
+    def _goal(self, pt) -> Optional[NavPoint]:
+        """Projections of goal points, cached: an episode's view points are asked for at
+        every query of its measures."""
+        key = (float(pt[0]), float(pt[1]), float(pt[2]))
+        loc = self._goal_cache.get(key, False)
+        if loc is False:
+            if len(self._goal_cache) > 100_000:
+                self._goal_cache.clear()
+            loc = self._goal_cache[key] = self.nearest(key)
+        return loc
 
     def snap(self, pt, max_y_delta: float = INF) -> Optional[NavPoint]:
         return self.nearest(pt)
@@ -479,7 +528,7 @@ class NavMeshQuery:
             if lower[i] > best:
                 break
             end = tuple(g[i].tolist())
-            eloc = self.nearest(end)
+            eloc = self._goal(end)
             if eloc is None:
                 continue
             res = self._path_to(start, sloc, end, eloc)
