@@ -201,3 +201,37 @@ def test_ppo_trains_and_evaluates_on_habitat_sim(tmp_path):
     assert rc == 0, log[-3000:]
     summary = summarize(str(tmp_path / "exp" / "eval" / "ckpt.0"))
     assert summary["ok_episode_count"] == 2 and summary["error_episode_count"] == 0, summary
+
+
+@pytest.mark.slow
+def test_dataset_builder_on_both_backends(tmp_path):
+    """mosnav-build extract with --backend mosnav and --backend habitat-sim on a demo scene
+    (habitat-sim finds the scenes root's scene dataset config itself): the same objects get
+    view points, and their view points are nearly the same grid points (both backends stand
+    on the one navmesh; only the semantic renderers differ)."""
+    import json
+    import shutil
+
+    from habitat_mosnav.dataset_building.cli import main as build_main
+    from habitat_mosnav.sims.habitat_sim_assets import write_scene_dataset_config
+
+    scenes = tmp_path / "scenes"
+    name = os.path.basename(os.path.dirname(DEMO_GLBS[1]))
+    shutil.copytree(os.path.dirname(DEMO_GLBS[1]), scenes / name)
+    write_scene_dataset_config(str(scenes), [str(scenes / name / os.path.basename(DEMO_GLBS[1]))])
+    goals = {}
+    for backend in ("mosnav", "habitat-sim"):
+        out = tmp_path / backend
+        assert build_main(["extract", "--scenes", str(scenes), "--out", str(out), "--backend", backend,
+                           "--no-progress", "--image-size", "96"]) == 0
+        (sid,) = [d for d in os.listdir(out) if (out / d / "goals.json").is_file()]
+        with open(out / sid / "goals.json") as fh:
+            goals[backend] = {g["object_id"]: {tuple(np.round(v["position"], 2))
+                                               for v in g["view_points"]} for g in json.load(fh)["goals"]}
+    cpu, hs = goals["mosnav"], goals["habitat-sim"]
+    assert len(cpu) >= 20
+    both = set(cpu) & set(hs)
+    assert len(both) >= 0.9 * max(len(cpu), len(hs)), (sorted(set(cpu) ^ set(hs)))
+    shared = sum(len(cpu[o] & hs[o]) for o in both)
+    union = sum(len(cpu[o] | hs[o]) for o in both)
+    assert shared >= 0.8 * union, (shared, union)

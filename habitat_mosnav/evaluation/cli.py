@@ -245,21 +245,16 @@ def build_overrides(args, default_config: bool) -> List[str]:
     def add(key, value):
         ov.append(f"{key}={value}")
 
-    if args.dataset_dir is not None:
-        path = os.path.abspath(os.path.expanduser(args.dataset_dir))
-        if not os.path.isdir(path):
-            raise UsageError(f"--dataset-dir {args.dataset_dir}: no such directory")
-        add("habitat.dataset.data_path", _quote(path))
-    if args.scene_root is not None:
-        path = os.path.abspath(os.path.expanduser(args.scene_root))
-        if not os.path.isdir(path):
-            raise UsageError(f"--scene-root {args.scene_root}: no such directory")
-        add("habitat.dataset.scenes_dir", _quote(path))
-    if args.scene_dataset_config is not None:
-        path = os.path.abspath(os.path.expanduser(args.scene_dataset_config))
-        if not os.path.isfile(path):
-            raise UsageError(f"--scene-dataset-config {args.scene_dataset_config}: no such file")
-        add("habitat.dataset.scene_dataset_config", _quote(path))
+    for flag, value, key, is_dir in (
+            ("--dataset-dir", args.dataset_dir, "habitat.dataset.data_path", True),
+            ("--scene-root", args.scene_root, "habitat.dataset.scenes_dir", True),
+            ("--scene-dataset-config", args.scene_dataset_config, "habitat.dataset.scene_dataset_config", False)):
+        if value is None:
+            continue
+        path = os.path.abspath(os.path.expanduser(value))
+        if not (os.path.isdir(path) if is_dir else os.path.isfile(path)):
+            raise UsageError(f"{flag} {value}: no such {'directory' if is_dir else 'file'}")
+        add(key, _quote(path))
     if args.simulator is not None:
         from habitat_mosnav.config.simulator import simulator_overrides
 
