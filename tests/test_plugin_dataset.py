@@ -195,17 +195,27 @@ def test_scene_dataset_config_goes_into_every_episode(tmp_path):
     ds = MultiObjectNavDatasetV1(cfg)
     assert ds.episodes and {e.scene_dataset_config for e in ds.episodes} == {str(sdc)}
     cfg.scene_dataset_config = str(tmp_path / "nope.json")
-    with pytest.raises(DatasetFormatError, match=r"nope\.json: file not found \(habitat\.dataset\.scene_dataset_config"):
+    with pytest.raises(DatasetFormatError, match=r"nope\.json: scene dataset config not found "
+                                                 r"\(habitat\.dataset\.scene_dataset_config, mosnav-eval --scene-dataset-config"):
         MultiObjectNavDatasetV1(cfg)
+    # a generated scenes root carries its own (habitat_sim_assets): "default" picks it up
+    from habitat_mosnav.sims.habitat_sim_assets import DATASET_CONFIG
+
+    own = os.path.join(scenes, DATASET_CONFIG)
+    with open(own, "w") as fh:
+        fh.write("{}")
+    cfg.scene_dataset_config = "default"
+    assert {e.scene_dataset_config for e in MultiObjectNavDatasetV1(cfg).episodes} == {os.path.abspath(own)}
 
 
 def test_hm3d_configs_set_the_scene_dataset_config():
     from habitat_mosnav.config.default import get_config
 
     for name in ("single_hm3d", "mos_hm3d", "moc_hm3d", "any_hm3d"):
-        cfg = get_config(f"benchmark/nav/mosnav/{name}.yaml")
-        assert cfg.habitat.dataset.scene_dataset_config.endswith(
-            "hm3d/hm3d_annotated_basis.scene_dataset_config.json"), name
+        # HM3D's layout: the annotated config beside the split folders, moving with scenes_dir
+        cfg = get_config(f"benchmark/nav/mosnav/{name}.yaml", ["habitat.dataset.scenes_dir='/data/hm3d/{split}'"])
+        value = cfg.habitat.dataset.scene_dataset_config.replace("{split}", "val")
+        assert os.path.normpath(value) == "/data/hm3d/hm3d_annotated_basis.scene_dataset_config.json", name
     assert get_config("benchmark/nav/mosnav/mos_demo.yaml").habitat.dataset.scene_dataset_config == "default"
 
 
