@@ -71,8 +71,11 @@ def make_sim_config(scene_path: Path, backend: str = "mosnav", camera: Optional[
         if navmesh is not None:
             cfg.mosnav_mesh.navmesh = str(navmesh)
     elif backend == "habitat-sim":
+        from habitat_mosnav.config.simulator import default_gpu_device_id
+
         cfg = OmegaConf.structured(SimulatorConfig)
         cfg.scene_dataset = scene_dataset
+        cfg.habitat_sim_v0.gpu_device_id = default_gpu_device_id()  # Mesa without an NVIDIA GPU
     else:
         raise BuildError(f"unknown simulator backend {backend!r} (expected one of {BACKENDS})")
     cfg.scene = str(scene_path)

@@ -99,19 +99,21 @@ class BuildConfig:
                           up_axis=self.extract.up_axis)
 
     def resolved_scene_dataset(self, scene: SceneFiles) -> str:
-        """``--scene-dataset``; for habitat-sim on a scene without our meta file (HM3D) left at
-        'default', the one ``*.scene_dataset_config.json`` in the scene root or the folder
-        above it (HM3D's annotated config), since without it habitat-sim's semantic sensor
-        sees no object. None or several found: a one-line error asking for the flag."""
-        if self.backend != "habitat-sim" or self.scene_dataset != "default" or scene.meta is not None:
+        """``--scene-dataset``; for habitat-sim left at 'default', the one
+        ``*.scene_dataset_config.json`` in the scene root or the folder above it (HM3D's
+        annotated config; the one ``habitat_sim_assets`` writes for generated scenes), since
+        without it habitat-sim reads the stage Y up and its semantic sensor sees no object.
+        None or several found: a one-line error asking for the flag."""
+        if self.backend != "habitat-sim" or self.scene_dataset != "default":
             return self.scene_dataset
         if getattr(self, "_found_scene_dataset", None) is None:
             roots = [self.scenes, self.scenes.parent] if self.scenes is not None else []
             found = sorted({str(p) for r in roots if r.is_dir() for p in r.glob("*.scene_dataset_config.json")})
             if len(found) != 1:
                 what = "none" if not found else ", ".join(found)
-                raise BuildError(f"{self.scenes}: --backend habitat-sim on HM3D needs --scene-dataset "
-                                 f"(hm3d_annotated_basis.scene_dataset_config.json; found {what} next to the scenes)")
+                raise BuildError(f"{self.scenes}: --backend habitat-sim needs --scene-dataset "
+                                 f"(HM3D: hm3d_annotated_basis.scene_dataset_config.json; generated scenes: "
+                                 f"python -m habitat_mosnav.sims.habitat_sim_assets ROOT; found {what} next to the scenes)")
             log.info("habitat-sim scene dataset: %s", found[0])
             self._found_scene_dataset = found[0]
         return self._found_scene_dataset
