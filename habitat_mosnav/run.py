@@ -61,6 +61,11 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--version"]:  # ours, not Hydra's own "Hydra 1.3.x"
+        from habitat_mosnav.versions import version_text
+
+        print(version_text("python -m habitat_mosnav.run"))
+        sys.exit(0)
     if "--exp-config" in sys.argv or "--run-type" in sys.argv:
         print("habitat_mosnav.run: error: use --config-name=<experiment> (e.g. ppo_mos_demo) "
               "and habitat_baselines.evaluate=True instead of --exp-config/--run-type",

@@ -6,6 +6,7 @@ import importlib.metadata
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -84,3 +85,12 @@ def test_no_commit_for_a_copy_outside_this_checkout(tmp_path, monkeypatch):
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     monkeypatch.setattr(versions, "_PACKAGE_DIR", str(repo / "site-packages" / "habitat_mosnav"))
     assert versions.git_commit() is None
+
+
+def test_the_baselines_entry_point_has_our_version_not_hydras():
+    pytest.importorskip("habitat_baselines")
+    proc = subprocess.run([sys.executable, "-m", "habitat_mosnav.run", "--version"],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith(f"python -m habitat_mosnav.run {__version__}")
