@@ -88,7 +88,10 @@ def test_no_commit_for_a_copy_outside_this_checkout(tmp_path, monkeypatch):
 
 
 def test_the_baselines_entry_point_has_our_version_not_hydras():
-    pytest.importorskip("habitat_baselines")
+    import importlib.util
+
+    if importlib.util.find_spec("habitat_baselines") is None:  # not imported here: torch
+        pytest.skip("needs the [baselines] extra")                # after EGL can crash a process
     proc = subprocess.run([sys.executable, "-m", "habitat_mosnav.run", "--version"],
                           capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, PYTHONPATH=REPO))
