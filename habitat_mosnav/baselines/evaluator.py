@@ -243,7 +243,18 @@ class MosNavEvaluator(HabitatEvaluator):
         keys = _episode_keys(envs)
         index_of = {key: i for i, key in enumerate(keys)}
         base_seed = int(config.habitat.seed)
+        from habitat_mosnav.evaluation.manifest import check_or_write_manifest
+
+        # the run's manifest and the rank's copy before any record, as mosnav-eval writes
+        # them: readers refuse records of a rank without its run.json (issue 23)
+        manifest = run_manifest(config, out_dir)
+        check_or_write_manifest(out_dir, manifest)
         rank_writer = res.RankWriter(out_dir, rank=0, resume=resume)
+        try:
+            check_or_write_manifest(rank_writer.dir, manifest)
+        except BaseException:
+            rank_writer.close()
+            raise
         skipped = set(rank_writer.finished_keys)
         logger.info(f"mosnav: writing episode records of {len(keys)} episodes to {out_dir}")
 
@@ -278,9 +289,6 @@ class MosNavEvaluator(HabitatEvaluator):
             rank_writer.close()
         summary = res.summarize(out_dir)
         res.write_summary(out_dir, summary)
-        from habitat_mosnav.evaluation.manifest import check_or_write_manifest
-
-        check_or_write_manifest(out_dir, run_manifest(config, out_dir))
         logger.info("mosnav summary (" + out_dir + "):\n" + res.format_summary(summary))
         for key, value in summary["metrics"].items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and (
