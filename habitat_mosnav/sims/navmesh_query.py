@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
