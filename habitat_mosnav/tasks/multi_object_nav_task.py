@@ -101,15 +101,31 @@ class TargetFoundAction(SimulatorTaskAction):
         return None
 
 
+def _tilt(action, degrees: float):
+    """Tilt the cameras by ``degrees`` (up > 0) on the simulators where habitat-lab's own
+    LookUp/LookDown cannot: the CPU simulator (``tilt_camera``) and habitat-sim 0.3.3, whose
+    ``Agent`` keeps its sensors in ``_sensors`` (habitat-lab reads ``agent.sensors`` and
+    fails with AttributeError). None: leave it to habitat-lab's action."""
+    sim = action._sim
+    if hasattr(sim, "tilt_camera"):
+        sim.tilt_camera(degrees)
+        return sim.get_observations_at()
+    agent = sim.agents[0]
+    if hasattr(agent, "sensors"):
+        return None
+    import magnum as mn
+
+    for sensor in agent._sensors.values():
+        sensor.node.rotation = sensor.node.rotation * mn.Quaternion.rotation(mn.Deg(degrees), mn.Vector3.x_axis())
+    return sim.get_observations_at()
+
+
 @registry.register_task_action
 class MosNavLookUpAction(LookUpAction):
     """Habitat's look_up, also on the CPU simulator (``sim.tilt_camera``)."""
 
     def step(self, *args: Any, **kwargs: Any):
-        if hasattr(self._sim, "tilt_camera"):
-            self._sim.tilt_camera(self._tilt_angle)
-            return self._sim.get_observations_at()
-        return super().step(*args, **kwargs)
+        return _tilt(self, self._tilt_angle) or super().step(*args, **kwargs)
 
 
 @registry.register_task_action
@@ -117,7 +133,4 @@ class MosNavLookDownAction(LookDownAction):
     """Habitat's look_down, also on the CPU simulator (``sim.tilt_camera``)."""
 
     def step(self, *args: Any, **kwargs: Any):
-        if hasattr(self._sim, "tilt_camera"):
-            self._sim.tilt_camera(-self._tilt_angle)
-            return self._sim.get_observations_at()
-        return super().step(*args, **kwargs)
+        return _tilt(self, -self._tilt_angle) or super().step(*args, **kwargs)
