@@ -315,6 +315,8 @@ class NavMeshQuery:
         return self.nearest(pt)
 
     def snap_cached(self, pt) -> Optional[NavPoint]:
+        """:meth:`nearest` of the last point asked again: the task measures ask several goal
+        sets from the agent's one position per step."""
         key = (float(pt[0]), float(pt[1]), float(pt[2]))
         if self._last_snap[0] == key:
             return self._last_snap[1]
@@ -518,7 +520,7 @@ class NavMeshQuery:
         goals in order of their straight-line distance, each skipped when that bound is
         already longer than the best path found."""
         start = tuple(float(v) for v in np.asarray(a, np.float64).reshape(3))
-        sloc = self.nearest(start)
+        sloc = self.snap_cached(start)
         g = np.asarray(goals, np.float64).reshape(-1, 3)
         if sloc is None or len(g) == 0:
             return [], INF
