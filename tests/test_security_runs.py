@@ -54,8 +54,8 @@ def test_a_rank_of_another_run_is_refused_naming_the_field(capsys, open_room, tw
     assert "complete" not in out
 
 
-def test_ranks_over_disjoint_offsets_are_never_complete(capsys, open_room, two_rank_run, tmp_path):
-    """rank 1 of a run over --offset 2 (its episodes are another selection) copied in."""
+def _with_rank_of_offset_2(open_room, two_rank_run, tmp_path):
+    """The two-rank run with its rank 1 replaced by rank 1 of a run over --offset 2."""
     other = tmp_path / "other"
     assert _eval(open_room, other, "--agent", "random", "--rank", "1", "--world-size", "2",
                  "--offset", "2") == 0
@@ -63,6 +63,12 @@ def test_ranks_over_disjoint_offsets_are_never_complete(capsys, open_room, two_r
     shutil.copytree(two_rank_run, mixed)
     shutil.rmtree(mixed / "rank_00001")
     shutil.copytree(other / "rank_00001", mixed / "rank_00001")
+    return mixed
+
+
+def test_ranks_over_disjoint_offsets_are_never_complete(capsys, open_room, two_rank_run, tmp_path):
+    """rank 1 of a run over --offset 2 (its episodes are another selection) copied in."""
+    mixed = _with_rank_of_offset_2(open_room, two_rank_run, tmp_path)
     rc, lines, _ = _aggregate(capsys, mixed)
     assert rc == 2 and len(lines) == 1 and "field 'offset' differs" in lines[0], lines
 
@@ -126,13 +132,7 @@ def test_a_copied_rank_with_a_forged_manifest_is_still_not_complete(capsys, open
                                                                    tmp_path):
     """Even with its run.json replaced by the run's, a rank over another selection leaves
     episodes without a record: the summary says incomplete and why."""
-    other = tmp_path / "other"
-    assert _eval(open_room, other, "--agent", "random", "--rank", "1", "--world-size", "2",
-                 "--offset", "2") == 0
-    mixed = tmp_path / "mixed"
-    shutil.copytree(two_rank_run, mixed)
-    shutil.rmtree(mixed / "rank_00001")
-    shutil.copytree(other / "rank_00001", mixed / "rank_00001")
+    mixed = _with_rank_of_offset_2(open_room, two_rank_run, tmp_path)
     shutil.copyfile(mixed / "run.json", mixed / "rank_00001" / "run.json")
     rc, lines, _ = _aggregate(capsys, mixed, "--fail-on-episode-error")
     summary = json.loads((mixed / "summary.json").read_text())
