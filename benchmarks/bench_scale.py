@@ -1,7 +1,9 @@
 #!/usr/bin/env python
 """The CPU simulator at HM3D scale: one table row per scene.
 
-Scenes: ``demo`` (the first bundled demo scene), ``rooms40x2`` (a generated apartment of
+Scenes: ``demo`` (the first bundled demo scene, navigability from its mesh), ``navmesh``
+(the same scene on habitat-sim's ``.navmesh`` beside it, as HM3D's ``.basis.navmesh`` is
+used: polygons, no corner graph), ``rooms40x2`` (a generated apartment of
 40 rooms per floor on 2 floors joined by a stair hall) and ``scan`` (a generated 20-room
 apartment made scan-like: triangles subdivided to --scan-edge m, 1.5 cm vertex jitter,
 200 clutter boxes: about 600k triangles). Generated scenes go to a temporary directory
@@ -20,7 +22,7 @@ Each scene is measured in a fresh process pinned to ``--cores`` cores (default 1
 
 All times are this process's CPU time (``time.process_time``: the machine may be shared).
 
-    python benchmarks/bench_scale.py [--scenes demo,rooms40x2,scan] [--scan-edge 0.22]
+    python benchmarks/bench_scale.py [--scenes demo,navmesh,rooms40x2,scan] [--scan-edge 0.22]
 """
 from __future__ import annotations
 
@@ -48,8 +50,9 @@ def _rss_kb() -> int:
     return 0
 
 
-def measure(scene: str, steps: int, seed: int) -> dict:
-    """One scene's row, measured in this process (call it in a fresh one)."""
+def measure(scene: str, steps: int, seed: int, navmesh: str = "none") -> dict:
+    """One scene's row, measured in this process (call it in a fresh one); ``navmesh``: the
+    simulator's option ("none": navigability from the mesh; "": the scene's .navmesh)."""
     import numpy as np
 
     import habitat_mosnav  # noqa: F401  (before habitat)
@@ -58,7 +61,7 @@ def measure(scene: str, steps: int, seed: int) -> dict:
 
     base_kb = _rss_kb()
     t0 = time.process_time()
-    sim = _make_sim(scene, 64, rgbd=False, seed=seed)
+    sim = _make_sim(scene, 64, rgbd=False, seed=seed, navmesh=navmesh)
     build = time.process_time() - t0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     grid = sim.navgrid
@@ -81,12 +84,12 @@ def measure(scene: str, steps: int, seed: int) -> dict:
         new.append(time.process_time() - t0)
     sps = _run_steps(sim, steps, goals, seed, clock=time.process_time)
     return {"floor m²": float(grid.island_area.sum()), "triangles": int(len(sim.scene_entry.mesh.faces)),
-            "build s": build, "peak RSS": (peak_kb - base_kb) * 1024.0, "corner nodes": int(grid.num_nodes),
+            "build s": build, "peak RSS": (peak_kb - base_kb) * 1024.0, "corner nodes": getattr(grid, "num_nodes", None),
             "lookup µs": lookup * 1e6, "new goal set ms": float(np.mean(new)) * 1e3, "sim steps/s": sps}
 
 
 def _scene(name: str, tmp: str, scan_edge: float) -> str:
-    if name == "demo":
+    if name in ("demo", "navmesh"):
         from bench_sim import _default_scene
 
         return _default_scene()
@@ -95,11 +98,13 @@ def _scene(name: str, tmp: str, scan_edge: float) -> str:
     opts = {"rooms40x2": SceneOptions(rooms=40, floors=2),
             "scan": SceneOptions(rooms=20, scan_edge=scan_edge, jitter=0.015, clutter=200)}.get(name)
     if opts is None:
-        raise SystemExit(f"bench_scale: unknown scene {name!r} (demo, rooms40x2, scan)")
+        raise SystemExit(f"bench_scale: unknown scene {name!r} (demo, navmesh, rooms40x2, scan)")
     return generate_scene(os.path.join(tmp, name), 0, 0, opts).glb
 
 
 def _fmt(col: str, v) -> str:
+    if v is None:
+        return "—"
     if col == "peak RSS":
         return f"{v / 2 ** 30:.2f} GB" if v >= 2 ** 30 else f"{v / 2 ** 20:.0f} MB"
     if col in ("triangles", "corner nodes"):
@@ -111,23 +116,25 @@ def _fmt(col: str, v) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
-    ap.add_argument("--scenes", default="demo,rooms40x2,scan")
+    ap.add_argument("--scenes", default="demo,navmesh,rooms40x2,scan")
     ap.add_argument("--scan-edge", type=float, default=0.22, help="triangle edge of the scan-like scene (m)")
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--cores", type=int, default=1, help="CPU cores to pin to (0 = no pinning)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--measure", default=None, help=argparse.SUPPRESS)  # child: one scene file
+    ap.add_argument("--navmesh", default="none", help=argparse.SUPPRESS)  # child: the simulator's option
     args = ap.parse_args(argv)
     pin_cores(args.cores)
     if args.measure:
-        print(json.dumps(measure(args.measure, args.steps, args.seed)))
+        print(json.dumps(measure(args.measure, args.steps, args.seed, args.navmesh)))
         return 0
     rows = []
     with tempfile.TemporaryDirectory(prefix="mosnav_scale_") as tmp:
         for name in args.scenes.split(","):
             glb = _scene(name.strip(), tmp, args.scan_edge)
             out = subprocess.run([sys.executable, os.path.abspath(__file__), "--measure", glb, "--steps",
-                                  str(args.steps), "--cores", str(args.cores), "--seed", str(args.seed)],
+                                  str(args.steps), "--cores", str(args.cores), "--seed", str(args.seed),
+                                  "--navmesh", "" if name == "navmesh" else "none"],
                                  capture_output=True, text=True, cwd=HERE)
             if out.returncode != 0:
                 print(f"bench_scale: {name} failed: {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)

@@ -39,12 +39,14 @@ def _default_scene() -> str:
     return ts.export_scene_with_semantics(out, "flat", ts.apartment_boxes())
 
 
-def _make_sim(scene: str, size: int, rgbd: bool, seed: int):
+def _make_sim(scene: str, size: int, rgbd: bool, seed: int, navmesh: str = "none"):
+    """The CPU simulator on ``scene``; ``navmesh``: its option (default "none": navigability
+    from the mesh, even where a .navmesh lies beside the scene; "": that .navmesh)."""
     from omegaconf import OmegaConf
     from habitat.config.default_structured_configs import (
         AgentConfig, HabitatSimDepthSensorConfig, HabitatSimRGBSensorConfig)
 
-    from habitat_mosnav.config.simulator import MosNavMeshSimConfig
+    from habitat_mosnav.config.simulator import MosNavMeshOptions, MosNavMeshSimConfig
     from habitat_mosnav.sims import MosNavMeshSim
 
     sensors = {}
@@ -58,7 +60,7 @@ def _make_sim(scene: str, size: int, rgbd: bool, seed: int):
     agent = AgentConfig(height=0.88, radius=0.18, max_climb=0.2, sim_sensors=sensors)
     cfg = OmegaConf.structured(MosNavMeshSimConfig(
         scene=scene, seed=seed, agents_order=["main_agent"], agents={"main_agent": agent},
-        forward_step_size=0.25, turn_angle=30))
+        forward_step_size=0.25, turn_angle=30, mosnav_mesh=MosNavMeshOptions(navmesh=navmesh)))
     return MosNavMeshSim(cfg)
 
 

@@ -67,3 +67,30 @@ def test_edges_do_not_depend_on_the_pair_block_and_have_no_length_cap(box_grid, 
     again = CornerGraph(grid.surface, grid.clearance)
     assert np.array_equal(again.edges[0], rows) and np.array_equal(again.edges[1], cols)
     assert np.array_equal(again.edges[2], w)
+
+
+def test_a_point_bin_lists_every_node_that_sees_it(box_grid):
+    """The look-up looks only at the nodes of the point's bin: every node whose polygon
+    holds the point within the bins' margin is there, and the bins are much shorter than
+    the patch's list (two rooms: a node in one does not see most of the other)."""
+    from habitat_mosnav.sims.grid.corners import BIN_MARGIN
+
+    grid = box_grid("two_rooms_pillars", ts.two_rooms_boxes(door_width=0.8) + [
+        ((1.0, 0.0, 1.0), (1.4, ts.WALL_H, 1.3), (90, 90, 200, 255)),
+        ((5.5, 0.0, 2.5), (6.0, ts.WALL_H, 2.9), (90, 90, 200, 255))])
+    g = grid.graph
+    tab = g.node_tables()
+    rng = np.random.default_rng(3)
+    sizes, seen_any = [], 0
+    for _ in range(400):
+        x, _, z = grid.random_point(rng, grid.largest_island)
+        loc = grid.snap([x, 0.0, z])
+        idx = g.patch_nodes[loc.patch]
+        sees = idx[sees_cols(tab, idx * RAYS, g.node_xz[idx, 0], g.node_xz[idx, 1], x, z, BIN_MARGIN)[0]]
+        in_bin = g.bin_nodes(loc.patch, x, z)
+        assert set(sees.tolist()) <= set(in_bin.tolist())
+        assert (np.diff(in_bin) > 0).all()  # in node order
+        sizes.append(len(in_bin))
+        seen_any += len(sees) > 0
+    assert seen_any >= 350
+    assert np.mean(sizes) < 0.8 * len(g.patch_nodes[grid.snap([1.0, 0.0, 2.0]).patch])

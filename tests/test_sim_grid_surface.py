@@ -24,6 +24,19 @@ def test_samples_cover_every_triangle_within_the_spacing():
         assert d.max() <= 0.05
 
 
+def test_a_long_thin_triangle_gets_few_rows_not_a_dense_lattice():
+    """A 10 m x 0.5 m floor strip: rows along its short edge (an edge-subdivided lattice as
+    dense along both edges as the longest one held 41k points for its 2.5 m2)."""
+    strip = np.array([[[0, 0, 0], [10, 0, 0], [0, 0, 0.5]]], np.float32)
+    pts = np.concatenate([p for p, _, _ in sample_surface(strip, 0.035)])
+    area, perimeter = 2.5, 10 + 0.5 + float(np.hypot(10, 0.5))
+    assert len(pts) <= 1.5 * area / 0.035 ** 2 + perimeter / 0.035
+    from scipy.spatial import cKDTree
+
+    w = np.random.default_rng(2).dirichlet(np.ones(3), 500)
+    assert cKDTree(pts).query(w @ strip[0])[0].max() <= 0.035  # still within the spacing
+
+
 def test_room_floor_is_one_island_eroded_by_the_radius(box_grid):
     g = box_grid("room4", ts.room_boxes(0.0, 0.0, 4.0, 4.0))
     s = g.surface
@@ -88,5 +101,5 @@ def test_wall_samples_cover_steep_faces_in_lines():
             near = mine[np.abs(mine[:, 1] - q[1]) <= 0.05 + 1e-6]
             assert np.hypot(near[:, 0] - q[0], near[:, 2] - q[2]).min() <= 0.035
         assert np.isclose(mine[:, 1].min(), o[1]) and np.isclose(mine[:, 1].max(), o[1] + v[1])
-    # far fewer than the lattice at the same spacing
-    assert len(pts) < sum(len(p) for p, _, _ in sample_surface(tris, 0.035)) / 4
+    # far fewer than the lattice at the same spacing (0.1 m rise against 0.035 m rows)
+    assert len(pts) < sum(len(p) for p, _, _ in sample_surface(tris, 0.035)) / 2

@@ -150,7 +150,9 @@ class Clearance:
             return
         near = np.nonzero(~free & (sv >= thr - 0.75 * self.cell))[0]
         if len(near):
-            dq, _ = tree.query(np.stack([px[near], pz[near]], axis=1), distance_upper_bound=self.erode + 1.0)
+            # only "at least thr" is asked: a bound just over the largest thr prunes the search
+            ub = float(thr[near].max()) + 1e-6
+            dq, _ = tree.query(np.stack([px[near], pz[near]], axis=1), distance_upper_bound=ub)
             free[near] = dq >= thr[near]
 
     def los(self, li: int, A: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -32,6 +32,14 @@ PAIR_BLOCK = 2_000_000
 #: a pair is tested for line of sight when one end's visibility polygon reaches the other
 #: within this (m; None: every tangential pair is tested)
 SEE_SLACK = 0.5
+#: side (m) of the square bins of :meth:`CornerGraph.bin_nodes`, and how far beyond a
+#: visibility polygon's bounding box a node is still listed in a bin (the slack of a
+#: "sees" test up to it)
+BIN = 1.0
+BIN_MARGIN = 0.05
+
+
+_NONE = np.zeros(0, np.int64)
 
 
 def len3(a, ya, b, yb):
@@ -106,6 +114,7 @@ class CornerGraph:
             self.num_nodes, self.patch_nodes = 0, {}
             self.edges = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
             self.node_rays = np.zeros((0, RAYS), np.float32)
+            self.bins = {}
 
     def _build(self) -> None:
         """Nodes: points on the boundary of the eroded free space where it bends around an
@@ -210,6 +219,7 @@ class CornerGraph:
         self.node_rays = np.zeros((self.num_nodes, RAYS), np.float32)
         for p, idx in self.patch_nodes.items():
             self.node_rays[idx] = self.cast(int(self.s.patch_layer[p]), self.node_xz[idx])
+        self._build_bins()
         for p, idx in self.patch_nodes.items():
             if len(idx) < 2:
                 continue
@@ -218,6 +228,42 @@ class CornerGraph:
             er_[1].append(bb)
             er_[2].append(np.maximum(len3(self.node_xz[aa], self.node_y[aa], self.node_xz[bb], self.node_y[bb]), 1e-6))
         self.edges = tuple(np.concatenate(x) for x in er_)
+
+    def _build_bins(self) -> None:
+        """Square ``BIN`` bins of the floor, each listing (in node order) the nodes of a patch
+        whose visibility polygon, grown by ``BIN_MARGIN``, overlaps it: a point sees no node
+        outside its bin's list, so a look-up looks only there (the patch may hold thousands)."""
+        n = self.num_nodes
+        self.bins: Dict[Tuple[int, int, int], np.ndarray] = {}
+        if n == 0:
+            return
+        ang = np.arange(RAYS + 1) * (2 * math.pi / RAYS)
+        # between rays k and k + 1 the polygon reaches at most the longer of the two: the
+        # polygon lies in the fan of those arcs, inside the polygon through their tangents
+        r = self.node_rays.astype(np.float64)
+        far = np.maximum(r, np.roll(r, -1, axis=1)) / math.cos(math.pi / RAYS)
+        ex = np.concatenate([far * np.cos(ang[:-1]), far * np.cos(ang[1:]), np.zeros((n, 1))], axis=1)
+        ez = np.concatenate([far * np.sin(ang[:-1]), far * np.sin(ang[1:]), np.zeros((n, 1))], axis=1)
+        x, z = self.node_xz[:, 0], self.node_xz[:, 1]
+        bx0 = np.floor((x + ex.min(1) - BIN_MARGIN) / BIN).astype(np.int64)
+        bx1 = np.floor((x + ex.max(1) + BIN_MARGIN) / BIN).astype(np.int64)
+        bz0 = np.floor((z + ez.min(1) - BIN_MARGIN) / BIN).astype(np.int64)
+        bz1 = np.floor((z + ez.max(1) + BIN_MARGIN) / BIN).astype(np.int64)
+        nx, nz = bx1 - bx0 + 1, bz1 - bz0 + 1
+        cnt = nx * nz
+        node = np.repeat(np.arange(n), cnt)
+        k = np.arange(len(node)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        bx, bz = bx0[node] + k % nx[node], bz0[node] + k // nx[node]
+        key = np.stack([self.node_patch[node], bx, bz, node], axis=1)
+        key = key[np.lexsort(key.T[::-1])]
+        cut = np.r_[0, np.nonzero(np.any(key[1:, :3] != key[:-1, :3], axis=1))[0] + 1, len(key)]
+        for a, b in zip(cut[:-1].tolist(), cut[1:].tolist()):
+            self.bins[(int(key[a, 0]), int(key[a, 1]), int(key[a, 2]))] = key[a:b, 3]
+
+    def bin_nodes(self, patch: int, x: float, z: float) -> np.ndarray:
+        """The nodes of ``patch`` that may see point (x, z) (every one whose polygon holds
+        it within ``BIN_MARGIN``), in node order."""
+        return self.bins.get((patch, math.floor(x / BIN), math.floor(z / BIN)), _NONE)
 
     def _patch_edges(self, li: int, idx: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """The visibility edges (a, b), a < b in ``idx`` order, among one patch's nodes: every

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from habitat_mosnav.sims.grid.cells import INF, Location
-from habitat_mosnav.sims.grid.corners import RAYS, first_seen, len3, reach_at, reach_tables, sees_cols
+from habitat_mosnav.sims.grid.corners import BIN, BIN_MARGIN, RAYS, first_seen, len3, reach_at, reach_tables, sees_cols
 
 
 @dataclass
@@ -89,8 +89,13 @@ class Geodesics:
             sx, sz = self.g.node_xz[idx, 0], self.g.node_xz[idx, 1]
             for j, (gx, gz, gy, gid) in enumerate(lst):
                 # the nodes that see the goal: the same test as a query's, so d(a, b) = d(b, a)
-                slack = (1.0 + math.sqrt(2.0)) * max(self.c.erode - self.c.sdf_point(L, gx, gz), 0.0) + 0.01
-                vis = idx[sees_cols(tab, base, sx, sz, float(gx), float(gz), slack)[0]]
+                slack = self.see_slack(L, gx, gz)
+                if slack <= BIN_MARGIN:  # only the nodes of its bin may see it
+                    sub = self.g.bin_nodes(p, gx, gz)
+                    vis = sub[sees_cols(tab, sub * RAYS, self.g.node_xz[sub, 0], self.g.node_xz[sub, 1],
+                                        float(gx), float(gz), slack)[0]]
+                else:
+                    vis = idx[sees_cols(tab, base, sx, sz, float(gx), float(gz), slack)[0]]
                 rows.append(np.full(len(vis), int(gid), np.int64))
                 cols.append(vis)
                 wts.append(np.maximum(len3(np.array([gx, gz]), gy, self.g.node_xz[vis], self.g.node_y[vis]), 1e-6))
@@ -113,24 +118,37 @@ class Geodesics:
         df.goal_pos = {int(i): (x, z, y) for lst in per_patch.values() for (x, z, y, i) in lst}
         return df
 
-    def candidates(self, df: DistanceField, p: int):
+    def see_slack(self, L, x: float, z: float) -> float:
+        """How far outside a visibility polygon a point still counts as seen: 1 cm, plus
+        (1 + sqrt 2) times the point's clearance short of the radius (a ray towards it
+        stops that much sooner, the clearance being sqrt 2-Lipschitz). Goals and query
+        points take the same test, so that d(a, b) = d(b, a)."""
+        return (1.0 + math.sqrt(2.0)) * max(self.c.erode - self.c.sdf_point(L, x, z), 0.0) + 0.01
+
+    def candidates(self, df: DistanceField, p: int, x: Optional[float] = None, z: Optional[float] = None):
         """(node ids, their xz, y, D, then float64 x, z, y columns and ray-table offsets) of
-        the nodes of patch ``p`` the goal set reaches (cached per field)."""
-        c = df.cands.get(p)
+        the nodes of patch ``p`` the goal set reaches (cached per field); with a point
+        (x, z), only those that may see it (its bin, :meth:`.CornerGraph.bin_nodes`)."""
+        key = p if x is None else (p, math.floor(x / BIN), math.floor(z / BIN))
+        c = df.cands.get(key)
         if c is None:
-            idx = self.g.patch_nodes.get(p, np.zeros(0, np.int64))
+            if x is None:
+                idx = self.g.patch_nodes.get(p, np.zeros(0, np.int64))
+            else:
+                idx = self.g.bin_nodes(p, x, z)
             idx = idx[np.isfinite(df.node_d[idx])] if len(idx) else idx
             xz, ys = self.g.node_xz[idx], self.g.node_y[idx]
             cols = np.ascontiguousarray(np.asarray(xz, np.float64).T)
             c = (idx, xz, ys, df.node_d[idx], cols[0], cols[1], np.asarray(ys, np.float64),
                  idx.astype(np.int64) * RAYS)
-            df.cands[p] = c
+            df.cands[key] = c
         return c
 
-    def best_goal(self, df: DistanceField, loc: Location, best: float, arg: int) -> Tuple[float, int]:
+    def best_goal(self, df: DistanceField, loc: Location, best: float, arg: int,
+                  slack: float) -> Tuple[float, int]:
         """The goal part of :meth:`best_corner` for a few goals, in plain Python (the same
         operations as the vectorised part, np.hypot / np.arctan2 kept)."""
-        p, mx, mz, my, slack = loc.patch, loc.x, loc.z, loc.y, 0.01
+        p, mx, mz, my = loc.patch, loc.x, loc.z, loc.y
         gx, gz, gy, (A, B), gbase = self.goal_cols(df, p)
         dx, dz = mx - gx, mz - gz
         dist, ang = np.hypot(dx, dz).tolist(), np.arctan2(dz, dx).tolist()
@@ -174,9 +192,12 @@ class Geodesics:
         loc, lifted = self.c.lift(loc)
         p = loc.patch
         mx, mz, my = loc.x, loc.z, loc.y
-        slack = 0.01
+        slack = self.see_slack(self.s.layers[loc.layer], mx, mz)
         best, arg = INF, -1
-        idx, _, _, dn, fx, fz, fy, base = self.candidates(df, p)
+        reached = len(self.candidates(df, p)[0])
+        # the nodes of its bin, unless the slack reaches past the bins' margin (all of them)
+        idx, _, _, dn, fx, fz, fy, base = (self.candidates(df, p, mx, mz) if slack <= BIN_MARGIN
+                                           else self.candidates(df, p))
         n = len(idx)
         if n:
             # |loc - v| + D(v), as _len3 computes it (float64, same operation order)
@@ -222,7 +243,7 @@ class Geodesics:
         if p in df.goals:
             gx, gz, gy, gtab, gbase = self.goal_cols(df, p)
             if len(gx) <= 32:
-                best, arg = self.best_goal(df, loc, best, arg)
+                best, arg = self.best_goal(df, loc, best, arg, slack)
             else:
                 key = np.sqrt((gx - mx) ** 2 + (gz - mz) ** 2 + (gy - my) ** 2)
                 vis, short = sees_cols(gtab, gbase, gx, gz, mx, mz, slack)
@@ -239,7 +260,7 @@ class Geodesics:
                         best, arg = float(key[j]), int(df.goal_id[p][j])
         if arg == -1:
             # -2: sees nothing it could reach through; the caller falls back to fast marching
-            return INF, (-2 if (n or p in df.goals) else -1)
+            return INF, (-2 if (reached or p in df.goals) else -1)
         return best + lifted, arg
 
     def best_corner_los(self, df: DistanceField, loc: Location) -> Tuple[float, int]:
@@ -269,8 +290,13 @@ class Geodesics:
 
     def field_value(self, df: DistanceField, loc: Location) -> float:
         val, first = self.best_corner(df, loc)
-        if first == -2:  # sees nothing it could reach through
-            return self.fm.value(self.fmm(df), loc)
+        if first == -2:
+            # no visibility polygon holds it (e.g. on the line of a wall, just outside the
+            # 2-degree rays of the corner it sees): the segments themselves decide, and only
+            # a point that sees nothing it could reach through needs the fast-marching field
+            val, first = self.best_corner_los(df, loc)
+            if first == -2:
+                return self.fm.value(self.fmm(df), loc)
         return val
 
     def fmm(self, df: DistanceField) -> DistanceField:

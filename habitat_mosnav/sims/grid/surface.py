@@ -30,35 +30,46 @@ WALL_NY = 0.3
 WALL_RISE = 0.1
 
 
-def _lattice(n: int) -> np.ndarray:
-    """Barycentric weights (m, 3) of the triangle lattice with n subdivisions per edge."""
-    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
-    keep = (i + j) <= n
-    i, j = i[keep], j[keep]
-    return np.stack([n - i - j, i, j], axis=1).astype(np.float32) / float(n)
-
-
 def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000):
-    """Points covering every triangle with at most ``spacing`` gaps.
+    """Points covering every triangle with at most ``spacing`` gaps: a lattice along the
+    two edges at the triangle's widest angle (each cut into pieces <= ``spacing``, so a
+    long thin strip gets few rows, not a lattice as dense along both edges as its longest
+    one), plus points <= ``spacing`` apart along the third edge.
 
     Yields (points, triangle index per point, triangles in this chunk)."""
-    edges = np.stack(
-        [
-            np.linalg.norm(tris[:, 1] - tris[:, 0], axis=1),
-            np.linalg.norm(tris[:, 2] - tris[:, 1], axis=1),
-            np.linalg.norm(tris[:, 0] - tris[:, 2], axis=1),
-        ],
-        axis=1,
-    ).max(axis=1)
-    nsub = np.maximum(1, np.ceil(edges / spacing)).astype(np.int64)
-    for n in np.unique(nsub):
-        idx = np.nonzero(nsub == n)[0]
-        w = _lattice(int(n))
-        per = max(1, max_points // len(w))
-        for s in range(0, len(idx), per):
-            chunk = idx[s : s + per]
-            pts = np.matmul(w[None], tris[chunk]).reshape(-1, 3)
-            yield pts, np.repeat(chunk, len(w)), len(chunk)
+    tris = np.asarray(tris)
+    if len(tris) == 0:
+        return
+    opp = np.stack([np.linalg.norm(tris[:, 2] - tris[:, 1], axis=1),
+                    np.linalg.norm(tris[:, 0] - tris[:, 2], axis=1),
+                    np.linalg.norm(tris[:, 1] - tris[:, 0], axis=1)], axis=1)  # edge opposite vertex k
+    o = np.argmax(opp, axis=1)  # the widest angle faces the longest edge
+    f = np.arange(len(tris))
+    a, b, c = tris[f, o], tris[f, (o + 1) % 3], tris[f, (o + 2) % 3]
+    n1 = np.maximum(1, np.ceil(opp[f, (o + 2) % 3] / spacing)).astype(np.int64)  # edge a-b
+    n2 = np.maximum(1, np.ceil(opp[f, (o + 1) % 3] / spacing)).astype(np.int64)  # edge a-c
+    m = np.maximum(1, np.ceil(opp[f, o] / spacing)).astype(np.int64)  # edge b-c
+    # lattice rows i = 0..n1 hold j = 0..floor(n2 (n1 - i) / n1); then m + 1 points on b-c
+    per = (n1 + 1) * (n2 + 2) // 2 + m + 2  # points per triangle, at most
+    cum = np.cumsum(per)
+    start = 0
+    while start < len(tris):
+        stop = max(start + 1, int(np.searchsorted(cum, (cum[start - 1] if start else 0) + max_points, "right")))
+        t = np.arange(start, min(stop, len(tris)))
+        ti = np.repeat(t, n1[t] + 1)  # one entry per lattice row
+        i = np.arange(len(ti)) - np.repeat(np.cumsum(n1[t] + 1) - (n1[t] + 1), n1[t] + 1)
+        cnt = (n2[ti] * (n1[ti] - i)) // n1[ti] + 1
+        pi = np.repeat(ti, cnt)
+        j = np.arange(len(pi)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        u = (np.repeat(i, cnt) / n1[pi]).astype(np.float32)[:, None]
+        v = (j / n2[pi]).astype(np.float32)[:, None]
+        lat = a[pi] + (b[pi] - a[pi]) * u + (c[pi] - a[pi]) * v
+        ei = np.repeat(t, m[t] + 1)
+        k = np.arange(len(ei)) - np.repeat(np.cumsum(m[t] + 1) - (m[t] + 1), m[t] + 1)
+        w = (k / m[ei]).astype(np.float32)[:, None]
+        edge = b[ei] + (c[ei] - b[ei]) * w
+        yield np.concatenate([lat, edge]).astype(np.float32), np.concatenate([pi, ei]), len(t)
+        start = int(t[-1]) + 1
 
 
 def sample_walls(tris: np.ndarray, spacing: float, rise: float, max_points: int = 4_000_000):
@@ -138,7 +149,7 @@ class Surface:
         if self.walkable_only:
             walkable_tri[:] = True
 
-        keys_all, y_all, keys_walk, y_walk, x_all, z_all = [], [], [], [], [], []
+        keys_all, y_all, walk_all, x_all, z_all = [], [], [], [], []
         bar = None
         if progress or len(tris) > 200_000:
             from tqdm import tqdm
@@ -162,37 +173,40 @@ class Surface:
             y_all.append(pts[:, 1])
             x_all.append(pts[:, 0])
             z_all.append(pts[:, 2])
-            w = walkable_tri[tidx]
-            keys_walk.append(k[w])
-            y_walk.append(pts[w, 1])
+            walk_all.append(walkable_tri[tidx])
         if bar is not None:
             bar.close()
         ka = np.concatenate(keys_all)
-        ya = np.concatenate(y_all).astype(np.float64)
-        # every surface sample (cell key, x, z, y): obstacles at sub-cell precision
-        samples = (ka, np.concatenate(x_all), np.concatenate(z_all), ya)
-        kw = np.concatenate(keys_walk)
-        yw = np.concatenate(y_walk).astype(np.float64)
+        ya = np.concatenate(y_all)
+        del keys_all, y_all
         self.ymin = float(ya.min()) if len(ya) else 0.0
         self.ymax = float(ya.max()) if len(ya) else 0.0
         span = self.ymax - self.ymin + 10.0
+        # every surface sample sorted once by (cell, height): a cell's samples in a height
+        # slab are one slice (stable: the generation order breaks ties)
+        skey = ka * span + (ya.astype(np.float64) - self.ymin)
+        order = np.argsort(skey, kind="stable")
+        skey = skey[order]
+        walk = order[np.concatenate(walk_all)[order]]
+        del walk_all
+        # obstacles at sub-cell precision: the samples' (x, z) in that order
+        samples = (skey, np.concatenate(x_all)[order], np.concatenate(z_all)[order], span)
+        del x_all, z_all, order
 
         # floor candidates: walkable samples per cell, merged when within max_climb (top kept)
-        if len(kw) == 0:
+        if len(walk) == 0:
             self._finish_empty()
             return
-        order = np.lexsort((yw, kw))
-        kw, yw = kw[order], yw[order]
+        kw, yw = ka[walk], ya[walk].astype(np.float64)
+        del ka, ya, walk
         brk = np.ones(len(kw), bool)
         brk[1:] = (kw[1:] != kw[:-1]) | ((yw[1:] - yw[:-1]) > ag.max_climb + CLIMB_EPS)
-        grp = np.cumsum(brk) - 1
         last = np.r_[np.nonzero(brk)[0][1:] - 1, len(kw) - 1]
         ck = kw[last]
         cy = yw[last]
-        del grp
+        del kw, yw, brk
 
         # clearance: no sample in (floor + max_climb, floor + height)
-        skey = np.sort(ka * span + (ya - self.ymin))
         base = ck * span + (cy - self.ymin)
         lo_i = np.searchsorted(skey, base + ag.max_climb + CLIMB_EPS, side="right")
         hi_i = np.searchsorted(skey, base + ag.height - HEAD_EPS, side="left")
@@ -349,13 +363,8 @@ class Surface:
         self.erode = er
         need = er / cell
         pad = int(math.ceil(need)) + 3
-        ka, sx, sz, sy = samples
-        # samples sorted by (cell, height): a cell's samples in a height slab are one slice
-        span = self.ymax - self.ymin + 10.0
-        skey = ka * span + (sy - self.ymin)
-        order = np.argsort(skey, kind="stable")
-        skey, sx, sz = skey[order], sx[order], sz[order]
-        del order, ka, sy, samples
+        skey, sx, sz, span = samples  # sorted by (cell, height)
+        del samples
         self.trees: List[Any] = []
         self.layers = []
         patch_layer: List[int] = []
