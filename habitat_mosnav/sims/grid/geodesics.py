@@ -238,6 +238,17 @@ class Geodesics:
                     vis = sees_cols(tab, base, fx, fz, mx, mz, slack)[0]
                     if vis.any():
                         j = int(np.argmin(np.where(vis, key, np.inf)))
+            if j < 0:
+                # no polygon holds it: the nodes it lies just outside of (rays are 2 degrees
+                # apart; e.g. a point on the line of the wall a corner ends) get their
+                # segments tested, the nearest by key that sees it wins
+                short = sees_cols(tab, base, fx, fz, mx, mz, slack)[1]
+                near = np.nonzero(short > -0.5)[0]
+                if len(near):
+                    ok = self.c.los(loc.layer, np.repeat([[mx, mz]], len(near), 0),
+                                    np.stack([fx[near], fz[near]], axis=1))
+                    if ok.any():
+                        j = int(near[ok][int(np.argmin(key[near[ok]]))])
             if j >= 0:
                 best, arg = float(key[j]), int(idx[j])
         if p in df.goals:
@@ -290,13 +301,8 @@ class Geodesics:
 
     def field_value(self, df: DistanceField, loc: Location) -> float:
         val, first = self.best_corner(df, loc)
-        if first == -2:
-            # no visibility polygon holds it (e.g. on the line of a wall, just outside the
-            # 2-degree rays of the corner it sees): the segments themselves decide, and only
-            # a point that sees nothing it could reach through needs the fast-marching field
-            val, first = self.best_corner_los(df, loc)
-            if first == -2:
-                return self.fm.value(self.fmm(df), loc)
+        if first == -2:  # sees nothing it could reach through
+            return self.fm.value(self.fmm(df), loc)
         return val
 
     def fmm(self, df: DistanceField) -> DistanceField:
