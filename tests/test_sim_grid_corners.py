@@ -44,9 +44,13 @@ def test_visibility_polygon_reaches_the_eroded_walls(box_grid):
     grid = box_grid("room4", ts.room_boxes(0.0, 0.0, 4.0, 4.0))
     rays = grid.graph.cast(0, np.array([[2.0, 2.0]]))[0]
     assert rays.shape == (RAYS,)
-    # east (ray 0): to x = 3.9 - 0.1; the diagonal: to the eroded corner (3.8, 3.8)
+    # east (ray 0): to x = 3.9 - 0.1; ray 22 (44 degrees, next to the diagonal): to the
+    # eroded wall x = 3.8 it meets first, 1.8 / cos(44 deg) = 2.502 m (within a step of
+    # half a cell, and LOS_TOL beyond)
     assert rays[0] == pytest.approx(1.8, abs=0.03)
-    assert rays[RAYS // 8] == pytest.approx(1.8 * math.sqrt(2), abs=0.05)
+    k = RAYS // 8
+    assert math.degrees(k * 2 * math.pi / RAYS) == pytest.approx(44.0)
+    assert rays[k] == pytest.approx(1.8 / math.cos(math.radians(44.0)), abs=0.03)
     tab = reach_tables(rays[None])
     seen, _ = sees_cols(tab, np.array([0]), np.array([2.0]), np.array([2.0]), 3.7, 2.0, 0.01)
     hidden, _ = sees_cols(tab, np.array([0]), np.array([2.0]), np.array([2.0]), 3.95, 2.0, 0.01)

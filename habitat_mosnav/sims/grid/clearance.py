@@ -86,11 +86,17 @@ def layer_clearance(s, r0: int, r1: int, c0: int, c1: int, height: np.ndarray, p
         pr, pc = np.nonzero(present & ~nav & (sdf >= er - 0.75 * cell))
         if len(pr):
             sub = (np.arange(6) + 0.5) / 6.0
-            ox, oz = np.meshgrid(sub, sub)
-            px = s.x0 + (c0 + pc[:, None] + ox.reshape(1, -1)) * cell
-            pz = s.z0 + (r0 + pr[:, None] + oz.reshape(1, -1)) * cell
-            ds, _ = tree.query(np.stack([px.ravel(), pz.ravel()], axis=1), distance_upper_bound=er + 1e-3)
-            hit = (ds.reshape(len(pr), -1) >= er).any(axis=1)
+            ox, oz = (o.reshape(-1) for o in np.meshgrid(sub, sub))
+            # clearance is 1-Lipschitz: a point ``off`` from the centre has at most the
+            # centre's clearance + off, so only those that could reach er are asked
+            off = np.hypot(ox - 0.5, oz - 0.5) * cell
+            cand = sdf[pr, pc][:, None] + off[None, :] >= er - 1e-6
+            ci, si = np.nonzero(cand)
+            px = s.x0 + (c0 + pc[ci] + ox[si]) * cell
+            pz = s.z0 + (r0 + pr[ci] + oz[si]) * cell
+            ds, _ = tree.query(np.stack([px, pz], axis=1), distance_upper_bound=er + 1e-3)
+            hit = np.zeros(len(pr), bool)
+            hit[ci[ds >= er]] = True
             nav[pr[hit], pc[hit]] = True
     return sdf, tree, nav
 

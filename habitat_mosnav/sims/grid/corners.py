@@ -11,7 +11,7 @@ directions), so that "does this point see that node" is a table look-up
 from __future__ import annotations
 
 import math
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
@@ -218,7 +218,7 @@ class CornerGraph:
         # point sees a node when it lies within it (a table look-up, no ray marching)
         self.node_rays = np.zeros((self.num_nodes, RAYS), np.float32)
         for p, idx in self.patch_nodes.items():
-            self.node_rays[idx] = self.cast(int(self.s.patch_layer[p]), self.node_xz[idx])
+            self.node_rays[idx] = self.cast(int(self.s.patch_layer[p]), self.node_xz[idx], self.node_nrm[idx])
         self._build_bins()
         for p, idx in self.patch_nodes.items():
             if len(idx) < 2:
@@ -229,6 +229,28 @@ class CornerGraph:
             er_[2].append(np.maximum(len3(self.node_xz[aa], self.node_y[aa], self.node_xz[bb], self.node_y[bb]), 1e-6))
         self.edges = tuple(np.concatenate(x) for x in er_)
 
+    def _bin_entries(self, nodes: np.ndarray, margin: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(position in ``nodes``, bin x, bin z) of every ``BIN`` bin the bounding box of a
+        node's visibility polygon, grown by ``margin``, overlaps; in ``nodes`` order."""
+        n = len(nodes)
+        ang = np.arange(RAYS + 1) * (2 * math.pi / RAYS)
+        # between rays k and k + 1 the polygon reaches at most the longer of the two: the
+        # polygon lies in the fan of those arcs, inside the polygon through their tangents
+        r = self.node_rays[nodes].astype(np.float64)
+        far = np.maximum(r, np.roll(r, -1, axis=1)) / math.cos(math.pi / RAYS)
+        ex = np.concatenate([far * np.cos(ang[:-1]), far * np.cos(ang[1:]), np.zeros((n, 1))], axis=1)
+        ez = np.concatenate([far * np.sin(ang[:-1]), far * np.sin(ang[1:]), np.zeros((n, 1))], axis=1)
+        x, z = self.node_xz[nodes, 0], self.node_xz[nodes, 1]
+        bx0 = np.floor((x + ex.min(1) - margin) / BIN).astype(np.int64)
+        bx1 = np.floor((x + ex.max(1) + margin) / BIN).astype(np.int64)
+        bz0 = np.floor((z + ez.min(1) - margin) / BIN).astype(np.int64)
+        bz1 = np.floor((z + ez.max(1) + margin) / BIN).astype(np.int64)
+        nx, nz = bx1 - bx0 + 1, bz1 - bz0 + 1
+        cnt = nx * nz
+        pos = np.repeat(np.arange(n), cnt)
+        k = np.arange(len(pos)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        return pos, bx0[pos] + k % nx[pos], bz0[pos] + k // nx[pos]
+
     def _build_bins(self) -> None:
         """Square ``BIN`` bins of the floor, each listing (in node order) the nodes of a patch
         whose visibility polygon, grown by ``BIN_MARGIN``, overlaps it: a point sees no node
@@ -237,23 +259,7 @@ class CornerGraph:
         self.bins: Dict[Tuple[int, int, int], np.ndarray] = {}
         if n == 0:
             return
-        ang = np.arange(RAYS + 1) * (2 * math.pi / RAYS)
-        # between rays k and k + 1 the polygon reaches at most the longer of the two: the
-        # polygon lies in the fan of those arcs, inside the polygon through their tangents
-        r = self.node_rays.astype(np.float64)
-        far = np.maximum(r, np.roll(r, -1, axis=1)) / math.cos(math.pi / RAYS)
-        ex = np.concatenate([far * np.cos(ang[:-1]), far * np.cos(ang[1:]), np.zeros((n, 1))], axis=1)
-        ez = np.concatenate([far * np.sin(ang[:-1]), far * np.sin(ang[1:]), np.zeros((n, 1))], axis=1)
-        x, z = self.node_xz[:, 0], self.node_xz[:, 1]
-        bx0 = np.floor((x + ex.min(1) - BIN_MARGIN) / BIN).astype(np.int64)
-        bx1 = np.floor((x + ex.max(1) + BIN_MARGIN) / BIN).astype(np.int64)
-        bz0 = np.floor((z + ez.min(1) - BIN_MARGIN) / BIN).astype(np.int64)
-        bz1 = np.floor((z + ez.max(1) + BIN_MARGIN) / BIN).astype(np.int64)
-        nx, nz = bx1 - bx0 + 1, bz1 - bz0 + 1
-        cnt = nx * nz
-        node = np.repeat(np.arange(n), cnt)
-        k = np.arange(len(node)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        bx, bz = bx0[node] + k % nx[node], bz0[node] + k // nx[node]
+        node, bx, bz = self._bin_entries(np.arange(n), BIN_MARGIN)
         key = np.stack([self.node_patch[node], bx, bz, node], axis=1)
         key = key[np.lexsort(key.T[::-1])]
         cut = np.r_[0, np.nonzero(np.any(key[1:, :3] != key[:-1, :3], axis=1))[0] + 1, len(key)]
@@ -267,7 +273,8 @@ class CornerGraph:
 
     def _patch_edges(self, li: int, idx: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """The visibility edges (a, b), a < b in ``idx`` order, among one patch's nodes: every
-        pair, a block of rows at a time (memory stays bounded), kept when it leaves both
+        pair that could pass (:meth:`_pair_blocks`, a block at a time: memory stays
+        bounded), kept when it leaves both
         corners tangentially, one of the two visibility polygons holds the other end within
         ``SEE_SLACK`` (a cheap, generous filter), and the segment keeps the clearance."""
         m = len(idx)
@@ -275,12 +282,7 @@ class CornerGraph:
         tab = self.node_tables()
         base = idx.astype(np.int64) * RAYS
         out_a, out_b = [], []
-        rows = max(1, PAIR_BLOCK // m)
-        for s in range(0, m - 1, rows):
-            i = np.arange(s, min(s + rows, m - 1))
-            cnt = m - 1 - i
-            ii = np.repeat(i, cnt)
-            jj = np.arange(len(ii)) - np.repeat(np.cumsum(cnt) - cnt, cnt) + ii + 1
+        for ii, jj in self._pair_blocks(idx):
             d = xz[jj] - xz[ii]
             ln = np.hypot(d[:, 0], d[:, 1])
             lim = TANGENT_COS * np.maximum(ln, 1e-12)
@@ -300,6 +302,45 @@ class CornerGraph:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(out_a), np.concatenate(out_b)
 
+    def _pair_blocks(self, idx: np.ndarray):
+        """Blocks (ii, jj), ii < jj, of the pairs of positions in ``idx`` the polygon filter
+        may pass, in (ii, jj) order: one end lies in the bounding box of the other's polygon
+        grown by ``SEE_SLACK`` (a node whose ray ran to ``RAY_MAX`` pairs with all), found
+        by a join on ``BIN`` bins; every pair when there is no filter or the join would
+        not be smaller (an open hall)."""
+        m = len(idx)
+        if SEE_SLACK is not None and m > 64:
+            pos, bx, bz = self._bin_entries(idx, SEE_SLACK)
+            x0, z0 = int(bx.min()), int(bz.min())
+            wz = int(bz.max()) - z0 + 1
+            code = (bx - x0) * wz + (bz - z0)
+            order = np.argsort(code, kind="stable")
+            code, pos = code[order], pos[order]
+            mx = np.floor(self.node_xz[idx, 0] / BIN).astype(np.int64) - x0
+            mz = np.floor(self.node_xz[idx, 1] / BIN).astype(np.int64) - z0
+            inside = (mx >= 0) & (mz >= 0) & (mz < wz)
+            mine = np.where(inside, mx * wz + mz, -1)
+            lo_i = np.searchsorted(code, mine, "left")
+            cnt = np.where(inside, np.searchsorted(code, mine, "right") - lo_i, 0)
+            if int(cnt.sum()) <= m * (m - 1) // 2:
+                me = np.repeat(np.arange(m), cnt)
+                other = pos[np.repeat(lo_i - np.cumsum(cnt) + cnt, cnt) + np.arange(len(me))]
+                wide = np.nonzero(self.node_rays[idx].max(axis=1) >= RAY_MAX - 0.2)[0]
+                if len(wide):  # reach is unbounded there: every pair of theirs
+                    me = np.concatenate([me, np.repeat(wide, m)])
+                    other = np.concatenate([other, np.tile(np.arange(m), len(wide))])
+                lo, hi = np.minimum(me, other), np.maximum(me, other)
+                key = np.unique(lo[lo < hi] * m + hi[lo < hi])  # sorted: (ii, jj) order
+                for s in range(0, len(key), PAIR_BLOCK):
+                    yield np.divmod(key[s:s + PAIR_BLOCK], m)
+                return
+        rows = max(1, PAIR_BLOCK // max(m, 1))
+        for s in range(0, m - 1, rows):
+            i = np.arange(s, min(s + rows, m - 1))
+            cnt = m - 1 - i
+            ii = np.repeat(i, cnt)
+            yield ii, np.arange(len(ii)) - np.repeat(np.cumsum(cnt) - cnt, cnt) + ii + 1
+
     @staticmethod
     def _reach(tab, base: np.ndarray, dx: np.ndarray, dz: np.ndarray) -> np.ndarray:
         """Reach of the polygons at ray offsets ``base`` toward directions (dx, dz); inf
@@ -318,10 +359,12 @@ class CornerGraph:
         dot = np.abs(d[:, 0] * self.node_nrm[i, 0] + d[:, 1] * self.node_nrm[i, 1])
         return dot <= TANGENT_COS * np.maximum(ln, 1e-12)
 
-    def cast(self, li: int, origins: np.ndarray) -> np.ndarray:
+    def cast(self, li: int, origins: np.ndarray, normals: Optional[np.ndarray] = None) -> np.ndarray:
         """Free length (m, up to ``RAY_MAX``) of ``RAYS`` rays from each origin on layer
         ``li``: sphere tracing on the clearance (steps of its margin over the radius, at
-        least half a cell, each sample checked as in :meth:`_los`)."""
+        least half a cell, each sample checked as in :meth:`.Clearance.los`). ``normals``:
+        of corner nodes (unit, away from their corner; zero for none), whose rays into the
+        corner are 0 without tracing."""
         L = self.c.layers[li]
         o = np.asarray(origins, np.float64).reshape(-1, 2)
         n = len(o)
@@ -336,6 +379,11 @@ class CornerGraph:
         t = np.zeros(n * RAYS)
         last = np.zeros(n * RAYS)
         act = np.arange(n * RAYS)
+        if normals is not None and er > 0:
+            # a node is er from its corner along its normal: a ray more than 60 degrees
+            # from the normal enters the corner's disc at once (free for < 2 LOS_TOL)
+            nd = dx * np.repeat(normals[:, 0], RAYS) + dz * np.repeat(normals[:, 1], RAYS)
+            act = act[nd >= -0.5]
         step_min = 0.5 * self.c.cell
         for _ in range(int(RAY_MAX / step_min) + 2):
             if not len(act):
@@ -343,11 +391,14 @@ class CornerGraph:
             ta = t[act]
             px, pz = ox[act] + dx[act] * ta, oz[act] + dz[act] * ta
             sv = self.c.sdf_at(L, px, pz)
-            thr = er - LOS_TOL - np.maximum(deficit[act] - ta, 0.0)
+            short = np.maximum(deficit[act] - ta, 0.0)
+            thr = er - LOS_TOL - short
             free = sv >= thr
             self.c.exact_free(li, px, pz, free, sv, thr)
             last[act[free]] = ta[free]
-            step = np.maximum((sv - thr) / (1.0 + math.sqrt(2.0)), step_min)
+            # sphere tracing: the interpolated clearance is sqrt(2)-Lipschitz, the bound
+            # rises 1 m per metre while a deficit is being paid off
+            step = np.maximum((sv - thr) / np.where(short > 0, 1.0 + math.sqrt(2.0), math.sqrt(2.0)), step_min)
             t[act] = ta + step
             act = act[free & (ta + step <= RAY_MAX)]
         out[:] = last.reshape(n, RAYS)
