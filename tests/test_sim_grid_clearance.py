@@ -41,3 +41,19 @@ def test_lift_moves_a_point_just_short_of_the_radius_onto_the_free_space(box_gri
     assert c.sdf_point(c.layers[0], lifted.x, lifted.z) >= 0.1 - 0.005
     same, zero = c.lift(Location(loc.layer, loc.patch, loc.island, 1.0, 1.0, 0.0))
     assert zero == 0.0 and same.x == 1.0
+
+
+def test_the_exact_test_skips_only_points_surely_short_of_the_bound(box_grid):
+    """Clearance._may_clear (the triangle inequality over the four surrounding cell
+    centres) rules out points whose exact distance is below the bound, never one at or
+    over it, and rules out most of those near a wall."""
+    c = box_grid("pillar", PILLAR).clearance
+    L, tree = c.layers[0], c.tree(0)
+    rng = np.random.default_rng(5)
+    x, z = rng.uniform(0.05, 5.95, 20000), rng.uniform(0.05, 3.95, 20000)
+    thr = np.full(len(x), 0.1 - 0.005)
+    exact = tree.query(np.stack([x, z], axis=1))[0]
+    may = c._may_clear(L, x, z, thr)
+    assert may[exact >= thr].all()
+    near = (exact < thr) & (exact > thr - 0.04)
+    assert (~may[near]).mean() > 0.3

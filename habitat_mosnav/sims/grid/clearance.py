@@ -127,10 +127,15 @@ class Clearance:
         r = np.floor(v).astype(np.int64)
         fu, fv = u - c, v - r
         ok = (c >= 0) & (r >= 0) & (c < w - 1) & (r < h - 1)
-        c, r = np.clip(c, 0, w - 2), np.clip(r, 0, h - 2)
-        val = (S[r, c] * (1 - fu) * (1 - fv) + S[r, c + 1] * fu * (1 - fv)
-               + S[r + 1, c] * (1 - fu) * fv + S[r + 1, c + 1] * fu * fv)
-        return np.where(ok, val, -np.inf)
+        np.clip(c, 0, w - 2, out=c)
+        np.clip(r, 0, h - 2, out=r)
+        i = r * w + c  # flat: one gather per corner
+        flat = S.reshape(-1)
+        gu, gv = 1 - fu, 1 - fv
+        val = (flat.take(i) * gu * gv + flat.take(i + 1) * fu * gv
+               + flat.take(i + w) * gu * fv + flat.take(i + (w + 1)) * fu * fv)
+        val[~ok] = -np.inf
+        return val
 
     def sdf_point(self, L: Layer, x: float, z: float) -> float:
         """:meth:`sdf_at` for one point (plain Python: the per-step query path)."""
@@ -156,10 +161,31 @@ class Clearance:
             return
         near = np.nonzero(~free & (sv >= thr - 0.75 * self.cell))[0]
         if len(near):
+            near = near[self._may_clear(self.layers[li], px[near], pz[near], thr[near])]
+        if len(near):
             # only "at least thr" is asked: a bound just over the largest thr prunes the search
             ub = float(thr[near].max()) + 1e-6
             dq, _ = tree.query(np.stack([px[near], pz[near]], axis=1), distance_upper_bound=ub)
             free[near] = dq >= thr[near]
+
+    def _may_clear(self, L: Layer, x: np.ndarray, z: np.ndarray, thr: np.ndarray) -> np.ndarray:
+        """False where the point's distance to the obstacles is surely below ``thr``: it is
+        at most a surrounding cell centre's (exact, where not capped) plus the way there
+        (the triangle inequality on the same obstacle points)."""
+        S = L.sdf
+        h, w = S.shape
+        cap = self.erode + SDF_CAP - 1e-4
+        u = (x - self.s.x0) / self.cell - 0.5 - L.c0
+        v = (z - self.s.z0) / self.cell - 0.5 - L.r0
+        c0 = np.clip(np.floor(u).astype(np.int64), 0, w - 2)
+        r0 = np.clip(np.floor(v).astype(np.int64), 0, h - 2)
+        bound = np.full(len(x), np.inf)
+        for dr in (0, 1):
+            for dc in (0, 1):
+                d = np.abs(S[r0 + dr, c0 + dc]).astype(np.float64)
+                way = np.hypot((u - c0 - dc) * self.cell, (v - r0 - dr) * self.cell)
+                bound = np.minimum(bound, np.where(d < cap, d + way, np.inf))
+        return bound + 1e-6 >= thr
 
     def los(self, li: int, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """Which segments A[i] -> B[i] of layer ``li`` keep the agent's clearance (within
