@@ -113,3 +113,4 @@ def test_random_pairs_match_the_exact_reference_on_the_demo_scenes(scene):
     assert mismatch == 0
     assert np.median(errs) <= 0.005 and np.percentile(errs, 95) <= 0.02
     assert asym.max() <= 0.01
+

@@ -274,14 +274,15 @@ class Geodesics:
             return INF, (-2 if (reached or p in df.goals) else -1)
         return best + lifted, arg
 
-    def best_corner_los(self, df: DistanceField, loc: Location) -> Tuple[float, int]:
+    def best_corner_los(self, df: DistanceField, loc: Location, binned: bool = False) -> Tuple[float, int]:
         """As :meth:`best_corner`, with every candidate's segment tested (no visibility
         tables): candidates in increasing order of |loc - v| + D(v), the first one seen wins.
-        Slower; for paths, whose first leg must be free exactly."""
+        Slower; for paths, whose first leg must be free exactly. ``binned``: only the nodes
+        of the point's bin (and the goals)."""
         loc, lifted = self.c.lift(loc)
         p = loc.patch
         me = np.array([loc.x, loc.z])
-        idx, xz, ys, dn = self.candidates(df, p)[:4]
+        idx, xz, ys, dn = (self.candidates(df, p, loc.x, loc.z) if binned else self.candidates(df, p))[:4]
         ids, pts, key = [idx], [xz], [len3(me, loc.y, xz, ys) + dn + lifted]
         if p in df.goals:
             ids.append(df.goal_id[p])
@@ -301,8 +302,13 @@ class Geodesics:
 
     def field_value(self, df: DistanceField, loc: Location) -> float:
         val, first = self.best_corner(df, loc)
-        if first == -2:  # sees nothing it could reach through
-            return self.fm.value(self.fmm(df), loc)
+        if first == -2:
+            # no polygon holds it, nor lies within half a metre of it (e.g. across a pinch
+            # the clearance rays stop at): the segments to the reached nodes of its bin
+            # decide; fast marching (a field over the whole island) only when it sees none
+            val, first = self.best_corner_los(df, loc, binned=True)
+            if first == -2:
+                return self.fm.value(self.fmm(df), loc)
         return val
 
     def fmm(self, df: DistanceField) -> DistanceField:
