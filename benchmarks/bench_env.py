@@ -7,7 +7,7 @@ env steps/s without visual sensors and with RGB-D 256x256, episode reset time, g
 queries per step (plain steps and claim steps apart) and per reset, the measures' share of
 the step time, the speed of all measures relative to ``mos_success`` alone (both envs in one
 process taking the same actions on the same episodes in alternating blocks of 10 steps, no
-visual sensors), and the exact subset solver's time for 12 targets.
+visual sensors; best of 3 runs, all three shown), and the exact subset solver's time for 12 targets.
 
     python benchmarks/bench_env.py [--steps 3000] [--config benchmark/nav/mosnav/mos_demo.yaml]
 """
@@ -104,6 +104,7 @@ def bench_env(config: str, overrides, steps: int, seed: int = 0):
 
 
 BLOCK = 10
+RATIO_REPEATS = 3  # issue 22 states the ratio as the best of 3 runs
 
 
 def bench_ratio(config: str, overrides_a, overrides_b, steps: int, seed: int = 0):
@@ -164,11 +165,14 @@ def main() -> None:
     print(f"  geodesic queries: {r['queries_per_plain_step']:.2f} per plain step, "
           f"{r['queries_per_claim']:.2f} per claim step, {r['queries_per_reset']:.1f} per reset "
           f"(space oracle included)")
-    every, alone = bench_ratio(args.config, NO_SENSORS, NO_SENSORS + _only_success(args.config),
-                               args.steps)
-    print(f"  mos_success alone : {alone:7.1f} steps/s; all measures run at {every / alone:.2f}x "
-          f"its speed (no visual sensors; both envs in one process, same episodes and actions, "
-          f"alternating blocks of {BLOCK} steps)")
+    runs = [bench_ratio(args.config, NO_SENSORS, NO_SENSORS + _only_success(args.config),
+                        args.steps) for _ in range(RATIO_REPEATS)]
+    ratios = [every / alone for every, alone in runs]
+    best = max(range(len(runs)), key=ratios.__getitem__)
+    print(f"  mos_success alone : {runs[best][1]:7.1f} steps/s; all measures run at "
+          f"{ratios[best]:.2f}x its speed, best of {len(runs)} "
+          f"({', '.join(f'{r:.2f}x' for r in ratios)}; no visual sensors; both envs in one "
+          f"process, same episodes and actions, alternating blocks of {BLOCK} steps)")
     print(f"  exact subset solver (SPEC §4 bound), 12 targets: {bench_solver() * 1000:.1f} ms")
 
 

@@ -142,6 +142,11 @@ class NavMeshQuery:
                     a, b = vs[j], vs[(j + 1) % len(vs)]
                     row.append((q, j, a, b, _lerp(a, b, 0.5)))
             self.links.append(row)
+        # (p, q) -> the portal p -> q (p's edge), the first such link (two polygons share one edge)
+        self._portal_of: "dict" = {}
+        for p, row in enumerate(self.links):
+            for q, _j, a, b, _m in row:
+                self._portal_of.setdefault((p, q), (a, b))
         n = len(self.poly_verts)
         lo = np.full((n, 3), np.inf)
         hi = np.full((n, 3), -np.inf)
@@ -164,6 +169,8 @@ class NavMeshQuery:
         self._area2d = np.array([max(sum(_tri_area2(vs[0], vs[i - 1], vs[i]) for i in range(2, len(vs))), 0.0)
                                  for vs in self.poly_verts])
         self._last_snap: Tuple[Optional[tuple], Optional[NavPoint]] = (None, None)
+        # the paths from the last start asked, per goal point (see find_path)
+        self._paths_from: Tuple[Optional[tuple], dict] = (None, {})
         self.field_cache_size = 0  # no per-goal fields here (kept for the simulator's option)
 
     # ------------------------------------------------------------------ islands
@@ -382,46 +389,53 @@ class NavMeshQuery:
     # ---------------------------------------------------------------- geodesics
     def _corridor(self, s: int, e: int, sp, ep) -> List[int]:
         """Polygons from ``s`` to ``e``: A* over polygons, node positions the mid-points of
-        the edges they were first entered through, costs and heuristic in 3D (Detour)."""
+        the edges they were first entered through, costs and heuristic in 3D (Detour).
+        (The hot loop of every geodesic: names are bound locally.)"""
         if s == e:
             return [s]
-        pos = {s: sp}
-        cost = {s: 0.0}
-        total = {s: _dist(sp, ep) * H_SCALE}
-        parent = {s: -1}
-        closed = set()
-        heap = [(total[s], 0, s)]
+        links, dist = self.links, _dist
+        push, pop = heapq.heappush, heapq.heappop
+        h0 = dist(sp, ep) * H_SCALE
+        n = len(links)
+        # per polygon (None / False: not reached); lists, not dicts: the polygons are numbered
+        pos: list = [None] * n
+        cost: list = [None] * n
+        total: list = [None] * n
+        parent: list = [None] * n
+        closed = [False] * n
+        pos[s], cost[s], total[s], parent[s] = sp, 0.0, h0, -1
+        heap = [(h0, 0, s)]
         tick = 1
-        best_node, best_h = s, total[s]
+        best_node, best_h = s, h0
         while heap:
-            tot, _, p = heapq.heappop(heap)
-            if p in closed or tot != total[p]:
+            tot, _, p = pop(heap)
+            if closed[p] or tot != total[p]:
                 continue
-            closed.add(p)
+            closed[p] = True
             if p == e:
                 best_node = e
                 break
             par = parent[p]
             pp, pc = pos[p], cost[p]
-            for q, _j, _a, _b, mid in self.links[p]:
+            for q, _j, _a, _b, mid in links[p]:
                 if q == par:
                     continue
-                qpos = pos.get(q)
+                qpos = pos[q]
                 if qpos is None:
                     qpos = pos[q] = mid
                 if q == e:
-                    c = pc + _dist(pp, qpos) + _dist(qpos, ep)
+                    c = pc + dist(pp, qpos) + dist(qpos, ep)
                     h = 0.0
                 else:
-                    c = pc + _dist(pp, qpos)
-                    h = _dist(qpos, ep) * H_SCALE
+                    c = pc + dist(pp, qpos)
+                    h = dist(qpos, ep) * H_SCALE
                 t = c + h
-                old = total.get(q)
+                old = total[q]
                 if old is not None and t >= old:
                     continue
                 parent[q], cost[q], total[q] = p, c, t
-                closed.discard(q)
-                heapq.heappush(heap, (t, tick, q))
+                closed[q] = False
+                push(heap, (t, tick, q))
                 tick += 1
                 if h < best_h:
                     best_h, best_node = h, q
@@ -432,12 +446,6 @@ class NavMeshQuery:
             p = parent[p]
         path.reverse()
         return path[:MAX_POLYS]
-
-    def _portal(self, p: int, q: int) -> Optional[Tuple[tuple, tuple]]:
-        for n, _j, a, b, _m in self.links[p]:
-            if n == q:
-                return a, b
-        return None
 
     def _clamp_to_poly(self, p: int, pt) -> tuple:
         """``pt`` when inside polygon ``p`` in x/z, else the nearest point of its edges
@@ -453,56 +461,81 @@ class NavMeshQuery:
         return out
 
     def _straight(self, start, end, corridor: List[int]) -> List[tuple]:
-        """The shortest polyline through the corridor's portals (the funnel algorithm)."""
+        """The shortest polyline through the corridor's portals (the funnel algorithm).
+        The portals are looked up once (the funnel walks back to its apex and over them
+        again); the x/z area and the point equality tests are written out in the loop,
+        the same arithmetic as ``_tri_area2`` and ``_equal``."""
         cs = self._clamp_to_poly(corridor[0], start)
         ce = self._clamp_to_poly(corridor[-1], end)
         pts = [cs]
-
-        def add(pt) -> None:
-            if not _equal(pts[-1], pt):
-                pts.append(pt)
-
         n = len(corridor)
         if n > 1:
+            portal_of = self._portal_of
+            portals = []
+            for i in range(n - 1):
+                portal = portal_of.get((corridor[i], corridor[i + 1]))
+                if portal is None:
+                    break
+                portals.append(portal)
+            broken = len(portals)  # the first step without a portal (n - 1: none)
             apex = left = right = cs
             apex_i = left_i = right_i = 0
             i = 0
             while i < n:
                 if i + 1 < n:
-                    portal = self._portal(corridor[i], corridor[i + 1])
-                    if portal is None:  # a broken corridor: end at its last polygon
-                        add(self._clamp_to_poly(corridor[i], end))
+                    if i == broken:  # a broken corridor: end at its last polygon
+                        pt = self._clamp_to_poly(corridor[i], end)
+                        last = pts[-1]
+                        if not ((last[0] - pt[0]) ** 2 + (last[1] - pt[1]) ** 2
+                                + (last[2] - pt[2]) ** 2 < _EQUAL_SQ):
+                            pts.append(pt)
                         return pts
-                    pl, pr = portal
+                    pl, pr = portals[i]
                     if i == 0 and _seg_dist2(apex[0], apex[2], pl, pr)[0] < 0.001 ** 2:
                         i += 1
                         continue
                 else:
                     pl = pr = ce
-                if _tri_area2(apex, right, pr) <= 0.0:
-                    if _equal(apex, right) or _tri_area2(apex, left, pr) > 0.0:
+                # _tri_area2(apex, right, pr) <= 0
+                if (pr[0] - apex[0]) * (right[2] - apex[2]) - (right[0] - apex[0]) * (pr[2] - apex[2]) <= 0.0:
+                    if ((apex[0] - right[0]) ** 2 + (apex[1] - right[1]) ** 2
+                            + (apex[2] - right[2]) ** 2 < _EQUAL_SQ) or (
+                            (pr[0] - apex[0]) * (left[2] - apex[2])
+                            - (left[0] - apex[0]) * (pr[2] - apex[2]) > 0.0):
                         right, right_i = pr, i
                     else:
                         apex = left
                         apex_i = left_i
-                        add(apex)
+                        last = pts[-1]
+                        if not ((last[0] - apex[0]) ** 2 + (last[1] - apex[1]) ** 2
+                                + (last[2] - apex[2]) ** 2 < _EQUAL_SQ):
+                            pts.append(apex)
                         left = right = apex
                         left_i = right_i = apex_i
                         i = apex_i + 1
                         continue
-                if _tri_area2(apex, left, pl) >= 0.0:
-                    if _equal(apex, left) or _tri_area2(apex, right, pl) < 0.0:
+                # _tri_area2(apex, left, pl) >= 0
+                if (pl[0] - apex[0]) * (left[2] - apex[2]) - (left[0] - apex[0]) * (pl[2] - apex[2]) >= 0.0:
+                    if ((apex[0] - left[0]) ** 2 + (apex[1] - left[1]) ** 2
+                            + (apex[2] - left[2]) ** 2 < _EQUAL_SQ) or (
+                            (pl[0] - apex[0]) * (right[2] - apex[2])
+                            - (right[0] - apex[0]) * (pl[2] - apex[2]) < 0.0):
                         left, left_i = pl, i
                     else:
                         apex = right
                         apex_i = right_i
-                        add(apex)
+                        last = pts[-1]
+                        if not ((last[0] - apex[0]) ** 2 + (last[1] - apex[1]) ** 2
+                                + (last[2] - apex[2]) ** 2 < _EQUAL_SQ):
+                            pts.append(apex)
                         left = right = apex
                         left_i = right_i = apex_i
                         i = apex_i + 1
                         continue
                 i += 1
-        add(ce)
+        last = pts[-1]
+        if not ((last[0] - ce[0]) ** 2 + (last[1] - ce[1]) ** 2 + (last[2] - ce[2]) ** 2 < _EQUAL_SQ):
+            pts.append(ce)
         return pts
 
     def _path_to(self, start, sloc: NavPoint, end, eloc: NavPoint) -> Optional[Tuple[float, List[tuple]]]:
@@ -518,12 +551,19 @@ class NavMeshQuery:
     def find_path(self, a, goals) -> Tuple[List[np.ndarray], float]:
         """Shortest path to the nearest of ``goals`` as habitat-sim's MultiGoalShortestPath:
         goals in order of their straight-line distance, each skipped when that bound is
-        already longer than the best path found."""
+        already longer than the best path found.
+
+        The path to each goal point is kept while the start stays the same: the task asks
+        several goal sets from the agent's one position (all targets left for the
+        measures, then one target at a time for a claim), which share their points."""
         start = tuple(float(v) for v in np.asarray(a, np.float64).reshape(3))
         sloc = self.snap_cached(start)
         g = np.asarray(goals, np.float64).reshape(-1, 3)
         if sloc is None or len(g) == 0:
             return [], INF
+        if self._paths_from[0] != start:
+            self._paths_from = (start, {})
+        paths = self._paths_from[1]
         lower = np.linalg.norm(g - np.asarray(start), axis=1)
         best, best_pts = INF, []
         for i in np.argsort(lower, kind="stable").tolist():
@@ -533,7 +573,9 @@ class NavMeshQuery:
             eloc = self._goal(end)
             if eloc is None:
                 continue
-            res = self._path_to(start, sloc, end, eloc)
+            res = paths.get(end, False)
+            if res is False:
+                res = paths[end] = self._path_to(start, sloc, end, eloc)
             if res is not None and res[0] < best:
                 best, best_pts = res
         return [np.asarray(p, np.float32) for p in best_pts], best
