@@ -11,7 +11,8 @@ habitat-sim 0.3.3 does on top of Detour, re-derived in Python:
   they were first entered through (Detour's ``findPath``), then the shortest path through
   that corridor's portals (the funnel, ``findStraightPath``), measured in 3D; several goals:
   each in order of its lower bound, skipping those that cannot beat the best
-  (``MultiGoalShortestPath``);
+  (``MultiGoalShortestPath``), with the same answer from fewer paths computed (a second
+  lower bound, over the doorways every path must pass: :meth:`NavMeshQuery._bounds`);
 - *motion* (``try_step``): a breadth-first walk over the polygons touching the segment,
   stopping at (sliding along, with ``sliding``) the wall it hits (``moveAlongSurface``);
 - *islands*: polygons joined through shared edges, radius = largest distance of an island's
@@ -22,6 +23,7 @@ costs memory in proportion to its polygons (a few MB for an HM3D scene).
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from typing import List, Optional, Tuple
@@ -39,6 +41,12 @@ H_SCALE = 0.999
 _EQUAL_SQ = (1.0 / 16384.0) ** 2
 #: polygons a corridor may have (habitat-sim's MAX_POLYS)
 MAX_POLYS = 256
+#: slack (m) of the doorway lower bound: the funnel may skip a first portal within 1 mm of
+#: its start, and float sums round; 1 cm covers both with room to spare
+BOUND_SLACK = 0.01
+#: navmeshes up to this many polygons get the doorway bound (its table costs one
+#: connected-components pass per shared edge)
+BOUND_MAX_POLYS = 1024
 #: polygons a move may visit, its search stack (Detour's tiny node pool and MAX_STACK)
 _MOVE_NODES = 64
 _MOVE_STACK = 48
@@ -98,6 +106,33 @@ def _seg_seg(ap, aq, bp, bq) -> Optional[Tuple[float, float]]:
     return (vx * wz - vz * wx) / d, (ux * wz - uz * wx) / d
 
 
+def _through_segments(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per row: min over z on segment a-b of |x - z| + |z - y| in x/z; x (2,), y, a, b
+    (n, 2). A point y on the same side of the segment's line as x is mirrored across it
+    (same sum on the line); then the minimum is |x - y| where the straight line crosses
+    the segment, else at the segment end nearer that crossing (the sum is convex along
+    the line). Where the crossing is ill-defined (x and y on the line, a point-like
+    segment) it is taken as at most |x - y|, never more than the true minimum."""
+    d = b - a
+    via = np.minimum(np.hypot(*(a - x).T) + np.hypot(*(y - a).T),
+                     np.hypot(*(b - x).T) + np.hypot(*(y - b).T))
+    dx, dz = d[:, 0], d[:, 1]
+    dd = dx * dx + dz * dz
+    sx = dx * (x[1] - a[:, 1]) - dz * (x[0] - a[:, 0])
+    sy = dx * (y[:, 1] - a[:, 1]) - dz * (y[:, 0] - a[:, 0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        same = sx * sy > 0
+        k = np.where(same, 2 * sy / dd, 0.0)
+        ymx, ymz = y[:, 0] + k * dz, y[:, 1] - k * dx  # mirrored: y - k * (-dz, dx)
+        den = sx - np.where(same, -sy, sy)
+        t = sx / den  # the line x -> mirrored y crosses the segment's line at t
+        u = ((x[0] + t * (ymx - x[0]) - a[:, 0]) * dx + (x[1] + t * (ymz - x[1]) - a[:, 1]) * dz) / dd
+        ill = (np.abs(den) <= 1e-12) | (dd <= 1e-18)
+        ok = ~ill & (u >= 0.0) & (u <= 1.0)
+    w = np.where(ok, np.hypot(ymx - x[0], ymz - x[1]), via)
+    return np.where(ill, np.minimum(w, np.hypot(*(y - x).T)), w)
+
+
 def _lerp(a, b, t: float) -> Tuple[float, float, float]:
     return (a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t, a[2] + (b[2] - a[2]) * t)
 
@@ -147,6 +182,10 @@ class NavMeshQuery:
         for p, row in enumerate(self.links):
             for q, _j, a, b, _m in row:
                 self._portal_of.setdefault((p, q), (a, b))
+        # the same portals as rows of an array of x/z end points (the lower bounds' table)
+        self._portal_row = {pq: k for k, pq in enumerate(self._portal_of)}
+        self._portal_ends = np.array([[(a[0], a[2]), (b[0], b[2])] for a, b in self._portal_of.values()],
+                                     np.float64).reshape(-1, 2, 2)
         n = len(self.poly_verts)
         lo = np.full((n, 3), np.inf)
         hi = np.full((n, 3), -np.inf)
@@ -171,6 +210,9 @@ class NavMeshQuery:
         self._last_snap: Tuple[Optional[tuple], Optional[NavPoint]] = (None, None)
         # the paths from the last start asked, per goal point (see find_path)
         self._paths_from: Tuple[Optional[tuple], dict] = (None, {})
+        self._bridges = None  # built at the first query that needs it (see _bridge_table)
+        self._doorways: "dict" = {}  # (start polygon, goal polygon) -> rows of _portal_ends
+        self._goal_ends: "dict" = {}  # goal point -> (its projection, x/z clamped into its polygon)
         self.field_cache_size = 0  # no per-goal fields here (kept for the simulator's option)
 
     # ------------------------------------------------------------------ islands
@@ -550,12 +592,17 @@ class NavMeshQuery:
 
     def find_path(self, a, goals) -> Tuple[List[np.ndarray], float]:
         """Shortest path to the nearest of ``goals`` as habitat-sim's MultiGoalShortestPath:
-        goals in order of their straight-line distance, each skipped when that bound is
-        already longer than the best path found.
+        goals in order of their straight-line distance ("lower"), stopping at the first
+        whose lower is longer than the best path found before it; the best is the first
+        shortest.
 
-        The path to each goal point is kept while the start stays the same: the task asks
-        several goal sets from the agent's one position (all targets left for the
-        measures, then one target at a time for a claim), which share their points."""
+        The same answer from fewer paths: when that walk goes past its first goal, every
+        goal also gets a lower bound of its path length (:meth:`_bounds`), and paths are
+        computed shortest bound first, only where a path could stop the walk earlier or
+        be the best; a goal whose bound rules out both is never computed, whatever its
+        length. The path to each goal point is kept while the start stays the same: the
+        task asks several goal sets from the agent's one position (all targets left for
+        the measures, then one target at a time for a claim), which share their points."""
         start = tuple(float(v) for v in np.asarray(a, np.float64).reshape(3))
         sloc = self.snap_cached(start)
         g = np.asarray(goals, np.float64).reshape(-1, 3)
@@ -565,20 +612,142 @@ class NavMeshQuery:
             self._paths_from = (start, {})
         paths = self._paths_from[1]
         lower = np.linalg.norm(g - np.asarray(start), axis=1)
-        best, best_pts = INF, []
-        for i in np.argsort(lower, kind="stable").tolist():
-            if lower[i] > best:
-                break
-            end = tuple(g[i].tolist())
+        order = np.argsort(lower, kind="stable")
+        lows = lower[order].tolist()
+        g = g[order]
+        ends = [tuple(g[0].tolist())]  # the goals in walk order, as far as needed
+        best, best_rank, best_pts = INF, -1, []
+        known = INF  # the shortest path computed so far (all of them lie before the walk)
+
+        def compute(rank: int) -> None:
+            nonlocal best, best_rank, best_pts, known
+            end = ends[rank]
             eloc = self._goal(end)
             if eloc is None:
-                continue
+                return
             res = paths.get(end, False)
             if res is False:
                 res = paths[end] = self._path_to(start, sloc, end, eloc)
-            if res is not None and res[0] < best:
-                best, best_pts = res
+            if res is not None:
+                known = min(known, res[0])
+                if res[0] < best or (res[0] == best and rank < best_rank):
+                    best, best_rank, best_pts = res[0], rank, res[1]
+
+        compute(0)  # the walk always computes its first goal
+        if len(order) > 1 and lows[1] <= known:
+            # the walk can only pass goals whose lower is within the first path found
+            reach = bisect.bisect_right(lows, known)
+            ends.extend(map(tuple, g[1:reach].tolist()))
+            bounds = self._bounds(start, sloc, ends)
+            pending: List[Tuple[float, int]] = []  # (bound, rank) passed, not computed
+            for rank in range(1, reach):
+                # the walk stops here when a goal before this one has a path shorter
+                # than this one's lower: compute those whose bound allows it
+                while known >= lows[rank] and pending and pending[0][0] < lows[rank]:
+                    compute(heapq.heappop(pending)[1])
+                if lows[rank] > known:
+                    break
+                heapq.heappush(pending, (bounds[rank], rank))
+            # the best of the goals passed: only those whose bound does not exceed it
+            while pending and pending[0][0] <= best:
+                compute(heapq.heappop(pending)[1])
         return [np.asarray(p, np.float32) for p in best_pts], best
+
+    # ------------------------------------------------------------ lower bounds
+    def _bridge_table(self):
+        """Per shared edge {p, q} whose removal splits its island (a doorway-like
+        "bridge" of the polygon graph): (p, q, component of every polygon without it).
+        False where the bound does not hold (see :meth:`_bounds`) or the navmesh is too
+        large for the table."""
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        n = len(self.links)
+        both_ways = all((q, p) in self._portal_of for p, q in self._portal_of)
+        sizes = np.bincount(self._island_arr) if n else np.zeros(0, np.int64)
+        if not both_ways or n > BOUND_MAX_POLYS or (n and int(sizes.max()) > MAX_POLYS):
+            return False
+        edges = sorted({(min(p, q), max(p, q)) for p, q in self._portal_of})
+        _, base = connected_components(
+            coo_matrix((np.ones(len(edges)), tuple(np.array(edges, np.int64).reshape(-1, 2).T)),
+                       shape=(n, n)), directed=False)
+        table = []
+        for k, (p, q) in enumerate(edges):
+            rest = edges[:k] + edges[k + 1:]
+            arr = np.array(rest, np.int64).reshape(-1, 2)
+            _, comp = connected_components(
+                coo_matrix((np.ones(len(rest)), (arr[:, 0], arr[:, 1])), shape=(n, n)), directed=False)
+            if comp[p] != comp[q]:
+                table.append((p, q, comp))
+        return table
+
+    def _doorway_portals(self, s: int, e: int) -> np.ndarray:
+        """Rows of ``_portal_ends`` of the portals that every corridor from polygon ``s``
+        to polygon ``e`` crosses, as the funnel uses them (the portal of the side nearer
+        ``s``), cached per pair."""
+        key = (s, e)
+        got = self._doorways.get(key)
+        if got is None:
+            rows = [self._portal_row[(p, q) if comp[p] == comp[s] else (q, p)]
+                    for p, q, comp in self._bridges if comp[s] != comp[e]]
+            got = self._doorways[key] = np.array(rows, np.int64)
+        return got
+
+    def _bounds(self, start, sloc: NavPoint, ends: List[tuple]) -> List[float]:
+        """For each goal point, a lower bound of ``_path_to``'s length to it (INF: no path,
+        -INF: no bound known).
+
+        The path the funnel returns runs in x/z from the start clamped into its polygon (x)
+        to the goal clamped into its (y), through every portal of its corridor; so for a
+        portal that every corridor between the two polygons crosses (a bridge of the
+        polygon graph), its length is at least min over z on that portal of |x - z| +
+        |z - y|: the straight line when it crosses the portal, else through the portal's
+        nearer end, with y mirrored across the portal's line when both lie on one side.
+        The bound is the largest of these and |x - y|, less BOUND_SLACK. It holds only
+        when every corridor A* returns reaches its goal polygon: links both ways and no
+        island over MAX_POLYS polygons (else -INF)."""
+        if self._bridges is None:
+            self._bridges = self._bridge_table()
+        out = [-INF] * len(ends)
+        if self._bridges is False:
+            return out
+        s = sloc.poly
+        cs = self._clamp_to_poly(s, start)
+        x = np.array([cs[0], cs[2]])
+        ranks, ys, rows = [], [], []
+        for rank, end in enumerate(ends):
+            info = self._goal_ends.get(end)
+            if info is None:
+                eloc = self._goal(end)
+                c = None if eloc is None else self._clamp_to_poly(eloc.poly, end)
+                info = self._goal_ends[end] = (eloc, None if c is None else (c[0], c[2]))
+            eloc, ce = info
+            if eloc is None:
+                out[rank] = INF
+            elif eloc.poly == s or (eloc.x, eloc.y, eloc.z) == (sloc.x, sloc.y, sloc.z):
+                continue  # no corridor to bound (or the path of length 0)
+            elif eloc.island != sloc.island:
+                out[rank] = INF
+            else:
+                ranks.append(rank)
+                ys.append(ce)
+                rows.append(self._doorway_portals(s, eloc.poly))
+        if not ranks:
+            return out
+        y = np.array(ys, np.float64)
+        bound = np.hypot(y[:, 0] - x[0], y[:, 1] - x[1])
+        counts = np.fromiter(map(len, rows), np.int64, len(rows))
+        if counts.any():
+            # one row per (goal, doorway portal of its polygon pair), goal after goal
+            row = np.concatenate(rows)
+            w = _through_segments(x, np.repeat(y, counts, axis=0), self._portal_ends[row, 0],
+                                  self._portal_ends[row, 1])
+            has = counts > 0
+            starts = (np.cumsum(counts) - counts)[has]
+            bound[has] = np.maximum(bound[has], np.maximum.reduceat(w, starts))
+        for rank, v in zip(ranks, (bound - BOUND_SLACK).tolist()):
+            out[rank] = v
+        return out
 
     def geodesic_distance(self, a, goals) -> float:
         return self.find_path(a, goals)[1]
