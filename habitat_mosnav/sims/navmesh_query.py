@@ -12,7 +12,7 @@ habitat-sim 0.3.3 does on top of Detour, re-derived in Python:
   that corridor's portals (the funnel, ``findStraightPath``), measured in 3D; several goals:
   each in order of its lower bound, skipping those that cannot beat the best
   (``MultiGoalShortestPath``), with the same answer from fewer paths computed (a second
-  lower bound, over the doorways every path must pass: :meth:`NavMeshQuery._bounds`);
+  lower bound, via the doorways every path must pass: :meth:`NavMeshQuery._bounds`);
 - *motion* (``try_step``): a breadth-first walk over the polygons touching the segment,
   stopping at (sliding along, with ``sliding``) the wall it hits (``moveAlongSurface``);
 - *islands*: polygons joined through shared edges, radius = largest distance of an island's
@@ -104,33 +104,6 @@ def _seg_seg(ap, aq, bp, bq) -> Optional[Tuple[float, float]]:
     if abs(d) < 1e-6:
         return None
     return (vx * wz - vz * wx) / d, (ux * wz - uz * wx) / d
-
-
-def _through_segments(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per row: min over z on segment a-b of |x - z| + |z - y| in x/z; x (2,), y, a, b
-    (n, 2). A point y on the same side of the segment's line as x is mirrored across it
-    (same sum on the line); then the minimum is |x - y| where the straight line crosses
-    the segment, else at the segment end nearer that crossing (the sum is convex along
-    the line). Where the crossing is ill-defined (x and y on the line, a point-like
-    segment) it is taken as at most |x - y|, never more than the true minimum."""
-    d = b - a
-    via = np.minimum(np.hypot(*(a - x).T) + np.hypot(*(y - a).T),
-                     np.hypot(*(b - x).T) + np.hypot(*(y - b).T))
-    dx, dz = d[:, 0], d[:, 1]
-    dd = dx * dx + dz * dz
-    sx = dx * (x[1] - a[:, 1]) - dz * (x[0] - a[:, 0])
-    sy = dx * (y[:, 1] - a[:, 1]) - dz * (y[:, 0] - a[:, 0])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        same = sx * sy > 0
-        k = np.where(same, 2 * sy / dd, 0.0)
-        ymx, ymz = y[:, 0] + k * dz, y[:, 1] - k * dx  # mirrored: y - k * (-dz, dx)
-        den = sx - np.where(same, -sy, sy)
-        t = sx / den  # the line x -> mirrored y crosses the segment's line at t
-        u = ((x[0] + t * (ymx - x[0]) - a[:, 0]) * dx + (x[1] + t * (ymz - x[1]) - a[:, 1]) * dz) / dd
-        ill = (np.abs(den) <= 1e-12) | (dd <= 1e-18)
-        ok = ~ill & (u >= 0.0) & (u <= 1.0)
-    w = np.where(ok, np.hypot(ymx - x[0], ymz - x[1]), via)
-    return np.where(ill, np.minimum(w, np.hypot(*(y - x).T)), w)
 
 
 def _lerp(a, b, t: float) -> Tuple[float, float, float]:
@@ -681,17 +654,25 @@ class NavMeshQuery:
                 table.append((p, q, comp))
         return table
 
-    def _doorway_portals(self, s: int, e: int) -> np.ndarray:
+    def _doorway_portals(self, s: int, e: int) -> List[int]:
         """Rows of ``_portal_ends`` of the portals that every corridor from polygon ``s``
         to polygon ``e`` crosses, as the funnel uses them (the portal of the side nearer
         ``s``), cached per pair."""
         key = (s, e)
         got = self._doorways.get(key)
         if got is None:
-            rows = [self._portal_row[(p, q) if comp[p] == comp[s] else (q, p)]
-                    for p, q, comp in self._bridges if comp[s] != comp[e]]
-            got = self._doorways[key] = np.array(rows, np.int64)
+            got = self._doorways[key] = [self._portal_row[(p, q) if comp[p] == comp[s] else (q, p)]
+                                         for p, q, comp in self._bridges if comp[s] != comp[e]]
         return got
+
+    def _portal_distances(self, x: float, z: float) -> List[float]:
+        """x/z distance from (x, z) to every portal (rows of ``_portal_ends``)."""
+        a = self._portal_ends[:, 0]
+        d = self._portal_ends[:, 1] - a
+        dd = (d * d).sum(axis=1)
+        t = ((x - a[:, 0]) * d[:, 0] + (z - a[:, 1]) * d[:, 1]) / np.where(dd > 0, dd, 1.0)
+        t = np.clip(t, 0.0, 1.0)
+        return np.hypot(a[:, 0] + t * d[:, 0] - x, a[:, 1] + t * d[:, 1] - z).tolist()
 
     def _bounds(self, start, sloc: NavPoint, ends: List[tuple]) -> List[float]:
         """For each goal point, a lower bound of ``_path_to``'s length to it (INF: no path,
@@ -699,13 +680,12 @@ class NavMeshQuery:
 
         The path the funnel returns runs in x/z from the start clamped into its polygon (x)
         to the goal clamped into its (y), through every portal of its corridor; so for a
-        portal that every corridor between the two polygons crosses (a bridge of the
-        polygon graph), its length is at least min over z on that portal of |x - z| +
-        |z - y|: the straight line when it crosses the portal, else through the portal's
-        nearer end, with y mirrored across the portal's line when both lie on one side.
-        The bound is the largest of these and |x - y|, less BOUND_SLACK. It holds only
-        when every corridor A* returns reaches its goal polygon: links both ways and no
-        island over MAX_POLYS polygons (else -INF)."""
+        portal P that every corridor between the two polygons crosses (a bridge of the
+        polygon graph), its length is at least |x - z| + |z - y| for some z on P, so at
+        least dist(x, P) + dist(P, y). The bound is the largest of these and |x - y|,
+        less BOUND_SLACK; dist(P, y) is kept per goal point, dist(x, P) computed once per
+        query for all portals. It holds only when every corridor A* returns reaches its
+        goal polygon: links both ways and no island over MAX_POLYS polygons (else -INF)."""
         if self._bridges is None:
             self._bridges = self._bridge_table()
         out = [-INF] * len(ends)
@@ -713,40 +693,28 @@ class NavMeshQuery:
             return out
         s = sloc.poly
         cs = self._clamp_to_poly(s, start)
-        x = np.array([cs[0], cs[2]])
-        ranks, ys, rows = [], [], []
+        dx: Optional[List[float]] = None
         for rank, end in enumerate(ends):
             info = self._goal_ends.get(end)
             if info is None:
                 eloc = self._goal(end)
                 c = None if eloc is None else self._clamp_to_poly(eloc.poly, end)
-                info = self._goal_ends[end] = (eloc, None if c is None else (c[0], c[2]))
-            eloc, ce = info
-            if eloc is None:
+                info = self._goal_ends[end] = (
+                    eloc, None if c is None else (c[0], c[2]),
+                    None if c is None else self._portal_distances(c[0], c[2]))
+            eloc, ce, dy = info
+            if eloc is None or (eloc.island != sloc.island and (eloc.x, eloc.y, eloc.z) != (sloc.x, sloc.y, sloc.z)):
                 out[rank] = INF
             elif eloc.poly == s or (eloc.x, eloc.y, eloc.z) == (sloc.x, sloc.y, sloc.z):
                 continue  # no corridor to bound (or the path of length 0)
-            elif eloc.island != sloc.island:
-                out[rank] = INF
             else:
-                ranks.append(rank)
-                ys.append(ce)
-                rows.append(self._doorway_portals(s, eloc.poly))
-        if not ranks:
-            return out
-        y = np.array(ys, np.float64)
-        bound = np.hypot(y[:, 0] - x[0], y[:, 1] - x[1])
-        counts = np.fromiter(map(len, rows), np.int64, len(rows))
-        if counts.any():
-            # one row per (goal, doorway portal of its polygon pair), goal after goal
-            row = np.concatenate(rows)
-            w = _through_segments(x, np.repeat(y, counts, axis=0), self._portal_ends[row, 0],
-                                  self._portal_ends[row, 1])
-            has = counts > 0
-            starts = (np.cumsum(counts) - counts)[has]
-            bound[has] = np.maximum(bound[has], np.maximum.reduceat(w, starts))
-        for rank, v in zip(ranks, (bound - BOUND_SLACK).tolist()):
-            out[rank] = v
+                bound = math.hypot(ce[0] - cs[0], ce[1] - cs[2])
+                rows = self._doorway_portals(s, eloc.poly)
+                if rows:
+                    if dx is None:
+                        dx = self._portal_distances(cs[0], cs[2])
+                    bound = max(bound, max([dx[r] + dy[r] for r in rows]))
+                out[rank] = bound - BOUND_SLACK
         return out
 
     def geodesic_distance(self, a, goals) -> float:
