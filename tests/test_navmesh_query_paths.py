@@ -112,7 +112,30 @@ def test_paths_from_one_start_are_computed_once():
     assert n >= 1
     again = q.find_path(start, goals)
     assert q.paths == n and again[1] == first[1]
-    for part in np.array_split(goals, 3):
+    parts = np.array_split(goals, 3)
+    for part in parts:
         q.find_path(start, part)
+    m = q.paths
+    for part in parts:  # every path these need is known now
+        q.find_path(start, part)
+    assert q.paths == m
     q.find_path(np.asarray(start) + [0.05, 0.0, 0.0], goals)
-    assert q.paths > n
+    assert q.paths > m
+
+
+def test_each_caller_keeps_its_own_paths():
+    """Simulators share the query object but not their memo: another memo from the same
+    point computes its paths again (two envs replaying one trajectory must not reuse
+    each other's work), with the same answer."""
+    q = _Counting(read_navmesh(NAVMESHES[0]))
+    start, goals = next(s for s in _queries(q, 40, seed=2) if len(s[1]) > 10)
+    mine, theirs = q.new_memo(), q.new_memo()
+    first = q.find_path(start, goals, mine)
+    n = q.paths
+    again = q.find_path(start, goals, theirs)
+    assert again[1] == first[1] and all(np.array_equal(a, b) for a, b in zip(again[0], first[0]))
+    assert q.paths == 2 * n
+    m = q.paths
+    q.find_path(start, goals, mine)
+    q.geodesic_distance(start, goals, theirs)
+    assert q.paths == m

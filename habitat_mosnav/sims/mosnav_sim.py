@@ -215,6 +215,7 @@ class MosNavMeshSim(Simulator):
         self._pathfinder = PathFinder()
         self._scene: Optional[SceneEntry] = None
         self._grid: Optional[NavGrid] = None
+        self._geo_memo = None
         self._current_scene: Optional[str] = None
         self._pos = np.zeros(3, np.float32)
         self._rot = np.quaternion(1, 0, 0, 0)
@@ -323,6 +324,8 @@ class MosNavMeshSim(Simulator):
         new_scene = entry is not self._scene
         self._scene = entry
         self._grid = grid
+        # this simulator's own memo of its last query start (the grid is shared)
+        self._geo_memo = grid.new_memo() if hasattr(grid, "new_memo") else None
         self._pathfinder.set_grid(grid)
         self._current_scene = scene
         self._step_size = float(config.forward_step_size)
@@ -459,6 +462,8 @@ class MosNavMeshSim(Simulator):
         b = np.asarray(position_b, dtype=np.float64)
         if b.size == 0:
             return INF
+        if self._geo_memo is not None:
+            return float(self._grid.geodesic_distance(position_a, b.reshape(-1, 3), memo=self._geo_memo))
         return float(self._grid.geodesic_distance(position_a, b.reshape(-1, 3)))
 
     def get_straight_shortest_path_points(self, position_a, position_b):

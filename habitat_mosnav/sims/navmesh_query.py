@@ -117,6 +117,21 @@ def _equal(a, b) -> bool:
     return (a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 + (a[2] - b[2]) ** 2 < _EQUAL_SQ
 
 
+class StartMemo:
+    """What one caller's queries from its last start share: the start's projection and
+    the path to each goal point asked from it. One per simulator: the query object is
+    shared by all simulators of the process (the scene cache), and a memo shared between
+    them would be raced by threads and would hand one agent's paths to another standing
+    on the very same point (two envs replaying the same actions, as bench_env's do)."""
+
+    __slots__ = ("start", "sloc", "paths")
+
+    def __init__(self) -> None:
+        self.start: Optional[tuple] = None
+        self.sloc: Optional[NavPoint] = None
+        self.paths: dict = {}
+
+
 class NavMeshQuery:
     """Navigability, projection, geodesics, motion and islands of one ``.navmesh``."""
 
@@ -180,9 +195,7 @@ class NavMeshQuery:
         # 2D areas of the polygons (random points are area-weighted, as Detour's)
         self._area2d = np.array([max(sum(_tri_area2(vs[0], vs[i - 1], vs[i]) for i in range(2, len(vs))), 0.0)
                                  for vs in self.poly_verts])
-        self._last_snap: Tuple[Optional[tuple], Optional[NavPoint]] = (None, None)
-        # the paths from the last start asked, per goal point (see find_path)
-        self._paths_from: Tuple[Optional[tuple], dict] = (None, {})
+        self._memo = StartMemo()  # for callers without their own (see find_path)
         self._bridges = None  # built at the first query that needs it (see _bridge_table)
         self._doorways: "dict" = {}  # (start polygon, goal polygon) -> rows of _portal_ends
         self._goal_ends: "dict" = {}  # goal point -> (its projection, x/z clamped into its polygon)
@@ -335,16 +348,6 @@ class NavMeshQuery:
 
     def snap(self, pt, max_y_delta: float = INF) -> Optional[NavPoint]:
         return self.nearest(pt)
-
-    def snap_cached(self, pt) -> Optional[NavPoint]:
-        """:meth:`nearest` of the last point asked again: the task measures ask several goal
-        sets from the agent's one position per step."""
-        key = (float(pt[0]), float(pt[1]), float(pt[2]))
-        if self._last_snap[0] == key:
-            return self._last_snap[1]
-        loc = self.nearest(key)
-        self._last_snap = (key, loc)
-        return loc
 
     def snap_to_island(self, pt, island: int) -> Optional[NavPoint]:
         return self.nearest(pt, island)
@@ -563,7 +566,11 @@ class NavMeshQuery:
         pts = self._straight(start, end, corridor)
         return sum(_dist(a, b) for a, b in zip(pts, pts[1:])), pts
 
-    def find_path(self, a, goals) -> Tuple[List[np.ndarray], float]:
+    def new_memo(self) -> "StartMemo":
+        """A memo for one caller's queries (see :class:`StartMemo`)."""
+        return StartMemo()
+
+    def find_path(self, a, goals, memo: Optional["StartMemo"] = None) -> Tuple[List[np.ndarray], float]:
         """Shortest path to the nearest of ``goals`` as habitat-sim's MultiGoalShortestPath:
         goals in order of their straight-line distance ("lower"), stopping at the first
         whose lower is longer than the best path found before it; the best is the first
@@ -573,17 +580,18 @@ class NavMeshQuery:
         goal also gets a lower bound of its path length (:meth:`_bounds`), and paths are
         computed shortest bound first, only where a path could stop the walk earlier or
         be the best; a goal whose bound rules out both is never computed, whatever its
-        length. The path to each goal point is kept while the start stays the same: the
-        task asks several goal sets from the agent's one position (all targets left for
-        the measures, then one target at a time for a claim), which share their points."""
+        length. The start's projection and the path to each goal point are kept in
+        ``memo`` (the caller's; else one of this object's) while the start stays the same:
+        the task asks several goal sets from the agent's one position (all targets left
+        for the measures, then one target at a time for a claim), which share points."""
         start = tuple(float(v) for v in np.asarray(a, np.float64).reshape(3))
-        sloc = self.snap_cached(start)
+        memo = self._memo if memo is None else memo
+        if memo.start != start:
+            memo.start, memo.sloc, memo.paths = start, self.nearest(start), {}
+        sloc, paths = memo.sloc, memo.paths
         g = np.asarray(goals, np.float64).reshape(-1, 3)
         if sloc is None or len(g) == 0:
             return [], INF
-        if self._paths_from[0] != start:
-            self._paths_from = (start, {})
-        paths = self._paths_from[1]
         lower = np.linalg.norm(g - np.asarray(start), axis=1)
         order = np.argsort(lower, kind="stable")
         lows = lower[order].tolist()
@@ -717,8 +725,8 @@ class NavMeshQuery:
                 out[rank] = bound - BOUND_SLACK
         return out
 
-    def geodesic_distance(self, a, goals) -> float:
-        return self.find_path(a, goals)[1]
+    def geodesic_distance(self, a, goals, memo: Optional["StartMemo"] = None) -> float:
+        return self.find_path(a, goals, memo)[1]
 
     # ------------------------------------------------------------------- motion
     def try_step(self, start, end, sliding: bool = True) -> np.ndarray:
