@@ -71,8 +71,15 @@ def _flat(poly3: np.ndarray):
 
 
 def free_space(triangles: np.ndarray, radius: float, height: float, max_climb: float,
-               floor_y: float = 0.0, max_slope: float = 45.0, quad_segs: int = 8):
-    """Shapely (Multi)Polygon of agent centres on the floor at ``floor_y`` (see module doc)."""
+               floor_y: float = 0.0, max_slope: float = 45.0, quad_segs: int = 8,
+               height_step: float = 0.001, grid_size: Optional[float] = None, fill_holes: float = 0.0):
+    """Shapely (Multi)Polygon of agent centres on the floor at ``floor_y`` (see module doc).
+
+    ``height_step``: floor pieces are grouped by their height rounded to it (a scan's
+    jittered floor is one piece at a coarser step, not thousands); ``grid_size``: the
+    unions run on that precision grid (GEOS's robust overlay, for noisy meshes);
+    ``fill_holes``: holes in the floor smaller than this (m²) are floor (a scan's cracks
+    and flipped slivers, which a 5 cm raster such as Recast's or the grid's does not see)."""
     import shapely
 
     tris = np.asarray(triangles, np.float64).reshape(-1, 3, 3)
@@ -86,11 +93,11 @@ def free_space(triangles: np.ndarray, radius: float, height: float, max_climb: f
     walk &= up > 0
     # floor pieces by height, the top one wins where they overlap (a plinth on the floor);
     # each is blocked by what lies in the slab above its own height
-    fy = np.round(tris[walk, :, 1].mean(1), 3)
+    fy = np.round(np.round(tris[walk, :, 1].mean(1) / height_step) * height_step, 6)
     floor = None
     obst = []
     for h in sorted(set(fy.tolist()), reverse=True):
-        piece = shapely.union_all([_flat(t) for t in tris[walk][fy == h]])
+        piece = shapely.union_all([_flat(t) for t in tris[walk][fy == h]], grid_size=grid_size)
         if floor is not None:
             piece = piece.difference(floor)
         if piece.is_empty:
@@ -102,12 +109,17 @@ def free_space(triangles: np.ndarray, radius: float, height: float, max_climb: f
                 & (tris[:, :, 2].max(1) >= z0) & (tris[:, :, 2].min(1) <= z1))
         parts = [_flat(q) for q in (_clip_slab(tris[i], lo, hi) for i in np.nonzero(near)[0]) if len(q)]
         if parts:
-            obst.append(shapely.union_all(parts).intersection(piece.buffer(radius + 1e-3)))
+            obst.append(shapely.union_all(parts, grid_size=grid_size).intersection(piece.buffer(radius + 1e-3)))
     if floor is None:
         return shapely.Polygon()
+    if fill_holes > 0:
+        from shapely.geometry import MultiPolygon, Polygon
+
+        floor = MultiPolygon([Polygon(g.exterior, [h for h in g.interiors if Polygon(h).area >= fill_holes])
+                              for g in getattr(floor, "geoms", [floor])])
     free = floor.buffer(-radius, quad_segs=quad_segs)
     if obst:
-        free = free.difference(shapely.union_all(obst).buffer(radius, quad_segs=quad_segs))
+        free = free.difference(shapely.union_all(obst, grid_size=grid_size).buffer(radius, quad_segs=quad_segs))
     return free
 
 
