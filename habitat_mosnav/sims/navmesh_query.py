@@ -198,7 +198,8 @@ class NavMeshQuery:
         self._memo = StartMemo()  # for callers without their own (see find_path)
         self._bridges = None  # built at the first query that needs it (see _bridge_table)
         self._doorways: "dict" = {}  # (start polygon, goal polygon) -> rows of _portal_ends
-        self._goal_ends: "dict" = {}  # goal point -> (its projection, x/z clamped into its polygon)
+        # goal point -> (its projection, x/z clamped into its polygon, distance to every portal)
+        self._goal_ends: "dict" = {}
         self.field_cache_size = 0  # no per-goal fields here (kept for the simulator's option)
 
     # ------------------------------------------------------------------ islands
@@ -707,6 +708,8 @@ class NavMeshQuery:
             if info is None:
                 eloc = self._goal(end)
                 c = None if eloc is None else self._clamp_to_poly(eloc.poly, end)
+                if len(self._goal_ends) > 100_000:  # as _goal_cache: goal points, not starts
+                    self._goal_ends.clear()
                 info = self._goal_ends[end] = (
                     eloc, None if c is None else (c[0], c[2]),
                     None if c is None else self._portal_distances(c[0], c[2]))
