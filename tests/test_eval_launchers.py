@@ -105,6 +105,37 @@ def test_wait_for_ranks_polls_until_done_or_timeout(tmp_path):
     assert wait_for_ranks(out, 3, timeout=5.0, clock=lambda: now[0], sleep=sleep) == []
 
 
+def test_rank_0_gives_the_last_rank_time_to_write_the_summary(tmp_path):
+    """Rank 0 stops waiting when the last done.json appears, but that rank writes
+    summary.json only after summarising every record: rank 0 polls for a summary no older
+    than every done.json (it printed a second summary when it looked too soon, under
+    load), and gives up after the grace (that rank died while summarising)."""
+    from habitat_mosnav.evaluation.ranks import summary_after_ranks, wait_for_summary
+    from habitat_mosnav.evaluation.results import SUMMARY_FILE
+
+    out = str(tmp_path)
+    now, slept = [0.0], []
+
+    def sleep(dt):
+        slept.append(dt)
+        now[0] += dt
+        if len(slept) == 3:  # the last rank's summary lands 0.6 s after its done.json
+            with open(os.path.join(out, SUMMARY_FILE), "w") as fh:
+                fh.write("{}")
+
+    for r in (0, 1):
+        write_done(out, r, expected_count=1, record_count=1, error_count=0)
+    assert not summary_after_ranks(out, 2)
+    assert wait_for_summary(out, 2, grace=10.0, poll=0.2, clock=lambda: now[0], sleep=sleep)
+    assert slept == [0.2] * 3 and summary_after_ranks(out, 2)
+    write_done(out, 1, expected_count=1, record_count=1, error_count=0)  # newer than the summary
+    os.utime(os.path.join(out, SUMMARY_FILE), ns=(1, 1))
+    slept.clear()
+    assert not wait_for_summary(out, 2, grace=1.0, poll=0.2, clock=lambda: now[0], sleep=lambda dt: (
+        slept.append(dt), now.__setitem__(0, now[0] + dt)))
+    assert sum(slept) == pytest.approx(1.0)
+
+
 def test_rank_timeout_defaults():
     assert rank_timeout(None, from_launcher=True) == 3600.0
     assert rank_timeout(None, from_launcher=False) == 0.0

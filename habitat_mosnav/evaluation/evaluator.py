@@ -40,7 +40,7 @@ from habitat_mosnav.agents.loading import agent_code_digest
 from habitat_mosnav.evaluation.observations import (ObservationBuilder, depth_in_metres, depth_limits,
                                                     depth_normalization)
 from habitat_mosnav.evaluation.policy import EpisodeContext, public_episode_fields
-from habitat_mosnav.evaluation.ranks import missing_ranks, rank_timeout, wait_for_ranks
+from habitat_mosnav.evaluation.ranks import missing_ranks, rank_timeout, wait_for_ranks, wait_for_summary
 from habitat_mosnav.evaluation.rollout import (
     AgentError,
     EpisodeRun,
@@ -910,8 +910,9 @@ class Evaluator:
         missing = wait_for_ranks(out, world, timeout, log=self._log) if waits else missing_ranks(out, world)
         if missing and not waits:
             return {"rank_done": done, "status": "rank_finished"}
-        if started_waiting and not missing and self._summary_written_after_all_ranks(out, world):
-            # The last rank to finish wrote (and printed) the summary while this one waited.
+        if started_waiting and not missing and wait_for_summary(out, world):
+            # The last rank to finish writes (and prints) the summary once its done.json is
+            # there: this one, having waited, leaves it to that rank (one summary printed).
             return {"rank_done": done, "status": "rank_finished",
                     "summary_path": os.path.join(out, res.SUMMARY_FILE)}
         try:
@@ -928,17 +929,6 @@ class Evaluator:
                       f"is incomplete; it is rewritten when the last rank finishes, or run "
                       f"`mosnav-aggregate {out}` then")
         return summary
-
-
-    @staticmethod
-    def _summary_written_after_all_ranks(out: str, world: int) -> bool:
-        """summary.json exists and is newer than every rank's done.json."""
-        try:
-            written = os.stat(os.path.join(out, res.SUMMARY_FILE)).st_mtime_ns
-            return all(os.stat(os.path.join(res.rank_dir(out, r), res.DONE_FILE)).st_mtime_ns <= written
-                       for r in range(world))
-        except OSError:
-            return False
 
 
 def _unavailable(error: Optional[BaseException]) -> bool:

@@ -14,12 +14,16 @@ import os
 import time
 from typing import Callable, List, Optional
 
-from habitat_mosnav.evaluation.results import DONE_FILE, rank_dir
+from habitat_mosnav.evaluation.results import DONE_FILE, SUMMARY_FILE, rank_dir
 
-__all__ = ["LAUNCHER_RANK_TIMEOUT", "missing_ranks", "rank_timeout", "wait_for_ranks"]
+__all__ = ["LAUNCHER_RANK_TIMEOUT", "SUMMARY_GRACE", "missing_ranks", "rank_timeout", "summary_after_ranks",
+           "wait_for_ranks", "wait_for_summary"]
 
 #: Seconds rank 0 waits for the other ranks when a launcher (torchrun, SLURM) started them.
 LAUNCHER_RANK_TIMEOUT = 3600.0
+#: Seconds rank 0, having waited, gives the last rank to write summary.json after its
+#: done.json appeared (it summarises all records first) before writing it itself.
+SUMMARY_GRACE = 60.0
 
 
 def rank_timeout(timeout: Optional[float], from_launcher: bool) -> float:
@@ -57,6 +61,31 @@ def wait_for_ranks(out_dir: str, world_size: int, timeout: float, poll: float = 
         sleep(min(float(poll), left))
         missing = missing_ranks(out_dir, world_size)
     return missing
+
+
+def summary_after_ranks(out_dir: str, world_size: int) -> bool:
+    """summary.json exists and is no older than every rank's done.json."""
+    try:
+        written = os.stat(os.path.join(out_dir, SUMMARY_FILE)).st_mtime_ns
+        return all(os.stat(os.path.join(rank_dir(out_dir, r), DONE_FILE)).st_mtime_ns <= written
+                   for r in range(int(world_size)))
+    except OSError:
+        return False
+
+
+def wait_for_summary(out_dir: str, world_size: int, grace: float = SUMMARY_GRACE, poll: float = 0.2,
+                     clock: Callable[[], float] = time.monotonic,
+                     sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Poll up to ``grace`` seconds for the summary the last rank writes after its
+    done.json (:func:`summary_after_ranks`); False when it did not come (that rank died
+    while summarising: the caller writes it)."""
+    deadline = clock() + float(grace)
+    while not summary_after_ranks(out_dir, world_size):
+        left = deadline - clock()
+        if left <= 0:
+            return False
+        sleep(min(float(poll), left))
+    return True
 
 
 def _ranks_text(ranks: List[int]) -> str:
