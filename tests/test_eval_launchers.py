@@ -32,18 +32,21 @@ def summary_of(out):
         return json.load(f)
 
 
+def _torchrun_eval(*args):
+    """``torchrun --nproc_per_node 2 mosnav-eval FAST *args`` in a clean launcher
+    environment, this checkout first on the path."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return subprocess.run(
+        [os.path.join(BIN, "torchrun"), "--standalone", "--nproc_per_node", "2", "--no-python",
+         "mosnav-eval", *FAST, *args], env=env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.slow
 def test_torchrun_two_ranks_end_with_one_summary(tmp_path):
     out = str(tmp_path / "torchrun")
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
-    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.run(
-        [os.path.join(BIN, "torchrun"), "--standalone", "--nproc_per_node", "2", "--no-python",
-         "mosnav-eval", *FAST, "--num-episodes", "3", "--output-dir", out],
-        env=env, capture_output=True, text=True, timeout=600)
+    proc = _torchrun_eval("--num-episodes", "3", "--output-dir", out)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     summary = summary_of(out)
     assert summary["status"] == "complete"
@@ -155,13 +158,7 @@ def test_torchrun_prints_the_summary_once_when_rank_0_waits(tmp_path):
         "            time.sleep(4)\n"
         "        return 0\n")
     out = str(tmp_path / "torchrun_wait")
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
-    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.run(
-        [os.path.join(BIN, "torchrun"), "--standalone", "--nproc_per_node", "2", "--no-python",
-         "mosnav-eval", *FAST, "--agent", f"{agent}:SlowOnRank1", "--num-episodes", "2",
-         "--output-dir", out], env=env, capture_output=True, text=True, timeout=600)
+    proc = _torchrun_eval("--agent", f"{agent}:SlowOnRank1", "--num-episodes", "2", "--output-dir", out)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert proc.stdout.count("status: complete") == 1, proc.stdout
     assert "rank 0: 1 records (0 errors)" in proc.stdout and "all ranks finished" in proc.stdout

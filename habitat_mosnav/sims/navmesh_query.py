@@ -482,11 +482,15 @@ class NavMeshQuery:
     def _straight(self, start, end, corridor: List[int]) -> List[tuple]:
         """The shortest polyline through the corridor's portals (the funnel algorithm).
         The portals are looked up once (the funnel walks back to its apex and over them
-        again); the x/z area and the point equality tests are written out in the loop,
-        the same arithmetic as ``_tri_area2`` and ``_equal``."""
+        again); the x/z area and the point equality tests of the funnel's sides are written
+        out in the loop, the same arithmetic as ``_tri_area2`` and ``_equal``."""
         cs = self._clamp_to_poly(corridor[0], start)
         ce = self._clamp_to_poly(corridor[-1], end)
         pts = [cs]
+
+        def add(pt) -> None:  # a corner, unless it is the last one again
+            if not _equal(pts[-1], pt):
+                pts.append(pt)
         n = len(corridor)
         if n > 1:
             portal_of = self._portal_of
@@ -503,11 +507,7 @@ class NavMeshQuery:
             while i < n:
                 if i + 1 < n:
                     if i == broken:  # a broken corridor: end at its last polygon
-                        pt = self._clamp_to_poly(corridor[i], end)
-                        last = pts[-1]
-                        if not ((last[0] - pt[0]) ** 2 + (last[1] - pt[1]) ** 2
-                                + (last[2] - pt[2]) ** 2 < _EQUAL_SQ):
-                            pts.append(pt)
+                        add(self._clamp_to_poly(corridor[i], end))
                         return pts
                     pl, pr = portals[i]
                     if i == 0 and _seg_dist2(apex[0], apex[2], pl, pr)[0] < 0.001 ** 2:
@@ -525,10 +525,7 @@ class NavMeshQuery:
                     else:
                         apex = left
                         apex_i = left_i
-                        last = pts[-1]
-                        if not ((last[0] - apex[0]) ** 2 + (last[1] - apex[1]) ** 2
-                                + (last[2] - apex[2]) ** 2 < _EQUAL_SQ):
-                            pts.append(apex)
+                        add(apex)
                         left = right = apex
                         left_i = right_i = apex_i
                         i = apex_i + 1
@@ -543,18 +540,13 @@ class NavMeshQuery:
                     else:
                         apex = right
                         apex_i = right_i
-                        last = pts[-1]
-                        if not ((last[0] - apex[0]) ** 2 + (last[1] - apex[1]) ** 2
-                                + (last[2] - apex[2]) ** 2 < _EQUAL_SQ):
-                            pts.append(apex)
+                        add(apex)
                         left = right = apex
                         left_i = right_i = apex_i
                         i = apex_i + 1
                         continue
                 i += 1
-        last = pts[-1]
-        if not ((last[0] - ce[0]) ** 2 + (last[1] - ce[1]) ** 2 + (last[2] - ce[2]) ** 2 < _EQUAL_SQ):
-            pts.append(ce)
+        add(ce)
         return pts
 
     def _path_to(self, start, sloc: NavPoint, end, eloc: NavPoint) -> Optional[Tuple[float, List[tuple]]]:

@@ -18,6 +18,13 @@ CLIMB_EPS = 0.01
 HEAD_EPS = 1e-3
 
 
+def run_offsets(counts: np.ndarray) -> np.ndarray:
+    """For ``np.repeat(x, counts)``: each element's place in its run (0 .. count - 1), the
+    index arithmetic of every vectorised "k items per row" expansion in the grid."""
+    counts = np.asarray(counts, np.int64)
+    return np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
 @dataclass
 class AgentShape:
     height: float = 1.5

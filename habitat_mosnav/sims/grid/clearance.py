@@ -15,7 +15,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 from scipy import ndimage
 
-from habitat_mosnav.sims.grid.cells import CLIMB_EPS, HEAD_EPS, INF, Layer, Location
+from habitat_mosnav.sims.grid.cells import CLIMB_EPS, HEAD_EPS, INF, Layer, Location, run_offsets
 
 #: slack (m) on the clearance along a segment: chords between corner points, interpolation
 LOS_TOL = 0.005
@@ -52,8 +52,7 @@ def layer_clearance(s, r0: int, r1: int, c0: int, c1: int, height: np.ndarray, p
     base = ((cr + r0) * s.W + (ccl + c0)) * span + (hf[cr, ccl].astype(np.float64) - s.ymin)
     lo_i = np.searchsorted(skey, base + ag.max_climb + CLIMB_EPS, side="right")
     cnt = np.maximum(np.searchsorted(skey, base + ag.height - HEAD_EPS, side="left") - lo_i, 0)
-    tot = int(cnt.sum())
-    m = np.repeat(lo_i - np.cumsum(cnt) + cnt, cnt) + np.arange(tot)
+    m = np.repeat(lo_i, cnt) + run_offsets(cnt)
     blocked = np.zeros((h, w), bool)
     blocked[cr[cnt > 0], ccl[cnt > 0]] = True
     pts = [np.stack([sx[m], sz[m]], axis=1).astype(np.float64)]
@@ -117,12 +116,16 @@ class Clearance:
         """Layer ``li``'s obstacle KD-tree, None when nothing erodes (a navmesh)."""
         return self.trees[li] if self.erode > 0 and li < len(self.trees) else None
 
+    def _uv(self, L: Layer, x: np.ndarray, z: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Points (x, z) in layer ``L``'s cell-centre frame: column and row, fractional,
+        0 at the centre of its first cell."""
+        return (x - self.s.x0) / self.cell - 0.5 - L.c0, (z - self.s.z0) / self.cell - 0.5 - L.r0
+
     def sdf_at(self, L: Layer, x: np.ndarray, z: np.ndarray) -> np.ndarray:
         """Bilinear signed clearance at points (x, z) of a layer (-inf off its crop)."""
         S = L.sdf
         h, w = S.shape
-        u = (x - self.s.x0) / self.cell - 0.5 - L.c0
-        v = (z - self.s.z0) / self.cell - 0.5 - L.r0
+        u, v = self._uv(L, x, z)
         c = np.floor(u).astype(np.int64)
         r = np.floor(v).astype(np.int64)
         fu, fv = u - c, v - r
@@ -175,8 +178,7 @@ class Clearance:
         S = L.sdf
         h, w = S.shape
         cap = self.erode + SDF_CAP - 1e-4
-        u = (x - self.s.x0) / self.cell - 0.5 - L.c0
-        v = (z - self.s.z0) / self.cell - 0.5 - L.r0
+        u, v = self._uv(L, x, z)
         c0 = np.clip(np.floor(u).astype(np.int64), 0, w - 2)
         r0 = np.clip(np.floor(v).astype(np.int64), 0, h - 2)
         bound = np.full(len(x), np.inf)

@@ -15,6 +15,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
+from habitat_mosnav.sims.grid.cells import run_offsets
 from habitat_mosnav.sims.grid.clearance import LOS_TOL
 
 #: a boundary cell is a corner when the clearance there curves by more than this (1/m):
@@ -248,7 +249,7 @@ class CornerGraph:
         nx, nz = bx1 - bx0 + 1, bz1 - bz0 + 1
         cnt = nx * nz
         pos = np.repeat(np.arange(n), cnt)
-        k = np.arange(len(pos)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        k = run_offsets(cnt)
         return pos, bx0[pos] + k % nx[pos], bz0[pos] + k // nx[pos]
 
     def _build_bins(self) -> None:
@@ -271,13 +272,17 @@ class CornerGraph:
         it within ``BIN_MARGIN``), in node order."""
         return self.bins.get((patch, math.floor(x / BIN), math.floor(z / BIN)), _NONE)
 
+    def may_see(self, patch: int, x: float, z: float, slack: float) -> np.ndarray:
+        """The nodes of ``patch`` whose polygon may hold point (x, z) within ``slack``: its
+        bin's (:meth:`bin_nodes`) when ``slack`` <= ``BIN_MARGIN``, else all of them."""
+        return self.bin_nodes(patch, x, z) if slack <= BIN_MARGIN else self.patch_nodes.get(patch, _NONE)
+
     def _patch_edges(self, li: int, idx: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """The visibility edges (a, b), a < b in ``idx`` order, among one patch's nodes: every
         pair that could pass (:meth:`_pair_blocks`, a block at a time: memory stays
-        bounded), kept when it leaves both
-        corners tangentially, one of the two visibility polygons holds the other end within
-        ``SEE_SLACK`` (a cheap, generous filter), and the segment keeps the clearance."""
-        m = len(idx)
+        bounded), kept when it leaves both corners tangentially, one of the two visibility
+        polygons holds the other end within ``SEE_SLACK`` (a cheap, generous filter), and
+        the segment keeps the clearance."""
         xz, nrm = self.node_xz[idx], self.node_nrm[idx]
         tab = self.node_tables()
         base = idx.astype(np.int64) * RAYS
@@ -324,7 +329,7 @@ class CornerGraph:
             cnt = np.where(inside, np.searchsorted(code, mine, "right") - lo_i, 0)
             if int(cnt.sum()) <= m * (m - 1) // 2:
                 me = np.repeat(np.arange(m), cnt)
-                other = pos[np.repeat(lo_i - np.cumsum(cnt) + cnt, cnt) + np.arange(len(me))]
+                other = pos[np.repeat(lo_i, cnt) + run_offsets(cnt)]
                 wide = np.nonzero(self.node_rays[idx].max(axis=1) >= RAY_MAX - 0.2)[0]
                 if len(wide):  # reach is unbounded there: every pair of theirs
                     me = np.concatenate([me, np.repeat(wide, m)])
@@ -339,7 +344,7 @@ class CornerGraph:
             i = np.arange(s, min(s + rows, m - 1))
             cnt = m - 1 - i
             ii = np.repeat(i, cnt)
-            yield ii, np.arange(len(ii)) - np.repeat(np.cumsum(cnt) - cnt, cnt) + ii + 1
+            yield ii, run_offsets(cnt) + ii + 1
 
     @staticmethod
     def _reach(tab, base: np.ndarray, dx: np.ndarray, dz: np.ndarray) -> np.ndarray:

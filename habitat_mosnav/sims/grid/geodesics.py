@@ -81,21 +81,16 @@ class Geodesics:
             arr = np.asarray(lst, np.float64)
             rays = self.g.cast(int(self.s.patch_layer[p]), arr[:, :2])
             df.goal_rays[p] = rays
-            idx = self.g.patch_nodes.get(p)
-            if idx is None or not len(idx):
+            if not len(self.g.patch_nodes.get(p, ())):
                 continue
             L = self.s.layers[int(self.s.patch_layer[p])]
-            tab, base = self.g.node_tables(), idx.astype(np.int64) * RAYS
-            sx, sz = self.g.node_xz[idx, 0], self.g.node_xz[idx, 1]
+            tab = self.g.node_tables()
             for j, (gx, gz, gy, gid) in enumerate(lst):
                 # the nodes that see the goal: the same test as a query's, so d(a, b) = d(b, a)
                 slack = self.see_slack(L, gx, gz)
-                if slack <= BIN_MARGIN:  # only the nodes of its bin may see it
-                    sub = self.g.bin_nodes(p, gx, gz)
-                    vis = sub[sees_cols(tab, sub * RAYS, self.g.node_xz[sub, 0], self.g.node_xz[sub, 1],
-                                        float(gx), float(gz), slack)[0]]
-                else:
-                    vis = idx[sees_cols(tab, base, sx, sz, float(gx), float(gz), slack)[0]]
+                sub = self.g.may_see(p, gx, gz, slack)
+                vis = sub[sees_cols(tab, sub * RAYS, self.g.node_xz[sub, 0], self.g.node_xz[sub, 1],
+                                    float(gx), float(gz), slack)[0]]
                 rows.append(np.full(len(vis), int(gid), np.int64))
                 cols.append(vis)
                 wts.append(np.maximum(len3(np.array([gx, gz]), gy, self.g.node_xz[vis], self.g.node_y[vis]), 1e-6))
@@ -194,7 +189,6 @@ class Geodesics:
         mx, mz, my = loc.x, loc.z, loc.y
         slack = self.see_slack(self.s.layers[loc.layer], mx, mz)
         best, arg = INF, -1
-        reached = len(self.candidates(df, p)[0])
         # the nodes of its bin, unless the slack reaches past the bins' margin (all of them)
         idx, _, _, dn, fx, fz, fy, base = (self.candidates(df, p, mx, mz) if slack <= BIN_MARGIN
                                            else self.candidates(df, p))
@@ -271,7 +265,7 @@ class Geodesics:
                         best, arg = float(key[j]), int(df.goal_id[p][j])
         if arg == -1:
             # -2: sees nothing it could reach through; the caller falls back to fast marching
-            return INF, (-2 if (reached or p in df.goals) else -1)
+            return INF, (-2 if (len(self.candidates(df, p)[0]) or p in df.goals) else -1)
         return best + lifted, arg
 
     def best_corner_los(self, df: DistanceField, loc: Location, binned: bool = False) -> Tuple[float, int]:

@@ -20,7 +20,7 @@ from scipy import ndimage
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from habitat_mosnav.sims.grid.cells import CLIMB_EPS, HEAD_EPS, AgentShape, Layer, Location
+from habitat_mosnav.sims.grid.cells import CLIMB_EPS, HEAD_EPS, AgentShape, Layer, Location, run_offsets
 from habitat_mosnav.sims.grid.clearance import layer_clearance
 
 
@@ -57,17 +57,17 @@ def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000
         stop = max(start + 1, int(np.searchsorted(cum, (cum[start - 1] if start else 0) + max_points, "right")))
         t = np.arange(start, min(stop, len(tris)))
         ti = np.repeat(t, n1[t] + 1)  # one entry per lattice row
-        i = np.arange(len(ti)) - np.repeat(np.cumsum(n1[t] + 1) - (n1[t] + 1), n1[t] + 1)
+        i = run_offsets(n1[t] + 1)
         cnt = (n2[ti] * (n1[ti] - i)) // n1[ti] + 1
         # each row starts on edge a-b and steps along a-c
         row0 = a[ti] + (b[ti] - a[ti]) * (i / n1[ti]).astype(np.float32)[:, None]
         step = ((c[ti] - a[ti]) / n2[ti].astype(np.float32)[:, None])
         row = np.repeat(np.arange(len(ti)), cnt)
-        j = (np.arange(len(row)) - np.repeat(np.cumsum(cnt) - cnt, cnt)).astype(np.float32)
+        j = run_offsets(cnt).astype(np.float32)
         lat = row0[row] + step[row] * j[:, None]
         pi = ti[row]
         ei = np.repeat(t, m[t] + 1)
-        k = np.arange(len(ei)) - np.repeat(np.cumsum(m[t] + 1) - (m[t] + 1), m[t] + 1)
+        k = run_offsets(m[t] + 1)
         w = (k / m[ei]).astype(np.float32)[:, None]
         edge = b[ei] + (c[ei] - b[ei]) * w
         yield np.concatenate([lat, edge]).astype(np.float32), np.concatenate([pi, ei]), len(t)
@@ -95,7 +95,7 @@ def sample_walls(tris: np.ndarray, spacing: float, rise: float, max_points: int 
         stop = max(start + 1, int(np.searchsorted(cum, (cum[start - 1] if start else 0) + max_points, "right")))
         idx = np.arange(start, min(stop, len(tris)))
         ti = np.repeat(idx, nlev[idx])
-        k = np.arange(len(ti)) - np.repeat(np.cumsum(nlev[idx]) - nlev[idx], nlev[idx])
+        k = run_offsets(nlev[idx])
         t = np.where(nlev[ti] > 1, k / np.maximum(nlev[ti] - 1, 1), 0.0)
         yl = y0[ti] + t * (y2[ti] - y0[ti])
         a, b, c = v[ti, 0], v[ti, 1], v[ti, 2]
@@ -108,7 +108,7 @@ def sample_walls(tris: np.ndarray, spacing: float, rise: float, max_points: int 
                      np.where((hi_h > 0)[:, None], b + (c - b) * s2[:, None], b))
         m = np.ceil(np.linalg.norm(Q - P, axis=1) / spacing).astype(np.int64) + 1
         li = np.repeat(np.arange(len(ti)), m)
-        u = (np.arange(len(li)) - np.repeat(np.cumsum(m) - m, m)) / np.maximum(m[li] - 1, 1)
+        u = run_offsets(m) / np.maximum(m[li] - 1, 1)
         pts = (P[li] + (Q[li] - P[li]) * u[:, None]).astype(np.float32)
         yield pts, ti[li], len(idx)
         start = int(idx[-1]) + 1
