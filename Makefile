@@ -8,8 +8,11 @@ PIP := $(PY) -m pip install -q
 TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 DEMO_OUT ?= demo_output
 PYTEST_ARGS ?=
+# The Python 3.9 lane (HM3D users' stack: habitat-lab/-baselines v0.3.3 from source, habitat-sim
+# 0.3.3, torch 2.8.0, this project from its built wheel): scripts/setup_py39.sh
+VENV39 ?= .venv39
 
-.PHONY: setup setup-baselines egl chromium habitat-sim demo baselines test test-fast bench bench-agreement clean
+.PHONY: setup setup-baselines egl chromium habitat-sim demo baselines test test-py311 test-py39 test-fast dist bench bench-agreement clean
 
 $(VENV)/.base-installed: pyproject.toml _build/mosnav_build.py
 	$(PYTHON) -m venv $(VENV)
@@ -54,11 +57,27 @@ demo: setup
 baselines: setup
 	BIN=$(VENV)/bin bash scripts/baselines.sh
 
-test: setup-baselines chromium habitat-sim
+# Both lanes: Python 3.11 (PyPI's habitat-lab, editable install) and Python 3.9 (the HM3D
+# users' stack above; skipped in one line on a machine without Python 3.9).
+test: test-py311 test-py39
+
+test-py311: setup-baselines chromium habitat-sim
 	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
+
+test-py39: egl chromium
+	bash scripts/test_py39.sh $(VENV39) $(PYTEST_ARGS)
 
 test-fast: setup chromium habitat-sim
 	$(PY) -m pytest -q -m "not slow and not baselines" $(PYTEST_ARGS)
+
+# sdist + wheel in dist/ (the wheel holds the demo data, configs, the .pth start-up hook and
+# every command), checked by twine
+dist: setup
+	$(PIP) build twine
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(PY) -m twine check --strict dist/*
+	@ls -l dist
 
 bench: setup
 	$(PY) benchmarks/bench_env.py
@@ -71,4 +90,4 @@ bench-agreement: setup habitat-sim
 	$(PY) benchmarks/bench_agreement.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_OUT) baselines_output outputs *.egg-info
+	rm -rf $(VENV) $(VENV39) $(DEMO_OUT) baselines_output outputs *.egg-info dist

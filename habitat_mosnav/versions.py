@@ -1,5 +1,6 @@
 """What produced a result: this package's version, its git commit when it runs from a git
-checkout, and the habitat-lab / habitat-sim versions ("absent" when not installed).
+checkout, the Python version, and the habitat-lab / habitat-sim versions ("absent" when not
+installed).
 
 Recorded in ``run.json`` and ``summary.json`` (``software``) and printed by every command's
 ``--version``. Standard library only; nothing is imported from habitat.
@@ -10,6 +11,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import os
+import platform
 import subprocess
 from typing import Dict, Optional
 
@@ -67,13 +69,15 @@ def _habitat_sim_version() -> str:
 
 @functools.lru_cache(maxsize=1)
 def software_versions() -> Dict[str, object]:
-    """``{"habitat_mosnav", "git", "habitat_lab", "habitat_sim", "habitat_baselines"}``
-    (``git``: None outside a checkout; the others a version or "absent")."""
+    """``{"habitat_mosnav", "git", "python", "habitat_lab", "habitat_sim", "habitat_baselines"}``
+    (``git``: None outside a checkout; ``python``: e.g. "3.9.18"; the others a version or
+    "absent")."""
     from habitat_mosnav import __version__
 
     return {
         "habitat_mosnav": __version__,
         "git": git_commit(),
+        "python": platform.python_version(),
         "habitat_lab": _distribution_version("habitat-lab", "habitat_lab") or ABSENT,
         "habitat_sim": _habitat_sim_version(),
         "habitat_baselines": _distribution_version("habitat-baselines", "habitat_baselines") or ABSENT,
@@ -85,7 +89,7 @@ def version_text(prog: str) -> str:
     v = software_versions()
     git = v["git"]
     commit = f" (git {git['commit'][:12]}{', modified' if git['dirty'] else ''})" if git else ""
-    return (f"{prog} {v['habitat_mosnav']}{commit}; habitat-lab {v['habitat_lab']}, "
+    return (f"{prog} {v['habitat_mosnav']}{commit}; Python {v['python']}, habitat-lab {v['habitat_lab']}, "
             f"habitat-sim {v['habitat_sim']}, habitat-baselines {v['habitat_baselines']}")
 
 
@@ -105,4 +109,4 @@ def add_version_argument(parser, prog: Optional[str] = None) -> None:
             parser_.exit()
 
     parser.add_argument("--version", action=VersionAction,
-                        help="print the package, git commit, habitat-lab and habitat-sim versions and exit")
+                        help="print the package, git commit, Python, habitat-lab and habitat-sim versions and exit")

@@ -28,6 +28,18 @@ sys.path.insert(0, os.path.dirname(__file__))  # mosnav_fixtures, chat_server
 from chat_server import ChatServer, Reply  # noqa: E402
 from mosnav_fixtures import write_open_room_dataset  # noqa: E402
 
+def pytest_configure(config):
+    """The Python 3.9 lane (scripts/test_py39.sh) tests the installed wheel: stop at once if
+    ``habitat_mosnav`` would come from this source tree instead."""
+    if os.environ.get("MOSNAV_TEST_INSTALLED_WHEEL") == "1":
+        import habitat_mosnav
+
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        source = os.path.join(repo, "habitat_mosnav") + os.sep
+        if os.path.abspath(habitat_mosnav.__file__).startswith(source):
+            raise pytest.UsageError(f"habitat_mosnav comes from the source tree {source}, not the wheel")
+
+
 #: The API key the ``api_key`` fixture puts in the environment; no output may contain it.
 API_KEY = "sk-test-secret-c0ffee-1234"
 

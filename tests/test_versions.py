@@ -5,6 +5,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -44,6 +45,7 @@ def test_every_command_has_version(module, prog, capsys):
     out = capsys.readouterr().out.strip()
     assert out.startswith(f"{prog} {__version__}")
     assert f"habitat-lab {importlib.metadata.version('habitat-lab')}" in out
+    assert f"Python {platform.python_version()}," in out  # 3.9.18 in the HM3D users' lane
     assert "habitat-sim " in out
 
 
@@ -58,6 +60,7 @@ def test_run_and_summary_record_the_software(tmp_path, open_room):
         software = json.loads((out / name).read_text())["software"]
         assert software["habitat_mosnav"] == expected["habitat_mosnav"], name
         assert software["habitat_lab"] == expected["habitat_lab"], name
+        assert software["python"] == platform.python_version(), name
         assert software["habitat_sim"] in (versions.ABSENT,) or software["habitat_sim"][0].isdigit()
         if expected["commit"]:  # tests run from a checkout
             assert software["git"]["commit"] == expected["commit"], name

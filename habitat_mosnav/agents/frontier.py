@@ -526,7 +526,7 @@ class FrontierAgent:
     def _distances(self, free, clearance, agent, inflation) -> Optional[np.ndarray]:
         """Fast-marching distance (m) from the agent over free cells farther than
         ``inflation`` from every obstacle (inf elsewhere)."""
-        import skfmm
+        from habitat_mosnav.sims.grid.eikonal import travel_time
 
         cs = self.map.cs
         traversable = free & (clearance > inflation)
@@ -543,7 +543,7 @@ class FrontierAgent:
         phi = np.ones(traversable.shape)
         phi[ar, ac] = -1.0
         try:
-            dist = skfmm.distance(np.ma.MaskedArray(phi, ~traversable), dx=cs)
+            dist = travel_time(np.ma.MaskedArray(phi, ~traversable), cs)
         except ValueError:
             return None
         dist = np.ma.filled(dist, np.inf)

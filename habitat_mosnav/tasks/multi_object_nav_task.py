@@ -105,7 +105,8 @@ def _tilt(action, degrees: float):
     """Tilt the cameras by ``degrees`` (up > 0) on the simulators where habitat-lab's own
     LookUp/LookDown cannot: the CPU simulator (``tilt_camera``) and habitat-sim 0.3.3, whose
     ``Agent`` keeps its sensors in ``_sensors`` (habitat-lab reads ``agent.sensors`` and
-    fails with AttributeError). None: leave it to habitat-lab's action."""
+    fails with AttributeError). Returns the observations (``{}`` when the agent has no
+    visual sensor), or None: leave it to habitat-lab's action."""
     sim = action._sim
     if hasattr(sim, "tilt_camera"):
         sim.tilt_camera(degrees)
@@ -125,7 +126,8 @@ class MosNavLookUpAction(LookUpAction):
     """Habitat's look_up, also on the CPU simulator (``sim.tilt_camera``)."""
 
     def step(self, *args: Any, **kwargs: Any):
-        return _tilt(self, self._tilt_angle) or super().step(*args, **kwargs)
+        obs = _tilt(self, self._tilt_angle)
+        return super().step(*args, **kwargs) if obs is None else obs
 
 
 @registry.register_task_action
@@ -133,4 +135,5 @@ class MosNavLookDownAction(LookDownAction):
     """Habitat's look_down, also on the CPU simulator (``sim.tilt_camera``)."""
 
     def step(self, *args: Any, **kwargs: Any):
-        return _tilt(self, -self._tilt_angle) or super().step(*args, **kwargs)
+        obs = _tilt(self, -self._tilt_angle)
+        return super().step(*args, **kwargs) if obs is None else obs

@@ -1,4 +1,4 @@
-"""Fast marching (scikit-fmm): the fallback distance field of a goal set.
+"""Fast marching (scikit-fmm, or scipy where it has no wheel: ``eikonal``): the fallback distance field of a goal set.
 
 Used only for a point that sees no corner node nor goal (the corner graph's look-up
 returns -2): each patch gets a fast-marching run from its goals and seam seeds, and the
@@ -14,6 +14,7 @@ import numpy as np
 from scipy import ndimage
 
 from habitat_mosnav.sims.grid.cells import INF, Layer, Location
+from habitat_mosnav.sims.grid.eikonal import travel_time
 from habitat_mosnav.sims.grid.geodesics import DistanceField
 
 
@@ -31,8 +32,6 @@ class FastMarching:
         fast-marching run whose front starts as the exact ``min(|x - s| + v)`` around the
         sources, so the result is sub-cell accurate near them.
         """
-        import skfmm
-
         cell = self.s.cell
         li = int(self.s.patch_layer[patch])
         L = self.s.layers[li]
@@ -77,10 +76,8 @@ class FastMarching:
                 direct[rr[k], cc[k]] = T
             ma = np.ma.MaskedArray(phi, mask=~mask)
             try:
-                if speed is None:
-                    d = skfmm.distance(ma, dx=cell, order=2)
-                else:  # slopes and stairs: 3D path length, as on habitat-sim's navmesh
-                    d = skfmm.travel_time(ma, speed, dx=cell, order=2)
+                # speed: slopes and stairs in 3D path length, as on habitat-sim's navmesh
+                d = travel_time(ma, cell, speed)
                 f = np.ma.filled(d, np.inf).astype(np.float64) + T
             except ValueError:
                 f = np.where(mask, direct, np.inf)
