@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # 0.3.3, torch 2.8.0, this project from its built wheel): scripts/setup_py39.sh
 VENV39 ?= .venv39
 
-.PHONY: setup setup-baselines egl chromium habitat-sim demo baselines test test-py311 test-py39 test-fast dist bench bench-agreement clean
+.PHONY: setup setup-baselines egl chromium habitat-sim demo baselines test test-py311 test-py39 test-fast dist readme-baselines bench bench-agreement clean
 
 $(VENV)/.base-installed: pyproject.toml _build/mosnav_build.py
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,12 @@ demo: setup
 baselines: setup
 	BIN=$(VENV)/bin bash scripts/baselines.sh
 
+# make baselines on demo/official, then its leaderboard into README.md's demo table, with the commit
+readme-baselines: setup
+	BIN=$(VENV)/bin BASELINES_BENCHMARK=demo/official bash scripts/baselines.sh
+	{ echo "\`make baselines\` (\`demo/official\`) at commit \`$$(git rev-parse --short HEAD)\`$$(git diff --quiet HEAD -- habitat_mosnav || echo ' with local changes'):"; \
+	  echo; cat baselines_output/report/leaderboard.md; } | $(PY) scripts/readme_block.py baselines-table
+
 # Both lanes: Python 3.11 (PyPI's habitat-lab, editable install) and Python 3.9 (the HM3D
 # users' stack above; skipped in one line on a machine without Python 3.9).
 test: test-py311 test-py39
@@ -78,6 +84,9 @@ dist: setup
 	$(PY) -m build --outdir dist .
 	$(PY) -m twine check --strict dist/*
 	@ls -l dist
+	@$(PY) -c "import glob, os; w, = glob.glob('dist/*.whl'); t, = glob.glob('dist/*.tar.gz'); \
+	  print('the wheel is %.1f MB (%s bytes), the sdist %.1f MB' % (os.path.getsize(w) / 1e6, \
+	  format(os.path.getsize(w), ','), os.path.getsize(t) / 1e6))" | $(PY) scripts/readme_block.py wheel-size
 
 bench: setup
 	$(PY) benchmarks/bench_env.py

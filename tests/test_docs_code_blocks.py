@@ -19,7 +19,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ["README.md"] + sorted(os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs", "*.md")))
 CODE = {"python", "bash", "sh"}
-NEEDS = {"HM3D", "habitat-sim", "a VLM server", "SLURM"}
+NEEDS = {"HM3D", "habitat-sim", "a VLM server", "SLURM", "conda"}
 MARK = re.compile(r"<!-- docs-test: (.*?) -->")
 FILE_LINE = re.compile(r"#\s*([\w./-]+\.py)\b")
 
@@ -70,7 +70,9 @@ def scratch(tmp_path_factory):
 
 
 def _env(root):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), REPO]),
+    # the source tree on the path, except in the Python 3.9 lane, which tests the installed wheel
+    paths = [str(root)] + ([] if os.environ.get("MOSNAV_TEST_INSTALLED_WHEEL") == "1" else [REPO])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths),
                PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     env.pop("MOSNAV_API_KEY", None)
     return env
@@ -96,6 +98,27 @@ def test_python_block_runs(block, scratch):
     doc, line, _, code, _ = block
     proc = subprocess.run([sys.executable, "-c", code], cwd=scratch, env=_env(scratch),
                           capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{doc}:{line}:\n{proc.stderr[-3000:]}"
+
+
+#: appended to a README block run on habitat-sim: it did run on Sim-v0
+ON_HABITAT_SIM = """
+_sim = (globals().get("env") or benchmark._env).sim
+assert type(_sim).__module__.startswith("habitat.sims.habitat_simulator"), type(_sim)
+"""
+
+
+@pytest.mark.habitat_sim
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b[0] == "README.md" and b[2] == "python"
+                                   and b[4] is None and "mosnav/mos_demo.yaml" in b[3]], ids=_id)
+def test_habitat_blocks_run_on_habitat_sim(block, scratch):
+    """The README's ``habitat.Env`` loop and ``habitat.Benchmark`` snippets on habitat-sim's
+    ``Sim-v0`` (``mos_demo_habitat_sim.yaml``: the same demo config, the real simulator)."""
+    pytest.importorskip("habitat_sim")
+    doc, line, _, code, _ = block
+    code = code.replace("mosnav/mos_demo.yaml", "mosnav/mos_demo_habitat_sim.yaml") + ON_HABITAT_SIM
+    proc = subprocess.run([sys.executable, "-c", code], cwd=scratch, env=_env(scratch),
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{doc}:{line}:\n{proc.stderr[-3000:]}"
 
 

@@ -15,7 +15,7 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PTH = "habitat_mosnav_compat.pth"
-SOURCES = ["pyproject.toml", "README.md", "_build", "habitat_mosnav", "_habitat_mosnav_pth.py",
+SOURCES = ["pyproject.toml", "MANIFEST.in", "README.md", "_build", "habitat_mosnav", "_habitat_mosnav_pth.py",
            "benchmark_api.py"]
 
 

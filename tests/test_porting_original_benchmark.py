@@ -21,7 +21,7 @@ from habitat_mosnav.agents.legacy import LegacyAgentAdapter, adapt_agent, has_le
 from habitat_mosnav.evaluation.cli import main
 from conftest import read_records, read_summary
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(habitat_mosnav.__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = ["--space-coverage-samples", "0", "--no-progress"]
 
 # The README's MyAgent, verbatim (comments included).

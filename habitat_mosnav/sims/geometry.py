@@ -134,7 +134,8 @@ def basis_glb_to_png_glb(path: str, data: bytes) -> bytes:
         return data
     if importlib.util.find_spec("opengl_basisu") is None:
         raise SceneFormatError(f"{path}: Basis Universal textures need the optional package "
-                               "opengl-basisu: pip install 'habitat_mosnav[hm3d]'")
+                               "opengl-basisu: pip install 'habitat_mosnav[hm3d]' (Python 3.10+; "
+                               "on Python 3.9 run it on habitat-sim: --simulator habitat-sim)")
     blob = bytearray(bin_chunk)
     views = gltf.setdefault("bufferViews", [])
     images = gltf.setdefault("images", [])
