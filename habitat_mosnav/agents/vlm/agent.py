@@ -186,7 +186,8 @@ class APIAgent:
         g.add_argument("--send-depth", action="store_true", help="also send the depth image, colour-coded")
         g.add_argument("--depth-max", type=float, default=10.0,
                        help="with --send-depth: metres shown as 'far' in the colour-coded depth (default: 10)")
-        g.add_argument("--api-timeout", type=float, default=60.0, help="seconds per request (default: 60)")
+        g.add_argument("--api-timeout", type=float, default=60.0,
+                       help="seconds per attempt, from connect to the last byte of the reply (default: 60)")
         g.add_argument("--api-retries", type=int, default=3,
                        help="repeats after a 5xx/408/409/425/429 answer, time-out or dropped connection (default: 3)")
         g.add_argument("--api-backoff", type=float, default=1.0,
