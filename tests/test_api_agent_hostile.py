@@ -225,3 +225,45 @@ def test_long_hostile_replies_parse_with_linear_work(monkeypatch, reply, action)
     assert parse_action(reply).action == action
     passes = [c for c in calls if len(c[2]) < 3 and not _is_bounded_width(c[0])]
     assert len(passes) <= 3
+
+
+# ----------------------------------------------------------------------------- the prompt log
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def test_prompt_log_caps_every_text_field(server, tmp_path):
+    from habitat_mosnav.agents.vlm import agent as agent_module
+    from test_api_agent_agent import make_obs
+
+    LOG_FIELD_LIMIT = getattr(agent_module, "LOG_FIELD_LIMIT", 64 * 1024)  # the stated 64 KiB
+    assert LOG_FIELD_LIMIT == 64 * 1024
+
+    # A 2 MB reply naming no action, then a 2 MB one that does: unparsed, it is sent back in
+    # the re-ask and was written four times (messages, two attempts, reply): 8 MB a step.
+    junk = "a" * (LOG_FIELD_LIMIT - 1) + "é" + "blah " * 400_000  # 'é' (2 bytes) across the limit
+    server.script(junk, junk + "\nACTION: 2")
+    log = tmp_path / "prompts.jsonl"
+    agent = agent_module.APIAgent("m", server.api_base, KEY, timeout=10.0, backoff=0.0, unparseable_retries=1, log_path=log)
+    agent.reset()
+    assert agent.act(make_obs()) == 2
+    raw = log.read_text(encoding="utf-8")
+    (line,) = [json.loads(x) for x in raw.splitlines()]
+    assert len(raw.encode("utf-8")) < 5 * LOG_FIELD_LIMIT + 20_000
+    cut = [s for s in _strings(line) if s.endswith("bytes left out]")]
+    assert len(cut) == 4  # the re-asked assistant message, both attempts' replies, the reply
+    full = len(junk.encode("utf-8"))
+    for text in cut:
+        kept, marker = text.rsplit("...[", 1)
+        assert kept == "a" * (LOG_FIELD_LIMIT - 1)  # cut before the character it would split
+        left_out = int(marker.split()[0])
+        assert left_out in (full - len(kept), full + len("\nACTION: 2") - len(kept))
+    assert all(len(s.encode("utf-8")) <= LOG_FIELD_LIMIT + 40 for s in _strings(line))
+    assert line["action"] == 2 and line["parsed_action"] == 2
