@@ -26,8 +26,9 @@ def test_reply_trickling_one_byte_at_a_time_ends_at_the_timeout(server, headers_
     # One byte every 0.2 s: no single read ever waits 1 s, so only a deadline on the whole
     # attempt ends it. The server gives up after 50 bytes (10 s), so without one the test
     # fails in bounded time (with a 'connection' error, after 10 s).
-    server.script(Reply.trickle(0.2, max_bytes=50, headers_first=headers_first))
+    server.script("ACTION: 1", Reply.trickle(0.2, max_bytes=50, headers_first=headers_first))
     client = ChatClient(server.api_base, KEY, timeout=1.0, retries=0, backoff=0.0)
+    client.complete(PAYLOAD)  # the first request imports the SDK (seconds on a cold Python 3.9)
     t0 = time.monotonic()
     with pytest.raises(APIUnavailableError, match=r"--api-timeout 1s") as info:
         client.complete(PAYLOAD)
