@@ -3,6 +3,13 @@ used by the VLM agent (``--agent api``) and by ``mosnav-build``'s attributes/lan
 
 The HTTP request, the ``Authorization`` header, time-outs and the mapping of HTTP errors to
 exception classes are the ``openai`` SDK's; the ``.env`` file is read by python-dotenv.
+Two limits are ours, on the SDK's httpx client: ``timeout`` bounds each whole attempt
+(httpx's time-outs are per connect and per read, so a server sending one byte a second
+never ends): at the deadline a watchdog shuts the attempt's socket, which httpcore hands
+over through its ``trace`` extension, and every attempt gets a connection of its own (no
+keep-alive, so no socket is shared between attempts); and a redirect to another origin
+(scheme, host or port) is refused before anything is sent there, so the key never leaves
+the configured server (same-origin redirects are followed, at most :data:`MAX_REDIRECTS`).
 Retries are ours, with the SDK's own retries off (``max_retries=0``): the back-off must be
 injectable (``sleep``) and bounded (``max_backoff``), every failed attempt is logged
 (``ChatResult.errors`` / ``attempt_log``), a reply that is not JSON, has no choices or fails
@@ -22,6 +29,8 @@ import json
 import os
 import random
 import re
+import socket
+import sys
 import threading
 import time
 import urllib.parse
@@ -40,6 +49,7 @@ __all__ = [
     "APIUnavailableError",
     "ChatClient",
     "ChatResult",
+    "MAX_REDIRECTS",
     "MalformedReply",
     "chat_completions_url",
     "data_url",
@@ -52,6 +62,8 @@ __all__ = [
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _RETRY_STATUS = {408, 409, 425, 429}
 _MAX_ERROR_BODY = 300
+#: Same-origin redirects followed per attempt.
+MAX_REDIRECTS = 5
 
 
 class APIError(RuntimeError):
@@ -180,10 +192,105 @@ class _Retryable(Exception):
         self.raw = raw
 
 
+class _OffOrigin(Exception):
+    """Internal: a redirect pointed to another origin; raised before anything is sent there."""
+
+    def __init__(self, target: str):
+        super().__init__(target)
+        self.target = target
+
+
+def _origin(url: Any) -> Tuple[str, str, int]:
+    """(scheme, host, port) of an httpx URL, the port made explicit."""
+    scheme = url.scheme.lower()
+    return scheme, (url.host or "").lower(), url.port or {"http": 80, "https": 443}.get(scheme, 0)
+
+
+def _httpx_module():
+    """The httpx package the installed openai SDK builds its clients from (``httpx``, or
+    ``httpx2`` in newer SDKs)."""
+    import openai
+
+    for cls in openai.DefaultHttpxClient.__mro__[1:]:
+        if cls.__name__ == "Client":
+            return sys.modules[cls.__module__.split(".")[0]]
+    raise ImportError("openai.DefaultHttpxClient is not built on an httpx Client")  # pragma: no cover
+
+
+class _Deadline:
+    """The total time limit of one attempt.
+
+    A watchdog timer fires ``seconds`` after :meth:`start`; it shuts down (both ways) every
+    socket the attempt opened, which wakes a blocked read or write at once with an end of
+    stream. The sockets come from httpcore's ``trace`` extension (:meth:`trace`, set on
+    each request by the client's request hook): at ``connect_tcp.complete`` the socket is
+    duplicated (a TLS wrapper takes over the original; the duplicate still shuts the same
+    connection). A connect still in progress is bounded by the per-operation connect
+    time-out (the same ``seconds``) and shut as soon as it completes.
+    """
+
+    def __init__(self, seconds: float):
+        self.expired = False
+        self._lock = threading.Lock()
+        self._socks: List[socket.socket] = []
+        self._done = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def start(self) -> "_Deadline":
+        self._timer.start()
+        return self
+
+    def finish(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._done = True
+            socks, self._socks = self._socks, []
+        for sock in socks:
+            sock.close()
+
+    def trace(self, event: str, info: Dict[str, Any]) -> None:
+        if not event.endswith("connect_tcp.complete"):
+            return
+        stream = info.get("return_value")
+        raw = stream.get_extra_info("socket") if stream is not None else None
+        if raw is None:
+            return
+        try:
+            sock = raw.dup()
+        except OSError:
+            return
+        with self._lock:
+            if self._done:
+                sock.close()
+                return
+            self._socks.append(sock)
+            expired = self.expired
+        if expired:
+            _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.expired = True
+            socks = list(self._socks)
+        for sock in socks:
+            _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed by the other side
+
+
 class ChatClient:
     """Chat-completions requests with time-outs, exponential back-off and spacing.
 
-    ``timeout`` bounds each attempt's connect and each read; an attempt gets at most
+    ``timeout`` bounds each whole attempt, from connect to the last byte of the reply
+    (also each connect and each read); an attempt gets at most
     ``retries`` repeats after 5xx/408/409/425/429, time-outs, dropped connections, a reply
     that is not a completion or fails ``parse``, waiting ``backoff * 2**k`` seconds (capped
     at ``max_backoff``, plus up to 10% jitter, at least a ``Retry-After``). Requests start at
@@ -222,6 +329,7 @@ class ChatClient:
             register_secret(self._key)  # masked in everything written or printed
         self._user_agent = user_agent
         self._sdk = None
+        self._local = threading.local()  # the running attempt's _Deadline, per thread
         self._lock = threading.Lock()
         self._last_start: Optional[float] = None
 
@@ -304,13 +412,27 @@ class ChatClient:
         if self._sdk is None:
             import openai
 
-            # A local model server must not be routed through an HTTP(S)_PROXY.
-            http_client = openai.DefaultHttpxClient(trust_env=False) if self.is_loopback else None
+            httpx = _httpx_module()
+            http_client = openai.DefaultHttpxClient(
+                trust_env=not self.is_loopback,  # a local model server is never reached through a proxy
+                limits=httpx.Limits(max_connections=100, max_keepalive_connections=0),
+                max_redirects=MAX_REDIRECTS,
+                event_hooks={"request": [self._on_request]})
             self._sdk = openai.OpenAI(
                 base_url=self.url[: -len("/chat/completions")], api_key=self._key or "unused",
                 timeout=self.timeout, max_retries=0, http_client=http_client,
                 default_headers={"User-Agent": self._user_agent})
         return self._sdk
+
+    def _on_request(self, request: Any) -> None:
+        """httpx request hook: refuse another origin (only a redirect leads there), and hand
+        the attempt's deadline the sockets its connections open."""
+        origin = _origin(request.url)
+        if origin != _origin(_httpx_module().URL(self.url)):
+            raise _OffOrigin("{}://{}:{}".format(*origin))
+        deadline = getattr(self._local, "deadline", None)
+        if deadline is not None:
+            request.extensions["trace"] = deadline.trace
 
     def _throttle(self) -> None:
         with self._lock:
@@ -328,9 +450,12 @@ class ChatClient:
         model, messages = body.pop("model"), body.pop("messages")
         headers = {} if self._key else {"Authorization": openai.Omit()}
         self._throttle()
+        client = self._client()
+        deadline = self._local.deadline = _Deadline(self.timeout).start()
         try:
-            raw = self._client().chat.completions.with_raw_response.create(
+            raw = client.chat.completions.with_raw_response.create(
                 model=model, messages=messages, extra_body=body or None, extra_headers=headers)
+            text = raw.http_response.text
         except openai.APIStatusError as exc:
             code = exc.status_code
             detail = exc.body.get("message") if isinstance(exc.body, dict) else exc.response.text
@@ -342,13 +467,25 @@ class ChatClient:
             err = cls(f"chat server {self.url} rejected the request: {message}")
             err.status = code
             raise err from None
-        except openai.APITimeoutError:
-            raise _Retryable("timeout", f"no reply within --api-timeout {self.timeout:g}s") from None
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__
+        except (openai.APIConnectionError, _OffOrigin, _httpx_module().TransportError) as exc:
+            # APITimeoutError is an APIConnectionError; a hook's exception may come wrapped
+            # (older SDKs) or as it is; a body read cut by the deadline may be a bare httpx error.
+            cause = exc if not isinstance(exc, openai.APIConnectionError) else exc.__cause__
+            if isinstance(cause, _OffOrigin):
+                raise APIRequestError(
+                    f"chat server {self.url} redirected the request to another origin, {cause.target}: "
+                    "not followed (redirects are followed only on the same scheme, host and port, "
+                    "so the key never leaves the configured server)") from None
+            if deadline.expired:
+                raise _Retryable("timeout", f"no complete reply within --api-timeout {self.timeout:g}s "
+                                            "(the whole attempt: connect and every read)") from None
+            if isinstance(exc, (openai.APITimeoutError, _httpx_module().TimeoutException)):
+                raise _Retryable("timeout", f"no reply within --api-timeout {self.timeout:g}s") from None
             why = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
             raise _Retryable("connection", f"connection failed: {why}") from None
-        text = raw.http_response.text
+        finally:
+            self._local.deadline = None
+            deadline.finish()
         try:
             return json.loads(text)
         except ValueError:

@@ -8,7 +8,9 @@ callable ``request_json -> Reply | str``). Every request is recorded in
 
 Reply kinds: ``Reply.text("ACTION: 1")`` (a valid completion), ``Reply.status(500)``,
 ``Reply.slow(2.0, "ACTION: 1")`` (answers late), ``Reply.drop()`` (closes the connection
-without answering), ``Reply.raw(b"not json")`` (a malformed envelope).
+without answering), ``Reply.raw(b"not json")`` (a malformed envelope),
+``Reply.trickle(0.2)`` (one byte every 0.2 s, never a complete reply),
+``Reply.redirect(url)`` (a 307 to ``url``).
 
     with ChatServer(default=Reply.text("ACTION: 1")) as server:
         server.script(Reply.status(500), Reply.text("ACTION: 3"))
@@ -36,13 +38,15 @@ __all__ = ["Reply", "RecordedRequest", "ChatServer"]
 class Reply:
     """One scripted server behaviour."""
 
-    kind: str = "text"  # "text", "status", "drop", "raw"
+    kind: str = "text"  # "text", "status", "drop", "raw", "trickle"
     content: Optional[str] = "ACTION: 1"
     status_code: int = 200
     delay: float = 0.0
     body: Optional[bytes] = None
     headers: Dict[str, str] = field(default_factory=dict)
     usage: Optional[Dict[str, int]] = None
+    max_bytes: int = 0  # "trickle": bytes sent before the connection is closed
+    trickle_head: bool = False  # "trickle": the status line and headers are trickled too
 
     @classmethod
     def text(cls, content: Optional[str], delay: float = 0.0, usage: Optional[Dict[str, int]] = None) -> "Reply":
@@ -64,6 +68,20 @@ class Reply:
     @classmethod
     def raw(cls, body: bytes, status_code: int = 200, content_type: str = "application/json") -> "Reply":
         return cls("raw", content=None, status_code=status_code, body=body, headers={"Content-Type": content_type})
+
+    @classmethod
+    def redirect(cls, location: str, status_code: int = 307) -> "Reply":
+        return cls("raw", content=None, status_code=status_code, body=b"",
+                   headers={"Content-Type": "text/plain", "Location": location})
+
+    @classmethod
+    def trickle(cls, interval: float = 0.2, max_bytes: int = 50, headers_first: bool = True) -> "Reply":
+        """One byte every ``interval`` seconds of a reply that announces more than it ever
+        sends: at most ``max_bytes`` bytes, then the connection is closed (so a client
+        without a total deadline fails after ``interval * max_bytes`` s, not never).
+        ``headers_first``: the status line and headers at once, then the body byte by byte;
+        else the status line and headers are trickled too."""
+        return cls("trickle", content=None, delay=interval, max_bytes=max_bytes, trickle_head=not headers_first)
 
 
 @dataclass
@@ -227,6 +245,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": "request body is not JSON"}})
             return
         reply = self.owner._next_reply(payload)
+        if reply.kind == "trickle":
+            self._trickle(reply)
+            return
         if reply.delay > 0 and self.owner._stop.wait(reply.delay):
             return  # server stopping: give up on this request
         try:
@@ -249,6 +270,25 @@ class _Handler(BaseHTTPRequestHandler):
             })
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass  # the client gave up (e.g. timed out) before we answered
+
+    def _trickle(self, reply: Reply) -> None:
+        body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant",
+                                                                  "content": "ACTION: 1 " * 10_000}}]}).encode()
+        head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+        data = (head + body if reply.trickle_head else body)[: reply.max_bytes]
+        self.close_connection = True
+        try:
+            if not reply.trickle_head:
+                self.wfile.write(head)
+                self.wfile.flush()
+            for i in range(len(data)):
+                if self.owner._stop.wait(reply.delay):
+                    return
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+        except OSError:
+            pass  # the client gave up
 
 
 def _main() -> None:

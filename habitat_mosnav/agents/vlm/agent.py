@@ -57,10 +57,14 @@ __all__ = [
     "APIRequestError",
     "UnparseableReplyError",
     "DEFAULT_API_BASE",
+    "LOG_FIELD_LIMIT",
 ]
 
 DEFAULT_API_BASE = "https://api.openai.com/v1"
 UNPARSEABLE_POLICIES = ("retry", "default", "error")
+#: Most bytes (UTF-8) of one text field written to ``prompts.jsonl``; a longer one keeps its
+#: start and ends in ``...[N bytes left out]``.
+LOG_FIELD_LIMIT = 64 * 1024
 
 
 class UnparseableReplyError(APIError):
@@ -186,7 +190,8 @@ class APIAgent:
         g.add_argument("--send-depth", action="store_true", help="also send the depth image, colour-coded")
         g.add_argument("--depth-max", type=float, default=10.0,
                        help="with --send-depth: metres shown as 'far' in the colour-coded depth (default: 10)")
-        g.add_argument("--api-timeout", type=float, default=60.0, help="seconds per request (default: 60)")
+        g.add_argument("--api-timeout", type=float, default=60.0,
+                       help="seconds per attempt, from connect to the last byte of the reply (default: 60)")
         g.add_argument("--api-retries", type=int, default=3,
                        help="repeats after a 5xx/408/409/425/429 answer, time-out or dropped connection (default: 3)")
         g.add_argument("--api-backoff", type=float, default=1.0,
@@ -418,9 +423,33 @@ class APIAgent:
             "error": None if error is None else {"type": type(error).__name__, "message": str(error)},
         }
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        line = _capped(line, mask=self.client.secrets)
         text = mask_secrets(json.dumps(line, ensure_ascii=False), *self.client.secrets)
         with open_file(str(self.log_path), "a") as fh:  # never through a planted link
             fh.write(text + "\n")
+
+
+def _capped(value: Any, limit: int = LOG_FIELD_LIMIT, mask: Tuple[str, ...] = ()) -> Any:
+    """``value`` with every string longer than ``limit`` UTF-8 bytes cut to its first
+    ``limit`` bytes (on a character boundary) plus ``...[N bytes left out]``. A cut text is
+    masked first, so a cut never leaves the start of a key behind."""
+    if isinstance(value, str):
+        if len(value) * 4 <= limit:
+            return value
+        data = value.encode("utf-8", "surrogatepass")
+        if len(data) <= limit:
+            return value
+        value = mask_secrets(value, *mask)
+        data = value.encode("utf-8", "surrogatepass")
+        if len(data) <= limit:
+            return value
+        kept = data[:limit].decode("utf-8", "ignore")
+        return f"{kept}...[{len(data) - len(kept.encode('utf-8', 'surrogatepass'))} bytes left out]"
+    if isinstance(value, dict):
+        return {k: _capped(v, limit, mask) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_capped(v, limit, mask) for v in value]
+    return value
 
 
 def _decode_data_url(url: str) -> bytes:
