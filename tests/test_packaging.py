@@ -155,3 +155,25 @@ def test_every_command_runs_from_any_directory(tmp_path):
                               text=True, timeout=300)
         assert proc.returncode == 0, (name, proc.stderr[-1500:])
         assert proc.stdout.startswith(name + " ") and "Python " in proc.stdout, proc.stdout
+
+
+def test_the_users_habitat_lab_meets_every_requirement():
+    """pip replaces nothing a requirement already accepts: every requirement of the installed
+    distribution (core, test and baselines extras, markers evaluated here) is met by what is
+    installed. In the Python 3.9 lane that is habitat-lab 0.3.3 installed editable from its
+    source tree, which a ``==0.3.320260507`` pin would have swapped out."""
+    import importlib.metadata as md
+
+    from packaging.requirements import Requirement
+
+    for line in md.requires("habitat_mosnav"):
+        req = Requirement(line)
+        if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in ("", "test", "baselines")):
+            continue
+        try:
+            installed = md.version(req.name)
+        except md.PackageNotFoundError:
+            pytest.fail(f"{req.name} is required ({line}) but not installed")
+        assert req.specifier.contains(installed, prereleases=True), f"{line}: installed {installed}"
+    if os.environ.get("MOSNAV_TEST_INSTALLED_WHEEL") == "1":  # the HM3D users' lane
+        assert md.version("habitat-lab") == "0.3.3" and md.version("habitat-baselines") == "0.3.3"
