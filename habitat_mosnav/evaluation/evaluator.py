@@ -513,13 +513,15 @@ class Evaluator:
             return
         from habitat_mosnav.sims.scene_check import NavMeshError, SceneFormatError, check_scene
 
-        option = ""
+        option, detour = "", True  # habitat-sim (Detour) reads the navmesh
         sim = getattr(self._hcfg, "simulator", None) if self._hcfg is not None else None
-        if sim is not None and sim.get("type") == "MosNavMeshSim-v0" and "mosnav_mesh" in sim:
-            option = str(sim.mosnav_mesh.get("navmesh") or "")
+        if sim is not None and sim.get("type") == "MosNavMeshSim-v0":
+            detour = False
+            if "mosnav_mesh" in sim:
+                option = str(sim.mosnav_mesh.get("navmesh") or "")
         for scene in scenes:
             try:
-                check_scene(scene, option)
+                check_scene(scene, option, detour=detour)
             except (NavMeshError, SceneFormatError) as exc:
                 raise EvaluationSetupError(_one_line(exc)) from None
 

@@ -32,6 +32,11 @@ class NavMeshError(RuntimeError):
     """A .navmesh that cannot be read; the message names the file and the problem."""
 
 
+class NavMeshUnsupported(NavMeshError):
+    """A well-formed .navmesh of a kind this reader does not answer on (another set
+    version, several tiles): the CPU simulator may compute navigability from the mesh."""
+
+
 def _a4(n: int) -> int:
     return (n + 3) & ~3
 
@@ -83,10 +88,38 @@ def read_navmesh(path: str) -> NavMeshData:
     return out
 
 
-def validate_navmesh(path: str) -> int:
+def validate_navmesh(path: str, detour: bool = False) -> int:
     """The checks of :func:`read_navmesh` without building its per-polygon lists (cheap:
-    numpy over the file's arrays); returns the number of walkable polygons."""
-    return sum(len(raw.ground) for raw, _ in _checked_tiles(path))
+    numpy over the file's arrays); returns the number of walkable polygons. ``detour``:
+    also what only Detour (habitat-sim) reads, the BV tree's quantised boxes, which must
+    hold their polygons relative to the tile's ``bmin`` (else its queries miss them)."""
+    tiles = _checked_tiles(path)
+    if detour:
+        for k, (raw, where) in enumerate(tiles):
+            _check_bv_tree(path, k, where, raw)
+    return sum(len(raw.ground) for raw, _ in tiles)
+
+
+def _check_bv_tree(path: str, number: int, where: int, raw: "_RawTile") -> None:
+    if not len(raw.bv_nodes):
+        return
+    # the tree is the root's span (its escape index); Detour allocates more nodes than it
+    # fills and leaves the rest zero
+    root = int(raw.bv_nodes[0, 6])
+    nodes = raw.bv_nodes[: -root if root < 0 else 1]
+    nodes = nodes[nodes[:, 6] >= 0]
+    q = raw.bv_quant
+    v = raw.verts.astype(np.float64)
+    for node in nodes:
+        p = int(node[6])
+        pts = v[raw.polys[p, : int(raw.nverts[p])]]
+        qx = (pts[:, 0] - raw.bmin[0]) * q
+        qz = (pts[:, 2] - raw.bmin[2]) * q
+        if (qx.min() < node[0] - 2 or qx.max() > node[3] + 2 or qz.min() < node[2] - 2
+                or qz.max() > node[5] + 2):
+            raise NavMeshError(f"{path}: tile {number} (byte {where}): field 'bvTree': the box of polygon "
+                               f"{p} does not hold it relative to the tile's bmin {_fmt(raw.bmin)} "
+                               "(bounds edited after the tree was built?); Detour's queries would miss it")
 
 
 def _checked_tiles(path: str):
@@ -99,7 +132,7 @@ def _checked_tiles(path: str):
         raise NavMeshError(f"{path}: not a Recast/Detour navmesh set (magic 'MSET' missing)")
     version, num_tiles = struct.unpack_from("<ii", data, 4)
     if version not in (1, 2):
-        raise NavMeshError(f"{path}: navmesh set version {version} is not supported (1 or 2)")
+        raise NavMeshUnsupported(f"{path}: navmesh set version {version} is not supported (1 or 2)")
     orig = struct.unpack_from("<3f", data, 12)
     tile_w, tile_h, max_tiles, max_polys = struct.unpack_from("<ffii", data, 24)
     if not all(math.isfinite(v) for v in orig + (tile_w, tile_h)) or not (tile_w > 0 and tile_h > 0):
@@ -158,6 +191,8 @@ class _RawTile:
     bmin: np.ndarray
     bmax: np.ndarray
     walkable_climb: float
+    bv_nodes: np.ndarray  # (N, 7): quantised bmin (3), bmax (3), polygon or -escape
+    bv_quant: float
 
 
 def _read_tile(path: str, tile: bytes, where: int, number: int = 0) -> _RawTile:
@@ -212,7 +247,10 @@ def _read_tile(path: str, tile: bytes, where: int, number: int = 0) -> _RawTile:
     off += _a4(12 * dv_count)
     dtris = np.frombuffer(tile, np.uint8, 4 * dt_count, off).reshape(-1, 4)
     off += _a4(4 * dt_count)
-    bv_index = np.frombuffer(tile, "<i4", 4 * bv_count, off).reshape(-1, 4)[:, 3]
+    bv_raw = np.frombuffer(tile, np.uint8, _BVNODE * bv_count, off).reshape(-1, _BVNODE)
+    bv_index = bv_raw[:, 12:16].copy().view("<i4").reshape(-1).astype(np.int64)
+    bv_nodes = np.concatenate([bv_raw[:, 0:12].copy().view("<u2").reshape(-1, 6).astype(np.int64),
+                               bv_index[:, None]], axis=1)
     off += _a4(_BVNODE * bv_count)
     om_poly = np.frombuffer(tile, "<u2", _OFFMESH // 2 * om_count, off).reshape(-1, _OFFMESH // 2)[:, 14]
 
@@ -282,7 +320,7 @@ def _read_tile(path: str, tile: bytes, where: int, number: int = 0) -> _RawTile:
     if len(bad) or om_base > poly_count:
         raise fail("offMeshCons", f"an off-mesh connection's polygon is beyond polyCount {poly_count}")
     return _RawTile(verts, pverts, pneis, pvcount, ground.tolist(), vert_base, tri_base, tri_count,
-                    dverts, dtris, bmin, bmax, climb)
+                    dverts, dtris, bmin, bmax, climb, bv_nodes, float(h[24]))
 
 
 def _check_convex(fail, verts, pverts, pvcount, ground) -> None:

@@ -30,7 +30,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from habitat_mosnav.sims.navmesh import NavMeshData, NavMeshError
+from habitat_mosnav.sims.navmesh import NavMeshData, NavMeshError, NavMeshUnsupported
 
 INF = float("inf")
 #: half extents (m) of the box searched for the nearest polygon (habitat-sim's projectToPoly)
@@ -144,7 +144,7 @@ class NavMeshQuery:
 
     def __init__(self, mesh: NavMeshData):
         if len(mesh.tiles) != 1:
-            raise NavMeshError(f"{mesh.path}: {len(mesh.tiles)} tiles; only single-tile navmeshes "
+            raise NavMeshUnsupported(f"{mesh.path}: {len(mesh.tiles)} tiles; only single-tile navmeshes "
                                "(the kind habitat-sim builds and HM3D ships) are supported")
         tile = mesh.tiles[0]
         self.path = mesh.path

@@ -15,7 +15,7 @@ import struct
 from typing import Optional
 
 from habitat_mosnav.scenes.io import SceneFormatError, mesh_stem
-from habitat_mosnav.sims.navmesh import NavMeshError, validate_navmesh
+from habitat_mosnav.sims.navmesh import NavMeshError, NavMeshUnsupported, validate_navmesh
 
 __all__ = ["SceneFormatError", "NavMeshError", "check_glb_header", "check_scene", "scene_navmesh"]
 
@@ -71,10 +71,11 @@ def scene_navmesh(scene_path: str, option: str = "") -> Optional[str]:
     return cand if os.path.isfile(cand) else None
 
 
-def check_scene(scene_path: str, navmesh_option: str = "") -> None:
+def check_scene(scene_path: str, navmesh_option: str = "", detour: bool = False) -> None:
     """The cheap checks of one scene's files: its ``.glb`` and ``.semantic.glb`` headers and
-    its ``.navmesh`` (SceneFormatError / NavMeshError, one line naming the file). A file
-    that is not there is left to the dataset's own check (it names the missing scene)."""
+    its ``.navmesh`` (SceneFormatError / NavMeshError, one line naming the file; ``detour``:
+    habitat-sim reads it, see :func:`~habitat_mosnav.sims.navmesh.validate_navmesh`). A
+    file that is not there is left to the dataset's own check (it names the missing scene)."""
     if os.path.isfile(scene_path):
         check_glb_header(scene_path)
     semantic = os.path.join(os.path.dirname(scene_path), mesh_stem(scene_path) + ".semantic.glb")
@@ -82,4 +83,9 @@ def check_scene(scene_path: str, navmesh_option: str = "") -> None:
         check_glb_header(semantic)
     navmesh = scene_navmesh(scene_path, navmesh_option)
     if navmesh is not None:
-        validate_navmesh(navmesh)
+        try:
+            validate_navmesh(navmesh, detour=detour)
+        except NavMeshUnsupported:
+            if navmesh_option:
+                raise
+            # beside the scene: the CPU simulator warns and computes navigability from the mesh
