@@ -458,6 +458,7 @@ class Evaluator:
                 check({episode_scene_name(pool[k]) for _, k in selection})
             except Exception as exc:  # noqa: BLE001 - a DatasetFormatError, one line
                 raise EvaluationSetupError(_one_line(exc)) from None
+        self._check_scene_files([pool[k] for _, k in selection])
         try:
             if not cfg.resume:
                 res.refuse_existing(cfg.output_dir, rank)
@@ -501,6 +502,28 @@ class Evaluator:
             raise self._interrupt if self._interrupt is not None else KeyboardInterrupt()
         done = writer.write_done(expected_count=len(selection), expected_keys=[k for _, k in selection])
         return self._finish(rank, world, total, done)
+
+    def _check_scene_files(self, episodes: Sequence[Any]) -> None:
+        """The files of every scene the selected episodes load, checked before the first
+        episode and before anything is written (:mod:`habitat_mosnav.sims.scene_check`:
+        glb headers, the navmesh validated): a broken one is bad input, one line naming
+        it (exit 2), not one error record per episode of its scene."""
+        scenes = sorted({str(s) for s in (getattr(e, "scene_id", None) for e in episodes) if s})
+        if not scenes:
+            return
+        from habitat_mosnav.sims.scene_check import NavMeshError, SceneFormatError, check_scene
+
+        option, detour = "", True  # habitat-sim (Detour) reads the navmesh
+        sim = getattr(self._hcfg, "simulator", None) if self._hcfg is not None else None
+        if sim is not None and sim.get("type") == "MosNavMeshSim-v0":
+            detour = False
+            if "mosnav_mesh" in sim:
+                option = str(sim.mosnav_mesh.get("navmesh") or "")
+        for scene in scenes:
+            try:
+                check_scene(scene, option, detour=detour)
+            except (NavMeshError, SceneFormatError) as exc:
+                raise EvaluationSetupError(_one_line(exc)) from None
 
     def _check_benchmark(self) -> Optional[Dict[str, Any]]:
         """The setting's identity and this run's deviations from it, for every record;

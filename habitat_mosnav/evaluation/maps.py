@@ -121,6 +121,73 @@ def _map_angle(rotation) -> float:
     return wrap_angle(yaw_of(rotation) + math.pi)
 
 
+#: cells a top-down grid may have (a 4096 x 4096 map; a 50 m scene at 0.1 m is 500 x 500)
+MAX_MAP_CELLS = 4096 * 4096
+
+
+class MapTooLarge(ValueError):
+    """The navigable surface is too wide for a top-down map at the asked resolution."""
+
+
+def _auto_meters_per_pixel(bounds, longest_side_px: int) -> float:
+    lo, hi = bounds
+    extent = max(float(hi[0] - lo[0]), float(hi[2] - lo[2]), 1e-3)
+    if not math.isfinite(extent):
+        return 0.1
+    return min(0.1, max(0.01, extent / float(longest_side_px)))
+
+
+def _cells(bounds, meters_per_pixel: float) -> float:
+    lo, hi = bounds
+    n = (float(hi[0] - lo[0]) / meters_per_pixel) * (float(hi[2] - lo[2]) / meters_per_pixel)
+    return n if math.isfinite(n) else float("inf")
+
+
+class _ExtentPathfinder:
+    """A pathfinder seen through the window of its navigable surface's extent
+    (``sims.pathfinder.navigable_extent``): ``get_bounds`` is that window, so habitat's
+    ``get_topdown_map`` and ``to_grid`` work in it; the top-down view is computed over the
+    window only (this package's navmesh pathfinder; habitat-sim's view covers its tile
+    bounds whatever they are, and is refused when that is too large). Everything else is
+    the pathfinder's own."""
+
+    def __init__(self, pathfinder) -> None:
+        from habitat_mosnav.sims.pathfinder import navigable_extent
+
+        self._pf = pathfinder
+        self._full = tuple(np.asarray(b, np.float64) for b in pathfinder.get_bounds())
+        lo, hi = navigable_extent(pathfinder)
+        self._window = (np.asarray(lo, np.float32), np.asarray(hi, np.float32))
+
+    def __getattr__(self, name):
+        return getattr(self._pf, name)
+
+    def describe(self) -> str:
+        lo, hi = self._window
+        return f"({float(lo[0]):.6g}, {float(lo[2]):.6g})..({float(hi[0]):.6g}, {float(hi[2]):.6g})"
+
+    def get_bounds(self):
+        return self._window[0].copy(), self._window[1].copy()
+
+    def get_topdown_view(self, meters_per_pixel: float, height: float, eps: float = 0.5) -> np.ndarray:
+        grid = getattr(self._pf, "grid", None)
+        if grid is not None and getattr(grid, "extent", None) is not None:
+            return grid.topdown(meters_per_pixel, height, eps, bounds=self._window)
+        if _cells(self._full, meters_per_pixel) > MAX_MAP_CELLS:
+            raise MapTooLarge(f"the pathfinder's bounds {self._full[0].tolist()}..{self._full[1].tolist()} "
+                              f"are too wide for a top-down map at {meters_per_pixel:g} m per pixel")
+        view = np.asarray(self._pf.get_topdown_view(meters_per_pixel, height))
+        lo = self._full[0]
+        c0 = max(int((float(self._window[0][0]) - lo[0]) / meters_per_pixel), 0)
+        r0 = max(int((float(self._window[0][2]) - lo[2]) / meters_per_pixel), 0)
+        nx = int((float(self._window[1][0]) - float(self._window[0][0])) / meters_per_pixel)
+        nz = int((float(self._window[1][2]) - float(self._window[0][2])) / meters_per_pixel)
+        out = np.zeros((max(nz, 0), max(nx, 0)), bool)
+        part = view[r0: r0 + nz, c0: c0 + nx]
+        out[: part.shape[0], : part.shape[1]] = part
+        return out
+
+
 @dataclass
 class MapGrid:
     """habitat's top-down grid of one floor: ``codes`` (MAP_INVALID/VALID/BORDER values)."""
@@ -140,10 +207,20 @@ class MapGrid:
         ``margin_m`` of empty border so that targets beyond the navigable bounds show whole."""
         from habitat.utils.visualizations import maps
 
-        if meters_per_pixel is None:
-            lo, hi = pathfinder.get_bounds()
-            extent = max(float(hi[0] - lo[0]), float(hi[2] - lo[2]), 1e-3)
-            meters_per_pixel = min(0.1, max(0.01, extent / float(longest_side_px)))
+        auto = meters_per_pixel is None
+        if auto:
+            meters_per_pixel = _auto_meters_per_pixel(pathfinder.get_bounds(), longest_side_px)
+        if _cells(pathfinder.get_bounds(), meters_per_pixel) > MAX_MAP_CELLS:
+            # tile bounds far wider than the polygons (a navmesh may say 2 km around a flat):
+            # the grid covers the navigable surface's own extent instead
+            pathfinder = _ExtentPathfinder(pathfinder)
+            if auto:
+                meters_per_pixel = _auto_meters_per_pixel(pathfinder.get_bounds(), longest_side_px)
+            cells = _cells(pathfinder.get_bounds(), meters_per_pixel)
+            if cells > MAX_MAP_CELLS:
+                raise MapTooLarge(f"a top-down map of the navigable surface {pathfinder.describe()} "
+                                  f"at {meters_per_pixel:g} m per pixel would have {cells:.3g} cells "
+                                  f"(over {MAX_MAP_CELLS})")
         codes = maps.get_topdown_map(pathfinder, float(height),
                                      meters_per_pixel=float(meters_per_pixel))
         margin = int(math.ceil(max(0.0, margin_m) / float(meters_per_pixel)))

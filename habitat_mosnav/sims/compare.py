@@ -96,6 +96,10 @@ def compare(cpu, hs, points: int = 400, pairs: int = 200, seed: int = 0, scene: 
     cpu.seed(seed)
     hs_pts = [np.asarray(hs.get_random_navigable_point(), np.float32) for _ in range(max(points, 2 * pairs))]
     cpu_pts = [np.asarray(cpu.get_random_navigable_point(), np.float32) for _ in range(points)]
+    for name, pts in (("habitat-sim", hs_pts), ("the CPU simulator", cpu_pts)):
+        if pts and not np.isfinite(np.asarray(pts)).all():
+            raise RuntimeError(f"{scene or 'the scene'}: {name} found no navigable point to sample "
+                               f"({navmesh or 'its navmesh'})")
     cpu_ok = float(np.mean([bool(hs.is_navigable(p)) for p in cpu_pts]))
     hs_ok = float(np.mean([bool(cpu.is_navigable(p)) for p in hs_pts[:points]]))
     rel: List[float] = []
@@ -121,6 +125,16 @@ def compare_scene(scene: str, navmesh_option: str = "", points: int = 400, pairs
     if not os.path.isfile(navmesh):
         raise RuntimeError(f"{navmesh}: no navmesh beside the scene (habitat-sim needs one: "
                            "python -m habitat_mosnav.sims.habitat_sim_assets <scenes root>)")
+    # our own reader first: habitat-sim's loader trusts the file (a bad index is a SIGSEGV
+    # there, a NaN coordinate a table of NaN)
+    from habitat_mosnav.sims.navmesh import validate_navmesh
+    from habitat_mosnav.sims.scene_check import SceneFormatError, check_scene
+
+    try:
+        check_scene(scene, navmesh_option)
+        validate_navmesh(navmesh, detour=True)
+    except SceneFormatError as exc:
+        raise RuntimeError(str(exc)) from None
     hs = habitat_sim_pathfinder(navmesh)
     cpu = cpu_pathfinder(scene, navmesh_option)
     name = os.path.basename(stem)
@@ -139,13 +153,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = p.parse_args(argv)
     import json
 
-    print(HEADER if not args.json else "", end="\n" if not args.json else "")
-    for scene in args.scenes:
+    from habitat_mosnav.safety import safe_line
+
+    for k, scene in enumerate(args.scenes):
         try:
             a = compare_scene(scene, args.navmesh, args.points, args.pairs, args.seed)
-        except RuntimeError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+        except RuntimeError as exc:  # NavMeshError too: one line naming the file
+            print(safe_line(f"error: {exc}"), file=sys.stderr)
             return 2
+        if k == 0 and not args.json:
+            print(HEADER)
         print(json.dumps(asdict(a)) if args.json else a.row())
     return 0
 

@@ -87,12 +87,12 @@ class SceneEntry:
         polygons, :mod:`.navmesh_query`), else navigability computed from the mesh."""
         name = os.path.basename(self.path)
         if nav_path is not None:
-            from habitat_mosnav.sims.navmesh import NavMeshError, read_navmesh
+            from habitat_mosnav.sims.navmesh import NavMeshUnsupported, read_navmesh
             from habitat_mosnav.sims.navmesh_query import NavMeshQuery
 
             try:
                 return NavMeshQuery(read_navmesh(nav_path))
-            except NavMeshError as exc:
+            except NavMeshUnsupported as exc:  # a broken navmesh (NavMeshError) is raised
                 if explicit:
                     raise
                 logger.warning("%s; computing navigability from the mesh instead", exc)

@@ -30,7 +30,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from habitat_mosnav.sims.navmesh import NavMeshData, NavMeshError
+from habitat_mosnav.sims.navmesh import NavMeshData, NavMeshError, NavMeshUnsupported
 
 INF = float("inf")
 #: half extents (m) of the box searched for the nearest polygon (habitat-sim's projectToPoly)
@@ -47,6 +47,9 @@ BOUND_SLACK = 0.01
 #: navmeshes up to this many polygons get the doorway bound (its table costs one
 #: connected-components pass per shared edge)
 BOUND_MAX_POLYS = 1024
+#: cells a top-down view may have (habitat-sim's would allocate whatever the tile bounds
+#: ask for: 40000 x 40000 for bounds 2 km wide at 0.1 m); larger ones are refused
+TOPDOWN_MAX_CELLS = 1 << 26
 #: polygons a move may visit, its search stack (Detour's tiny node pool and MAX_STACK)
 _MOVE_NODES = 64
 _MOVE_STACK = 48
@@ -113,6 +116,10 @@ def _lerp(a, b, t: float) -> Tuple[float, float, float]:
 _dist = math.dist  # 3D length of a segment
 
 
+def _fmt3(v) -> str:
+    return "(" + ", ".join(f"{float(c):.6g}" for c in v) + ")"
+
+
 def _equal(a, b) -> bool:
     return (a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 + (a[2] - b[2]) ** 2 < _EQUAL_SQ
 
@@ -137,7 +144,7 @@ class NavMeshQuery:
 
     def __init__(self, mesh: NavMeshData):
         if len(mesh.tiles) != 1:
-            raise NavMeshError(f"{mesh.path}: {len(mesh.tiles)} tiles; only single-tile navmeshes "
+            raise NavMeshUnsupported(f"{mesh.path}: {len(mesh.tiles)} tiles; only single-tile navmeshes "
                                "(the kind habitat-sim builds and HM3D ships) are supported")
         tile = mesh.tiles[0]
         self.path = mesh.path
@@ -181,6 +188,9 @@ class NavMeshQuery:
             pts = np.asarray(self.poly_verts[p] + [v for t in self.detail[p] for v in t], np.float64)
             lo[p], hi[p] = pts.min(0), pts.max(0)
         self._lo, self._hi = lo, hi
+        #: the polygons' own extent: the tile header's bounds (``bounds``, what habitat-sim's
+        #: get_bounds returns) are whatever the file says, as wide as it likes
+        self.extent = (lo.min(0).astype(np.float32), hi.max(0).astype(np.float32))
         # corners padded to 6 by repeating the last one (zero-length edges never cross):
         # the even-odd test of many polygons at once
         pv = np.zeros((n, 6, 3))
@@ -378,7 +388,8 @@ class NavMeshQuery:
         p = int(rng.choice(len(w), p=w / w.sum()))
         vs = self.poly_verts[p]
         tri = [_tri_area2(vs[0], vs[i - 1], vs[i]) for i in range(2, len(vs))]
-        k = int(rng.choice(len(tri), p=np.asarray(tri) / sum(tri))) + 2
+        tri = np.maximum(np.asarray(tri, np.float64), 0.0)  # collinear corners: -0.0 at most
+        k = int(rng.choice(len(tri), p=tri / tri.sum())) + 2 if tri.sum() > 0 else 2
         a, b, c = vs[0], vs[k - 1], vs[k]
         s, t = math.sqrt(float(rng.random())), float(rng.random())
         x = a[0] * (1 - s) + b[0] * s * (1 - t) + c[0] * s * t
@@ -805,14 +816,23 @@ class NavMeshQuery:
         return best_pos, visited
 
     # -------------------------------------------------------------------- maps
-    def topdown(self, meters_per_pixel: float, height: float, eps: float = 0.5) -> np.ndarray:
+    def topdown(self, meters_per_pixel: float, height: float, eps: float = 0.5,
+                bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
         """habitat-sim's top-down view: pixel (h, w) is the point (x0 + w m, z0 + h m) from the
         bounds' lower corner (m = metres per pixel); navigable when it lies on a polygon whose
         surface there is within ``eps`` of ``height``, or within 1 cm of a polygon's edge
-        (what ``is_navigable`` accepts), vectorised per polygon."""
-        lo, hi = self.bounds
+        (what ``is_navigable`` accepts), vectorised per polygon. ``bounds``: another window
+        than the tile's (e.g. ``extent``); a view over TOPDOWN_MAX_CELLS is refused."""
+        lo, hi = self.bounds if bounds is None else bounds
+        if not (meters_per_pixel > 0 and math.isfinite(meters_per_pixel)):
+            raise ValueError(f"top-down view: meters_per_pixel must be > 0, got {meters_per_pixel}")
         nx = int((float(hi[0]) - float(lo[0])) / meters_per_pixel)
         nz = int((float(hi[2]) - float(lo[2])) / meters_per_pixel)
+        if max(nx, 0) * max(nz, 0) > TOPDOWN_MAX_CELLS:
+            raise NavMeshError(f"{self.path}: a top-down view of {nz} x {nx} cells at {meters_per_pixel:g} m "
+                               f"over its bounds {_fmt3(lo)}..{_fmt3(hi)} is too large (over "
+                               f"{TOPDOWN_MAX_CELLS} cells); the polygons span {_fmt3(self.extent[0])}.."
+                               f"{_fmt3(self.extent[1])}")
         out = np.zeros((max(nz, 0), max(nx, 0)), bool)
         if out.size == 0:
             return out

@@ -1,11 +1,30 @@
 """habitat-sim style ``PathFinder`` and ``ShortestPath`` over a :class:`NavGrid`."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from habitat_mosnav.sims.navgrid import INF, NavGrid
+
+
+def navigable_extent(pathfinder) -> Tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) float64 of the navigable surface of any pathfinder: this package's
+    (:meth:`PathFinder.navigable_extent`) or habitat-sim's (its navmesh triangles'
+    vertices; its ``get_bounds`` are the tile header's, as wide as the file says), else
+    ``get_bounds()``."""
+    own = getattr(pathfinder, "navigable_extent", None)
+    if callable(own):
+        lo, hi = own()
+        return np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    build = getattr(pathfinder, "build_navmesh_vertices", None)
+    if callable(build):
+        v = np.array([tuple(p) for p in build()], np.float64).reshape(-1, 3)
+        v = v[np.isfinite(v).all(axis=1)]
+        if len(v):
+            return v.min(axis=0), v.max(axis=0)
+    lo, hi = pathfinder.get_bounds()
+    return np.asarray(lo, np.float64), np.asarray(hi, np.float64)
 
 
 class ShortestPath:
@@ -54,6 +73,13 @@ class PathFinder:
 
     def get_bounds(self):
         lo, hi = self.grid.bounds
+        return lo.copy(), hi.copy()
+
+    def navigable_extent(self):
+        """(lo, hi) of the navigable surface itself: a navmesh's polygons (``get_bounds`` is
+        habitat-sim's, the tile header's bounds, which a file may set anywhere), else the
+        navigable cells (the same as ``get_bounds``)."""
+        lo, hi = getattr(self.grid, "extent", None) or self.grid.bounds
         return lo.copy(), hi.copy()
 
     def is_navigable(self, pt: Sequence[float], max_y_delta: float = 0.5) -> bool:

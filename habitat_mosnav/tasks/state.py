@@ -138,7 +138,7 @@ class MosEpisodeState:
             self._explored = None
             return
         # Uniform over the start's island, on the start's floor: (x, z) drawn in the
-        # navigable bounds with an RNG seeded by the episode key alone (the same points on
+        # navigable surface's extent with an RNG seeded by the episode key alone (the same points on
         # every rank, run and simulator; the simulator's own RNG is left alone), kept where
         # navigable and on that island (habitat-sim 0.3.3's is_navigable / get_island), so
         # every point is reachable and no geodesic query is spent on it.
@@ -146,7 +146,11 @@ class MosEpisodeState:
         rng = np.random.default_rng(episode_seed(0, self.episode.episode_key or self.episode.episode_id))
         start = np.asarray(self.start_position, dtype=np.float64)
         island = int(pathfinder.get_island(start))
-        lo, hi = (np.asarray(b, dtype=np.float64) for b in pathfinder.get_bounds())
+        # the polygons' own extent, not get_bounds(): a navmesh's tile bounds may be set
+        # kilometres wide around the same polygons, and then no sample would land
+        from habitat_mosnav.sims.pathfinder import navigable_extent
+
+        lo, hi = navigable_extent(pathfinder)
         points: List[np.ndarray] = []
         for _ in range(50):
             xz = rng.uniform([lo[0], lo[2]], [hi[0], hi[2]], size=(2 * samples, 2))
