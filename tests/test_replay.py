@@ -135,3 +135,29 @@ def test_cpu_run_replays_on_habitat_sim_within_the_stated_agreement(tmp_path):
     report = json.loads((run / "replay" / "habitat-sim" / "replay.json").read_text())
     assert report["simulator"] == "Sim-v0" and report["episode_count"] == 2
     assert rc == 0, report["differences"][:5]
+
+
+def test_report_shows_the_verification_mark(random_run, tmp_path):
+    from habitat_mosnav.evaluation.report import write_report
+
+    run = tmp_path / "run"
+    shutil.copytree(random_run, run)
+    write_report([str(run)], str(tmp_path / "before"), resamples=10, progress=False)
+    assert "verified" not in (tmp_path / "before" / "leaderboard.md").read_text()
+    assert _replay(run, "--verify") == 0
+    write_report([str(run)], str(tmp_path / "after"), resamples=10, progress=False)
+    assert "(verified on MosNavMeshSim-v0" in (tmp_path / "after" / "leaderboard.md").read_text()
+    assert 'class="badge ok">verified on MosNavMeshSim-v0' in (tmp_path / "after" / "index.html").read_text()
+
+
+def test_replayed_maps_equal_the_original_runs(room_runs, tmp_path):
+    # the scripted room run (claims true, false, duplicate; FINISH) was evaluated with --save-maps
+    run = tmp_path / "scripted"
+    shutil.copytree(room_runs["scripted"], run)
+    assert _replay(run, "--save-maps", "--dataset-dir", room_runs["data"],
+                   "--scene-root", room_runs["scenes"]) == 0
+    original = sorted(os.listdir(run / "maps"))
+    assert original and [n for n in original if n.endswith(".png")]
+    for name in original:
+        if name.endswith(".png"):
+            assert (run / "replay" / "mosnav" / "maps" / name).read_bytes() == (run / "maps" / name).read_bytes(), name
