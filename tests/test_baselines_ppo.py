@@ -92,6 +92,10 @@ def test_evaluation_reports_measures_and_writes_records(experiment):
                       "trajectory_length", "optimal_subset_distance"):
             assert math.isfinite(r["metrics"][field]), field
         assert len(r["report_events"]) == r["metrics"]["tp"] + r["metrics"]["fp"]
+        # the record is enough to replay the episode (issue 32)
+        assert len(r["replay"]["actions"]) == r["steps_taken"]
+        assert r["replay"]["start"] == r["initial_agent_state"]
+        assert r["replay"]["motion"]["simulator"] == "MosNavMeshSim-v0"
         assert "/" not in r["episode"]["scene_id"]
 
     # mosnav-report names the run after its experiment and shows the agent (issue 24)

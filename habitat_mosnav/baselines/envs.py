@@ -58,6 +58,7 @@ class MosNavEpisodeInfo(gym.Wrapper):
     def __init__(self, env):
         super().__init__(env)
         self._initial: Optional[Dict[str, Any]] = None
+        self._actions: List[int] = []  # this episode's action ids, for the record's replay block
 
     @property
     def process_id(self) -> int:
@@ -68,6 +69,7 @@ class MosNavEpisodeInfo(gym.Wrapper):
         obs = self.env.reset(**kwargs)
         henv = _habitat_env(self.env)
         self._initial = None
+        self._actions = []
         if henv is not None:
             from habitat_mosnav.evaluation.results import scalar_metrics
 
@@ -76,6 +78,7 @@ class MosNavEpisodeInfo(gym.Wrapper):
         return obs
 
     def step(self, action):
+        self._actions.append(_action_id(action))
         obs, reward, done, info = self.env.step(action)
         if done:
             henv = _habitat_env(self.env)
@@ -96,6 +99,10 @@ class MosNavEpisodeInfo(gym.Wrapper):
         summary["max_steps"] = max_steps
         events = list(getattr(state, "events", []) or [])
         initial = self._initial or {}
+        from habitat_mosnav.evaluation.replay_data import motion_settings, replay_block
+
+        replay = replay_block(self._actions, "goat", initial.get("agent_state"),
+                              motion_settings(henv, getattr(henv, "_config", None)))
         return to_jsonable({
             "episode_key": getattr(episode, "episode_key", ""),
             "episode": summary,
@@ -106,7 +113,21 @@ class MosNavEpisodeInfo(gym.Wrapper):
             "report_events": events,
             "initial_agent_state": initial.get("agent_state"),
             "final_agent_state": _pose(henv),
+            "replay": replay,
         }, "mosnav_episode")
+
+
+def _action_id(action) -> int:
+    """The task action index a policy sent (an int, a 0-d/1-element array or habitat's
+    ``{"action": ...}``): under the goat protocol it is the agent's action id."""
+    if isinstance(action, dict):
+        action = action.get("action")
+    try:
+        import numpy as np
+
+        return int(np.asarray(action).reshape(-1)[0])
+    except (TypeError, ValueError, IndexError):
+        return int(action)
 
 
 def make_mosnav_env(config, episode_keys: Optional[Sequence[str]] = None):

@@ -269,7 +269,7 @@ class MosNavEvaluator(HabitatEvaluator):
                 initial_metrics=payload.get("initial_metrics"), metrics=payload["metrics"],
                 report_events=payload.get("report_events") or [],
                 initial_agent_state=payload.get("initial_agent_state"),
-                final_agent_state=payload.get("final_agent_state"))
+                final_agent_state=payload.get("final_agent_state"), replay=payload.get("replay"))
             rank_writer.write(record)
 
         loop_config = config.copy()

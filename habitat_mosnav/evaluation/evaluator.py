@@ -683,7 +683,7 @@ class Evaluator:
                 try:
                     run = run_episode(env, self.agent, episode, builder,
                                       protocol=cfg.action_protocol, seed=seed,
-                                      record_trace=cfg.record_actions, on_step=hook,
+                                      record_trace=True, on_step=hook,
                                       step_timeout=cfg.step_timeout, context=context)
                 except KeyboardInterrupt as exc:
                     self._log(f"interrupted during {key}; it is not recorded. Continue with "
@@ -742,21 +742,32 @@ class Evaluator:
 
     def _build_record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
         summary = _episode_summary(episode, max_steps)
-        trace = trace_for_record(run.action_trace)
+        trace = trace_for_record(run.action_trace) if self.config.record_actions else None
         extras = self._agent_extras(key)
+        replay = self._replay_block(env, run)
         if run.error is not None:
             return res.make_record(
                 episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
                 steps_taken=run.steps_taken, initial_agent_state=run.initial_agent_state,
                 action_trace=trace, positions=run.positions, error=error_type_of(run.error),
-                error_message=error_message_of(run.error), extras=extras, benchmark=self._benchmark)
+                error_message=error_message_of(run.error), extras=extras, benchmark=self._benchmark,
+                replay=replay)
         return res.make_record(
             episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
             status="ok", steps_taken=run.steps_taken, terminated_by=run.terminated_by,
             initial_metrics=run.initial_metrics, metrics=run.metrics,
             report_events=run.report_events, initial_agent_state=run.initial_agent_state,
             final_agent_state=run.final_agent_state, action_trace=trace,
-            positions=run.positions, extras=extras, benchmark=self._benchmark)
+            positions=run.positions, extras=extras, benchmark=self._benchmark, replay=replay)
+
+    def _replay_block(self, env, run: EpisodeRun) -> Optional[Dict[str, Any]]:
+        """The record's ``replay`` block (actions, start, motion settings; always written,
+        ``--no-action-trace`` or not): :mod:`~habitat_mosnav.evaluation.replay_data`."""
+        from habitat_mosnav.evaluation.replay_data import motion_settings, replay_block
+
+        actions = [t["action"] for t in (run.action_trace or [])]
+        return replay_block(actions, self.config.action_protocol, run.initial_agent_state,
+                            motion_settings(env, self._hcfg))
 
     def _map_grid(self, env, episode, height: float):
         """habitat's top-down grid of the episode's floor (cached per scene and floor)."""

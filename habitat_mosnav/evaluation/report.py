@@ -296,6 +296,29 @@ def _official_text(run: RunData) -> str:
     return "yes" if run.official else "no"
 
 
+def verification_text(run: RunData) -> str:
+    """``verified on Sim-v0 0.3.3`` / ``NOT verified on ...`` from summary.json's
+    ``verification`` (``mosnav-replay --verify``), or "" when the run was never checked."""
+    mark = run.summary.get("verification")
+    if not isinstance(mark, Mapping) or "status" not in mark:
+        return ""
+    word = "verified" if mark.get("status") == "verified" else "NOT verified"
+    return f"{word} on {mark.get('simulator')} {mark.get('simulator_version')}"
+
+
+def _verified_md(run: RunData) -> str:
+    text = verification_text(run)
+    return f" ({_md_text(text)})" if text else ""
+
+
+def _verified_badge(run: RunData) -> str:
+    text = verification_text(run)
+    if not text:
+        return ""
+    cls = "ok" if text.startswith("verified") else "bad"
+    return f' <span class="badge {cls}">{_esc(text)}</span>'
+
+
 def markdown_table(runs: Sequence[RunData]) -> str:
     """The leaderboard as a Markdown table (main board with 95 % intervals, diagnostics,
     MOS/MOC, counts); runs that are not complete carry a ⚠ and their notes below."""
@@ -307,7 +330,7 @@ def markdown_table(runs: Sequence[RunData]) -> str:
         m = run.metrics
         s = run.summary
         mark = "" if run.complete else " ⚠"
-        cells = [f"{_md_code(run.name)}{mark}", _md_text(s.get("status")), _official_text(run),
+        cells = [f"{_md_code(run.name)}{mark}", _md_text(s.get("status")) + _verified_md(run), _official_text(run),
                  _md_text(run.manifest_text("agent")) or "–",
                  f"{s.get('ok_episode_count')}/{s.get('error_episode_count')}/"
                  f"{s.get('expected_episode_count')}"]
@@ -689,7 +712,8 @@ def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
         cells.append(_cell(s.get("ok_episode_count"),
                            text=_esc(f"{s.get('ok_episode_count')} ok / {s.get('error_episode_count')} err "
                                      f"of {s.get('expected_episode_count')}")))
-        cells.append(_cell(s.get("status"), False, cls="t", text=_esc(s.get("status")) + badge))
+        cells.append(_cell(s.get("status"), False, cls="t",
+                           text=_esc(s.get("status")) + badge + _verified_badge(run)))
         rows.append(f"<tr{_row_class(run)}>" + "".join(cells) + "</tr>")
     return _table("leaderboard", head, rows)
 

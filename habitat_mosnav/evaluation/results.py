@@ -263,7 +263,8 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
                 initial_agent_state=None, final_agent_state=None, action_trace=None,
                 positions=None, error=None, error_message: Optional[str] = None,
                 extras: Optional[Mapping[str, Any]] = None,
-                benchmark: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+                benchmark: Optional[Mapping[str, Any]] = None,
+                replay: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """One JSONL record of SPEC §8. ``episode`` may hold more fields: only the logical
     identifiers are kept (no scene path). ``error`` (an exception or a type name) makes it
     an error record with ``error_type`` and a generic ``error_message``. ``extras`` (e.g.
@@ -271,7 +272,9 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
     plain JSON types (a value that cannot be converted raises ValueError naming it).
     ``benchmark`` (the run's benchmark setting and its deviations) is stored as ``benchmark``.
     ``positions`` (the agent's ``[x, y, z]`` after each step, index 0 = start) is stored
-    rounded to millimetres (:func:`compact_positions`) for maps and videos."""
+    rounded to millimetres (:func:`compact_positions`) for maps and videos. ``replay``
+    (the actions, start and motion settings, :mod:`~habitat_mosnav.evaluation.replay_data`)
+    is stored as ``replay``."""
     if status not in STATUSES:
         raise ValueError(f"record {episode_key}: status must be one of {STATUSES}, got {status!r}")
     if error is not None:
@@ -301,6 +304,8 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
         record["action_trace"] = to_jsonable(list(action_trace), "action_trace")
     if benchmark is not None:
         record["benchmark"] = to_jsonable(dict(benchmark), "benchmark")
+    if replay is not None:
+        record["replay"] = to_jsonable(dict(replay), "replay")
     if positions is not None:
         record["positions"] = compact_positions(positions, f"record {episode_key}: positions")
     if extras is not None:

@@ -1,0 +1,176 @@
+"""The ``replay`` block of a record: enough to re-execute an episode without its agent.
+
+Every record (``mosnav-eval``'s and the PPO evaluator's) carries::
+
+    "replay": {"actions": "1112161...0",          # one character per step: the agent's action id
+               "protocol": "goat",                # the action protocol the ids are read in
+               "start": {"position": [x, y, z], "rotation": [x, y, z, w]},
+               "motion": {"simulator": "MosNavMeshSim-v0", "simulator_version": "0.1.0",
+                          "allow_sliding": true, "forward_step_size": 0.25, "turn_angle": 30,
+                          "tilt_angle": 30, "success_distance": 1.0}}
+
+Action ids are 0-6 and 9 (SPEC §2), so one character a step: a 500-step episode's actions
+take 500 bytes, the whole block about 0.8 kB (docs/EVALUATION.md §3 gives the measured size).
+``mosnav-replay`` (:mod:`~habitat_mosnav.evaluation.replay_cli`) reads it back. Standard
+library only; the env is only read through attributes.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+__all__ = ["MOTION_FIELDS", "REPLAY_FIELD", "ReplayDataError", "decode_actions", "encode_actions",
+           "motion_overrides", "motion_settings", "replay_block", "simulator_version"]
+
+#: The record field holding the block.
+REPLAY_FIELD = "replay"
+#: The settings that decide where an action sequence takes the agent and what it scores.
+MOTION_FIELDS = ("simulator", "simulator_version", "allow_sliding", "forward_step_size",
+                 "turn_angle", "tilt_angle", "success_distance")
+_ACTION_CHARS = "0123456789"
+
+
+class ReplayDataError(ValueError):
+    """A record's ``replay`` block is missing or malformed (the message names the field)."""
+
+
+def encode_actions(actions: Sequence[int]) -> str:
+    """``[1, 1, 6, 0]`` -> ``"1160"`` (ids 0-9, one character each)."""
+    out = []
+    for i, a in enumerate(actions):
+        a = int(a)
+        if not 0 <= a <= 9:
+            raise ValueError(f"action {i}: id {a} is not 0-9")
+        out.append(_ACTION_CHARS[a])
+    return "".join(out)
+
+
+def decode_actions(text: Any, where: str = "replay.actions") -> List[int]:
+    """``"1160"`` -> ``[1, 1, 6, 0]``; anything else raises :class:`ReplayDataError`."""
+    if not isinstance(text, str):
+        raise ReplayDataError(f"field {where!r} must be a string of action ids, got "
+                              f"{type(text).__name__}")
+    bad = next((i for i, c in enumerate(text) if c not in _ACTION_CHARS), None)
+    if bad is not None:
+        raise ReplayDataError(f"field {where!r}: character {bad} ({text[bad]!r}) is not an action id 0-9")
+    return [ord(c) - 48 for c in text]
+
+
+def simulator_version(sim_type: str) -> str:
+    """habitat-sim's version for ``Sim-v0``, this package's (with its git commit when run
+    from a checkout) for the CPU simulator."""
+    from habitat_mosnav.versions import software_versions
+
+    versions = software_versions()
+    if sim_type == "Sim-v0":
+        return str(versions["habitat_sim"])
+    git = versions.get("git")
+    commit = f"+git.{git['commit'][:12]}" if isinstance(git, Mapping) and git.get("commit") else ""
+    return f"{versions['habitat_mosnav']}{commit}"
+
+
+def _get(node, *path, default=None):
+    for name in path:
+        if node is None:
+            return default
+        try:
+            node = node.get(name) if hasattr(node, "get") else getattr(node, name, None)
+        except Exception:  # noqa: BLE001 - an OmegaConf node without the key
+            return default
+    return default if node is None else node
+
+
+def _plain(value):
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def motion_settings(env, habitat_config=None) -> Dict[str, Any]:
+    """:data:`MOTION_FIELDS` of an env (its simulator's config, the task's look actions and
+    success distance); ``habitat_config`` (the ``habitat`` node) when the caller has it."""
+    cfg = habitat_config if habitat_config is not None else getattr(env, "_config", None)
+    sim = getattr(env, "sim", None)
+    sim_cfg = _get(cfg, "simulator") or getattr(sim, "habitat_config", None)
+    sim_type = str(_get(sim_cfg, "type", default=type(sim).__name__ if sim is not None else ""))
+    state = getattr(getattr(env, "task", None), "mos_state", None)
+    success = getattr(state, "success_distance", None)
+    if success is None:
+        success = _get(cfg, "task", "mosnav_success_distance")
+    return {
+        "simulator": sim_type,
+        "simulator_version": simulator_version(sim_type),
+        "allow_sliding": _plain(_get(sim_cfg, "habitat_sim_v0", "allow_sliding", default=True)),
+        "forward_step_size": _plain(_get(sim_cfg, "forward_step_size")),
+        "turn_angle": _plain(_get(sim_cfg, "turn_angle")),
+        "tilt_angle": _plain(_get(cfg, "task", "actions", "look_up", "tilt_angle")),
+        "success_distance": _plain(success),
+    }
+
+
+def replay_block(actions: Sequence[int], protocol: str, start: Optional[Mapping[str, Any]],
+                 motion: Mapping[str, Any]) -> Dict[str, Any]:
+    """The record's ``replay`` field."""
+    pose = None
+    if start is not None:
+        pose = {"position": [float(v) for v in start["position"]],
+                "rotation": [float(v) for v in start["rotation"]]}
+    return {"actions": encode_actions(actions), "protocol": str(protocol), "start": pose,
+            "motion": {k: motion.get(k) for k in MOTION_FIELDS}}
+
+
+def check_block(record: Mapping[str, Any]) -> Dict[str, Any]:
+    """The record's ``replay`` block, checked (:class:`ReplayDataError` names the field)."""
+    block = record.get(REPLAY_FIELD)
+    if not isinstance(block, Mapping):
+        raise ReplayDataError(f"field {REPLAY_FIELD!r} is missing (a record written before actions "
+                              "were always recorded, or edited)")
+    decode_actions(block.get("actions"), f"{REPLAY_FIELD}.actions")
+    if not isinstance(block.get("protocol"), str):
+        raise ReplayDataError(f"field '{REPLAY_FIELD}.protocol' must be a string")
+    motion = block.get("motion")
+    if not isinstance(motion, Mapping):
+        raise ReplayDataError(f"field '{REPLAY_FIELD}.motion' must be an object")
+    for name in MOTION_FIELDS:
+        if name not in motion:
+            raise ReplayDataError(f"field '{REPLAY_FIELD}.motion.{name}' is missing")
+    for name in ("forward_step_size", "turn_angle", "tilt_angle", "success_distance"):
+        value = motion[name]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ReplayDataError(f"field '{REPLAY_FIELD}.motion.{name}' must be a number, got "
+                                  f"{value!r:.40}")
+    if not isinstance(motion["allow_sliding"], bool):
+        raise ReplayDataError(f"field '{REPLAY_FIELD}.motion.allow_sliding' must be true or false")
+    start = block.get("start")
+    if start is not None and not (isinstance(start, Mapping) and len(start.get("position") or []) == 3
+                                  and len(start.get("rotation") or []) == 4):
+        raise ReplayDataError(f"field '{REPLAY_FIELD}.start' must be {{position: [x, y, z], "
+                              "rotation: [x, y, z, w]}")
+    return dict(block)
+
+
+#: ``replay.motion`` field -> the habitat config key that sets it.
+MOTION_KEYS = {
+    "allow_sliding": ("habitat.simulator.habitat_sim_v0.allow_sliding",),
+    "forward_step_size": ("habitat.simulator.forward_step_size",),
+    "turn_angle": ("habitat.simulator.turn_angle",),
+    "tilt_angle": ("habitat.task.actions.look_up.tilt_angle", "habitat.task.actions.look_down.tilt_angle"),
+    "success_distance": ("habitat.task.mosnav_success_distance",),
+}
+
+
+def motion_overrides(motion: Mapping[str, Any]) -> List[str]:
+    """Hydra overrides that give a config the recorded motion settings (the simulator's
+    type is chosen separately)."""
+    out = []
+    for name, keys in MOTION_KEYS.items():
+        value = motion.get(name)
+        if value is None:
+            continue
+        text = ("true" if value else "false") if isinstance(value, bool) else repr(value)
+        out.extend(f"{key}={text}" for key in keys)
+    return out

@@ -1,0 +1,167 @@
+"""``mosnav-replay`` (issue 32): a run's records replay to the same metrics without the agent;
+an edited record is caught by ``--verify``; bad input exits 2 naming the file and field."""
+import json
+import os
+import shutil
+
+import pytest
+
+from chat_server import ChatServer
+from conftest import NO_IMAGES, api_agent_args, read_records, read_summary, scripted_model
+
+from habitat_mosnav.evaluation.cli import main as eval_main
+from habitat_mosnav.evaluation.replay_cli import main as replay_main
+
+pytestmark = pytest.mark.slow
+
+FAST = ["--num-episodes", "2", "--space-coverage-samples", "10", "--no-progress", *NO_IMAGES]
+
+
+def _replay(run, *extra):
+    return replay_main([str(run), "--no-progress", *extra])
+
+
+def _same_records(run, out):
+    """Every replayed record equals its original in all that the episode decides (exactly)."""
+    original = {r["episode_key"]: r for r in read_records(run)}
+    replayed = {r["episode_key"]: r for r in read_records(out)}
+    assert original.keys() == replayed.keys()
+    for key, r in original.items():
+        n = replayed[key]
+        for name in ("status", "steps_taken", "terminated_by", "metrics", "initial_metrics",
+                     "report_events", "final_agent_state", "positions"):
+            assert r[name] == n[name], (key, name)
+        assert r["replay"]["actions"] == n["replay"]["actions"]
+
+
+@pytest.fixture(scope="module")
+def random_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("replay") / "random"
+    assert eval_main(["--agent", "random", "--max-steps", "25", "--output-dir", str(out), *FAST]) == 0
+    return out
+
+
+def test_records_carry_the_replay_block(random_run):
+    for r in read_records(random_run):
+        block = r["replay"]
+        assert len(block["actions"]) == r["steps_taken"] == len(r["action_trace"])
+        assert [int(c) for c in block["actions"]] == r["action_trace"]
+        assert block["start"] == r["initial_agent_state"] and block["protocol"] == "goat"
+        assert block["motion"]["simulator"] == "MosNavMeshSim-v0"
+        assert block["motion"]["forward_step_size"] == 0.25 and block["motion"]["turn_angle"] == 30
+        assert block["motion"]["allow_sliding"] is True and block["motion"]["success_distance"] > 0
+
+
+def test_random_run_replays_identically(random_run, tmp_path):
+    out = tmp_path / "replayed"
+    assert _replay(random_run, "--out", str(out)) == 0
+    _same_records(random_run, out)
+    report = json.loads((out / "replay.json").read_text())
+    assert report["status"] == "agrees" and report["episode_count"] == 2
+
+
+def test_oracle_run_replays_identically(tmp_path):
+    run = tmp_path / "oracle"
+    assert eval_main(["--agent", "oracle", "--max-steps", "60", "--output-dir", str(run), *FAST]) == 0
+    assert any(r["report_events"] for r in read_records(run))  # claims were made
+    assert _replay(run) == 0
+    _same_records(run, run / "replay" / "mosnav")
+
+
+def test_vlm_agent_run_replays_identically(tmp_path, api_key):
+    run = tmp_path / "vlm"
+    cycle = ["ACTION: 1", "ACTION: 2", "ACTION: 1", "ACTION: 6", "ACTION: 3"]
+    model = scripted_model(lambda k: "ACTION: 0" if k >= 9 else cycle[k % len(cycle)])
+    with ChatServer(default=model) as server:
+        assert eval_main(api_agent_args(server, "--output-dir", str(run), "--max-steps", "20",
+                                        "--num-episodes", "2", "--space-coverage-samples", "10",
+                                        "--no-progress")) == 0
+        requests = len(server.chat_requests())
+        assert _replay(run) == 0  # the server is up, but never asked again
+        assert len(server.chat_requests()) == requests
+    _same_records(run, run / "replay" / "mosnav")
+
+
+def test_verify_marks_the_run_and_catches_an_edited_metric(random_run, tmp_path, capsys):
+    good = tmp_path / "good"
+    shutil.copytree(random_run, good)
+    assert _replay(good, "--verify") == 0
+    mark = read_summary(good)["verification"]
+    assert mark["status"] == "verified" and mark["simulator"] == "MosNavMeshSim-v0"
+    assert mark["simulator_version"] and mark["episode_count"] == 2
+
+    edited = tmp_path / "edited"
+    shutil.copytree(random_run, edited)
+    path = edited / "rank_00000" / "episodes.jsonl"
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["metrics"]["trajectory_length"] = rec["metrics"]["trajectory_length"] + 0.25
+    lines[1] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert _replay(edited, "--verify") == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == [line for line in out if line.startswith(rec["episode_key"])] and len(out) == 1
+    assert "metrics.trajectory_length" in out[0]
+    mark = read_summary(edited)["verification"]
+    assert mark["status"] == "not_verified" and "metrics.trajectory_length" in mark["differences"][0]
+    report = json.loads((edited / "replay" / "mosnav" / "replay.json").read_text())
+    assert report["differences"][0]["episode_key"] == rec["episode_key"]
+
+
+def test_bad_input_exits_2_naming_file_and_field(random_run, tmp_path, capsys):
+    bad = tmp_path / "bad"
+    shutil.copytree(random_run, bad)
+    path = bad / "rank_00000" / "episodes.jsonl"
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["replay"]["actions"] = rec["replay"]["actions"][:-1] + "x"
+    lines[0] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert _replay(bad) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "episodes.jsonl:1" in err[0] and "replay.actions" in err[0]
+    assert _replay(tmp_path / "nowhere") == 2
+
+
+@pytest.mark.habitat_sim
+@pytest.mark.xfail(strict=True, reason="found by this replay: on habitat-sim the agent's y goes "
+                   "from the episode start's 0.0 to the navmesh's 0.15 m at the first action (a turn), "
+                   "the CPU simulator keeps 0.0, so positions differ by 0.15 m and trajectory_length "
+                   "by ~0.11 m: outside the README's 2 mm; remove this mark when the simulators agree")
+def test_cpu_run_replays_on_habitat_sim_within_the_stated_agreement(tmp_path):
+    pytest.importorskip("habitat_sim")
+    run = tmp_path / "cpu"
+    assert eval_main(["--agent", "oracle", "--max-steps", "40", "--output-dir", str(run),
+                      "--set", "habitat.simulator.habitat_sim_v0.allow_sliding=False", *FAST]) == 0
+    rc = _replay(run, "--simulator", "habitat-sim")
+    report = json.loads((run / "replay" / "habitat-sim" / "replay.json").read_text())
+    assert report["simulator"] == "Sim-v0" and report["episode_count"] == 2
+    assert rc == 0, report["differences"][:5]
+
+
+def test_report_shows_the_verification_mark(random_run, tmp_path):
+    from habitat_mosnav.evaluation.report import write_report
+
+    run = tmp_path / "run"
+    shutil.copytree(random_run, run)
+    write_report([str(run)], str(tmp_path / "before"), resamples=10, progress=False)
+    assert "verified" not in (tmp_path / "before" / "leaderboard.md").read_text()
+    assert _replay(run, "--verify") == 0
+    write_report([str(run)], str(tmp_path / "after"), resamples=10, progress=False)
+    assert "(verified on MosNavMeshSim-v0" in (tmp_path / "after" / "leaderboard.md").read_text()
+    assert 'class="badge ok">verified on MosNavMeshSim-v0' in (tmp_path / "after" / "index.html").read_text()
+
+
+def test_replayed_maps_equal_the_original_runs(room_runs, tmp_path):
+    # the scripted room run (claims true, false, duplicate; FINISH) was evaluated with --save-maps
+    run = tmp_path / "scripted"
+    shutil.copytree(room_runs["scripted"], run)
+    assert _replay(run, "--save-maps", "--dataset-dir", room_runs["data"],
+                   "--scene-root", room_runs["scenes"]) == 0
+    original = sorted(os.listdir(run / "maps"))
+    assert original and [n for n in original if n.endswith(".png")]
+    for name in original:
+        if name.endswith(".png"):
+            assert (run / "replay" / "mosnav" / "maps" / name).read_bytes() == (run / "maps" / name).read_bytes(), name
