@@ -668,10 +668,13 @@ def _row_class(run: RunData) -> str:
     return ' class="err"' if run.summary.get("error_episode_count") else ' class="warn"'
 
 
+def _board_head() -> List[Tuple[str, str, str]]:
+    return [(aggregate_spec(c).label, c, "") for c, _ in BOARD_FIELDS]
+
+
 def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     """The main board: run, SR, F1, SPL-multi (95 % intervals), episodes, status."""
-    head = [("run", "", "t"), ("SR", "sr", ""), ("F1", "f1", ""), ("SPL-multi", "spl_multi", ""),
-            ("episodes", "episodes", ""), ("status", "status", "t")]
+    head = [("run", "", "t")] + _board_head() + [("episodes", "episodes", ""), ("status", "status", "t")]
     rows = []
     for run in runs:
         m, s = run.metrics, run.summary
@@ -765,8 +768,7 @@ def _episode_sets_html(runs: Sequence[RunData], sets: EpisodeSets, colors: Mappi
              f'sets</b> ({counts} episodes; {len(sets.common)} with an ok record in every run): '
              "the leaderboard's numbers are over different episodes and do not compare. "
              "The table below compares them on the common episodes only.</div>"]
-    head = [("run", "", "t"), ("SR", "sr", ""), ("F1", "f1", ""), ("SPL-multi", "spl_multi", ""),
-            ("many + all episodes", "episodes", "")]
+    head = [("run", "", "t")] + _board_head() + [("many + all episodes", "episodes", "")]
     rows = []
     for run in runs:
         m = common_episode_metrics(run, sets.common, resamples, seed)
