@@ -73,6 +73,19 @@ def test_by_task_type_and_mode():
             assert f"{name}_{mode}" not in a
 
 
+def test_time_to_first_target_mean_over_many_and_all_where_not_null():
+    # SPEC §5 (addition): over many + all, episodes without a true claim (null) left out
+    records = [("many", {"time_to_first_target": 8}), ("many", {"time_to_first_target": None}),
+               ("all", {"time_to_first_target": 13}), ("single", {"time_to_first_target": 2}),
+               ("any", {"time_to_first_target": 1})]
+    a = aggregate(records)
+    assert a["time_to_first_target"] == 10.5  # (8 + 13) / 2
+    whole = aggregate([("many", {"time_to_first_target": 20}), ("all", {"time_to_first_target": 34})])
+    assert whole["time_to_first_target"] == 27 and type(whole["time_to_first_target"]) is int
+    assert aggregate([("many", {"time_to_first_target": None})])["time_to_first_target"] is None
+    assert aggregate(RECORDS)["time_to_first_target"] is None  # old records without the field
+
+
 def test_counts_and_empty_modes():
     a = aggregate(RECORDS)
     assert a["num_episodes"] == 7

@@ -19,6 +19,7 @@ from habitat_mosnav.metrics import (
     resolve_claim,
     rtsr,
     spl_multi,
+    time_to_first_target,
 )
 
 IDS = [101, 105, 110]
@@ -137,6 +138,7 @@ def test_mos_two_true_claims_then_finish():
         false_termination=None, finish_with_unexplored_space=None,
         oer_target=0.05,  # (25 - 20) / 100
         oer_space=None, coverage=0.4,
+        time_to_first_target=10,  # the first claim, at step 10, found 101
     ))
 
 
@@ -244,6 +246,30 @@ def test_any_ended_with_nothing_near_fails():
         trajectory_length=1.0, start_dist={1: 3.0, 2: 4.0}, pair_dist={(1, 2): 5.0}))
     check(m, dict(success=0.0, tp=0, fp=1, precision=0.0, spl_multi=0.0,
                   agent_subset_distance=None, pe=None))
+
+
+def test_time_to_first_target_by_hand():
+    # SPEC §4 (addition): the `step` of the first event with is_true_positive, else null.
+    # A false alarm at 5 (nothing near), the first new target at 7, a repeat at 9.
+    ev = claims((5, []), (7, [(101, 0.2)]), (9, [(101, 0.1)]), (11, [(105, 0.3)]))
+    assert [e["is_true_positive"] for e in ev] == [False, True, False, True]
+    assert time_to_first_target(ev) == 7 and type(time_to_first_target(ev)) is int
+    m = episode_metrics(outcome("many", ev))
+    check(m, dict(time_to_first_target=7, tp=2, fp=2))
+    assert type(m["time_to_first_target"]) is int  # an integer in records, never 7.0
+    # no claim, or only false ones: null
+    assert episode_metrics(outcome("all", []))["time_to_first_target"] is None
+    assert episode_metrics(outcome("all", claims((3, []), (4, []))))["time_to_first_target"] is None
+    # MOC: the first of three true claims (steps 3, 6, 9)
+    ev = claims((3, [(101, 0.1)]), (6, [(105, 0.1)]), (9, [(110, 0.1)]))
+    assert episode_metrics(outcome("all", ev))["time_to_first_target"] == 3
+    # single: the final 6/0 at step 12 is the claim that counts
+    ev = claims((12, [(2, 0.5)]))
+    m = episode_metrics(EpisodeOutcome(
+        target_mode="any", target_ids=[1, 2], target_count=None, max_steps=30, steps_taken=12,
+        events=ev, finish_step=12, finish_sent=False, ended_by_agent=True,
+        trajectory_length=8.0, start_dist=[3.0, 4.0], pair_dist=np.array([[0, 5.0], [5.0, 0]])))
+    assert m["time_to_first_target"] == 12
 
 
 def test_unreachable_targets_give_null_distances():

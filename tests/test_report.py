@@ -127,6 +127,37 @@ def test_values_by_hand_and_marks(report):
     assert "0.500 [0.000, 1.000]" in md
 
 
+def _episode_column(page, key):
+    """The cell texts of one column of the page's episode table (by its data-key)."""
+    table = page[page.index('id="episodes"'):]
+    table = table[:table.index("</table>")]
+    keys = re.findall(r'<th[^>]*data-key="([^"]+)"', table)
+    col = keys.index(key)
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table[table.index("<tbody>"):], re.S)
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[col] for row in rows]
+
+
+def test_time_to_first_target_is_an_integer_in_records_summary_and_page(report):
+    # a step count (the metric registry's integer format): 27, never 27.000
+    scripted = report["runs"]["scripted"]
+    values = {r["episode"]["target_mode"]: r["metrics"]["time_to_first_target"]
+              for r in read_records(scripted)}
+    assert type(values["many"]) is int and values["all"] is None  # all: no claim at all
+    mean = _summary(scripted)["metrics"]["time_to_first_target"]
+    assert mean == values["many"] and type(mean) is int  # one value: a whole mean
+    assert report["rows"]["scripted"]["time_to_first_target"] == str(values["many"])
+    page = open(os.path.join(report["out"], "index.html"), encoding="utf-8").read()
+    shown = _episode_column(page, "time_to_first_target")
+    assert str(values["many"]) in shown and "–" in shown
+    assert all(re.fullmatch(r"\d+|–", text) for text in shown), shown
+    assert re.search(rf'<td data-v="{float(values["many"])!r}">{values["many"]}</td>', page)
+    # the Markdown leaderboard: as many cells in every row as in the header
+    md = open(os.path.join(report["out"], "leaderboard.md"), encoding="utf-8").read()
+    rows = [line for line in md.splitlines() if line.startswith("| ")]
+    widths = {len(re.split(r"(?<!\\)\|", line)) for line in rows}
+    assert len(widths) == 1 and "| TTFT |" in rows[0], md
+
+
 def test_page_renders_in_headless_chromium_with_maps_and_sorting(report, tmp_path):
     out = report["out"]
     page = os.path.join(out, "index.html")

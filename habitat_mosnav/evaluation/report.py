@@ -39,6 +39,9 @@ from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.evaluation.maps import (add_map_source_arguments, claim_kind, episode_file_stem,
                                             read_map_info)
+from habitat_mosnav.metrics import finite_mean
+from habitat_mosnav.metrics.measure_table import (AGGREGATES, METRICS, RATIO, aggregate_spec,
+                                                  format_value, glossary, metric)
 from habitat_mosnav.safety import (PlantedLinkError, make_dirs, open_file, replacing, safe_line,
                                    terminal_text)
 from habitat_mosnav.versions import add_version_argument
@@ -47,20 +50,22 @@ __all__ = ["BOARD_FIELDS", "CSV_COLUMNS", "GLOSSARY", "Plot", "RunData", "bootst
            "episode_sets", "load_run", "main", "make_plots", "run_colors", "write_report"]
 
 PROG = "mosnav-report"
+#: The columns come from the metric registry (:mod:`habitat_mosnav.metrics.measure_table`):
+#: its shown aggregates by table, its episode columns.
+_SHOWN = [a for a in AGGREGATES if a.shown]
 #: The main board: (column, per-episode field) with bootstrap intervals.
-BOARD_FIELDS = (("sr", "success"), ("f1", "f1"), ("spl_multi", "spl_multi"))
-DIAGNOSTICS = ("precision", "recall", "pe", "tse_mos", "rtsr", "ftr", "oer_target", "oer_space",
-               "coverage")
-BY_MODE = ("sr_mos", "f1_mos", "spl_multi_mos", "sr_moc", "f1_moc", "spl_multi_moc",
-           "sr_single", "spl_single", "sr_any", "spl_any", "sr_many", "f1_many", "sr_all", "f1_all")
+BOARD_FIELDS = tuple((a.name, a.field) for a in _SHOWN if a.table == "board")
+DIAGNOSTICS = tuple(a.name for a in _SHOWN if a.table == "diagnostic")
+BY_MODE = tuple(a.name for a in _SHOWN if a.table in ("task", "mode"))
 COUNTS = ("expected_episode_count", "unique_record_count", "ok_episode_count",
           "error_episode_count") + tuple(f"num_episodes_{m}" for m in TARGET_MODES)
 CSV_COLUMNS = (("run", "status", "official", "benchmark", "agent", "config")
                + COUNTS
                + tuple(c for name, _ in BOARD_FIELDS for c in (name, f"{name}_lo", f"{name}_hi"))
                + DIAGNOSTICS + BY_MODE + ("notes",))
-#: Episode table columns: (header, record -> value).
-EPISODE_METRICS = ("success", "f1", "spl_multi", "pe", "precision", "recall")
+#: Episode table metric columns (record fields): the main board's, then the others.
+EPISODE_METRICS = tuple(dict.fromkeys([f for _, f in BOARD_FIELDS]
+                                      + [m.field for m in METRICS if m.episode_column]))
 
 
 class ReportError(ValueError):
@@ -277,8 +282,13 @@ def write_csv(path: str, runs: Sequence[RunData]) -> None:
             w.writerow([_csv_value(row[c]) for c in CSV_COLUMNS])
 
 
-def _num(value, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+def _num(value, digits: int = 3, fmt: str = RATIO) -> str:
+    return format_value(value, fmt, digits)
+
+
+def _agg(m: Mapping[str, Any], name: str) -> str:
+    """An aggregate of a summary's metrics in its registry format."""
+    return _num(m.get(name), fmt=aggregate_spec(name).format)
 
 
 def _with_interval(value, interval) -> str:
@@ -322,9 +332,11 @@ def _verified_badge(run: RunData) -> str:
 def markdown_table(runs: Sequence[RunData]) -> str:
     """The leaderboard as a Markdown table (main board with 95 % intervals, diagnostics,
     MOS/MOC, counts); runs that are not complete carry a ⚠ and their notes below."""
-    head = ["run", "status", "official", "agent", "episodes (ok/err/expected)",
-            "SR", "F1", "SPL-multi", "precision", "recall", "PE", "TSE (MOS)", "RTSR", "FTR",
-            "OER-target", "OER-space", "coverage", "SR MOS", "SR MOC", "many/all"]
+    # the per-task columns: success by task type (SR MOS, SR MOC)
+    task = [a for a in _SHOWN if a.table == "task" and a.field == "success"]
+    head = (["run", "status", "official", "agent", "episodes (ok/err/expected)"]
+            + [aggregate_spec(c).label for c, _ in BOARD_FIELDS]
+            + [aggregate_spec(k).label for k in DIAGNOSTICS] + [a.label for a in task] + ["many/all"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for run in runs:
         m = run.metrics
@@ -335,9 +347,10 @@ def markdown_table(runs: Sequence[RunData]) -> str:
                  f"{s.get('ok_episode_count')}/{s.get('error_episode_count')}/"
                  f"{s.get('expected_episode_count')}"]
         cells += [_with_interval(m.get(c), run.intervals.get(c)) for c, _ in BOARD_FIELDS]
-        cells += [_num(m.get(k)) for k in DIAGNOSTICS]
-        cells += [_num(m.get("sr_mos")), _num(m.get("sr_moc")),
-                  f"{m.get('num_episodes_many', 0)}/{m.get('num_episodes_all', 0)}"]
+        cells += [_agg(m, k) for k in DIAGNOSTICS]
+        cells += [_agg(m, a.name) for a in task]
+        cells.append(f"{m.get('num_episodes_many', 0)}/{m.get('num_episodes_all', 0)}")
+        assert len(cells) == len(head)
         lines.append("| " + " | ".join(cells) + " |")
     notes = [f"- ⚠ {_md_code(run.name)}: "
              f"{_md_text('; '.join(run.notes) or 'status ' + str(run.summary.get('status')))}"
@@ -450,7 +463,7 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
             xs, ys, lo, hi = [], [], [], []
             for j, mode in enumerate(modes):
                 subset = [r for r in run.ok_records if _mode(r) == mode]
-                mean = _mean(_episode_values(subset, fieldname))
+                mean = finite_mean(_episode_values(subset, fieldname))
                 interval = run.mode_intervals.get(mode, {}).get(column, (None, None))
                 if mean is None or (column == "f1" and mode not in MULTI_MODES):
                     continue
@@ -527,7 +540,7 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
             if count is not None:
                 by.setdefault(int(count), []).append((rec.get("metrics") or {}).get("success"))
         xs = sorted(by)
-        ys = [_mean(by[x]) for x in xs]
+        ys = [finite_mean(by[x]) for x in xs]
         if xs:
             (line,) = ax.plot(xs, [y if y is not None else np.nan for y in ys], marker="o",
                               color=colors[run.name])
@@ -549,11 +562,6 @@ def _note_missing(plot: Plot, runs: Sequence[RunData], why: str) -> None:
     for run in runs:
         if run.name not in drawn:
             plot.missing.setdefault(run.name, why)
-
-
-def _mean(values) -> Optional[float]:
-    vals = _finite(values)
-    return sum(vals) / len(vals) if vals else None
 
 
 # ----------------------------------------------------------------------------- page
@@ -627,29 +635,15 @@ figure.run-map figcaption { font-size: 13px; margin-bottom: 4px; }
 #: Metric (or column) -> (label, one-line meaning, SPEC section): the page's glossary and
 #: its header tooltips.
 GLOSSARY: Dict[str, Tuple[str, str, str]] = {
-    "sr": ("SR", "success rate: share of episodes done (many: F >= target_count; all: every "
-                 "target claimed and FINISH sent)", "§4 success, §5"),
-    "f1": ("F1", "harmonic mean of claim precision and recall", "§4, §5"),
-    "spl_multi": ("SPL-multi", "success x l / max(p, l): success weighted by the shortest possible "
-                               "path l over the path walked p", "§4, §5"),
+    **glossary(),
     "episodes": ("episodes", "ok / error records of the expected episodes", "§8"),
     "status": ("status", "complete, completed_with_errors or incomplete; official: a frozen "
                          "benchmark setting run in full, without errors or deviations", "§8"),
-    "precision": ("precision", "tp / (tp + fp): share of claims that found a new target", "§4"),
-    "recall": ("recall", "min(1, F / R): share of the required targets claimed", "§4"),
-    "pe": ("PE", "path efficiency to the targets it claimed: a / max(p, a)", "§4"),
-    "tse_mos": ("TSE (MOS)", "target-set efficiency over many episodes: l / a, the best subset's "
-                             "distance over that of the targets claimed (when it claimed enough)",
-                "§4, §5"),
-    "rtsr": ("RTSR", "repeated-target share: claims that resolved to an already-claimed target", "§4"),
-    "ftr": ("FTR", "false-termination rate (all): FINISH sent with required targets left", "§4, §5"),
-    "oer_target": ("OER-target", "steps between finding all required targets and FINISH (or T), "
-                                 "over T: searching on after the task is done", "§4"),
-    "oer_space": ("OER-space", "steps after the space oracle saw the space exhausted, over T", "§4"),
-    "coverage": ("coverage", "share of the space oracle's sample points explored at the end", "§4"),
     "mos": ("MOS", "multi-object search: the many mode (find target_count of the matches)", "§1, §5"),
     "moc": ("MOC", "multi-object collection: the all mode (find every match, then FINISH)", "§1, §5"),
 }
+#: Header tooltips of the episode table (record fields), from the same registry lines.
+_FIELD_TIPS = {m.field: (m.title, m.glossary, m.spec) for m in METRICS if m.field and m.glossary}
 
 
 def _esc(value) -> str:
@@ -658,14 +652,15 @@ def _esc(value) -> str:
 
 def _tip(key: str) -> str:
     """A header's tooltip: the glossary line and SPEC section."""
-    entry = GLOSSARY.get(key)
+    entry = GLOSSARY.get(key) or _FIELD_TIPS.get(key)
     return f' title="{_esc(entry[1] + " (SPEC " + entry[2] + ")")}"' if entry else ""
 
 
-def _cell(value, numeric: bool = True, digits: int = 3, text: Optional[str] = None, cls: str = "") -> str:
+def _cell(value, numeric: bool = True, digits: int = 3, text: Optional[str] = None, cls: str = "",
+          fmt: str = RATIO) -> str:
     if numeric:
         v = "" if value is None else repr(float(value))
-        shown = text if text is not None else _num(value, digits)
+        shown = text if text is not None else _num(value, digits, fmt)
     else:
         v = "" if value is None else str(value)
         shown = text if text is not None else _esc(value)
@@ -696,10 +691,13 @@ def _row_class(run: RunData) -> str:
     return ' class="err"' if run.summary.get("error_episode_count") else ' class="warn"'
 
 
+def _board_head() -> List[Tuple[str, str, str]]:
+    return [(aggregate_spec(c).label, c, "") for c, _ in BOARD_FIELDS]
+
+
 def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     """The main board: run, SR, F1, SPL-multi (95 % intervals), episodes, status."""
-    head = [("run", "", "t"), ("SR", "sr", ""), ("F1", "f1", ""), ("SPL-multi", "spl_multi", ""),
-            ("episodes", "episodes", ""), ("status", "status", "t")]
+    head = [("run", "", "t")] + _board_head() + [("episodes", "episodes", ""), ("status", "status", "t")]
     rows = []
     for run in runs:
         m, s = run.metrics, run.summary
@@ -720,18 +718,16 @@ def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
 
 def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     """The second tables: diagnostics, by task type / mode, and the run details."""
-    labels = {"oer_target": "OER-target", "oer_space": "OER-space"}
-    head = [("run", "", "t")] + [(GLOSSARY[k][0] if k in GLOSSARY else labels.get(k, k), k, "")
-                                 for k in DIAGNOSTICS]
+    diagnostics = [aggregate_spec(k) for k in DIAGNOSTICS]
+    head = [("run", "", "t")] + [(a.label, a.name, "") for a in diagnostics]
     diag = [f"<tr{_row_class(r)}>" + _run_cell(r, colors)
-            + "".join(_cell(r.metrics.get(k)) for k in DIAGNOSTICS) + "</tr>" for r in runs]
-    task = [("SR MOS", "mos", "sr_mos"), ("F1 MOS", "mos", "f1_mos"),
-            ("SPL-multi MOS", "mos", "spl_multi_mos"), ("SR MOC", "moc", "sr_moc"),
-            ("F1 MOC", "moc", "f1_moc"), ("SPL-multi MOC", "moc", "spl_multi_moc")]
-    head2 = [("run", "", "t")] + [(h, k, "") for h, k, _ in task] + [
-        ("many", "mos", ""), ("all", "moc", "")]
+            + "".join(_cell(r.metrics.get(a.name), fmt=a.format) for a in diagnostics) + "</tr>"
+            for r in runs]
+    task = [a for a in _SHOWN if a.table == "task"]
+    head2 = [("run", "", "t")] + [(a.label, "mos" if a.modes == ("many",) else "moc", "")
+                                  for a in task] + [("many", "mos", ""), ("all", "moc", "")]
     by_task = [f"<tr{_row_class(r)}>" + _run_cell(r, colors)
-               + "".join(_cell(r.metrics.get(key)) for _, _, key in task)
+               + "".join(_cell(r.metrics.get(a.name), fmt=a.format) for a in task)
                + _cell(r.metrics.get("num_episodes_many"), digits=0)
                + _cell(r.metrics.get("num_episodes_all"), digits=0) + "</tr>" for r in runs]
     head3 = [("run", "", "t"), ("benchmark", "", "t"), ("official", "status", "t"), ("agent", "", "t"),
@@ -796,8 +792,7 @@ def _episode_sets_html(runs: Sequence[RunData], sets: EpisodeSets, colors: Mappi
              f'sets</b> ({counts} episodes; {len(sets.common)} with an ok record in every run): '
              "the leaderboard's numbers are over different episodes and do not compare. "
              "The table below compares them on the common episodes only.</div>"]
-    head = [("run", "", "t"), ("SR", "sr", ""), ("F1", "f1", ""), ("SPL-multi", "spl_multi", ""),
-            ("many + all episodes", "episodes", "")]
+    head = [("run", "", "t")] + _board_head() + [("many + all episodes", "episodes", "")]
     rows = []
     for run in runs:
         m = common_episode_metrics(run, sets.common, resamples, seed)
@@ -839,7 +834,7 @@ def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
                      _cell(m.get("required_target_count", len(ep.get("target_object_ids") or [])), digits=0),
                      _cell(status, False, cls="t"), _cell(end, False, cls="t"),
                      _cell(rec.get("steps_taken"), digits=0)]
-            cells += [_cell(m.get(k)) for k in EPISODE_METRICS]
+            cells += [_cell(m.get(k), fmt=metric(k).format) for k in EPISODE_METRICS]
             cells.append(_cell(len(kinds), text=f"{len(kinds)} ({kinds.count('true')}/"
                                                  f"{kinds.count('duplicate')}/{kinds.count('false')})"))
             cells.append(f'<td class="t" data-v="{_esc(map_rel or "")}">{link}</td>')

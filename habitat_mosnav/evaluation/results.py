@@ -31,6 +31,7 @@ from habitat_mosnav.safety import (PlantedLinkError, make_dirs, mask_secrets, op
                                    refuse_link, safe_line)
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.metrics import AGGREGATED_FIELDS, aggregate
+from habitat_mosnav.metrics.measure_table import AGGREGATES, format_value
 
 SCHEMA_VERSION = 1
 EPISODES_FILE = "episodes.jsonl"
@@ -916,16 +917,10 @@ def write_summary(out_dir: str, summary: Dict[str, Any]) -> str:
     return path
 
 
-# Rows of the printed table: (label, metrics key).
-_TABLE = (
-    ("SR (many+all)", "sr"), ("F1", "f1"), ("SPL-multi", "spl_multi"),
-    ("precision", "precision"), ("recall", "recall"), ("PE", "pe"), ("TSE (MOS)", "tse_mos"),
-    ("RTSR", "rtsr"), ("FTR", "ftr"), ("OER-target", "oer_target"), ("OER-space", "oer_space"),
-    ("SR MOS", "sr_mos"), ("F1 MOS", "f1_mos"), ("SPL-multi MOS", "spl_multi_mos"),
-    ("SR MOC", "sr_moc"), ("F1 MOC", "f1_moc"), ("SPL-multi MOC", "spl_multi_moc"),
-    ("SR single", "sr_single"), ("SPL single", "spl_single"),
-    ("SR any", "sr_any"), ("SPL any", "spl_any"),
-)
+# Rows of the printed table: (label, metrics key, format), the registry's shown aggregates;
+# the first row names the scope of those without MOS/MOC/a mode in their label.
+_TABLE = tuple((spec.label + (" (many+all)" if i == 0 else ""), spec.name, spec.format)
+               for i, spec in enumerate(s for s in AGGREGATES if s.shown))
 
 
 def format_summary(summary: Mapping[str, Any]) -> str:
@@ -942,10 +937,10 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         f"expected {summary.get('expected_episode_count')})",
         "  ".join(f"{mode} {m.get('num_episodes_' + mode, 0)}" for mode in TARGET_MODES),
     ]
-    width = max(len(label) for label, _ in _TABLE)
-    for label, key in _TABLE:
+    width = max(len(label) for label, _, _ in _TABLE)
+    for label, key, fmt in _TABLE:
         value = m.get(key)
         if value is None:
             continue
-        lines.append(f"  {label:<{width}}  {value:.4f}")
+        lines.append(f"  {label:<{width}}  {format_value(value, fmt, 4)}")
     return "\n".join(safe_line(line) for line in lines)  # names come from the records

@@ -1,5 +1,6 @@
-"""Measures of MultiObjectNav-v1 (SPEC §4, names in SPEC §9); the table of names, fields
-and formulas is :mod:`habitat_mosnav.metrics.measure_table`.
+"""Measures of MultiObjectNav-v1 (SPEC §4, names in SPEC §9); the registry of names, fields
+and formulas is :mod:`habitat_mosnav.metrics.measure_table` (one explicit class per measure,
+its docstring the registry's formula: ``tests/test_measure_table.py``).
 
 Each measure is a thin view of ``task.mos_state.metrics()``, which computes every SPEC §4
 value once per step through :mod:`habitat_mosnav.metrics`; so a measure never re-derives a
@@ -164,6 +165,13 @@ class SpaceCoverage(_StateMeasure):
     """The fraction of the space oracle's samples explored."""
 
     cls_uuid = "space_coverage"
+
+
+@registry.register_measure
+class TimeToFirstTarget(_StateMeasure):
+    """The step of the first true claim; NaN without one."""
+
+    cls_uuid = "time_to_first_target"
 
 
 @registry.register_measure

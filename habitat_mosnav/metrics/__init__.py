@@ -25,6 +25,7 @@ from habitat_mosnav.metrics.episode import (
     spl_multi,
     subset_distance,
     target_selection_efficiency,
+    time_to_first_target,
 )
 from habitat_mosnav.metrics.legs import (
     SUCCESS_DISTANCE,
@@ -47,5 +48,5 @@ __all__ = [
     "false_termination", "finish_with_unexplored_space", "finite_mean", "mode_success", "oer",
     "optimal_subset_distance", "path_efficiency", "path_metrics", "precision_recall_f1", "raw_spl",
     "required_target_count", "resolve_claim", "rtsr", "shortest_open_path", "spl_multi",
-    "subset_distance", "target_selection_efficiency",
+    "subset_distance", "target_selection_efficiency", "time_to_first_target",
 ]

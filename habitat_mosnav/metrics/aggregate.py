@@ -1,42 +1,24 @@
 """Aggregation of per-episode metrics (SPEC §5).
 
 Each aggregate is the mean of the episode values that are finite and not None; an
-aggregate with no such value is None (JSON null), never NaN. :class:`Aggregator` keeps
-running sums, so a running aggregate (the ``mos_aggregates`` measure) costs O(keys) per
+aggregate with no such value is None (JSON null), never NaN. Which aggregates there are,
+over which modes, is the registry's (:data:`habitat_mosnav.metrics.measure_table.AGGREGATES`).
+:class:`Aggregator` keeps running sums, so a running aggregate (the ``mos_aggregates`` measure) costs O(keys) per
 episode.
 """
 from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
-
-# (aggregate name, episode field) over many + all.
-_MAIN = (("sr", "success"), ("f1", "f1"), ("spl_multi", "spl_multi"), ("spl", "spl_multi"))
-_DIAGNOSTICS = (
-    ("precision", "precision"), ("recall", "recall"), ("pe", "pe"),
-    ("rtsr", "rtsr"), ("ftr", "false_termination"), ("false_termination_rate", "false_termination"),
-    ("oer_target", "oer_target"), ("oer_space", "oer_space"),
-    # Kept for older scripts (benchmark README): raw_spl, coverage, and the FTR diagnostic.
-    ("raw_spl", "raw_spl"), ("coverage", "coverage"),
-    ("finish_with_unexplored_space", "finish_with_unexplored_space"),
-)
-# tse over many only (SPEC §5): in `all` the subset is fixed and tse is 1 by construction.
-_MANY_ONLY = (("tse", "tse"), ("tse_mos", "tse"))
-_BY_TASK = (("mos", "many"), ("moc", "all"))
-_TASK_FIELDS = (("sr", "success"), ("f1", "f1"), ("spl_multi", "spl_multi"))
-_BY_MODE = {
-    "single": (("sr", "success"), ("spl", "spl_multi")),
-    "any": (("sr", "success"), ("spl", "spl_multi")),
-    "many": (("sr", "success"), ("f1", "f1"), ("precision", "precision"), ("recall", "recall")),
-    "all": (("sr", "success"), ("f1", "f1"), ("precision", "precision"), ("recall", "recall")),
-}
+from habitat_mosnav.api import TARGET_MODES
+from habitat_mosnav.metrics.measure_table import AGGREGATES, INTEGER
 
 #: The episode fields that the aggregates read (each must be a number or null).
-AGGREGATED_FIELDS = tuple(sorted({key for _, key in _MAIN + _DIAGNOSTICS + _MANY_ONLY + _TASK_FIELDS}
-                                 | {key for fields in _BY_MODE.values() for _, key in fields}))
+AGGREGATED_FIELDS = tuple(sorted({a.field for a in AGGREGATES}))
+#: Aggregates of integer-format fields (a step count): a whole mean is written as an int.
+_INTEGER = frozenset(a.name for a in AGGREGATES if a.format == INTEGER)
 
 
 def finite_mean(values: Iterable[Any]) -> Optional[float]:
@@ -59,26 +41,15 @@ def _finite(v: Any) -> Optional[float]:
     return v if math.isfinite(v) else None
 
 
-def _plan(mode: str) -> List[Tuple[str, str]]:
-    """(aggregate name, episode field) pairs an episode of ``mode`` contributes to."""
-    plan: List[Tuple[str, str]] = []
-    if mode in MULTI_MODES:
-        plan.extend(_MAIN + _DIAGNOSTICS)
-    if mode == "many":
-        plan.extend(_MANY_ONLY)
-    for suffix, task_mode in _BY_TASK:
-        if mode == task_mode:
-            plan.extend((f"{name}_{suffix}", key) for name, key in _TASK_FIELDS)
-    plan.extend((f"{name}_{mode}", key) for name, key in _BY_MODE[mode])
-    return plan
+#: mode -> (aggregate name, episode field) pairs an episode of that mode contributes to.
+_PLANS = {mode: [(a.name, a.field) for a in AGGREGATES if mode in a.modes] for mode in TARGET_MODES}
+#: Every aggregate name, in the order of the summary (the registry's).
+AGGREGATE_NAMES: Tuple[str, ...] = tuple(a.name for a in AGGREGATES)
 
 
-_PLANS = {mode: _plan(mode) for mode in TARGET_MODES}
-#: Every aggregate name, in the order of the summary.
-AGGREGATE_NAMES: Tuple[str, ...] = tuple(
-    [name for name, _ in _MAIN + _DIAGNOSTICS + _MANY_ONLY]
-    + [f"{name}_{suffix}" for suffix, _ in _BY_TASK for name, _ in _TASK_FIELDS]
-    + [f"{name}_{mode}" for mode, fields in _BY_MODE.items() for name, _ in fields])
+def _mean(total: float, count: int, integer: bool):
+    mean = total / count
+    return int(mean) if integer and mean.is_integer() else mean
 
 
 class Aggregator:
@@ -110,7 +81,8 @@ class Aggregator:
 
     def result(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {
-            name: (self._sums[name] / self._counts[name] if self._counts.get(name) else None)
+            name: (_mean(self._sums[name], self._counts[name], name in _INTEGER)
+                   if self._counts.get(name) else None)
             for name in AGGREGATE_NAMES}
         out["num_episodes"] = self.num_episodes
         for mode in TARGET_MODES:

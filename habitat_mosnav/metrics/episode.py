@@ -15,16 +15,11 @@ import numpy as np
 
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.metrics.legs import subset_lower_bound
+from habitat_mosnav.metrics.measure_table import METRICS
 
-#: Every key of :func:`episode_metrics`, in a stable order (the JSONL ``metrics`` schema).
-METRIC_FIELDS = (
-    "tp", "fp", "fn", "precision", "recall", "f1", "success",
-    "targets_found", "required_target_count",
-    "trajectory_length", "optimal_subset_distance", "agent_subset_distance",
-    "spl_multi", "spl", "raw_spl", "pe", "tse", "rtsr",
-    "false_termination", "finish_with_unexplored_space",
-    "oer_target", "oer_space", "coverage",
-)
+#: Every key of :func:`episode_metrics`, in the registry's order (the JSONL ``metrics`` schema;
+#: :mod:`habitat_mosnav.metrics.measure_table`).
+METRIC_FIELDS = tuple(m.field for m in METRICS if m.field)
 
 
 def _plain_id(x):
@@ -107,6 +102,16 @@ def all_found_step(events: Iterable[Mapping[str, Any]], required: int) -> Option
     for ev in events:
         found.update(ev.get("new_targets") or ())
         if len(found) >= required:
+            return int(ev["step"])
+    return None
+
+
+def time_to_first_target(events: Iterable[Mapping[str, Any]]) -> Optional[int]:
+    """An addition of this implementation (docs/SPEC.md §4): the ``step`` of the first
+    claim event with ``is_true_positive`` (in single/any the final 6/0 counts, as it is an
+    event); None when no claim found a target."""
+    for ev in events:
+        if ev.get("is_true_positive"):
             return int(ev["step"])
     return None
 
@@ -391,4 +396,5 @@ def episode_metrics(outcome: EpisodeOutcome) -> Dict[str, Any]:
         "oer_target": oer(o.finish_step, reached, o.max_steps),
         "oer_space": oer(o.finish_step, o.space_exhausted_step, o.max_steps),
         "coverage": _finite_or_none(o.coverage),
+        "time_to_first_target": time_to_first_target(events),
     }
