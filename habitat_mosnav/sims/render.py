@@ -404,29 +404,41 @@ class Renderer:
         dfbo.use()
         dfbo.clear(depth=1.0)
         self.prog_depth["mvp"].write(mvp_bytes)
+        # back faces culled in this pass only: occluders are any subset of the chunks'
+        # triangles (fewer occluders hide less, never more), and a padded box seen from
+        # outside is entered through its front faces
+        ctx.front_face = "cw"  # the projection's y is flipped: see _draw_color
+        ctx.cull_face = "back"
+        ctx.enable(self.moderngl.CULL_FACE)
         boxes_written = False
-        for radius in self.culling.occlusion_rounds:
-            occ = keep & ~drawn & ((dist <= radius) | inside)
-            if occ.any():
-                self._occluder_faces += self._draw_pieces(gl, occ, depth_only=True)
-                drawn |= occ
-            test = np.nonzero(keep & ~drawn & ~inside)[0]
-            if not len(test) or not drawn.any():
-                continue
-            if not boxes_written:
-                gl["box_vbo"].write(render_cull.box_vertices(ch, np.arange(len(keep)), pad).tobytes())
-                boxes_written = True
-            ctx.depth_func = "<="
-            dfbo.depth_mask = False
-            box = gl["box"]
-            qs = [self._query(i) for i in range(len(test))]
-            for q, c in zip(qs, test.tolist()):
-                with q:
-                    box.render(first=36 * c, vertices=36)
+        try:
+            for radius in self.culling.occlusion_rounds:
+                occ = keep & ~drawn & ((dist <= radius) | inside)
+                if occ.any():
+                    self._occluder_faces += self._draw_pieces(gl, occ, depth_only=True)
+                    drawn |= occ
+                test = np.nonzero(keep & ~drawn & ~inside)[0]
+                if not len(test) or not drawn.any():
+                    continue
+                if not boxes_written:
+                    gl["box_vbo"].write(render_cull.box_vertices(ch, np.arange(len(keep)), pad).tobytes())
+                    boxes_written = True
+                ctx.depth_func = "<="
+                dfbo.depth_mask = False
+                box = gl["box"]
+                qs = [self._query(i) for i in range(len(test))]
+                for q, c in zip(qs, test.tolist()):
+                    with q:
+                        box.render(first=36 * c, vertices=36)
+                ctx.depth_func = "<"
+                dfbo.depth_mask = True
+                hidden = [c for q, c in zip(qs, test.tolist()) if q.samples == 0]
+                keep[hidden] = False
+        finally:
+            ctx.disable(self.moderngl.CULL_FACE)
+            ctx.front_face = "ccw"
             ctx.depth_func = "<"
             dfbo.depth_mask = True
-            hidden = [c for q, c in zip(qs, test.tolist()) if q.samples == 0]
-            keep[hidden] = False
         return keep
 
     def _draw_color(self, gl: Dict[str, Any], fbo, dfbo, mvp: np.ndarray, view: np.ndarray,
