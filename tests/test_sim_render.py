@@ -297,3 +297,16 @@ def test_winding_report():
     quad = np.array([[0, 1, 2], [0, 2, 3]])
     assert render_cull.winding_report(quad) == (1, 0)  # the shared edge runs opposite ways
     assert render_cull.winding_report(np.array([[0, 1, 2], [0, 3, 2]])) == (1, 1)
+
+
+def test_occlusion_boxes_are_closed_and_wound_outwards():
+    """The occlusion test draws the boxes' front faces only: their 12 triangles must close
+    the box with every edge run both ways, normals pointing out."""
+    from habitat_mosnav.sims import render_cull
+
+    tri = render_cull.BOX_INDICES.reshape(-1, 3)
+    assert render_cull.winding_report(tri) == (18, 0)
+    c = render_cull._CORNER_BITS - 0.5
+    for a, b, d in tri:
+        n = np.cross(c[b] - c[a], c[d] - c[a])
+        assert np.dot(n, (c[a] + c[b] + c[d]) / 3) > 0

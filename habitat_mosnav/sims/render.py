@@ -6,6 +6,10 @@ at their UVs (Basis ones decoded at load, see ``geometry.basis_glb_to_png_glb``)
 vertex colours, with simple two-sided lighting; depth is planar (camera z) in metres, as habitat-sim; semantic
 draws ``<id>.semantic.glb`` with each vertex's object id (0 where nothing is annotated), or,
 with semantic textures (HM3D v0.2), the object id of the texel under each pixel.
+
+The RGB + depth pass draws only the chunks of the scene that the camera can see (frustum
+and occlusion tests, :mod:`.render_cull`, switched by :class:`Culling`), with the same
+pixels as drawing them all.
 """
 from __future__ import annotations
 

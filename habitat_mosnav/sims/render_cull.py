@@ -13,7 +13,13 @@ A chunk is skipped only when none of its triangles can give a fragment of the fr
   every triangle of the chunk, so each triangle is clipped away); the far plane is the
   renderer's (``Renderer.far``), which every colour and depth pixel shares;
 - occlusion: its box, padded, drawn with the depth test ``<=`` against the depth of the
-  nearest chunks, passes no sample (see :func:`box_padding`).
+  nearest chunks (their front faces: any subset of the scene's triangles hides less,
+  never more), passes no sample (see :func:`box_padding`); boxes the camera may be in
+  are kept untested.
+
+Back faces are not culled in the colour pass by default: a scan is not closed and its
+surfaces are seen from both sides (on the generated scan-like scene culling them changes
+most frames although its winding is consistent), so only an opt-in switch does it.
 """
 from __future__ import annotations
 
@@ -158,7 +164,3 @@ def winding_report(faces: np.ndarray) -> Tuple[int, int]:
     same = fwd[order][two] == fwd[order][two + 1]
     return int(len(two)), int(same.sum())
 
-
-def summary(chunks: Chunks) -> List[str]:  # pragma: no cover - debugging aid
-    return [f"{chunks.num_chunks} chunks, {len(chunks.piece_chunk)} pieces, "
-            f"faces per chunk median {int(np.median(chunks.chunk_faces))}, max {int(chunks.chunk_faces.max())}"]
