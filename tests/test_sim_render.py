@@ -3,6 +3,7 @@ pose/tilt, determinism, and the no-EGL paths."""
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -157,3 +158,155 @@ def test_semantic_annotations_objects_and_aabbs(room):
     # the north wall box spans x in [0, 4], y in [0, 2.5], z in [0, 0.1] (world frame)
     assert np.allclose(north.aabb.center, [2.0, 1.25, 0.05], atol=1e-4)
     assert np.allclose(north.aabb.sizes, [4.0, 2.5, 0.1], atol=1e-4)
+
+
+# ---------------------------------------------------------------- culling (issue 34)
+def _cull_cameras(size=48):
+    from types import SimpleNamespace
+
+    from habitat_mosnav.sims.render import CameraSpec
+
+    cfg = SimpleNamespace(width=size, height=size, hfov=79, position=[0.0, 0.0, 0.0], orientation=[0.0, 0.0, 0.0])
+    return [CameraSpec("rgb", "rgb", cfg), CameraSpec("depth", "depth", cfg)]
+
+
+def _cull_poses(mesh, n, seed):
+    """Camera poses spread over the scene's bounds (some inside walls and furniture, all
+    heights from the floor to the ceiling), any yaw, pitched -60..+45 degrees."""
+    rng = np.random.default_rng(seed)
+    lo, hi = mesh.vertices.min(axis=0), mesh.vertices.max(axis=0)
+    out = []
+    for _ in range(n):
+        pos = lo + rng.uniform(0.05, 0.95, 3) * (hi - lo)
+        yaw, pitch = rng.uniform(0, 2 * math.pi), math.radians(rng.uniform(-60, 45))
+        out.append((pos, render._ry(yaw) @ render._rx(pitch)))
+    return out
+
+
+def _frames(renderer, entry, cams, poses, culling):
+    renderer.culling = culling
+    got, stats = [], []
+    for pos, rot in poses:
+        o = renderer.render(entry, cams, {c.uuid: (pos, rot) for c in cams})
+        got.append((o["rgb"].copy(), o["depth"].copy()))
+        stats.append(dict(renderer.stats))
+    return got, stats
+
+
+def _culling_scenes(tmp_path_factory):
+    from habitat_mosnav.scenes.generator import SceneOptions, generate_scene
+
+    d = tmp_path_factory.mktemp("cullscenes")
+    scan = generate_scene(str(d), 0, 0, SceneOptions(rooms=4, scan_edge=0.4, clutter=10)).glb
+    demo = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo", "scenes")
+    glbs = sorted(os.path.join(demo, s, s.split("-", 1)[1] + ".glb") for s in os.listdir(demo)
+                  if os.path.isdir(os.path.join(demo, s)))
+    return [scan] + glbs
+
+
+@pytest.fixture(scope="module")
+def culling_scenes(tmp_path_factory):
+    return _culling_scenes(tmp_path_factory)
+
+
+@needs_egl
+@pytest.mark.parametrize("which", [0, 1, 2, 3], ids=["scan-like", "demo0", "demo1", "demo2"])
+def test_culling_gives_identical_frames(culling_scenes, which):
+    """Every culling step on and off: identical RGB and depth, bit for bit, at 40 poses of a
+    generated scan-like scene and of each demo scene (chunked although small, so that
+    culling has something to skip; back faces stay drawn: the scan's surfaces are seen
+    from both sides)."""
+    from types import SimpleNamespace
+
+    from habitat_mosnav.sims.geometry import load_mesh
+
+    glb = culling_scenes[which]
+    mesh = load_mesh(glb, "z")
+    entry = SimpleNamespace(mesh=mesh, semantic=None, gl={})
+    renderer = render.get_renderer()
+    saved = renderer.culling
+    cams = _cull_cameras()
+    poses = _cull_poses(mesh, 40, seed=which)
+    try:
+        layout = dict(cell=1.0, min_faces=0, occlusion_min_chunks=2)
+        ref, ref_stats = _frames(renderer, entry, cams, poses, render.Culling(frustum=False, occlusion=False, **layout))
+        assert all(s["drawn"] == s["chunks"] > 1 for s in ref_stats)
+        for kw in (dict(occlusion=False), dict(frustum=False), {}):
+            got, stats = _frames(renderer, entry, cams, poses, render.Culling(**kw, **layout))
+            for i, (a, b) in enumerate(zip(got, ref)):
+                assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]), (kw, i)
+            assert sum(s["drawn"] for s in stats) < 0.8 * sum(s["chunks"] for s in stats), kw  # it culled
+        if which == 0:  # the occlusion test hid chunks that the frustum kept
+            assert sum(s["frustum"] - s["drawn"] for s in stats) > 0
+    finally:
+        renderer.culling = saved
+        renderer.release(entry)
+
+
+def test_chunks_partition_faces_and_bound_them():
+    from habitat_mosnav.sims import render_cull
+
+    rng = np.random.default_rng(0)
+    v = rng.uniform(-5, 5, (3000, 3))
+    f = rng.integers(0, len(v), (2000, 3))
+    ft = rng.integers(-1, 3, len(f))
+    ch = render_cull.Chunks(v, f, ft, cell=2.0)
+    assert sorted(ch.order.tolist()) == list(range(len(f)))
+    # pieces tile the buffer in order; each piece is one chunk and one texture
+    assert ch.piece_first[0] == 0 and np.array_equal(ch.piece_first[1:], np.cumsum(ch.piece_count)[:-1])
+    assert ch.piece_count.sum() == 3 * len(f)
+    for c, t, a, n in zip(ch.piece_chunk, ch.piece_tex, ch.piece_first, ch.piece_count):
+        faces = ch.order[a // 3:(a + n) // 3]
+        assert (ft[faces] == t).all()
+        tris = v[f[faces]].reshape(-1, 3)
+        assert (tris >= ch.lo[c] - 1e-12).all() and (tris <= ch.hi[c] + 1e-12).all()
+    # within a (chunk, texture) piece the file's order is kept
+    for a, n in zip(ch.piece_first, ch.piece_count):
+        faces = ch.order[a // 3:(a + n) // 3]
+        assert (np.diff(faces) > 0).all()
+    one = render_cull.Chunks(v, f, ft, cell=0.0)  # one chunk: textures in the file's order
+    assert one.num_chunks == 1 and np.array_equal(one.order, np.argsort(ft, kind="stable"))
+
+
+def test_frustum_keeps_every_chunk_with_a_vertex_in_view():
+    from habitat_mosnav.sims import render_cull
+
+    rng = np.random.default_rng(1)
+    v = rng.uniform(-10, 10, (6000, 3))
+    f = np.arange(6000).reshape(-1, 3)
+    ch = render_cull.Chunks(v, f, None, cell=1.5)
+    chunk_of = np.empty(len(f), np.int64)
+    for c, a, n in zip(ch.piece_chunk, ch.piece_first, ch.piece_count):
+        chunk_of[ch.order[a // 3:(a + n) // 3]] = c
+    for _ in range(20):
+        pos = rng.uniform(-3, 3, 3)
+        rot = render._ry(rng.uniform(0, 6.3)) @ render._rx(rng.uniform(-1, 1))
+        proj = render._perspective(79, 64, 64, 0.01, 100.0)
+        mvp = proj @ render._view(pos, rot)
+        keep = render_cull.frustum_keep(ch, mvp)
+        clip = np.c_[v, np.ones(len(v))] @ mvp.T
+        inside = (np.abs(clip[:, :3]) <= clip[:, 3:]).all(axis=1)
+        seen = np.unique(chunk_of[inside.reshape(-1, 3).any(axis=1)])
+        assert keep[seen].all()
+        assert not keep.all()  # and it culls
+
+
+def test_winding_report():
+    from habitat_mosnav.sims import render_cull
+
+    quad = np.array([[0, 1, 2], [0, 2, 3]])
+    assert render_cull.winding_report(quad) == (1, 0)  # the shared edge runs opposite ways
+    assert render_cull.winding_report(np.array([[0, 1, 2], [0, 3, 2]])) == (1, 1)
+
+
+def test_occlusion_boxes_are_closed_and_wound_outwards():
+    """The occlusion test draws the boxes' front faces only: their 12 triangles must close
+    the box with every edge run both ways, normals pointing out."""
+    from habitat_mosnav.sims import render_cull
+
+    tri = render_cull.BOX_INDICES.reshape(-1, 3)
+    assert render_cull.winding_report(tri) == (18, 0)
+    c = render_cull._CORNER_BITS - 0.5
+    for a, b, d in tri:
+        n = np.cross(c[b] - c[a], c[d] - c[a])
+        assert np.dot(n, (c[a] + c[b] + c[d]) / 3) > 0

@@ -6,6 +6,10 @@ at their UVs (Basis ones decoded at load, see ``geometry.basis_glb_to_png_glb``)
 vertex colours, with simple two-sided lighting; depth is planar (camera z) in metres, as habitat-sim; semantic
 draws ``<id>.semantic.glb`` with each vertex's object id (0 where nothing is annotated), or,
 with semantic textures (HM3D v0.2), the object id of the texel under each pixel.
+
+The RGB + depth pass draws only the chunks of the scene that the camera can see (frustum
+and occlusion tests, :mod:`.render_cull`, switched by :class:`Culling`), with the same
+pixels as drawing them all.
 """
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from habitat_mosnav.sims import render_cull
 
 EGL_HINT = (
     "install the EGL/Mesa system libraries (Debian/Ubuntu: apt-get install libegl1 "
@@ -42,6 +48,8 @@ void main() {
 }
 """
 
+# two variants (textured or vertex colours): llvmpipe would otherwise sample the texture
+# for every fragment of a vertex-coloured face, the select done after both sides
 _FS_COLOR = """
 #version 330
 in vec4 v_col;
@@ -49,7 +57,6 @@ in vec3 v_nrm;
 in vec2 v_uv;
 in float v_depth;
 uniform sampler2D tex;
-uniform bool use_tex;
 layout(location = 0) out vec4 out_col;
 layout(location = 1) out float out_depth;
 const vec3 L1 = normalize(vec3(0.35, 1.0, 0.25));
@@ -57,10 +64,26 @@ const vec3 L2 = normalize(vec3(-0.5, 0.3, -0.8));
 void main() {
     vec3 n = normalize(v_nrm);
     float shade = 0.45 + 0.4 * abs(dot(n, L1)) + 0.15 * abs(dot(n, L2));
-    vec3 base = use_tex ? texture(tex, v_uv).rgb : v_col.rgb;
+    vec3 base = BASE;
     out_col = vec4(clamp(base * shade, 0.0, 1.0), 1.0);
     out_depth = v_depth;
 }
+"""
+_BASE_TEX, _BASE_COL = "texture(tex, v_uv).rgb", "v_col.rgb"
+
+# depth only (occluders and occlusion boxes): the same position as _VS_COLOR's
+_VS_DEPTH = """
+#version 330
+uniform mat4 mvp;
+in vec3 in_pos;
+void main() {
+    gl_Position = mvp * vec4(in_pos, 1.0);
+}
+"""
+
+_FS_DEPTH = """
+#version 330
+void main() {}
 """
 
 _VS_SEM = """
@@ -180,6 +203,33 @@ def _expand(mesh, with_ids: bool, faces: Optional[np.ndarray] = None) -> np.ndar
     return np.concatenate([pos, nrm, col, uv], axis=1).astype(np.float32)
 
 
+class Culling:
+    """What the colour (RGB + depth) pass skips; every switch keeps the frames identical
+    except ``backface`` (off by default: see :mod:`.render_cull` and the README).
+
+    ``cell``: chunk size (m) when a scene is loaded (0: one chunk per texture, the draw of
+    the whole scene in the file's order); scenes under ``min_faces`` faces are one chunk.
+    ``occlusion_rounds``: distances (m) of the occluder rounds: round r draws, depth only,
+    the chunks still kept whose boxes lie within that distance of the camera, then tests
+    the boxes of the others against that depth; ``occlusion_min_chunks``: fewer chunks
+    left in the frustum than this skip the occlusion test."""
+
+    def __init__(self, frustum: bool = True, occlusion: bool = True, backface: bool = False, cell: float = 1.5,
+                 min_faces: int = 20000, occlusion_rounds: Sequence[float] = (1.5, 3.0, 6.0),
+                 occlusion_min_chunks: int = 8) -> None:
+        self.frustum = frustum
+        self.occlusion = occlusion
+        self.backface = backface
+        self.cell = cell
+        self.min_faces = min_faces
+        self.occlusion_rounds = tuple(occlusion_rounds)
+        self.occlusion_min_chunks = occlusion_min_chunks
+
+    def layout(self, num_faces: int) -> float:
+        """The chunk size a scene of ``num_faces`` faces is split with."""
+        return self.cell if num_faces >= self.min_faces else 0.0
+
+
 class Renderer:
     """Owns the process's GL context, programs and framebuffers."""
 
@@ -199,40 +249,54 @@ class Renderer:
         self.moderngl = moderngl
         self.lock = threading.RLock()
         ctx = self.ctx
-        self.prog_color = ctx.program(vertex_shader=_VS_COLOR, fragment_shader=_FS_COLOR)
+        self.prog_color = ctx.program(vertex_shader=_VS_COLOR, fragment_shader=_FS_COLOR.replace("BASE", _BASE_COL))
+        self.prog_color_tex = ctx.program(vertex_shader=_VS_COLOR,
+                                          fragment_shader=_FS_COLOR.replace("BASE", _BASE_TEX))
+        self.prog_depth = ctx.program(vertex_shader=_VS_DEPTH, fragment_shader=_FS_DEPTH)
         self.prog_sem = ctx.program(vertex_shader=_VS_SEM, fragment_shader=_FS_SEM)
         self.prog_sem_tex = ctx.program(vertex_shader=_VS_SEM_TEX, fragment_shader=_FS_SEM_TEX)
         self._fbos: Dict[Tuple[int, int, str], Any] = {}
+        self._queries: List[Any] = []
         self.info = dict(ctx.info)
+        self.culling = Culling()
+        #: per colour pass: chunks in the scene / after the frustum / drawn; faces drawn
+        self.stats: Dict[str, int] = {}
 
     # -------------------------------------------------------------- scenes
     def _scene_buffers(self, entry) -> Dict[str, Any]:
         gl = entry.gl
-        if gl.get("ctx") is self.ctx:
+        mesh = entry.mesh
+        cell = self.culling.layout(len(mesh.faces))
+        if gl.get("ctx") is self.ctx and gl.get("cell") == cell:
             return gl
+        if gl.get("ctx") is self.ctx:
+            self._release_objects(gl)  # another chunk size
         gl.clear()
         gl["ctx"] = self.ctx
-        mesh = entry.mesh
-        # faces grouped by texture: one draw call per texture (-1: vertex colours)
-        ft = mesh.face_texture if mesh.face_texture is not None else np.full(len(mesh.faces), -1, np.int32)
-        order = np.argsort(ft, kind="stable")
-        data = _expand(mesh, with_ids=False, faces=mesh.faces[order])
+        gl["cell"] = cell
+        # faces in spatial chunks, one piece per (chunk, texture) (-1: vertex colours)
+        chunks = render_cull.Chunks(mesh.vertices, mesh.faces, mesh.face_texture, cell)
+        data = _expand(mesh, with_ids=False, faces=mesh.faces[chunks.order])
         vbo = self.ctx.buffer(data.tobytes())
-        gl["color"] = self.ctx.vertex_array(
-            self.prog_color, [(vbo, "3f 3f 4f 2f", "in_pos", "in_nrm", "in_col", "in_uv")])
+        fmt = (vbo, "3f 3f 4f 2f", "in_pos", "in_nrm", "in_col", "in_uv")
+        gl["color"] = self.ctx.vertex_array(self.prog_color, [fmt], skip_errors=True)
+        gl["color_tex"] = self.ctx.vertex_array(self.prog_color_tex, [fmt], skip_errors=True)
+        gl["depth"] = self.ctx.vertex_array(self.prog_depth, [(vbo, "3f 36x", "in_pos")])
         gl["color_vbo"] = vbo
-        ranges, textures = [], []
-        fs = ft[order]
-        cuts = np.r_[0, np.nonzero(np.diff(fs))[0] + 1, len(fs)]
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            ranges.append((int(fs[a]), 3 * int(a), 3 * int(b - a)))
+        gl["chunks"] = chunks
+        nc = chunks.num_chunks
+        gl["box_vbo"] = self.ctx.buffer(reserve=max(1, nc) * 8 * 12, dynamic=True)
+        gl["box_ibo"] = self.ctx.buffer(render_cull.box_index_buffer(max(1, nc)).tobytes())
+        gl["box"] = self.ctx.vertex_array(self.prog_depth, [(gl["box_vbo"], "3f", "in_pos")],
+                                          index_buffer=gl["box_ibo"], index_element_size=4)
+        textures = []
         for img in mesh.textures:
             t = self.ctx.texture((img.shape[1], img.shape[0]), 4, np.ascontiguousarray(img[::-1]).tobytes())
             t.build_mipmaps()
             t.filter = (self.moderngl.LINEAR_MIPMAP_LINEAR, self.moderngl.LINEAR)
             t.repeat_x = t.repeat_y = True
             textures.append(t)
-        gl["ranges"], gl["textures"] = ranges, textures
+        gl["textures"] = textures
         sem = entry.semantic
         gl["sem"], gl["sem_tex"] = None, []
         if sem is not None and sem.ids is not None and len(sem.faces):
@@ -260,14 +324,19 @@ class Renderer:
         if gl.get("ctx") is not self.ctx:
             return
         with self.lock, self.ctx:  # current again: habitat-sim in the process has its own EGL context
-            parts = [o for trio in gl.get("sem_tex", []) for o in trio]
-            for obj in [gl.get(k) for k in ("color", "color_vbo", "sem", "sem_vbo")] + list(gl.get("textures", [])) + parts:
-                if obj is not None:
-                    try:
-                        obj.release()
-                    except Exception:  # noqa: BLE001
-                        pass
-            gl.clear()
+            self._release_objects(gl)
+
+    @staticmethod
+    def _release_objects(gl: Dict[str, Any]) -> None:
+        parts = [o for trio in gl.get("sem_tex", []) for o in trio]
+        keys = ("color", "color_tex", "depth", "box", "color_vbo", "box_vbo", "box_ibo", "sem", "sem_vbo")
+        for obj in [gl.get(k) for k in keys] + list(gl.get("textures", [])) + parts:
+            if obj is not None:
+                try:
+                    obj.release()
+                except Exception:  # noqa: BLE001
+                    pass
+        gl.clear()
 
     def _fbo(self, w: int, h: int, kind: str):
         key = (w, h, kind)
@@ -275,6 +344,10 @@ class Renderer:
         if fbo is None:
             ctx = self.ctx
             depth = ctx.depth_renderbuffer((w, h))
+            if kind == "depth":  # the colour pass's depth buffer alone: occluders and occlusion tests
+                fbo = ctx.framebuffer(color_attachments=[], depth_attachment=self._fbo(w, h, "color").depth_attachment)
+                self._fbos[key] = fbo
+                return fbo
             if kind == "color":
                 att = [ctx.renderbuffer((w, h), 4, dtype="f1"), ctx.renderbuffer((w, h), 1, dtype="f4")]
             else:
@@ -282,6 +355,127 @@ class Renderer:
             fbo = ctx.framebuffer(color_attachments=att, depth_attachment=depth)
             self._fbos[key] = fbo
         return fbo
+
+    # -------------------------------------------------------------- colour pass
+    def _query(self, i: int):
+        while len(self._queries) <= i:
+            self._queries.append(self.ctx.query(samples=True))
+        return self._queries[i]
+
+    def _draw_pieces(self, gl: Dict[str, Any], keep: Optional[np.ndarray], depth_only: bool) -> int:
+        """Draw the pieces of the chunks in ``keep`` (None: all) in buffer order, runs of one
+        texture merged into one draw call; returns the faces drawn."""
+        ch: render_cull.Chunks = gl["chunks"]
+        sel = np.arange(len(ch.piece_chunk)) if keep is None else np.nonzero(keep[ch.piece_chunk])[0]
+        if not len(sel):
+            return 0
+        first, count = ch.piece_first[sel], ch.piece_count[sel]
+        tex = ch.piece_tex[sel] if not depth_only else np.zeros(len(sel), np.int64)
+        # a run starts where the texture changes or the buffer is not contiguous
+        start = np.r_[True, (tex[1:] != tex[:-1]) | (first[1:] != first[:-1] + count[:-1])]
+        runs = np.nonzero(start)[0]
+        r_first = first[runs]
+        r_count = np.add.reduceat(count, runs)
+        if depth_only:
+            vao = gl["depth"]
+            for f, c in zip(r_first.tolist(), r_count.tolist()):
+                vao.render(first=f, vertices=c)
+            return int(r_count.sum()) // 3
+        textures = gl["textures"]
+        for t, f, c in zip(tex[runs].tolist(), r_first.tolist(), r_count.tolist()):
+            if 0 <= t < len(textures):
+                textures[t].use(0)
+                gl["color_tex"].render(first=f, vertices=c)
+            else:
+                gl["color"].render(first=f, vertices=c)
+        return int(r_count.sum()) // 3
+
+    def _occlusion(self, gl: Dict[str, Any], dfbo, mvp_bytes: bytes, eye: np.ndarray,
+                   keep: np.ndarray) -> np.ndarray:
+        """``keep`` less the chunks whose padded boxes pass no sample against the depth of
+        the nearer chunks, in rounds (``Culling.occlusion_rounds``); exact: see
+        :mod:`.render_cull`."""
+        ch: render_cull.Chunks = gl["chunks"]
+        ctx = self.ctx
+        dist = render_cull.box_distance(ch, eye)
+        far_d = np.sqrt((np.maximum(np.abs(ch.lo - eye), np.abs(ch.hi - eye)) ** 2).sum(axis=1))
+        pad = render_cull.box_padding(far_d, self.near)
+        # a box the near plane may cut cannot be tested by drawing it: always kept
+        inside = render_cull.camera_inside(ch, pad, eye, 6.0 * self.near)
+        keep = keep.copy()
+        drawn = np.zeros(len(keep), bool)  # already in the depth buffer
+        self._occluder_faces = 0
+        dfbo.use()
+        dfbo.clear(depth=1.0)
+        self.prog_depth["mvp"].write(mvp_bytes)
+        # back faces culled in this pass only: occluders are any subset of the chunks'
+        # triangles (fewer occluders hide less, never more), and a padded box seen from
+        # outside is entered through its front faces
+        ctx.front_face = "cw"  # the projection's y is flipped: see _draw_color
+        ctx.cull_face = "back"
+        ctx.enable(self.moderngl.CULL_FACE)
+        boxes_written = False
+        try:
+            for radius in self.culling.occlusion_rounds:
+                occ = keep & ~drawn & ((dist <= radius) | inside)
+                if occ.any():
+                    self._occluder_faces += self._draw_pieces(gl, occ, depth_only=True)
+                    drawn |= occ
+                test = np.nonzero(keep & ~drawn & ~inside)[0]
+                if not len(test) or not drawn.any():
+                    continue
+                if not boxes_written:
+                    gl["box_vbo"].write(render_cull.box_vertices(ch, np.arange(len(keep)), pad).tobytes())
+                    boxes_written = True
+                ctx.depth_func = "<="
+                dfbo.depth_mask = False
+                box = gl["box"]
+                qs = [self._query(i) for i in range(len(test))]
+                for q, c in zip(qs, test.tolist()):
+                    with q:
+                        box.render(first=36 * c, vertices=36)
+                ctx.depth_func = "<"
+                dfbo.depth_mask = True
+                hidden = [c for q, c in zip(qs, test.tolist()) if q.samples == 0]
+                keep[hidden] = False
+        finally:
+            ctx.disable(self.moderngl.CULL_FACE)
+            ctx.front_face = "ccw"
+            ctx.depth_func = "<"
+            dfbo.depth_mask = True
+        return keep
+
+    def _draw_color(self, gl: Dict[str, Any], fbo, dfbo, mvp: np.ndarray, view: np.ndarray,
+                    eye: np.ndarray) -> None:
+        ch: render_cull.Chunks = gl["chunks"]
+        cull = self.culling
+        mvp_bytes = mvp.T.astype("f4").tobytes()
+        keep = np.ones(ch.num_chunks, bool)
+        if cull.frustum:
+            keep = render_cull.frustum_keep(ch, mvp)
+        n_frustum = int(keep.sum())
+        self._occluder_faces = 0
+        if cull.occlusion and n_frustum >= cull.occlusion_min_chunks:
+            keep = self._occlusion(gl, dfbo, mvp_bytes, eye, keep)
+        fbo.use()
+        fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        if cull.backface:
+            # the projection's y is flipped (rows read out top-down): a face wound
+            # counter-clockwise seen from its front lands clockwise in the window
+            self.ctx.front_face = "cw"
+            self.ctx.cull_face = "back"
+            self.ctx.enable(self.moderngl.CULL_FACE)
+        view_bytes = view.T.astype("f4").tobytes()
+        for prog in (self.prog_color, self.prog_color_tex):
+            prog["mvp"].write(mvp_bytes)
+            prog["view"].write(view_bytes)
+        self.prog_color_tex["tex"].value = 0
+        faces = self._draw_pieces(gl, None if keep.all() else keep, depth_only=False)
+        if cull.backface:
+            self.ctx.disable(self.moderngl.CULL_FACE)
+            self.ctx.front_face = "ccw"
+        self.stats = {"chunks": ch.num_chunks, "frustum": n_frustum, "drawn": int(keep.sum()), "faces": faces,
+                      "occluder faces": self._occluder_faces}
 
     # -------------------------------------------------------------- render
     def render(self, entry, sensors: Sequence[CameraSpec], poses: Dict[str, tuple]) -> Dict[str, np.ndarray]:
@@ -331,17 +525,8 @@ class Renderer:
                         out[s.uuid] = img
                     continue
                 fbo = self._fbo(w, h, "color")
-                fbo.use()
-                fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
-                self.prog_color["mvp"].write(mvp.T.astype("f4").tobytes())
-                self.prog_color["view"].write(view.T.astype("f4").tobytes())
-                for tex_id, first, count in gl["ranges"]:
-                    textured = 0 <= tex_id < len(gl["textures"])
-                    self.prog_color["use_tex"].value = textured
-                    if textured:
-                        gl["textures"][tex_id].use(0)
-                        self.prog_color["tex"].value = 0
-                    gl["color"].render(first=first, vertices=count)
+                eye = np.asarray(pos, np.float64)
+                self._draw_color(gl, fbo, self._fbo(w, h, "depth"), mvp, view, eye)
                 need_rgb = any(s.kind == "rgb" for s in group)
                 need_depth = any(s.kind == "depth" for s in group)
                 rgb = depth = None
