@@ -93,6 +93,7 @@ bench: setup
 	$(PY) benchmarks/bench_sim.py
 	$(PY) benchmarks/bench_scale.py
 	$(PY) benchmarks/bench_texels.py --size 4096 --grid 400 --objects 1000
+	$(PY) benchmarks/bench_render.py
 
 # How closely the CPU simulator gives habitat-sim's numbers (needs habitat-sim; README table).
 bench-agreement: setup habitat-sim
