@@ -33,6 +33,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
+from habitat_mosnav.evaluation import interrupts
 from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.evaluation.manifest import RunManifest, check_or_write_manifest, keys_digest
 from habitat_mosnav.agents.legacy import adapt_agent
@@ -442,7 +443,16 @@ class Evaluator:
     # ------------------------------------------------------------------ run
     def run(self) -> Dict[str, Any]:
         """Evaluate this rank's share; returns the summary (or this rank's done.json
-        contents, under ``"rank_done"``, when other ranks are still running)."""
+        contents, under ``"rank_done"``, when other ranks are still running).
+
+        SIGINT (and SIGTERM under ``mosnav-eval``) is noted and acted on between steps and
+        episodes (:mod:`~habitat_mosnav.evaluation.interrupts`): the episode it interrupts
+        is not recorded, every finished one is, and ``KeyboardInterrupt`` (``Terminated``)
+        is raised."""
+        with interrupts.guarded():
+            return self._run()
+
+    def _run(self) -> Dict[str, Any]:
         cfg = self.config
         rank, world = self._rank_world()
         self._digests = {}  # the dataset may have changed since an earlier run
@@ -597,6 +607,7 @@ class Evaluator:
         try:
             self.env = habitat.Env(config=self._hcfg, dataset=dataset)
         except Exception as exc:
+            interrupts.check()  # a signal noted meanwhile, not a setup error
             raise EvaluationSetupError(f"cannot create the habitat environment: {_one_line(exc)}") from None
         return self.env
 
@@ -647,6 +658,8 @@ class Evaluator:
         redirect.__enter__()
         try:
             for index, key in todo:
+                if interrupts.requested() is not None:  # a safe point: between episodes
+                    return self._stopped(key, interrupts.exception_for(interrupts.requested()), started=False)
                 episode = pool[key]
                 seed = episode_seed(cfg.seed, key)
                 frames: List[np.ndarray] = []
@@ -663,10 +676,10 @@ class Evaluator:
                                       record_trace=cfg.record_actions, on_step=hook,
                                       step_timeout=cfg.step_timeout, context=context)
                 except KeyboardInterrupt as exc:
-                    self._log(f"interrupted during {key}; it is not recorded. Continue with "
-                              "--resume and the same --output-dir.")
-                    self._interrupt = exc
-                    return True
+                    return self._stopped(key, exc)
+                if run.error is not None and interrupts.requested() is not None:
+                    # the error may be the signal's doing: the episode runs again on resume
+                    return self._stopped(key, interrupts.exception_for(interrupts.requested()))
                 record = self._record(env, run, index, key, episode, seed, writer.rank, max_steps)
                 writer.write(record)
                 if self.on_record is not None:
@@ -700,6 +713,13 @@ class Evaluator:
             bar.close()
             redirect.__exit__(None, None, None)
         return False
+
+    def _stopped(self, key: str, exc: KeyboardInterrupt, started: bool = True) -> bool:
+        """The run stops on a signal (or the human agent's quit) at ``key``."""
+        where = f"during {key}; it is not recorded" if started else f"before {key}"
+        self._log(f"interrupted {where}. Continue with --resume and the same --output-dir.")
+        self._interrupt = exc
+        return True
 
     def _record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
         """The episode's record; one that cannot be written as JSON (a value the agent
@@ -907,10 +927,11 @@ class Evaluator:
                                self.config.rank is None or self.config.world_size is None)
         waits = rank == 0 and world > 1 and timeout > 0
         started_waiting = waits and bool(missing_ranks(out, world))
-        missing = wait_for_ranks(out, world, timeout, log=self._log) if waits else missing_ranks(out, world)
+        missing = (wait_for_ranks(out, world, timeout, log=self._log, sleep=interrupts.sleep) if waits
+                   else missing_ranks(out, world))
         if missing and not waits:
             return {"rank_done": done, "status": "rank_finished"}
-        if started_waiting and not missing and wait_for_summary(out, world):
+        if started_waiting and not missing and wait_for_summary(out, world, sleep=interrupts.sleep):
             # The last rank to finish writes (and prints) the summary once its done.json is
             # there: this one, having waited, leaves it to that rank (one summary printed).
             return {"rank_done": done, "status": "rank_finished",
