@@ -1,0 +1,73 @@
+"""Hostile datasets and runs of issue #30: a dataset nested 200k deep or holding a
+5000-digit integer is one line naming the file (exit 2); an episode the exact solver would
+refuse at every reset (3,000 targets) is refused at load naming the episode and the field;
+NaN inside ``info`` is refused (SPEC §6)."""
+import json
+import time
+
+import pytest
+
+from habitat_mosnav.evaluation.cli import main
+
+from mosnav_fixtures import goal, quick_eval_args, write_room_variant
+
+
+def _eval_lines(capsys, data, out, *extra):
+    """(exit status, the mosnav-eval lines on stderr) of a random-agent run on ``data``."""
+    capsys.readouterr()
+    rc = main(quick_eval_args(*data, "--agent", "random", "--output-dir", str(out), *extra))
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    return rc, [line for line in err.splitlines() if line.startswith("mosnav-eval")]
+
+
+# ----------------------------------------------------------------------------- datasets
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("[" * 200_000 + "]" * 200_000, "nested deeper than Python reads"),
+    ('{"schema_version": 1, "scene_id": "testScene01", "episodes": [], "n": ' + "9" * 5000 + "}",
+     "an integer of 5000 digits"),
+])
+def test_unreadable_json_is_one_line_naming_the_file(capsys, open_room, tmp_path, text, problem):
+    def edit(docs):
+        docs["episodes.json"] = text
+
+    data = write_room_variant(tmp_path / "data", open_room, edit)
+    rc, lines = _eval_lines(capsys, data, tmp_path / "run")
+    assert rc == 2 and len(lines) == 1, lines
+    assert "testScene01/episodes.json: " in lines[0] and problem in lines[0], lines
+    assert not (tmp_path / "run" / "rank_00000").exists()
+
+
+@pytest.mark.parametrize("mode, count", [("all", 3000), ("all", 20), ("any", 63)])
+def test_an_episode_the_solver_refuses_is_refused_at_load(capsys, open_room, tmp_path, mode, count):
+    """3,000 targets cost 4.5M pair geodesics at each reset before the solver said no."""
+    def edit(docs):
+        goals = [goal(1000 + i, "chair", [(i % 50) * 0.2 - 5.0, 0.0, (i // 50) * 0.1 - 4.0])
+                 for i in range(count)]
+        docs["goals.json"]["goals"] += goals
+        episode = docs["episodes.json"]["episodes"][1]
+        episode.update(target_mode=mode, target_object_ids=[g["object_id"] for g in goals])
+
+    data = write_room_variant(tmp_path / "data", open_room, edit)
+    started = time.monotonic()
+    rc, lines = _eval_lines(capsys, data, tmp_path / "run")
+    assert time.monotonic() - started < 60
+    assert rc == 2 and len(lines) == 1, lines
+    assert ("episodes.json: episode 'q0-all-0': field 'target_object_ids': "
+            f"{count} targets in a '{mode}' episode") in lines[0], lines
+    assert not (tmp_path / "run" / "rank_00000").exists()
+
+
+@pytest.mark.parametrize("info, where", [({"x": [1.0, float("nan")]}, "info.x[1]"),
+                                         ({"d": float("inf")}, "info.d")])
+def test_a_non_finite_number_in_info_is_refused(capsys, open_room, tmp_path, info, where):
+    def edit(docs):
+        docs["episodes.json"] = json.dumps(dict(docs["episodes.json"], episodes=[
+            dict(docs["episodes.json"]["episodes"][0], info=info)]))  # NaN / Infinity literals
+
+    data = write_room_variant(tmp_path / "data", open_room, edit)
+    rc, lines = _eval_lines(capsys, data, tmp_path / "run")
+    assert rc == 2 and len(lines) == 1, lines
+    assert f"episodes.json: episode 'q0-many-0': field '{where}': expected a finite number" in lines[0], lines
