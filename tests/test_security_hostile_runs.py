@@ -1,15 +1,19 @@
 """Hostile datasets and runs of issue #30: a dataset nested 200k deep or holding a
 5000-digit integer is one line naming the file (exit 2); an episode the exact solver would
 refuse at every reset (3,000 targets) is refused at load naming the episode and the field;
-NaN inside ``info`` is refused (SPEC §6)."""
+NaN inside ``info`` is refused (SPEC §6). A resume or a second rank with another
+``--scene-root``, or with another ``categories.json`` outside ``--dataset-dir``, is refused
+naming the file (run.json ``input_files``)."""
 import json
+import os
+import shutil
 import time
 
 import pytest
 
 from habitat_mosnav.evaluation.cli import main
 
-from mosnav_fixtures import goal, quick_eval_args, write_room_variant
+from mosnav_fixtures import SCENE, goal, quick_eval_args, write_room_variant
 
 
 def _eval_lines(capsys, data, out, *extra):
@@ -71,3 +75,49 @@ def test_a_non_finite_number_in_info_is_refused(capsys, open_room, tmp_path, inf
     rc, lines = _eval_lines(capsys, data, tmp_path / "run")
     assert rc == 2 and len(lines) == 1, lines
     assert f"episodes.json: episode 'q0-many-0': field '{where}': expected a finite number" in lines[0], lines
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def _other_scene_root(tmp_path):
+    """A scene root with the open room's scene id but another mesh (a 10 m room)."""
+    from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes
+
+    folder = tmp_path / "other_scenes" / f"00000-{SCENE}"
+    folder.mkdir(parents=True)
+    export_boxes(str(folder / f"{SCENE}.glb"), room_boxes(-5, -5, 5, 5))
+    return str(tmp_path / "other_scenes")
+
+
+@pytest.mark.parametrize("how", ["resume", "second rank"])
+def test_another_scene_root_is_refused_naming_the_file(capsys, open_room, tmp_path, how):
+    data, scenes = open_room
+    out = tmp_path / "run"
+    ranks = ("--rank", "0", "--world-size", "2") if how == "second rank" else ()
+    rc, lines = _eval_lines(capsys, (data, scenes), out, "--max-steps", "3", *ranks)
+    assert rc == 0, lines
+    again = ("--rank", "1", "--world-size", "2") if how == "second rank" else ("--resume",)
+    rc, lines = _eval_lines(capsys, (data, _other_scene_root(tmp_path)), out, "--max-steps", "3", *again)
+    assert rc == 2 and len(lines) == 1, lines
+    assert f"field 'input_files.{SCENE}/{SCENE}.glb' differs" in lines[0], lines
+    assert "(the scene files (--scene-root)" in lines[0], lines
+    assert not (out / "rank_00001").exists() or not (out / "rank_00001" / "episodes.jsonl").exists()
+
+
+def test_a_changed_categories_json_outside_the_dataset_dir_is_refused(capsys, open_room, tmp_path):
+    """categories.json one folder above --dataset-dir (the loader finds it there)."""
+    data, scenes = open_room
+    root = tmp_path / "dataset"
+    shutil.copytree(data, root / "dataset_semantic")
+    (root / "categories.json").write_text(json.dumps(["chair", "table"]))
+    out = tmp_path / "run"
+    rc, lines = _eval_lines(capsys, (str(root / "dataset_semantic"), scenes), out, "--max-steps", "3",
+                            "--num-episodes", "2")
+    assert rc == 0, lines
+    (root / "categories.json").write_text(json.dumps(["table", "chair"]))  # objectgoal ids swap
+    rc, lines = _eval_lines(capsys, (str(root / "dataset_semantic"), scenes), out, "--max-steps", "3",
+                            "--num-episodes", "2", "--resume")
+    assert rc == 2 and len(lines) == 1, lines
+    assert "field 'input_files.categories.json' differs" in lines[0], lines
+

@@ -54,7 +54,8 @@ from habitat_mosnav.evaluation.rollout import (
     trace_for_record,
 )
 from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
-from habitat_mosnav.keys import episode_key as make_episode_key, episode_scene_name, episode_seed
+from habitat_mosnav.keys import (episode_key as make_episode_key, episode_scene_name, episode_seed,
+                                 scene_name_from_path)
 from habitat_mosnav.metrics import aggregate
 from habitat_mosnav.safety import PlantedLinkError, mask_secrets, safe_line
 
@@ -353,6 +354,7 @@ class Evaluator:
         except ValueError as exc:
             raise EvaluationSetupError(str(exc)) from None
         self.selected_keys = [k for _, k in everything]
+        self._selected_episodes = {k: pool[k] for k in self.selected_keys}
         return mine, pool, len(everything)
 
     def manifest(self, dataset, world: int) -> RunManifest:
@@ -383,8 +385,40 @@ class Evaluator:
                 "keys_sha256": keys_digest(self.selected_keys),
             },
             dataset_fingerprint=combine_digests(digests) if digests is not None else None,
+            input_files=self._input_files(dataset),
             extra={**({"benchmark": self._benchmark} if self._benchmark else {}), **given},
         )
+
+    def _input_files(self, dataset) -> Dict[str, str]:
+        """``{name: "<size>:<sha256>"}`` of the other files that decide the numbers (run
+        manifest ``input_files``): every file of each selected scene
+        (:func:`~habitat_mosnav.sims.mosnav_sim.scene_input_files`, as
+        ``<scene>/<file name>``), the scene dataset config and ``categories.json`` wherever
+        the loader found it. Hashed once per process (:func:`file_digest`)."""
+        from habitat_mosnav.datasets.fingerprint import file_digest
+        from habitat_mosnav.sims.mosnav_sim import scene_input_files
+
+        hcfg = self._hcfg
+        navmesh = ""
+        if hcfg is not None:
+            from omegaconf import OmegaConf
+
+            navmesh = str(OmegaConf.select(hcfg, "simulator.mosnav_mesh.navmesh", default="") or "")
+        files: Dict[str, str] = {}
+        episodes = getattr(self, "_selected_episodes", {}).values()
+        for path in sorted({str(getattr(ep, "scene_id", "") or "") for ep in episodes} - {""}):
+            scene = scene_name_from_path(path)
+            for name in scene_input_files(path, navmesh):
+                files[f"{scene}/{os.path.basename(name)}"] = file_digest(name)
+        configs = {str(getattr(ep, "scene_dataset_config", "") or "") for ep in episodes}
+        for config in sorted(configs):
+            if os.path.isfile(config):
+                key = "scene_dataset_config" + ("" if len(configs) == 1 else f" {os.path.basename(config)}")
+                files[key] = file_digest(config)
+        categories = getattr(dataset, "_categories_file", None)
+        if categories and os.path.isfile(categories):
+            files["categories.json"] = file_digest(categories)
+        return files
 
     def _dataset_digests(self, data_path: Optional[str]) -> Optional[Dict[str, str]]:
         """The dataset's per-file digests (None: no dataset directory), hashed once per run:
