@@ -3,7 +3,7 @@
 refuse at every reset (3,000 targets) is refused at load naming the episode and the field;
 NaN inside ``info`` is refused (SPEC §6). A resume or a second rank with another
 ``--scene-root``, or with another ``categories.json`` outside ``--dataset-dir``, is refused
-naming the file (run.json ``input_files``)."""
+naming the file (run.json ``input_files``). Maps, videos and JSON files get one mode."""
 import json
 import os
 import shutil
@@ -121,3 +121,31 @@ def test_a_changed_categories_json_outside_the_dataset_dir_is_refused(capsys, op
     assert rc == 2 and len(lines) == 1, lines
     assert "field 'input_files.categories.json' differs" in lines[0], lines
 
+
+# ----------------------------------------------------------------------------- file modes
+
+
+def test_maps_videos_and_json_files_share_one_mode(room_runs):
+    """mkstemp's 0600 for PNGs and videos, 0644 for JSON: one mode, 0666 minus the umask."""
+    from habitat_mosnav.safety import file_mode
+
+    out = room_runs["scripted"]
+    files = [os.path.join(d, n) for d, _, names in os.walk(out) for n in names if n != "writer.lock"]
+    kinds = {os.path.splitext(f)[1] for f in files}
+    assert {".png", ".gif", ".json", ".jsonl"} <= kinds, kinds
+    assert {f: oct(os.stat(f).st_mode & 0o777) for f in files} == {f: oct(file_mode()) for f in files}
+
+
+def test_mosnav_build_json_files_get_the_usual_mode(tmp_path):
+    from habitat_mosnav.dataset_building.common import write_json
+    from habitat_mosnav.safety import file_mode
+
+    write_json(tmp_path / "scene" / "goals.json", {"goals": []})
+    assert os.stat(tmp_path / "scene" / "goals.json").st_mode & 0o777 == file_mode() == 0o666 & ~_umask()
+    assert os.listdir(tmp_path / "scene") == ["goals.json"]
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
