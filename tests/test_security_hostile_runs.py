@@ -3,17 +3,26 @@
 refuse at every reset (3,000 targets) is refused at load naming the episode and the field;
 NaN inside ``info`` is refused (SPEC §6). A resume or a second rank with another
 ``--scene-root``, or with another ``categories.json`` outside ``--dataset-dir``, is refused
-naming the file (run.json ``input_files``). Maps, videos and JSON files get one mode."""
+naming the file (run.json ``input_files``). Maps, videos and JSON files get one mode.
+mosnav-report: a full disk or SIGINT/SIGTERM is one line (exit 3, 130, 143) and leaves the
+previous report whole (it is built beside its directory and swapped in)."""
+import errno
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
+from habitat_mosnav.evaluation import report
 from habitat_mosnav.evaluation.cli import main
 
 from mosnav_fixtures import SCENE, goal, quick_eval_args, write_room_variant
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _eval_lines(capsys, data, out, *extra):
@@ -149,3 +158,112 @@ def _umask():
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+# ----------------------------------------------------------------------------- mosnav-report
+
+
+def _tree(path):
+    """{relative path: bytes} of every file under ``path``."""
+    out = {}
+    for d, _, names in os.walk(str(path)):
+        for n in names:
+            with open(os.path.join(d, n), "rb") as f:
+                out[os.path.relpath(os.path.join(d, n), str(path))] = f.read()
+    return out
+
+
+@pytest.fixture
+def previous_report(room_runs, tmp_path):
+    """A complete report of the scripted run in ``tmp_path/report``; returns its path."""
+    out = tmp_path / "report"
+    assert report.main([room_runs["scripted"], "--out", str(out), "--no-progress", "--bootstrap", "10"]) == 0
+    assert _tree(out)["index.html"].rstrip().endswith(b"</html>")
+    return out
+
+
+def test_a_full_disk_during_mosnav_report_keeps_the_previous_report(capsys, room_runs, previous_report,
+                                                                     monkeypatch):
+    before = _tree(previous_report)
+    real_open = report.open_file
+
+    def full_disk(path, *args, **kwargs):
+        if os.path.basename(path) == "index.html":
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(report, "open_file", full_disk)
+    capsys.readouterr()
+    rc = report.main([room_runs["scripted"], room_runs["broken"], "--out", str(previous_report),
+                      "--no-progress", "--bootstrap", "10"])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("mosnav-report")]
+    assert rc == 3 and len(lines) == 1 and "Traceback" not in err, err
+    assert "No space left on device" in lines[0] and "the previous report is kept" in lines[0], lines
+    assert _tree(previous_report) == before  # leaderboard.* still describe the previous runs
+    assert sorted(os.listdir(previous_report.parent)) == ["report"]  # nothing left beside it
+
+
+def test_a_full_tmpfs_during_mosnav_report_keeps_the_previous_report(capsys, room_runs, tmp_path):
+    from test_eval_reliability import _mount_tmpfs
+
+    disk = tmp_path / "disk"
+    if not _mount_tmpfs(disk, "2m"):
+        pytest.skip("needs root and mount -t tmpfs (the ENOSPC test above covers the logic)")
+    try:
+        out = disk / "report"
+        argv = ["--out", str(out), "--no-progress", "--bootstrap", "10"]
+        assert report.main([room_runs["scripted"], *argv]) == 0
+        before = _tree(out)
+        used = sum(len(v) for v in before.values())
+        (disk / "filler").write_bytes(b"x" * (2 * 2 ** 20 - used - 64 * 1024))  # less than a report left
+        capsys.readouterr()
+        rc = report.main([room_runs["scripted"], room_runs["broken"], *argv])
+        err = capsys.readouterr().err
+        assert rc == 3 and "Traceback" not in err, err
+        assert _tree(out) == before
+        assert sorted(os.listdir(disk)) == ["filler", "report"]
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+#: Runs mosnav-report with ``make_plots`` sending this process a signal first.
+_SIGNALLED_REPORT = """
+import os, signal, sys
+from habitat_mosnav.evaluation import report
+
+real = report.make_plots
+
+def make_plots(*args, **kwargs):
+    os.kill(os.getpid(), int(os.environ["MOSNAV_TEST_SIGNAL"]))
+    return real(*args, **kwargs)
+
+report.make_plots = make_plots
+sys.exit(report.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("signum, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")])
+def test_a_signal_during_mosnav_report_is_one_line_and_keeps_the_previous_report(room_runs, previous_report,
+                                                                                 signum, code, name):
+    before = _tree(previous_report)
+    proc = subprocess.run([sys.executable, "-c", _SIGNALLED_REPORT, room_runs["scripted"], room_runs["broken"],
+                           "--out", str(previous_report), "--no-progress", "--bootstrap", "10"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": REPO, "MOSNAV_TEST_SIGNAL": str(int(signum))})
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("mosnav-report")]
+    assert lines == [f"mosnav-report: interrupted by {name}; {previous_report} is as it was before (the "
+                     "report is swapped in whole when it is complete); run the command again"], proc.stderr
+    assert _tree(previous_report) == before
+    assert sorted(os.listdir(previous_report.parent)) == ["report"]
+
+
+def test_mosnav_report_never_replaces_a_directory_that_is_not_a_report(capsys, room_runs, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    capsys.readouterr()
+    rc = report.main([room_runs["scripted"], "--out", str(tmp_path), "--no-progress", "--bootstrap", "10"])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mosnav-report")]
+    assert rc == 2 and len(lines) == 1 and "holds 'notes.txt'" in lines[0], lines
+    assert (tmp_path / "notes.txt").read_text() == "mine"
