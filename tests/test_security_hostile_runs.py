@@ -5,7 +5,8 @@ NaN inside ``info`` is refused (SPEC §6). A resume or a second rank with anothe
 ``--scene-root``, or with another ``categories.json`` outside ``--dataset-dir``, is refused
 naming the file (run.json ``input_files``). Maps, videos and JSON files get one mode.
 mosnav-report: a full disk or SIGINT/SIGTERM is one line (exit 3, 130, 143) and leaves the
-previous report whole (it is built beside its directory and swapped in)."""
+previous report whole (it is built beside its directory and swapped in); a full disk
+during ``mosnav-build all`` is one line, exit 2."""
 import errno
 import json
 import os
@@ -267,3 +268,28 @@ def test_mosnav_report_never_replaces_a_directory_that_is_not_a_report(capsys, r
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mosnav-report")]
     assert rc == 2 and len(lines) == 1 and "holds 'notes.txt'" in lines[0], lines
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+# ----------------------------------------------------------------------------- mosnav-build
+
+
+def test_a_full_disk_during_mosnav_build_all_is_one_line_exit_2(capsys, tmp_path, monkeypatch):
+    from habitat_mosnav.dataset_building.cli import main as build_main
+    from habitat_mosnav.scenes.generator import generate_scene
+
+    generate_scene(str(tmp_path / "scenes"), seed=11, index=0)
+
+    def full_disk(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", dst)
+
+    monkeypatch.setattr(os, "replace", full_disk)  # every atomic write's last step
+    capsys.readouterr()
+    rc = build_main(["all", "--scenes", str(tmp_path / "scenes"), "--out", str(tmp_path / "ds"), "--offline",
+                     "--no-progress"])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("mosnav-build")]
+    assert rc == 2 and "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0].startswith("mosnav-build all: error: "), lines
+    assert "No space left on device" in lines[0] and str(tmp_path / "ds") in lines[0], lines
+    leftovers = [n for _, _, names in os.walk(tmp_path / "ds") for n in names]
+    assert not leftovers, leftovers  # no temp file, no torn file
