@@ -268,6 +268,9 @@ def test_mosnav_report_never_replaces_a_directory_that_is_not_a_report(capsys, r
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mosnav-report")]
     assert rc == 2 and len(lines) == 1 and "holds 'notes.txt'" in lines[0], lines
     assert (tmp_path / "notes.txt").read_text() == "mine"
+    rc = report.main([room_runs["scripted"], "--out", str(tmp_path / "notes.txt"), "--no-progress"])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mosnav-report")]
+    assert rc == 2 and len(lines) == 1 and "notes.txt: not a directory" in lines[0], lines
 
 
 # ----------------------------------------------------------------------------- mosnav-build

@@ -1016,6 +1016,8 @@ def _check_replaceable(out_dir: str) -> None:
     (:class:`ReportError` otherwise); a link planted in it is refused
     (:class:`~habitat_mosnav.safety.PlantedLinkError`: the tool never made one)."""
     refuse_link(out_dir)
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        raise ReportError(f"--out {out_dir}: not a directory")
     if not os.path.isdir(out_dir):
         return
     other = sorted(set(os.listdir(out_dir)) - REPORT_ENTRIES)
