@@ -9,7 +9,11 @@ log) and the chat client all use these, so there is one rule for each.
   or directory the tool writes is opened with ``O_NOFOLLOW`` (or its final component is
   checked with ``lstat``); a symbolic link planted there is refused with
   :class:`PlantedLinkError`, an ``OSError`` (``ELOOP``) whose ``strerror`` says why, so every
-  caller's existing "cannot write FILE" path (exit 3) reports it in one line.
+  caller's existing "cannot write FILE" path (exit 3) reports it in one line. Every file
+  written gets one mode, :func:`file_mode` (0666 minus the umask: 0644 by default), also
+  the temporary files of :func:`replacing` (``mkstemp`` makes them 0600).
+  :func:`replacing_dir` replaces a whole directory (a report) at once: built beside it,
+  swapped in by two renames, so a full disk or a signal leaves the previous one whole.
 * :func:`mask_secrets`: every registered secret (:func:`register_secret`, the API key), each
   of its prefixes of at least :data:`MIN_SECRET_PREFIX` characters, ``user:password@`` in
   URLs, bearer tokens and ``sk-...`` keys become ``***``. Callers mask *before* they shorten
@@ -23,14 +27,15 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 import stat
 import tempfile
 import threading
 from contextlib import contextmanager
 from typing import Any, Iterator, List
 
-__all__ = ["MIN_SECRET_PREFIX", "PlantedLinkError", "make_dirs", "mask_data", "mask_secrets",
-           "open_for_write", "refuse_link", "register_secret", "replacing", "safe_line",
+__all__ = ["MIN_SECRET_PREFIX", "PlantedLinkError", "file_mode", "make_dirs", "mask_data", "mask_secrets",
+           "open_for_write", "refuse_link", "register_secret", "replacing", "replacing_dir", "safe_line",
            "terminal_text"]
 
 #: A prefix of a secret this long or longer is masked too (a server echoing part of a key).
@@ -48,6 +53,19 @@ class PlantedLinkError(OSError):
 
 
 # ----------------------------------------------------------------------------- files
+
+
+def umask() -> int:
+    """The process's umask (read by setting it and back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode of every file the tools write: 0666 minus the umask (0644 by default), what
+    ``open()`` gives a new file; never ``mkstemp``'s 0600."""
+    return 0o666 & ~umask()
 
 
 def refuse_link(path: str) -> None:
@@ -113,7 +131,10 @@ def replacing(path: str, suffix: str = "") -> Iterator[str]:
     make_dirs(directory)
     refuse_link(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=suffix, dir=directory)
-    os.close(fd)
+    try:
+        os.fchmod(fd, file_mode())  # the mode of every other file, not mkstemp's 0600
+    finally:
+        os.close(fd)
     try:
         yield tmp
         refuse_link(path)
@@ -122,6 +143,43 @@ def replacing(path: str, suffix: str = "") -> Iterator[str]:
     finally:
         if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+@contextmanager
+def replacing_dir(path: str) -> Iterator[str]:
+    """Yield a fresh directory beside ``path`` (``mkdtemp``: created here, never a link) to
+    fill; when the block succeeds it takes ``path``'s place: the previous ``path`` (a real
+    directory; a planted link is refused, :class:`PlantedLinkError`) is renamed aside, the
+    new one renamed in, then the previous one removed. When the block fails (an exception,
+    a full disk, a signal) the new directory is removed and ``path`` is left untouched.
+    The caller decides whether ``path`` may be replaced (it is removed)."""
+    path = os.path.abspath(path)
+    parent, name = os.path.split(path)
+    make_dirs(parent)
+    refuse_link(path)
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+    new = tempfile.mkdtemp(prefix=f".{name}.new-", dir=parent)
+    try:
+        os.chmod(new, 0o777 & ~umask())
+        yield new
+        refuse_link(path)
+        old = None
+        if os.path.lexists(path):
+            old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=parent)
+            os.rename(path, old)  # replaces the empty directory just made
+        try:
+            os.rename(new, path)
+        except BaseException:
+            if old is not None:
+                os.rename(old, path)
+            raise
+        new = None
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)  # removes links inside, never their targets
+    finally:
+        if new is not None:
+            shutil.rmtree(new, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- secrets

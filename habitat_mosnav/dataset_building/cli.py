@@ -6,7 +6,9 @@
 
 Stages: extract, attributes, normalize, queries, language, episodes, show, all. Each stage
 skips scenes it already finished with the same settings (``--overwrite`` redoes them) and
-gives the same output for the same ``--seed``.
+gives the same output for the same ``--seed``. Exit status: 0 done; 2 bad input or a file
+that cannot be read or written (a full disk: one line naming the file; every file is
+written atomically, so the finished ones stay whole); 130 interrupted.
 """
 from __future__ import annotations
 
@@ -184,6 +186,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             reports = [pipeline.STAGE_FUNCS[args.stage](cfg)]
     except BuildError as e:
         print(safe_line(f"mosnav-build {args.stage}: error: {e}"), file=sys.stderr)
+        return 2
+    except OSError as e:  # a full disk, no permission: one line naming the file, never a traceback
+        where = f"{e.filename}: " if e.filename else ""
+        print(safe_line(f"mosnav-build {args.stage}: error: {where}{e.strerror or e}; the scenes "
+                        "finished so far are kept: fix this, then rerun the same command"),
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"mosnav-build {args.stage}: interrupted; rerun the same command to resume", file=sys.stderr)

@@ -17,12 +17,13 @@ import json
 import logging
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
+
+from habitat_mosnav.safety import replacing
 
 SCHEMA_VERSION = 1
 STAGES = ("extract", "attributes", "normalize", "queries", "language", "episodes")
@@ -127,18 +128,10 @@ def dataset_scene_ids(out: Path, only: Optional[Sequence[str]] = None) -> List[s
 # ----------------------------------------------------------------------------- JSON
 def write_json(path: Path, obj: Any, indent: Optional[int] = 1) -> None:
     """Write atomically (temp file + rename) so an interrupted run never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with replacing(str(path), suffix=".json") as tmp:  # the usual file mode, never a planted link
+        with open(tmp, "w", encoding="utf-8") as f:
             json.dump(obj, f, indent=indent, ensure_ascii=False, allow_nan=False)
             f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def read_json(path: Path) -> Any:

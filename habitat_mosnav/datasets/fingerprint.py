@@ -13,7 +13,7 @@ import os
 from typing import Dict, List, Mapping, Optional
 
 __all__ = ["DATASET_FILES", "dataset_file_digests", "combine_digests", "dataset_fingerprint",
-           "fingerprint_differences"]
+           "file_digest", "fingerprint_differences"]
 
 #: The files of a scene folder that define its episodes (SPEC §6).
 DATASET_FILES = ("goals.json", "queries.json", "episodes.json")
@@ -28,6 +28,24 @@ def _sha256(path: str) -> str:
         for block in iter(lambda: f.read(_CHUNK), b""):
             h.update(block)
     return h.hexdigest()
+
+
+#: file_digest's cache: (real path, size, mtime_ns, inode) -> digest, for this process.
+_DIGESTS: Dict[tuple, str] = {}
+
+
+def file_digest(path: str) -> str:
+    """``"<size>:<sha256>"`` of a file (a scene mesh, a navmesh, a config), hashed once per
+    process while its size, mtime and inode stay the same."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    key = (real, st.st_size, st.st_mtime_ns, st.st_ino)
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        if len(_DIGESTS) > 10_000:
+            _DIGESTS.clear()
+        digest = _DIGESTS[key] = f"{st.st_size}:{_sha256(real)}"
+    return digest
 
 
 def dataset_file_digests(data_path: str, scenes: Optional[List[str]] = None) -> Dict[str, str]:

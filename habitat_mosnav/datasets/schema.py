@@ -13,12 +13,30 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.keys import KEY_SEP
+from habitat_mosnav.metrics.open_path import solver_refusal
+
 SCHEMA_VERSION = 1
 FILES = ("goals.json", "queries.json", "episodes.json")
+#: The most digits an integer in a dataset file may have (a 64-bit integer has 19).
+MAX_INT_DIGITS = 20
+#: How deeply a free-form value (an episode's ``info``, a goal's ``attributes``, a query
+#: condition's ``value``) may nest.
+MAX_NESTING = 32
 
 
 class DatasetFormatError(ValueError):
     """A one-line, user-facing problem with a dataset file."""
+
+
+class _Unreadable(ValueError):
+    """A number the JSON reader refuses (raised by its hooks, named with the file)."""
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise _Unreadable(f"an integer of {digits} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
 
 
 def _fail(path: str, record: str, field: str, problem: str) -> None:
@@ -27,17 +45,26 @@ def _fail(path: str, record: str, field: str, problem: str) -> None:
 
 
 def read_json(path: str) -> Any:
+    """A dataset file's JSON; every problem is one line naming the file: not JSON, not
+    UTF-8, an integer of more than :data:`MAX_INT_DIGITS` digits, nesting deeper than
+    Python reads. (NaN and Infinity are read, and refused by the field that holds them,
+    naming the record: :func:`field`, :func:`vector`, :func:`free_form`.)"""
     if not os.path.isfile(path):
         raise DatasetFormatError(f"{path}: file not found")
     try:
         with open(path, "r", encoding="utf-8") as f:
-            return json.load(f)
+            return json.load(f, parse_int=_parse_int)
     except json.JSONDecodeError as e:
         raise DatasetFormatError(
             f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
         ) from None
     except UnicodeDecodeError as e:
         raise DatasetFormatError(f"{path}: not UTF-8 text ({e.reason})") from None
+    except _Unreadable as e:
+        raise DatasetFormatError(f"{path}: not a dataset file: {e}") from None
+    except RecursionError:
+        raise DatasetFormatError(f"{path}: not a dataset file: JSON nested deeper than Python "
+                                 f"reads (a dataset nests a few levels)") from None
 
 
 def _type_name(types) -> str:
@@ -88,6 +115,26 @@ def vector(obj: Dict[str, Any], name: str, size: int, path: str, record: str,
     return [float(v) for v in value]
 
 
+def free_form(obj: Dict[str, Any], name: str, types, path: str, record: str,
+              optional: bool = False, default: Any = None) -> Any:
+    """``obj[name]`` checked as :func:`field`, and, inside it, every number finite (SPEC §6)
+    and at most :data:`MAX_NESTING` levels (an episode's ``info``, a goal's
+    ``attributes``); a problem names the value's place (``info.a[2]``)."""
+    value = field(obj, name, types, path, record, optional=optional, default=default)
+    todo = [(value, name, 0)]
+    while todo:
+        item, where, depth = todo.pop()
+        if depth > MAX_NESTING:
+            _fail(path, record, where[:120], f"nested deeper than {MAX_NESTING} levels")
+        if isinstance(item, float) and not math.isfinite(item):
+            _fail(path, record, where[:120], f"expected a finite number, got {item}")
+        if isinstance(item, dict):
+            todo += [(v, f"{where}.{k}", depth + 1) for k, v in item.items()]
+        elif isinstance(item, list):
+            todo += [(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item)]
+    return value
+
+
 def quaternion(obj: Dict[str, Any], name: str, path: str, record: str) -> List[float]:
     """A rotation ``[x, y, z, w]``: 4 finite numbers, not of zero length."""
     q = vector(obj, name, 4, path, record)
@@ -134,7 +181,7 @@ def parse_goals(path: str, scene_id: str) -> Dict[int, Dict[str, Any]]:
         if aabb is not None:
             aabb = {"center": vector(aabb, "center", 3, path, f"{rec} aabb"),
                     "size": vector(aabb, "size", 3, path, f"{rec} aabb")}
-        attributes = field(g, "attributes", dict, path, rec, optional=True, default={})
+        attributes = free_form(g, "attributes", dict, path, rec, optional=True, default={})
         goals[oid] = {
             "object_id": oid, "category": category, "position": position,
             "navigable_position": nav, "view_points": view_points, "aabb": aabb,
@@ -173,7 +220,9 @@ def parse_queries(path: str, scene_id: str) -> Dict[str, Dict[str, Any]]:
         for j, c in enumerate(where):
             crec = f"{rec} query_program.where[{j}]"
             conditions.append((field(c, "field", str, path, crec),
-                               field(c, "op", str, path, crec), c.get("value")))
+                               field(c, "op", str, path, crec),
+                               free_form(c, "value", (str, int, float, bool, list, dict), path, crec,
+                                         optional=True)))
         queries[qid] = {
             "query_id": qid, "where": conditions,
             "instruction": field(q, "instruction", str, path, rec),
@@ -244,13 +293,19 @@ def parse_episodes(path: str, scene_id: str, goals: Dict[int, Dict[str, Any]],
         elif mode == "single" and len(targets) != 1:
             _fail(path, rec, "target_object_ids",
                   f"target_mode 'single' needs exactly 1 target, got {len(targets)}")
+        # The exact solver computes the optimal path at every reset (after len(targets)**2
+        # geodesics): an episode it refuses is refused here.
+        refusal = solver_refusal(len(targets), {"all": len(targets), "many": count}.get(mode, 1))
+        if refusal is not None:
+            _fail(path, rec, "target_object_ids", f"{len(targets)} targets in a '{mode}' episode: "
+                                                  f"{refusal}")
         episodes.append({
             "episode_id": eid, "query_id": qid, "target_mode": mode,
             "target_count": count if mode == "many" else None,
             "target_object_ids": targets,
             "start_position": vector(e, "start_position", 3, path, rec),
             "start_rotation": quaternion(e, "start_rotation", path, rec),
-            "info": field(e, "info", dict, path, rec, optional=True, default={}),
+            "info": free_form(e, "info", dict, path, rec, optional=True, default={}),
         })
     return episodes
 

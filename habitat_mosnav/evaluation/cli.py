@@ -31,6 +31,8 @@ from habitat_mosnav import _compat
 from habitat_mosnav._compat import HABITAT_SIM_INSTALL, SIMULATORS
 from habitat_mosnav.agents.loading import AGENT_ALIASES, AgentLoadError, instantiate_agent, resolve_agent
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, TARGET_MODES
+from habitat_mosnav.evaluation import interrupts
+from habitat_mosnav.evaluation.interrupts import Terminated
 from habitat_mosnav.safety import mask_secrets, safe_line
 from habitat_mosnav.versions import add_version_argument
 
@@ -44,14 +46,6 @@ DEFAULT_TARGET_MODES = MULTI_MODES
 
 class UsageError(Exception):
     """A problem with the command line or its inputs: one line, exit code 2."""
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (sent by SLURM, torchrun, ``kill``), raised like Ctrl-C: exit code 143."""
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -317,12 +311,14 @@ def _quote(value: str) -> str:
 
 @contextmanager
 def _agent_code():
-    """Around the agent's own code at start-up (its import, its constructor): what it does
+    """Around the agent's own code at start-up (its import, its constructor; a signal ends
+    it at once, :func:`~habitat_mosnav.evaluation.interrupts.interruptible`): what it does
     to SIGINT/SIGTERM is undone afterwards, so the exit codes 130/143 stay ours."""
     main_thread = threading.current_thread() is threading.main_thread()
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
     try:
-        yield
+        with interrupts.interruptible():
+            yield
     finally:
         for signum, handler in saved.items():
             if handler is not None and signal.getsignal(signum) is not handler:
@@ -497,6 +493,7 @@ def recorded_agent_spec(spec: str, cwd: Optional[str] = None) -> str:
 
 def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     args, factory = _parse(argv)
+    interrupts.check()  # a signal noted while habitat was imported
     if args.render_live:
         from habitat_mosnav.evaluation.viewer import DisplayUnavailable, check_display
 
@@ -512,6 +509,7 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     setting = _load_setting(args, argv) if args.benchmark is not None else None
     config, overrides = _load_config(args, setting)
     config, overrides = _with_required_sensors(args, setting, factory, config, overrides)
+    interrupts.check()  # a signal noted while the config was composed
     ctx["config_path"] = setting.config if setting is not None else (
         getattr(args, "config_given", args.config) or DEFAULT_CONFIG)
     if args.print_config:
@@ -627,13 +625,11 @@ def _interrupted(exc: KeyboardInterrupt, ctx: dict) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command; returns the exit status (SPEC §8), never raises for bad input,
-    a full disk or a signal (SIGTERM is handled like Ctrl-C while this runs)."""
+    a full disk or a signal. SIGINT and SIGTERM are noted while this runs and end the run
+    at the next safe point (:mod:`~habitat_mosnav.evaluation.interrupts`): 130 / 143."""
     from habitat_mosnav.evaluation.results import ResultWriteError
 
     ctx: dict = {"cwd": os.getcwd()}
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
     threads = set(threading.enumerate())
     # The package's warnings (logging) as one "warning: ..." line each on stderr.
     warnings_out = logging.StreamHandler(sys.stderr)
@@ -642,19 +638,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     package_log = logging.getLogger("habitat_mosnav")
     package_log.addHandler(warnings_out)
     try:
-        code = _run(argv, ctx)
-    except UsageError as exc:
-        print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
-        code = 2
-    except ResultWriteError as exc:
-        print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
-        code = 3
+        with interrupts.guarded((signal.SIGINT, signal.SIGTERM)):
+            try:
+                code = _run(argv, ctx)
+            except UsageError as exc:
+                error, code = exc, 2
+            except ResultWriteError as exc:
+                error, code = exc, 3
+            else:
+                error = None
+            interrupts.check()  # a signal noted meanwhile wins over that line and status
+            if error is not None:
+                print(safe_line(f"{PROG}: error: {error}"), file=sys.stderr)
     except KeyboardInterrupt as exc:
         code = _interrupted(exc, ctx)
     finally:
         package_log.removeHandler(warnings_out)
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
     if argv is None:  # the command line (not a call from Python): nothing may hold the exit
         _exit_past_agent_threads(code, threads)
     return code

@@ -33,6 +33,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
+from habitat_mosnav.evaluation import interrupts
 from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.evaluation.manifest import RunManifest, check_or_write_manifest, keys_digest
 from habitat_mosnav.agents.legacy import adapt_agent
@@ -53,7 +54,8 @@ from habitat_mosnav.evaluation.rollout import (
     trace_for_record,
 )
 from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
-from habitat_mosnav.keys import episode_key as make_episode_key, episode_scene_name, episode_seed
+from habitat_mosnav.keys import (episode_key as make_episode_key, episode_scene_name, episode_seed,
+                                 scene_name_from_path)
 from habitat_mosnav.metrics import aggregate
 from habitat_mosnav.safety import PlantedLinkError, mask_secrets, safe_line
 
@@ -352,6 +354,7 @@ class Evaluator:
         except ValueError as exc:
             raise EvaluationSetupError(str(exc)) from None
         self.selected_keys = [k for _, k in everything]
+        self._selected_episodes = {k: pool[k] for k in self.selected_keys}
         return mine, pool, len(everything)
 
     def manifest(self, dataset, world: int) -> RunManifest:
@@ -382,8 +385,40 @@ class Evaluator:
                 "keys_sha256": keys_digest(self.selected_keys),
             },
             dataset_fingerprint=combine_digests(digests) if digests is not None else None,
+            input_files=self._input_files(dataset),
             extra={**({"benchmark": self._benchmark} if self._benchmark else {}), **given},
         )
+
+    def _input_files(self, dataset) -> Dict[str, str]:
+        """``{name: "<size>:<sha256>"}`` of the other files that decide the numbers (run
+        manifest ``input_files``): every file of each selected scene
+        (:func:`~habitat_mosnav.sims.mosnav_sim.scene_input_files`, as
+        ``<scene>/<file name>``), the scene dataset config and ``categories.json`` wherever
+        the loader found it. Hashed once per process (:func:`file_digest`)."""
+        from habitat_mosnav.datasets.fingerprint import file_digest
+        from habitat_mosnav.sims.mosnav_sim import scene_input_files
+
+        hcfg = self._hcfg
+        navmesh = ""
+        if hcfg is not None:
+            from omegaconf import OmegaConf
+
+            navmesh = str(OmegaConf.select(hcfg, "simulator.mosnav_mesh.navmesh", default="") or "")
+        files: Dict[str, str] = {}
+        episodes = getattr(self, "_selected_episodes", {}).values()
+        for path in sorted({str(getattr(ep, "scene_id", "") or "") for ep in episodes} - {""}):
+            scene = scene_name_from_path(path)
+            for name in scene_input_files(path, navmesh):
+                files[f"{scene}/{os.path.basename(name)}"] = file_digest(name)
+        configs = {str(getattr(ep, "scene_dataset_config", "") or "") for ep in episodes}
+        for config in sorted(configs):
+            if os.path.isfile(config):
+                key = "scene_dataset_config" + ("" if len(configs) == 1 else f" {os.path.basename(config)}")
+                files[key] = file_digest(config)
+        categories = getattr(dataset, "_categories_file", None)
+        if categories and os.path.isfile(categories):
+            files["categories.json"] = file_digest(categories)
+        return files
 
     def _dataset_digests(self, data_path: Optional[str]) -> Optional[Dict[str, str]]:
         """The dataset's per-file digests (None: no dataset directory), hashed once per run:
@@ -442,7 +477,16 @@ class Evaluator:
     # ------------------------------------------------------------------ run
     def run(self) -> Dict[str, Any]:
         """Evaluate this rank's share; returns the summary (or this rank's done.json
-        contents, under ``"rank_done"``, when other ranks are still running)."""
+        contents, under ``"rank_done"``, when other ranks are still running).
+
+        SIGINT (and SIGTERM under ``mosnav-eval``) is noted and acted on between steps and
+        episodes (:mod:`~habitat_mosnav.evaluation.interrupts`): the episode it interrupts
+        is not recorded, every finished one is, and ``KeyboardInterrupt`` (``Terminated``)
+        is raised."""
+        with interrupts.guarded():
+            return self._run()
+
+    def _run(self) -> Dict[str, Any]:
         cfg = self.config
         rank, world = self._rank_world()
         self._digests = {}  # the dataset may have changed since an earlier run
@@ -620,6 +664,7 @@ class Evaluator:
         try:
             self.env = habitat.Env(config=self._hcfg, dataset=dataset)
         except Exception as exc:
+            interrupts.check()  # a signal noted meanwhile, not a setup error
             raise EvaluationSetupError(f"cannot create the habitat environment: {_one_line(exc)}") from None
         return self.env
 
@@ -670,6 +715,8 @@ class Evaluator:
         redirect.__enter__()
         try:
             for index, key in todo:
+                if interrupts.requested() is not None:  # a safe point: between episodes
+                    return self._stopped(key, interrupts.exception_for(interrupts.requested()), started=False)
                 episode = pool[key]
                 seed = episode_seed(cfg.seed, key)
                 frames: List[np.ndarray] = []
@@ -686,10 +733,10 @@ class Evaluator:
                                       record_trace=True, on_step=hook,
                                       step_timeout=cfg.step_timeout, context=context)
                 except KeyboardInterrupt as exc:
-                    self._log(f"interrupted during {key}; it is not recorded. Continue with "
-                              "--resume and the same --output-dir.")
-                    self._interrupt = exc
-                    return True
+                    return self._stopped(key, exc)
+                if run.error is not None and interrupts.requested() is not None:
+                    # the error may be the signal's doing: the episode runs again on resume
+                    return self._stopped(key, interrupts.exception_for(interrupts.requested()))
                 record = self._record(env, run, index, key, episode, seed, writer.rank, max_steps)
                 writer.write(record)
                 if self.on_record is not None:
@@ -723,6 +770,13 @@ class Evaluator:
             bar.close()
             redirect.__exit__(None, None, None)
         return False
+
+    def _stopped(self, key: str, exc: KeyboardInterrupt, started: bool = True) -> bool:
+        """The run stops on a signal (or the human agent's quit) at ``key``."""
+        where = f"during {key}; it is not recorded" if started else f"before {key}"
+        self._log(f"interrupted {where}. Continue with --resume and the same --output-dir.")
+        self._interrupt = exc
+        return True
 
     def _record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
         """The episode's record; one that cannot be written as JSON (a value the agent
@@ -941,10 +995,11 @@ class Evaluator:
                                self.config.rank is None or self.config.world_size is None)
         waits = rank == 0 and world > 1 and timeout > 0
         started_waiting = waits and bool(missing_ranks(out, world))
-        missing = wait_for_ranks(out, world, timeout, log=self._log) if waits else missing_ranks(out, world)
+        missing = (wait_for_ranks(out, world, timeout, log=self._log, sleep=interrupts.sleep) if waits
+                   else missing_ranks(out, world))
         if missing and not waits:
             return {"rank_done": done, "status": "rank_finished"}
-        if started_waiting and not missing and wait_for_summary(out, world):
+        if started_waiting and not missing and wait_for_summary(out, world, sleep=interrupts.sleep):
             # The last rank to finish writes (and prints) the summary once its done.json is
             # there: this one, having waited, leaves it to that rank (one summary printed).
             return {"rank_done": done, "status": "rank_finished",

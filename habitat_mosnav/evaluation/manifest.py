@@ -9,7 +9,11 @@ agents or datasets.
 Fields (:data:`MANIFEST_FIELDS`, compared in this order): ``split, offset, limit,
 world_size, seed, max_steps, protocol, agent, agent_code_sha256, config, config_overrides, selection
 {scene_limit, episode_limit, target_modes, goal_type, episode_count, keys_sha256},
-dataset_fingerprint`` plus ``schema_version``. A caller adds its own fields with
+dataset_fingerprint, input_files`` plus ``schema_version``. ``input_files`` holds
+``"<size>:<sha256>"`` of every other file that decides the numbers: each selected scene's
+files (mesh, navmesh, semantic files, ``<scene>/<file name>``), the scene dataset config
+and ``categories.json`` wherever the loader found it; so a resume or a rank with another
+``--scene-root`` (other navmeshes) is refused naming the file. A caller adds its own fields with
 ``extra`` (e.g. a versioned benchmark setting); they are compared like the others.
 ``software`` (:func:`habitat_mosnav.versions.software_versions` of the first start: package
 version, git commit, habitat-lab and habitat-sim) is recorded, not compared: a resume after
@@ -34,7 +38,7 @@ MANIFEST_SCHEMA_VERSION = 1
 #: The compared fields, in the order a difference is reported.
 MANIFEST_FIELDS = ("split", "offset", "limit", "world_size", "seed", "max_steps", "protocol",
                    "agent", "agent_code_sha256", "config", "config_overrides", "selection",
-                   "dataset_fingerprint")
+                   "dataset_fingerprint", "input_files")
 #: The mosnav-eval flag behind each compared field, named in a refusal (the user typed
 #: ``--num-episodes``, not ``limit``).
 FIELD_FLAGS = {
@@ -46,6 +50,7 @@ FIELD_FLAGS = {
     "selection.target_modes": "--target-modes", "selection.goal_type": "--goal-type",
     "selection.episode_count": "the episode selection", "selection.keys_sha256": "the episode selection",
     "dataset_fingerprint": "the dataset's files (--dataset-dir)", "benchmark": "--benchmark",
+    "input_files": "the scene files (--scene-root), the scene dataset config or categories.json",
 }
 #: Recorded at the first start, never compared.
 RECORDED_FIELDS = ("software",)
@@ -81,6 +86,8 @@ class RunManifest:
     config_overrides: List[str] = field(default_factory=list)
     selection: Dict[str, Any] = field(default_factory=dict)
     dataset_fingerprint: Optional[str] = None
+    #: ``{name: "<size>:<sha256>"}`` of the scene files, scene dataset config, categories.json.
+    input_files: Dict[str, str] = field(default_factory=dict)
     #: Further fields (a caller's own settings), stored and compared at the top level.
     extra: Dict[str, Any] = field(default_factory=dict)
 
@@ -93,30 +100,35 @@ class RunManifest:
         return {"schema_version": MANIFEST_SCHEMA_VERSION, **data, **extra}
 
 
-def _first_difference(old: Any, new: Any, name: str) -> Optional[str]:
+def _first_difference(old: Any, new: Any, path: tuple) -> Optional[tuple]:
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         for key in list(old) + [k for k in new if k not in old]:
-            diff = _first_difference(old.get(key), new.get(key), f"{name}.{key}")
+            diff = _first_difference(old.get(key), new.get(key), path + (key,))
             if diff:
                 return diff
         return None
-    return None if old == new else name
+    return None if old == new else path
 
 
-def first_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> Optional[str]:
-    """The dotted name of the first field that differs (built-in fields first), or None."""
+def _difference_path(old: Mapping[str, Any], new: Mapping[str, Any]) -> Optional[tuple]:
     order = ["schema_version", *MANIFEST_FIELDS]
     order += [k for k in list(old) + list(new) if k not in order and k not in RECORDED_FIELDS]
     for key in dict.fromkeys(order):
-        diff = _first_difference(old.get(key), new.get(key), key)
+        diff = _first_difference(old.get(key), new.get(key), (key,))
         if diff:
             return diff
     return None
 
 
-def _lookup(data: Mapping[str, Any], dotted: str) -> Any:
+def first_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> Optional[str]:
+    """The dotted name of the first field that differs (built-in fields first), or None."""
+    path = _difference_path(old, new)
+    return None if path is None else ".".join(map(str, path))
+
+
+def _lookup(data: Mapping[str, Any], path: tuple) -> Any:
     value: Any = data
-    for part in dotted.split("."):
+    for part in path:
         value = value.get(part) if isinstance(value, Mapping) else None
     return value
 
@@ -143,12 +155,13 @@ def check_or_write_manifest(out_dir: str, manifest: Mapping[str, Any]) -> str:
     if not os.path.exists(path) and atomic_write_json(path, manifest, exclusive=True):
         return path
     existing = read_manifest(path)
-    diff = first_difference(existing, manifest)
-    if diff is not None:
-        flag = FIELD_FLAGS.get(diff) or FIELD_FLAGS.get(diff.split(".")[0])
+    where = _difference_path(existing, manifest)
+    if where is not None:
+        diff = ".".join(map(str, where))
+        flag = FIELD_FLAGS.get(diff) or FIELD_FLAGS.get(where[0])
         raise ManifestMismatch(
-            f"{path}: field '{diff}' differs: the run has {_show(_lookup(existing, diff))}, "
-            f"this command {_show(_lookup(manifest, diff))}" + (f" ({flag})" if flag else "")
+            f"{path}: field '{diff}' differs: the run has {_show(_lookup(existing, where))}, "
+            f"this command {_show(_lookup(manifest, where))}" + (f" ({flag})" if flag else "")
             + "; continue it with the same settings or choose a new --output-dir")
     return path
 
@@ -175,12 +188,13 @@ def check_rank_manifests(out_dir: str, ranks) -> Optional[Dict[str, Any]]:
                 raise ManifestMismatch(f"{directory}: records without the rank's {MANIFEST_FILE}: "
                                        f"not written by this run (copied from another run?)")
             continue
-        diff = first_difference(run, read_manifest(mine))
-        if diff is not None:
-            other = read_manifest(mine)
+        other = read_manifest(mine)
+        where = _difference_path(run, other)
+        if where is not None:
+            diff = ".".join(map(str, where))
             raise ManifestMismatch(
                 f"{mine}: field '{diff}' differs from the run's {path}: the run has "
-                f"{_show(_lookup(run, diff))}, this rank {_show(_lookup(other, diff))}; a rank "
+                f"{_show(_lookup(run, where))}, this rank {_show(_lookup(other, where))}; a rank "
                 "of another run (other agent, seed or settings) is never mixed in")
     return run
 

@@ -15,7 +15,9 @@ numbers are those of its ok episodes and are never merged with other runs'. Whet
 is an official complete run of a benchmark setting comes from ``summary.json``'s
 ``benchmark`` field; its agent and config from ``run.json`` when the run has one.
 
-Exit status: 0 written; 2 bad input (one line naming the file, record and field).
+Exit status: 0 written; 2 bad input (one line naming the file, record and field); 3 the
+report cannot be written (full disk); 130 / 143 SIGINT / SIGTERM. The report is built
+beside ``DIR`` and swapped in whole, so a failure or a signal leaves the previous one.
 """
 from __future__ import annotations
 
@@ -42,8 +44,8 @@ from habitat_mosnav.evaluation.maps import (add_map_source_arguments, claim_kind
 from habitat_mosnav.metrics import finite_mean
 from habitat_mosnav.metrics.measure_table import (AGGREGATES, METRICS, RATIO, aggregate_spec,
                                                   format_value, glossary, metric)
-from habitat_mosnav.safety import (PlantedLinkError, make_dirs, open_file, replacing, safe_line,
-                                   terminal_text)
+from habitat_mosnav.safety import (PlantedLinkError, make_dirs, open_file, refuse_link, replacing,
+                                   replacing_dir, safe_line, terminal_text)
 from habitat_mosnav.versions import add_version_argument
 
 __all__ = ["BOARD_FIELDS", "CSV_COLUMNS", "GLOSSARY", "Plot", "RunData", "bootstrap_interval",
@@ -1024,23 +1026,69 @@ def collect_videos(run: RunData, out_dir: str) -> None:
     run.videos.update(_collect(run, out_dir, "videos", (".mp4", ".gif")))
 
 
+#: What a report directory holds (a directory with anything else is never replaced).
+REPORT_ENTRIES = frozenset({"index.html", "leaderboard.md", "leaderboard.csv", "plots.json", "maps", "videos"})
+
+
+def _check_replaceable(out_dir: str) -> None:
+    """``out_dir`` may be replaced by the new report: absent, empty or a previous report
+    (:class:`ReportError` otherwise); a link planted in it is refused
+    (:class:`~habitat_mosnav.safety.PlantedLinkError`: the tool never made one)."""
+    refuse_link(out_dir)
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        raise ReportError(f"--out {out_dir}: not a directory")
+    if not os.path.isdir(out_dir):
+        return
+    other = sorted(set(os.listdir(out_dir)) - REPORT_ENTRIES)
+    if other:
+        raise ReportError(f"--out {out_dir}: holds {other[0]!r}" + (f" and {len(other) - 1} more"
+                                                                   if len(other) > 1 else "")
+                          + ", which is not part of a mosnav-report; the report replaces its "
+                            "directory as a whole: choose a new or empty directory")
+    for directory, dirs, files in os.walk(out_dir):  # never follows a link
+        for name in dirs + files:
+            refuse_link(os.path.join(directory, name))
+
+
 def write_report(run_dirs: Sequence[str], out_dir: str, *, resamples: int = 2000, seed: int = 0,
                  draw_maps: bool = False, config: Optional[str] = None,
                  overrides: Sequence[str] = (), progress: bool = True) -> List[RunData]:
-    """Read the runs, write index.html, leaderboard.md and leaderboard.csv into ``out_dir``."""
+    """Read the runs, write index.html, leaderboard.md and leaderboard.csv into ``out_dir``.
+
+    The report is built in a new directory beside ``out_dir`` and swapped in whole
+    (:func:`~habitat_mosnav.safety.replacing_dir`): a full disk or a signal leaves the
+    previous report as it was. ``out_dir`` must be absent, empty or a previous report."""
     from tqdm import tqdm
 
+    from habitat_mosnav.evaluation import interrupts
+
+    _check_replaceable(out_dir)
     runs = []
     names = _unique_names(run_dirs)
     for path, name in tqdm(list(zip(run_dirs, names)), desc=PROG, unit="run",
                            disable=not progress, file=sys.stderr):
         runs.append(load_run(path, name, resamples=resamples, seed=seed))
-    make_dirs(out_dir)
-    for run in runs:
-        if draw_maps:
-            from habitat_mosnav.evaluation.maps import render_run_maps
+    if draw_maps:
+        from habitat_mosnav.evaluation.maps import render_run_maps
 
+        for run in runs:
             render_run_maps(run.path, config=config, overrides=overrides, progress=progress)
+    try:
+        with replacing_dir(out_dir) as stage:
+            with interrupts.interruptible():  # a signal ends the building at once
+                _write_pages(runs, stage, resamples, seed)
+    except (PlantedLinkError, res.ResultWriteError):
+        raise
+    except OSError as exc:
+        raise res.ResultWriteError(
+            f"cannot write the report {out_dir}: {exc.strerror or exc}"
+            + (f" ({exc.filename})" if exc.filename else "") + "; the previous report is kept",
+            exc.errno) from None
+    return runs
+
+
+def _write_pages(runs: Sequence[RunData], out_dir: str, resamples: int, seed: int) -> None:
+    for run in runs:
         collect_maps(run, out_dir)
         collect_videos(run, out_dir)
     write_csv(os.path.join(out_dir, "leaderboard.csv"), runs)
@@ -1053,7 +1101,6 @@ def write_report(run_dirs: Sequence[str], out_dir: str, *, resamples: int = 2000
     page = render_html(runs, plots, colors=colors, out_dir=out_dir, resamples=resamples, seed=seed)
     with open_file(os.path.join(out_dir, "index.html"), "w") as f:
         f.write(page)
-    return runs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1074,10 +1121,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Exit status: 0 written; 2 bad input; 3 the report cannot be written (a full disk:
+    the previous report is kept); 130 / 143 SIGINT / SIGTERM (one line, the previous
+    report kept)."""
+    import signal
+
+    from habitat_mosnav.evaluation import interrupts
+
     args = build_parser().parse_args(argv)
     if args.bootstrap < 1:
         print(f"{PROG}: error: --bootstrap must be >= 1, got {args.bootstrap}", file=sys.stderr)
         return 2
+    try:
+        with interrupts.guarded((signal.SIGINT, signal.SIGTERM)):
+            with interrupts.interruptible():  # reading runs and plotting: stop at once
+                return _report(args)
+    except KeyboardInterrupt as exc:
+        name, code = ("SIGTERM", 143) if isinstance(exc, interrupts.Terminated) else ("SIGINT", 130)
+        print(safe_line(f"{PROG}: interrupted by {name}; {args.out} is as it was before (the report "
+                        "is swapped in whole when it is complete); run the command again"),
+              file=sys.stderr)
+        return code
+
+
+def _report(args) -> int:
     try:
         runs = write_report(args.runs, args.out, resamples=args.bootstrap, seed=args.seed,
                             draw_maps=args.maps, config=args.config, overrides=args.overrides,

@@ -27,8 +27,9 @@ from os import write as _os_write  # one name for the raw write (tests make it f
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from habitat_mosnav.keys import scene_name_from_path
-from habitat_mosnav.safety import (PlantedLinkError, make_dirs, mask_secrets, open_file, open_for_write,
-                                   refuse_link, safe_line)
+from habitat_mosnav.safety import (PlantedLinkError, file_mode, make_dirs, mask_secrets, open_file,
+                                   open_for_write, refuse_link, safe_line)
+from habitat_mosnav.safety import umask as _umask  # noqa: F401  (tests compare modes with it)
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.metrics import AGGREGATED_FIELDS, aggregate
 from habitat_mosnav.metrics.measure_table import AGGREGATES, format_value
@@ -154,12 +155,6 @@ def fsync_dir(directory: str) -> None:
         pass  # some file systems cannot fsync a directory
     finally:
         os.close(fd)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def rank_dir(out_dir: str, rank: int) -> str:
@@ -335,7 +330,7 @@ def atomic_write_json(path: str, data: Mapping[str, Any], *, exclusive: bool = F
         refuse_link(path)
         fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=directory)
         try:
-            os.fchmod(fd, 0o666 & ~_umask())
+            os.fchmod(fd, file_mode())
             _write_all(fd, text.encode("utf-8"))
             os.fsync(fd)
         finally:

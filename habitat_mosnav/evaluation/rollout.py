@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from habitat_mosnav.agents.protocols import InvalidAction, map_action
+from habitat_mosnav.evaluation import interrupts
 from habitat_mosnav.evaluation.observations import ObservationBuilder
 from habitat_mosnav.evaluation.policy import reset_takes_context, split_policy_step
 from habitat_mosnav.metrics.measure_table import MEASURE_TO_FIELD
@@ -102,14 +103,20 @@ def _call_agent(where: str, fn, *args, timeout: Optional[float] = None):
     """Call the agent's code; whatever it raises (also ``SystemExit``, ``GeneratorExit``,
     ``asyncio.CancelledError``) becomes :class:`AgentError`, so it ends the episode with an
     error record, never the run. Only ``KeyboardInterrupt`` (Ctrl-C, SIGTERM, the human
-    agent's quit) goes through."""
+    agent's quit) goes through, also one the agent wrapped in another exception. The
+    agent's code is :func:`~habitat_mosnav.evaluation.interrupts.interruptible`: a signal
+    ends a long ``act()`` at once."""
     try:
-        if timeout is not None:
-            return _call_with_timeout(fn, args, timeout)
-        return fn(*args)
+        with interrupts.interruptible():
+            if timeout is not None:
+                return _call_with_timeout(fn, args, timeout)
+            return fn(*args)
     except (InvalidAction, KeyboardInterrupt):
         raise
     except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
+        chained = interrupts.chained_interrupt(exc)
+        if chained is not None:
+            raise chained from None
         raise AgentError(where, exc) from exc
 
 
@@ -195,7 +202,10 @@ def run_episode(
     ``step_timeout``: seconds one ``act()`` may take; then the episode ends with a
     :class:`StepTimeout` error (see :func:`_call_with_timeout` for the agent's thread).
     A :class:`KeyboardInterrupt` (including the human agent's quit) and
-    :class:`StartNotNavigable` (a dataset error) propagate.
+    :class:`StartNotNavigable` (a dataset error) propagate. A SIGINT/SIGTERM noted while
+    habitat ran (:mod:`~habitat_mosnav.evaluation.interrupts`) is raised after the reset and
+    after each step; an exception with a termination in its context is that termination,
+    never the episode's error.
     """
     run = EpisodeRun(action_trace=[] if record_trace else None)
     mode = str(getattr(episode, "target_mode", "single"))
@@ -204,6 +214,7 @@ def run_episode(
         if seed is not None:
             env.seed(int(seed))
         obs = env.reset()
+        interrupts.check()
         _check_start(env, episode)
         if callable(getattr(agent, "seed", None)) and seed is not None:
             _call_agent("seed", agent.seed, int(seed))
@@ -227,6 +238,7 @@ def run_episode(
                 run.steps_taken + 1)
             step = map_action(raw, mode, protocol)
             obs = env.step(step.habitat_action)
+            interrupts.check()
             run.steps_taken += 1
             previous = step.agent_action
             pose = agent_pose(env)
@@ -251,6 +263,9 @@ def run_episode(
     except (KeyboardInterrupt, StartNotNavigable):
         raise
     except Exception as exc:  # one bad episode never stops the run
+        chained = interrupts.chained_interrupt(exc)
+        if chained is not None:
+            raise chained from None
         run.error = exc
         run.terminated_by = "error"
     return run

@@ -16,6 +16,8 @@ import numpy as np
 # Above this many (subset, last, previous) combinations the exact solver would take seconds
 # and gigabytes: refuse with a clear error instead of hanging.
 MAX_WORK = 3.0e8
+#: The most points the exact solver takes (subsets are bits of an int64 mask).
+MAX_POINTS = 62
 # Rows of a layer processed at once, to bound the temporary (rows, n, n) array.
 _CHUNK_ELEMENTS = 2_000_000
 
@@ -45,6 +47,20 @@ def _as_arrays(start_dist, pair_dist) -> Tuple[np.ndarray, np.ndarray]:
 
 def _layer_work(n: int, k: int) -> float:
     return float(sum(math.comb(n, s) * n * n for s in range(1, k)))
+
+
+def solver_refusal(n: int, k: int) -> Optional[str]:
+    """Why the exact solver refuses to visit ``k`` of ``n`` points (too many points, or
+    more than :data:`MAX_WORK` operations), or None: the one rule, used by
+    :func:`shortest_open_path` and by the dataset check (an episode it would refuse at
+    every reset is refused when the dataset loads)."""
+    if n > MAX_POINTS:
+        return f"{n} points is too many for the exact solver (at most {MAX_POINTS})"
+    work = _layer_work(n, k)
+    if work > MAX_WORK:
+        return (f"visiting {k} of {n} points exactly needs ~{work:.1e} operations (limit "
+                f"{MAX_WORK:.0e}); too many candidate targets")
+    return None
 
 
 def shortest_open_path(
@@ -77,14 +93,9 @@ def shortest_open_path(
         raise ValueError(f"shortest_open_path: k={k} is outside 0..{n} (number of points)")
     if k == 0:
         return 0.0, []
-    if n >= 63:
-        raise ValueError(f"shortest_open_path: {n} points is too many for the exact solver")
-    work = _layer_work(n, k)
-    if work > MAX_WORK:
-        raise ValueError(
-            f"shortest_open_path: visiting {k} of {n} points exactly needs ~{work:.1e} "
-            f"operations (limit {MAX_WORK:.0e}); too many candidate targets"
-        )
+    refusal = solver_refusal(n, k)
+    if refusal is not None:
+        raise ValueError(f"shortest_open_path: {refusal}")
 
     pair = pair.copy()
     np.fill_diagonal(pair, np.inf)  # never "move" from a point to itself

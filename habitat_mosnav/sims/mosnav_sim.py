@@ -31,6 +31,41 @@ logger = logging.getLogger(__name__)
 _ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right", "look_up", "look_down")
 
 
+# ---------------------------------------------------------------- scene files
+def mesh_source(path: str) -> str:
+    """The mesh read for a scene: HM3D ships ``<id>.basis.glb`` (Basis textures, which
+    trimesh cannot decode) next to ``<id>.glb`` (same geometry, plain textures): the latter
+    when it is there."""
+    if path.endswith(".basis.glb") and os.path.isfile(path[: -len(".basis.glb")] + ".glb"):
+        return path[: -len(".basis.glb")] + ".glb"
+    return path
+
+
+def navmesh_beside(path: str) -> Optional[str]:
+    """The ``.navmesh`` beside a scene (``x.glb`` -> ``x.navmesh``; HM3D ``x.basis.glb`` ->
+    ``x.basis.navmesh``), or None."""
+    cand = os.path.splitext(path)[0] + ".navmesh"
+    return cand if os.path.isfile(cand) else None
+
+
+def scene_input_files(path: str, navmesh_option: str = "") -> List[str]:
+    """Every file that decides what a scene simulates (and so the episode's numbers), those
+    that exist: the scene file, the mesh read for it, its navmesh (``navmesh_option``,
+    ``habitat.simulator.mosnav_mesh.navmesh``, when set), ``semantic.glb``/``semantic.txt``
+    and ``mosnav_meta.json``. The run manifest fingerprints them."""
+    from habitat_mosnav.scenes.io import mesh_stem
+    from habitat_mosnav.sims.geometry import semantic_paths
+
+    files = [path, mesh_source(path)]
+    if navmesh_option and navmesh_option.lower() != "none":
+        files.append(navmesh_option)
+    elif not navmesh_option:
+        files.append(navmesh_beside(path))
+    files += list(semantic_paths(path) or ())
+    files.append(os.path.join(os.path.dirname(path), mesh_stem(path) + ".mosnav_meta.json"))
+    return [f for f in dict.fromkeys(files) if f and os.path.isfile(f)]
+
+
 # ---------------------------------------------------------------- scene cache
 class SceneEntry:
     """One loaded scene: meshes, navigation grids per agent shape, GL buffers (lazily)."""
@@ -39,12 +74,7 @@ class SceneEntry:
         self.path = path
         self.up = up
         self.semantic_textures = semantic_textures  # habitat-sim's has_semantic_textures (None: auto)
-        # HM3D ships <id>.basis.glb (Basis textures, which trimesh cannot decode) next to
-        # <id>.glb (same geometry, plain textures): read the latter for vertex colours
-        source = path
-        if path.endswith(".basis.glb") and os.path.isfile(path[: -len(".basis.glb")] + ".glb"):
-            source = path[: -len(".basis.glb")] + ".glb"
-        self.mesh: MeshData = load_mesh(source, up)
+        self.mesh: MeshData = load_mesh(mesh_source(path), up)
         self._semantic: Optional[MeshData] = None
         self._semantic_loaded = False
         self.grids: Dict[tuple, NavGrid] = {}
@@ -68,9 +98,7 @@ class SceneEntry:
             if not os.path.isfile(option):
                 raise FileNotFoundError(f"MosNavMeshSim-v0: habitat.simulator.mosnav_mesh.navmesh not found: {option}")
             return option
-        stem = os.path.splitext(self.path)[0]
-        cand = stem + ".navmesh"
-        return cand if os.path.isfile(cand) else None
+        return navmesh_beside(self.path)
 
     def navgrid(self, agent: AgentShape, cell: float, navmesh: str = "") -> NavGrid:
         nav_path = self.navmesh_path(navmesh)
