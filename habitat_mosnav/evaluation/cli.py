@@ -145,11 +145,14 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
                    help="comma list of single,any,many,all (default: the config's; many,all "
                         "with the default config)")
     g.add_argument("--max-steps", type=_int_at_least(1, "--max-steps"), default=None,
-                   help="actions per episode (default: the config's max_episode_steps, 500)")
+                   help="actions per episode (default: the config's "
+                        "habitat.environment.max_episode_steps)")
     g.add_argument("--space-coverage-samples", type=_int_at_least(0, "--space-coverage-samples"),
-                   default=200, help="navigable samples of the space oracle; 0 disables OER-space (default: 200)")
+                   default=None, help="navigable samples of the space oracle; 0 disables OER-space "
+                                      "(default: the config's habitat.task.mosnav_space_coverage_samples)")
     g.add_argument("--space-coverage-radius", type=_float_positive("--space-coverage-radius"),
-                   default=1.5, help="metres within which the agent explores a sample (default: 1.5)")
+                   default=None, help="metres within which the agent explores a sample (default: "
+                                      "the config's habitat.task.mosnav_space_coverage_radius)")
     g.add_argument("--set", dest="overrides", action="append", type=_key_value, default=[],
                    metavar="KEY=VALUE",
                    help="habitat config override (Hydra syntax), repeatable: KEY=VALUE, +KEY=VALUE "
@@ -270,8 +273,10 @@ def build_overrides(args, default_config: bool) -> List[str]:
         add("habitat.dataset.target_modes", "[" + ",".join(modes) + "]")
     if args.max_steps is not None:
         add("habitat.environment.max_episode_steps", args.max_steps)
-    if not getattr(args, "benchmark", None):  # a setting fixes the space oracle
+    # Only flags given override the config (a setting refuses them: _load_setting).
+    if args.space_coverage_samples is not None:
         add("habitat.task.mosnav_space_coverage_samples", args.space_coverage_samples)
+    if args.space_coverage_radius is not None:
         add("habitat.task.mosnav_space_coverage_radius", args.space_coverage_radius)
     return ov + list(args.overrides)
 
