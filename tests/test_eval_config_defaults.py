@@ -101,3 +101,16 @@ def test_habitat_success_measure_follows_the_task_success_distance():
     from habitat_mosnav.metrics.legs import SUCCESS_DISTANCE
 
     assert default.habitat.task.measurements.success.success_distance == SUCCESS_DISTANCE
+
+
+def test_the_success_measure_keeps_the_value_once_habitat_copies_its_config():
+    from omegaconf import OmegaConf
+
+    from habitat_mosnav import get_config
+    from habitat_mosnav.tasks.multi_object_nav_task import _resolve_measure_interpolations
+
+    cfg = get_config("benchmark/nav/mosnav/mos_demo.yaml",
+                     ["+habitat/task/mosnav_extras=habitat_nav_measures",
+                      "habitat.task.mosnav_success_distance=0.4"])
+    _resolve_measure_interpolations(cfg.habitat.task)  # what the task does before habitat copies
+    assert OmegaConf.create(cfg.habitat.task.measurements.success).success_distance == 0.4

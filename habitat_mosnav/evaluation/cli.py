@@ -27,8 +27,7 @@ import time
 from contextlib import contextmanager
 from typing import List, Optional, Sequence
 
-from habitat_mosnav import _compat
-from habitat_mosnav._compat import HABITAT_SIM_INSTALL, SIMULATORS
+from habitat_mosnav.simulators import SIMULATORS, SimulatorUnavailable, choice_for_type
 from habitat_mosnav.agents.loading import AGENT_ALIASES, AgentLoadError, instantiate_agent, resolve_agent
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, TARGET_MODES
 from habitat_mosnav.safety import mask_secrets, safe_line
@@ -441,10 +440,12 @@ def _load_config(args, setting=None, extra: Sequence[str] = ()):
     if task_type != MultiObjectNavTaskConfig.type:
         raise UsageError(f"--config {shown}: task type {task_type!r} is not "
                          f"{MultiObjectNavTaskConfig.type}; {_mosnav_configs_hint()}")
-    sim_type = OmegaConf.select(config, "habitat.simulator.type")
-    if sim_type == SIMULATORS["habitat-sim"] and not _compat.habitat_sim_available():
-        raise UsageError(f"--config {path}: habitat.simulator.type {sim_type} needs habitat-sim, which is "
-                         f"not installed: {HABITAT_SIM_INSTALL} (or run on the CPU simulator: --simulator mosnav)")
+    choice = choice_for_type(OmegaConf.select(config, "habitat.simulator.type"))
+    try:  # installed, importable and registered: checked before anything is written
+        if choice is not None:
+            choice.check()
+    except SimulatorUnavailable as exc:
+        raise UsageError(f"--config {path}: {exc} (or run on the CPU simulator: --simulator mosnav)") from None
     return config, overrides
 
 
