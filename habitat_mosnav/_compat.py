@@ -111,10 +111,8 @@ PLACEHOLDERS: Dict[str, Dict[str, object]] = {
 }
 
 
-#: ``--simulator`` names -> habitat simulator types
-SIMULATORS = {"mosnav": "MosNavMeshSim-v0", "habitat-sim": "Sim-v0"}
-#: how users install habitat-sim (never a pip dependency of this package)
-HABITAT_SIM_INSTALL = "conda install habitat-sim=0.3.3 withbullet headless -c conda-forge -c aihabitat"
+# The simulator choices (names, types, install hints) live in habitat_mosnav/simulators.py.
+from habitat_mosnav.simulators import HABITAT_SIM_INSTALL, SIMULATORS  # noqa: E402,F401
 
 _DLOPEN_FLAGS = sys.getdlopenflags()
 
@@ -137,14 +135,7 @@ def restore_dlopen_flags() -> None:
 
 def habitat_sim_available() -> bool:
     """True when habitat-sim (and its magnum) can be imported."""
-    if "habitat_sim" in sys.modules and sys.modules["habitat_sim"] is not None:
-        return True
-    try:
-        return importlib.util.find_spec("habitat_sim") is not None and (
-            importlib.util.find_spec("magnum") is not None
-        )
-    except (ImportError, ValueError):
-        return False
+    return SIMULATORS["habitat-sim"].available()
 
 
 def install(force: bool = False) -> bool:

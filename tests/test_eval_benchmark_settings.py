@@ -157,6 +157,8 @@ def test_partial_runs_are_marked_not_official(tmp_path):
     (["--split", "train"], "--split"),
     (["--offset", "2"], "--offset"),  # (abbreviations such as --offs are refused: allow_abbrev=False)
     (["--config", "benchmark/nav/mosnav/moc_demo.yaml"], "--config"),
+    (["--space-coverage-samples", "50"], "--space-coverage-samples"),
+    (["--space-coverage-radius", "1.5"], "--space-coverage-radius"),
 ])
 def test_flags_that_contradict_the_setting_are_refused(tmp_path, capsys, flags, named):
     assert main(["--benchmark", "demo/official", "--output-dir", str(tmp_path / "x"), *flags, *FAST]) == 2

@@ -42,7 +42,8 @@ def test_every_flag_of_the_issue_exists():
 def test_defaults():
     args = build_parser().parse_args([])
     assert (args.agent, args.action_protocol, args.num_episodes, args.offset) == ("random", "goat", -1, 0)
-    assert (args.space_coverage_samples, args.space_coverage_radius) == (200, 1.5)
+    # the config holds these: the flags override only when given
+    assert (args.space_coverage_samples, args.space_coverage_radius, args.max_steps) == (None, None, None)
     assert args.seed == 0 and args.save_video is None and args.target_modes is None
 
 

@@ -97,10 +97,10 @@ def test_missing_scene_dataset_config_names_the_path_and_the_flag(hm3d, tmp_path
 
 
 def test_hm3d_config_without_habitat_sim_is_one_line_with_the_install_command(hm3d, tmp_path, monkeypatch, capsys):
-    from habitat_mosnav import _compat
+    from habitat_mosnav import _compat, simulators
     from habitat_mosnav.evaluation import cli
 
-    monkeypatch.setattr(_compat, "habitat_sim_available", lambda: False)
+    monkeypatch.setattr(simulators.SimulatorChoice, "available", lambda self: self.name != "habitat-sim")
     rc = cli.main(["--config", "benchmark/nav/mosnav/mos_hm3d.yaml", "--agent", "random",
                    "--dataset-dir", str(hm3d / "mosnav" / "dataset_semantic"),
                    "--scene-root", str(hm3d / "hm3d" / "val"), "--output-dir", str(tmp_path / "o")])

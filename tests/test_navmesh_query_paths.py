@@ -16,31 +16,16 @@ import pytest
 import habitat_mosnav
 from habitat_mosnav.sims.navmesh import read_navmesh
 from habitat_mosnav.sims import navmesh_query
-from habitat_mosnav.sims.navmesh_query import INF, NavMeshQuery
+from habitat_mosnav.sims.navmesh_query import INF, NavMeshQuery, walk_find_path
 
 NAVMESHES = sorted(glob.glob(os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo",
                                           "scenes", "*", "*.navmesh")))
 
 
 def _walk(q: NavMeshQuery, start, goals):
-    """habitat-sim's walk, written out: (length, points, paths computed)."""
-    s = tuple(float(v) for v in np.asarray(start, np.float64))
-    sloc = q.nearest(s)
-    g = np.asarray(goals, np.float64).reshape(-1, 3)
-    lower = np.linalg.norm(g - np.asarray(s), axis=1)
-    best, pts, n = INF, [], 0
-    for i in np.argsort(lower, kind="stable"):
-        if lower[i] > best:
-            break
-        end = tuple(g[i].tolist())
-        eloc = q.nearest(end)
-        if eloc is None:
-            continue
-        n += 1
-        res = q._path_to(s, sloc, end, eloc)
-        if res is not None and res[0] < best:
-            best, pts = res
-    return best, [np.asarray(p, np.float32) for p in pts], n
+    """habitat-sim's walk (the module's plain reference): (length, points, paths computed)."""
+    pts, best, n = walk_find_path(q, start, goals)
+    return best, pts, n
 
 
 def _queries(q: NavMeshQuery, n: int, seed: int):
@@ -139,3 +124,21 @@ def test_each_caller_keeps_its_own_paths():
     q.find_path(start, goals, mine)
     q.geodesic_distance(start, goals, theirs)
     assert q.paths == m
+
+
+def test_snap_honours_max_y_delta_and_queries_fail_as_documented():
+    q = NavMeshQuery(read_navmesh(NAVMESHES[0]))
+    rng = np.random.default_rng(3)
+    p = q.random_point(rng)
+    above = np.asarray(p, np.float64) + [0.0, 1.0, 0.0]  # 1 m over the floor, within the pick box
+    loc = q.snap(above)
+    dy = abs(loc.y - above[1])
+    assert dy > 0.1  # the projection moved it down (to the floor, or a furniture top)
+    assert q.snap(above, max_y_delta=dy - 0.01) is None
+    assert np.array_equal(q.snap(above, max_y_delta=dy + 0.01).xyz(), loc.xyz())
+    far = [1e4, 0.0, 1e4]
+    assert q.snap(far) is None and q.nearest([math.nan, 0.0, 0.0]) is None
+    assert not q.is_navigable(far) and q.island_of(far) == -1 and q.island_radius(far) == 0.0
+    assert q.find_path(far, [p]) == ([], INF) and q.geodesic_distance(p, np.zeros((0, 3))) == INF
+    assert np.array_equal(q.try_step(far, p), np.asarray(far, np.float32))
+    assert walk_find_path(q, far, [p]) == ([], INF, 0)

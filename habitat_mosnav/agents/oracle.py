@@ -25,23 +25,9 @@ import numpy as np
 
 from habitat_mosnav.api import MULTI_MODES, Action, Observation
 from habitat_mosnav.pose import wrap_angle, yaw_of
+from habitat_mosnav.simulators import path_request_types
 
 __all__ = ["OracleAgent"]
-
-def _path_classes(sim):
-    """``(ShortestPath, MultiGoalShortestPath)`` of the simulator in use (CPU backend or
-    habitat-sim)."""
-    if not type(sim).__module__.startswith("habitat_mosnav"):
-        try:
-            from habitat_sim import MultiGoalShortestPath, ShortestPath  # type: ignore
-
-            return ShortestPath, MultiGoalShortestPath
-        except ImportError:
-            pass
-    from habitat_mosnav.sims import MultiGoalShortestPath, ShortestPath
-
-    return ShortestPath, MultiGoalShortestPath
-
 
 def _polyline_distance(p: np.ndarray, pts: Sequence[np.ndarray]) -> float:
     """Horizontal distance from ``p`` to the polyline ``pts`` ((x, z) points)."""
@@ -158,7 +144,7 @@ class OracleAgent:
 
     def _find_path(self, sim, start: np.ndarray, ends: Sequence[np.ndarray]):
         """(path points, index of the end reached) to the nearest of ``ends``, or None."""
-        _, multi_goal = _path_classes(sim)
+        _, multi_goal = path_request_types(sim)  # the simulator says which requests it takes
         sp = multi_goal()
         sp.requested_start = np.asarray(start, dtype=np.float32)
         sp.requested_ends = np.asarray(ends, dtype=np.float32).reshape(-1, 3)

@@ -1,13 +1,14 @@
 """Structured config of the CPU simulator ``MosNavMeshSim-v0`` (``habitat.simulator``)."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import List, Optional
 
 from habitat.config.default_structured_configs import SimulatorConfig
 
-from habitat_mosnav._compat import SIMULATORS
+from habitat_mosnav.simulators import default_gpu_device_id, simulator_choice
+
+__all__ = ["MosNavMeshOptions", "MosNavMeshSimConfig", "default_gpu_device_id", "simulator_overrides"]
 
 
 @dataclass
@@ -43,23 +44,13 @@ class MosNavMeshSimConfig(SimulatorConfig):
     mosnav_mesh: MosNavMeshOptions = field(default_factory=MosNavMeshOptions)
 
 
-def default_gpu_device_id() -> int:
-    """habitat-sim's render device: GPU 0 on a machine with an NVIDIA device, else -1
-    (Mesa's llvmpipe on the CPU); the HM3D configs read it as ``${mosnav_gpu_device:}``."""
-    return 0 if os.path.exists("/dev/nvidiactl") else -1
-
-
 def simulator_overrides(name: str, gpu_device_id: Optional[int] = None) -> List[str]:
     """Hydra overrides that run a benchmark config on the simulator ``name``.
 
     ``habitat-sim`` renders on ``gpu_device_id`` (default: GPU 0 when the machine has an
     NVIDIA device, else -1, Mesa's llvmpipe on the CPU). Scenes and the scene dataset
-    config stay those of the config (the bundled demo scenes carry their own)."""
-    if name not in SIMULATORS:
-        raise ValueError(f"unknown simulator {name!r} (expected one of {', '.join(SIMULATORS)})")
-    out = [f"habitat.simulator.type={SIMULATORS[name]}"]
-    if name == "habitat-sim":
-        if gpu_device_id is None:
-            gpu_device_id = default_gpu_device_id()
-        out.append(f"habitat.simulator.habitat_sim_v0.gpu_device_id={int(gpu_device_id)}")
-    return out
+    config stay those of the config (the bundled demo scenes carry their own). The
+    shipped configs all hold the CPU simulator's options node (``mosnav_mesh``), so its
+    ``--set habitat.simulator.mosnav_mesh.*`` overrides work on either simulator."""
+    values = simulator_choice(name).config_values(gpu_device_id)
+    return [f"habitat.simulator.{key}={value}" for key, value in values.items()]

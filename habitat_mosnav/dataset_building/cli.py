@@ -20,6 +20,7 @@ from typing import List, Optional
 
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.dataset_building.common import BuildError
+from habitat_mosnav.metrics.legs import SUCCESS_DISTANCE
 from habitat_mosnav.safety import mask_log_handlers, safe_line
 from habitat_mosnav.versions import add_version_argument
 
@@ -110,8 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     qe.add_argument("--max-distance", type=float, default=25.0, help="max optimal_subset_distance (m)")
     qe.add_argument("--max-targets", type=int, default=12)
     qe.add_argument("--success-distance", type=float, default=None,
-                    help="d of SPEC §4 for info.optimal_subset_distance (default 0.25 m, the "
-                         "task's mosnav_success_distance); info names the value used")
+                    help="d of SPEC §4 for info.optimal_subset_distance (default "
+                         f"{SUCCESS_DISTANCE:g} m, the task's default mosnav_success_distance); "
+                         "info names the value used")
 
     sh = common.add_argument_group("show")
     sh.add_argument("--object-ids", type=int, nargs="*", default=None, help="goals to render (default all)")

@@ -17,8 +17,10 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from habitat_mosnav.dataset_building.common import BuildError, SceneFiles
+from habitat_mosnav.simulators import SIMULATORS, SimulatorUnavailable
 
-BACKENDS = ("mosnav", "habitat-sim")
+#: ``--backend`` names: the simulator choices (:data:`habitat_mosnav.simulators.SIMULATORS`).
+BACKENDS = tuple(SIMULATORS)
 
 
 @dataclass
@@ -51,7 +53,6 @@ def make_sim_config(scene_path: Path, backend: str = "mosnav", camera: Optional[
         AgentConfig,
         HabitatSimRGBSensorConfig,
         HabitatSimSemanticSensorConfig,
-        SimulatorConfig,
     )
 
     cam = camera or CameraSpec()
@@ -62,22 +63,18 @@ def make_sim_config(scene_path: Path, backend: str = "mosnav", camera: Optional[
         sensors["rgb_sensor"] = HabitatSimRGBSensorConfig(
             width=cam.width, height=cam.height, hfov=int(round(cam.hfov)), position=pos)
     agent = AgentConfig(height=cam.agent_height, radius=cam.agent_radius, sim_sensors=sensors)
-    if backend == "mosnav":
-        from habitat_mosnav.config.simulator import MosNavMeshSimConfig
-
-        cfg = OmegaConf.structured(MosNavMeshSimConfig)
+    choice = SIMULATORS.get(backend)
+    if choice is None:
+        raise BuildError(f"unknown simulator backend {backend!r} (expected one of {BACKENDS})")
+    cfg = OmegaConf.structured(choice.structured_config())
+    for key, value in choice.config_values().items():  # type; habitat-sim: Mesa without an NVIDIA GPU
+        OmegaConf.update(cfg, key, value)
+    cfg.scene_dataset = scene_dataset
+    if choice.options_key == "mosnav_mesh":  # the CPU simulator's own options
         cfg.mosnav_mesh.render = True
         cfg.mosnav_mesh.up_axis = up_axis
         if navmesh is not None:
             cfg.mosnav_mesh.navmesh = str(navmesh)
-    elif backend == "habitat-sim":
-        from habitat_mosnav.config.simulator import default_gpu_device_id
-
-        cfg = OmegaConf.structured(SimulatorConfig)
-        cfg.scene_dataset = scene_dataset
-        cfg.habitat_sim_v0.gpu_device_id = default_gpu_device_id()  # Mesa without an NVIDIA GPU
-    else:
-        raise BuildError(f"unknown simulator backend {backend!r} (expected one of {BACKENDS})")
     cfg.scene = str(scene_path)
     cfg.agents = {"main_agent": OmegaConf.structured(agent)}
     cfg.agents_order = ["main_agent"]
@@ -162,20 +159,17 @@ def open_scene(scene: SceneFiles, backend: str = "mosnav", camera: Optional[Came
     import habitat_mosnav  # noqa: F401
 
     cam = camera or CameraSpec()
-    if backend == "mosnav":
-        try:
-            import habitat_mosnav.sims  # noqa: F401  (registers MosNavMeshSim-v0)
-        except ImportError as e:
-            raise BuildError(f"the CPU simulator is not importable: {e}") from None
-    elif backend == "habitat-sim":
-        try:
-            import habitat_sim  # noqa: F401
-        except ImportError:
-            raise BuildError("--backend habitat-sim needs habitat-sim installed "
-                             "(conda install habitat-sim -c conda-forge -c aihabitat)") from None
+    choice = SIMULATORS.get(backend)
+    if choice is None:
+        raise BuildError(f"unknown simulator backend {backend!r} (expected one of {BACKENDS})")
+    try:
+        choice.check()  # installed, importable, registered with habitat
+    except SimulatorUnavailable as e:
+        raise BuildError(f"--backend {backend}: {e}") from None
     scene_path = scene.render_glb
     cfg = make_sim_config(scene_path, backend, cam, scene_dataset,
-                          navmesh=scene.navmesh if backend == "mosnav" else None, up_axis=up_axis)
+                          navmesh=scene.navmesh if choice.options_key == "mosnav_mesh" else None,
+                          up_axis=up_axis)
     from habitat.sims import make_sim
 
     try:

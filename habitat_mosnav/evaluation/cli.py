@@ -27,8 +27,7 @@ import time
 from contextlib import contextmanager
 from typing import List, Optional, Sequence
 
-from habitat_mosnav import _compat
-from habitat_mosnav._compat import HABITAT_SIM_INSTALL, SIMULATORS
+from habitat_mosnav.simulators import SIMULATORS, SimulatorUnavailable, choice_for_type
 from habitat_mosnav.agents.loading import AGENT_ALIASES, AgentLoadError, instantiate_agent, resolve_agent
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation import interrupts
@@ -139,11 +138,14 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
                    help="comma list of single,any,many,all (default: the config's; many,all "
                         "with the default config)")
     g.add_argument("--max-steps", type=_int_at_least(1, "--max-steps"), default=None,
-                   help="actions per episode (default: the config's max_episode_steps, 500)")
+                   help="actions per episode (default: the config's "
+                        "habitat.environment.max_episode_steps)")
     g.add_argument("--space-coverage-samples", type=_int_at_least(0, "--space-coverage-samples"),
-                   default=200, help="navigable samples of the space oracle; 0 disables OER-space (default: 200)")
+                   default=None, help="navigable samples of the space oracle; 0 disables OER-space "
+                                      "(default: the config's habitat.task.mosnav_space_coverage_samples)")
     g.add_argument("--space-coverage-radius", type=_float_positive("--space-coverage-radius"),
-                   default=1.5, help="metres within which the agent explores a sample (default: 1.5)")
+                   default=None, help="metres within which the agent explores a sample (default: "
+                                      "the config's habitat.task.mosnav_space_coverage_radius)")
     g.add_argument("--set", dest="overrides", action="append", type=_key_value, default=[],
                    metavar="KEY=VALUE",
                    help="habitat config override (Hydra syntax), repeatable: KEY=VALUE, +KEY=VALUE "
@@ -264,8 +266,10 @@ def build_overrides(args, default_config: bool) -> List[str]:
         add("habitat.dataset.target_modes", "[" + ",".join(modes) + "]")
     if args.max_steps is not None:
         add("habitat.environment.max_episode_steps", args.max_steps)
-    if not getattr(args, "benchmark", None):  # a setting fixes the space oracle
+    # Only flags given override the config (a setting refuses them: _load_setting).
+    if args.space_coverage_samples is not None:
         add("habitat.task.mosnav_space_coverage_samples", args.space_coverage_samples)
+    if args.space_coverage_radius is not None:
         add("habitat.task.mosnav_space_coverage_radius", args.space_coverage_radius)
     return ov + list(args.overrides)
 
@@ -432,10 +436,12 @@ def _load_config(args, setting=None, extra: Sequence[str] = ()):
     if task_type != MultiObjectNavTaskConfig.type:
         raise UsageError(f"--config {shown}: task type {task_type!r} is not "
                          f"{MultiObjectNavTaskConfig.type}; {_mosnav_configs_hint()}")
-    sim_type = OmegaConf.select(config, "habitat.simulator.type")
-    if sim_type == SIMULATORS["habitat-sim"] and not _compat.habitat_sim_available():
-        raise UsageError(f"--config {path}: habitat.simulator.type {sim_type} needs habitat-sim, which is "
-                         f"not installed: {HABITAT_SIM_INSTALL} (or run on the CPU simulator: --simulator mosnav)")
+    choice = choice_for_type(OmegaConf.select(config, "habitat.simulator.type"))
+    try:  # installed, importable and registered: checked before anything is written
+        if choice is not None:
+            choice.check()
+    except SimulatorUnavailable as exc:
+        raise UsageError(f"--config {path}: {exc} (or run on the CPU simulator: --simulator mosnav)") from None
     return config, overrides
 
 

@@ -506,16 +506,23 @@ class Evaluator:
         try:
             if not cfg.resume:
                 res.refuse_existing(cfg.output_dir, rank)
+            if selection:  # the simulator is built before anything is written: a failure
+                self._make_env([pool[k] for _, k in selection])  # leaves the directory as it was
+            if not cfg.resume:
                 res.remove_stale_summary(cfg.output_dir)
             manifest = self.manifest(dataset, world).to_dict()
             check_or_write_manifest(cfg.output_dir, manifest)
             writer = res.RankWriter(cfg.output_dir, rank, resume=cfg.resume)
-        except res.ResultFileError as exc:  # ResultWriteError (exit 3) goes through
-            raise EvaluationSetupError(_one_line(exc)) from None
+        except BaseException as exc:
+            self._close_env()
+            if isinstance(exc, res.ResultFileError):  # ResultWriteError (exit 3) goes through
+                raise EvaluationSetupError(_one_line(exc)) from None
+            raise
         try:  # each rank keeps the manifest too: a rank of another run is never mixed in
             check_or_write_manifest(writer.dir, manifest)
         except BaseException as exc:
             writer.close()
+            self._close_env()
             if isinstance(exc, res.ResultFileError):
                 raise EvaluationSetupError(_one_line(exc)) from None
             raise

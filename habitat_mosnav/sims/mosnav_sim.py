@@ -23,7 +23,7 @@ from habitat.core.simulator import AgentState, Observations, SensorSuite, Simula
 
 from habitat_mosnav.sims.geometry import MeshData, load_mesh, load_semantic_mesh, scene_up_axis, semantic_textures_of
 from habitat_mosnav.sims.navgrid import INF, AgentShape, NavGrid
-from habitat_mosnav.sims.pathfinder import PathFinder
+from habitat_mosnav.sims.pathfinder import MultiGoalShortestPath, PathFinder, ShortestPath
 from habitat_mosnav.sims.sensors import SENSOR_TYPES, MosNavVisualSensor
 
 logger = logging.getLogger(__name__)
@@ -210,7 +210,11 @@ class _AgentView:
 
 @registry.register_simulator(name="MosNavMeshSim-v0")
 class MosNavMeshSim(Simulator):
-    """CPU simulator over a mesh; see the module docstring and docs/DESIGN.md."""
+    """CPU simulator over a mesh; see the module docstring and docs/DESIGN.md. It offers
+    :class:`habitat_mosnav.simulators.NavSimulator` (``tests/test_simulator_interface.py``)."""
+
+    #: The requests ``pathfinder.find_path`` takes (:func:`habitat_mosnav.simulators.path_request_types`).
+    path_request_types = (ShortestPath, MultiGoalShortestPath)
 
     def __init__(self, config) -> None:
         super().__init__()

@@ -140,7 +140,33 @@ class StartMemo:
 
 
 class NavMeshQuery:
-    """Navigability, projection, geodesics, motion and islands of one ``.navmesh``."""
+    """Navigability, projection, geodesics, motion and islands of one ``.navmesh``.
+
+    The public queries, as habitat-sim's ``PathFinder.h`` states them. Points are
+    ``(x, y, z)`` sequences in the navmesh's frame (Y up); none raises for a point off the
+    mesh or a non-finite one: each has a failure value, named under *Fails*.
+
+    ================================  =====================================================
+    ``nearest(pt, island=-1)``        Detour's nearest polygon point (habitat-sim's
+                                      ``snapPoint``): a :class:`NavPoint`, or None
+    ``snap(pt, max_y_delta=inf)``     ``nearest``, None when it moves y by > max_y_delta
+    ``snap_to_island(pt, island)``    ``nearest`` on one island
+    ``is_navigable(pt, max_y_delta)`` ``isNavigable``: bool
+    ``island_of(pt)``                 ``getIsland``: island index, -1 off the mesh
+    ``island_radius(pt)``             ``islandRadius``: metres, 0.0 off the mesh
+    ``random_point(rng, island=-1)``  ``getRandomNavigablePoint``: NaNs when none
+    ``distance_to_closest_obstacle``  ``distanceToClosestObstacle``: metres
+    ``find_path(a, goals, memo)``     ``findPath(MultiGoalShortestPath)``: ([], inf) when
+                                      no goal is reachable
+    ``geodesic_distance(a, goals)``   its length (inf when unreachable)
+    ``try_step(start, end, sliding)`` ``tryStep`` / ``tryStepNoSliding``: ``start`` when
+                                      it cannot move
+    ``topdown(mpp, height, eps)``     ``getTopDownView``: bool image
+    ================================  =====================================================
+
+    :func:`walk_find_path` is habitat-sim's multi-goal walk written plainly, the reference
+    ``find_path`` must equal (``tests/test_navmesh_query_paths.py``).
+    """
 
     def __init__(self, mesh: NavMeshData):
         if len(mesh.tiles) != 1:
@@ -245,6 +271,7 @@ class NavMeshQuery:
 
     @property
     def is_loaded(self) -> bool:
+        """``isLoaded``: True when the navmesh has at least one polygon."""
         return bool(self.poly_verts)
 
     # --------------------------------------------------------------- projection
@@ -297,7 +324,13 @@ class NavMeshQuery:
         """Detour's nearest polygon in the pick box around ``pt`` (of ``island`` when >= 0):
         a polygon under/over ``pt`` scores its height gap beyond the climb (0 within it), any
         other its 3D distance; the first lowest wins. Polygons whose boxes are farther than
-        the best so far are not looked at."""
+        the best so far are not looked at.
+
+        Parameters: ``pt`` the query point; ``island`` an island index, or -1 for any.
+        Returns: the :class:`NavPoint` (its polygon, island, the point on the surface and
+        whether ``pt`` was above/below that polygon). Fails: None when ``pt`` is not
+        finite or no polygon (of that island) touches the 2 x 4 x 2 m pick box
+        (habitat-sim then returns NaNs)."""
         x, y, z = float(pt[0]), float(pt[1]), float(pt[2])
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
             return None
@@ -358,12 +391,22 @@ class NavMeshQuery:
         return loc
 
     def snap(self, pt, max_y_delta: float = INF) -> Optional[NavPoint]:
-        return self.nearest(pt)
+        """:meth:`nearest` (any island), refused when it moves ``pt`` by more than
+        ``max_y_delta`` metres in y (the grid simulator's ``snap`` takes the same limit).
+        Fails: None (as :meth:`nearest`, or a larger y change)."""
+        loc = self.nearest(pt)
+        if loc is not None and not abs(loc.y - float(pt[1])) <= max_y_delta:
+            return None
+        return loc
 
     def snap_to_island(self, pt, island: int) -> Optional[NavPoint]:
+        """:meth:`nearest` among the polygons of ``island`` (habitat-sim's ``snapPoint``
+        with an island index). Fails: None (no polygon of that island in the pick box)."""
         return self.nearest(pt, island)
 
     def is_navigable(self, pt, max_y_delta: float = 0.5) -> bool:
+        """habitat-sim's ``isNavigable``: True when the projection of ``pt`` moves it by
+        at most 1 cm in x/z and at most ``max_y_delta`` metres in y. Fails: False."""
         loc = self.nearest(pt)
         if loc is None:
             return False
@@ -371,15 +414,20 @@ class NavMeshQuery:
                 and math.hypot(float(pt[0]) - loc.x, float(pt[2]) - loc.z) <= 1e-2)
 
     def island_of(self, pt) -> int:
+        """``getIsland``: the island index of ``pt``'s projection. Fails: -1."""
         loc = self.nearest(pt)
         return -1 if loc is None else loc.island
 
     def island_radius(self, pt) -> float:
+        """``islandRadius``: the largest distance (m) of the island's polygon corners from
+        their mean, for the island under ``pt``. Fails: 0.0 (off the mesh)."""
         loc = self.nearest(pt)
         return 0.0 if loc is None else self.island_radius_m[loc.island]
 
     def random_point(self, rng: np.random.Generator, island: int = -1) -> np.ndarray:
-        """A point of a polygon drawn by area, uniform inside it (Detour's findRandomPoint)."""
+        """A point of a polygon drawn by area, uniform inside it (Detour's findRandomPoint),
+        from ``rng``; of ``island`` when >= 0. Returns float32 ``[x, y, z]`` on the surface.
+        Fails: NaNs (no polygon of positive area, or none on that island)."""
         w = self._area2d.copy()
         if island >= 0:
             w[np.asarray(self.poly_island) != island] = 0.0
@@ -398,7 +446,10 @@ class NavMeshQuery:
         return np.array([x, a[1] if h is None else h, z], np.float32)
 
     def distance_to_closest_obstacle(self, pt, max_search_radius: float = 2.0) -> float:
-        """x/z distance to the nearest wall edge (a polygon edge without a neighbour)."""
+        """``distanceToClosestObstacle``: the x/z distance (m) from ``pt``'s projection to
+        the nearest wall edge (a polygon edge without a neighbour), at most
+        ``max_search_radius``. Fails: 0.0 (off the mesh); ``max_search_radius`` when no
+        wall is that near."""
         loc = self.nearest(pt)
         if loc is None:
             return 0.0
@@ -587,7 +638,13 @@ class NavMeshQuery:
         length. The start's projection and the path to each goal point are kept in
         ``memo`` (the caller's; else one of this object's) while the start stays the same:
         the task asks several goal sets from the agent's one position (all targets left
-        for the measures, then one target at a time for a claim), which share points."""
+        for the measures, then one target at a time for a claim), which share points.
+
+        Parameters: ``a`` the start; ``goals`` one goal point or an (n, 3) array of them;
+        ``memo`` the caller's :class:`StartMemo` (:meth:`new_memo`), or None.
+        Returns: (float32 path points from the start's projection to the goal's, length in
+        m), equal to :func:`walk_find_path`'s. Fails: ``([], inf)`` when the start is off
+        the mesh, ``goals`` is empty or no goal is reachable (another island)."""
         start = tuple(float(v) for v in np.asarray(a, np.float64).reshape(3))
         memo = self._memo if memo is None else memo
         if memo.start != start:
@@ -732,11 +789,16 @@ class NavMeshQuery:
         return out
 
     def geodesic_distance(self, a, goals, memo: Optional["StartMemo"] = None) -> float:
+        """The length (m) of :meth:`find_path`'s path. Fails: inf."""
         return self.find_path(a, goals, memo)[1]
 
     # ------------------------------------------------------------------- motion
     def try_step(self, start, end, sliding: bool = True) -> np.ndarray:
-        """habitat-sim's tryStep: move along the surface from ``start`` toward ``end``."""
+        """habitat-sim's ``tryStep`` (``sliding``) / ``tryStepNoSliding``: move along the
+        surface from ``start`` toward ``end``; with sliding the reachable point nearest
+        ``end``, without it the point where the segment meets a wall. Returns float32
+        ``[x, y, z]`` on the surface. Fails: ``start`` unchanged (either end off the mesh,
+        or the ends on different islands)."""
         s = tuple(float(v) for v in np.asarray(start, np.float64).reshape(3))
         e = tuple(float(v) for v in np.asarray(end, np.float64).reshape(3))
         sloc, eloc = self.nearest(s), self.nearest(e)
@@ -874,3 +936,30 @@ class NavMeshQuery:
             ys = np.where(np.isnan(ys), float(np.mean([v[1] for v in vs])), ys)
             out[r0:r1, c0:c1] |= ok & (np.abs(ys - height) <= eps)
         return out
+
+
+def walk_find_path(q: NavMeshQuery, start, goals) -> Tuple[List[np.ndarray], float, int]:
+    """habitat-sim's multi-goal walk, written plainly: the reference of
+    :meth:`NavMeshQuery.find_path` (same points, same length), without its lower bounds or
+    memo. Goals in order of straight-line distance from ``start``; each goal's path is
+    computed until that distance exceeds the best length found; the first shortest wins.
+    Returns (points, length, paths computed); ``([], inf, n)`` when none is reachable."""
+    s = tuple(float(v) for v in np.asarray(start, np.float64).reshape(3))
+    sloc = q.nearest(s)
+    g = np.asarray(goals, np.float64).reshape(-1, 3)
+    if sloc is None or len(g) == 0:
+        return [], INF, 0
+    lower = np.linalg.norm(g - np.asarray(s), axis=1)
+    best, pts, n = INF, [], 0
+    for i in np.argsort(lower, kind="stable"):
+        if lower[i] > best:
+            break
+        end = tuple(g[i].tolist())
+        eloc = q.nearest(end)
+        if eloc is None:
+            continue
+        n += 1
+        res = q._path_to(s, sloc, end, eloc)
+        if res is not None and res[0] < best:
+            best, pts = res
+    return [np.asarray(p, np.float32) for p in pts], best, n

@@ -22,6 +22,25 @@ from habitat_mosnav.api import MULTI_MODES
 from habitat_mosnav.tasks.state import MosEpisodeState
 
 
+def _resolve_measure_interpolations(config) -> None:
+    """habitat copies each measure's config out of the tree (``OmegaConf.create``) before
+    the measure reads it, where an interpolation no longer resolves: resolve them here,
+    while the tree is whole (``mosnav_extras/habitat_nav_measures.yaml``: habitat's
+    ``success`` measure reads the task's ``mosnav_success_distance``)."""
+    from habitat.config import read_write
+    from omegaconf import OmegaConf
+
+    measures = config.get("measurements", None) if hasattr(config, "get") else None
+    if not measures:
+        return
+    pending = [(node, key) for node in measures.values() if OmegaConf.is_config(node)
+               for key in node.keys() if OmegaConf.is_interpolation(node, key)]
+    if pending:
+        with read_write(config):
+            for node, key in pending:
+                node[key] = node[key]
+
+
 @registry.register_task(name="MultiObjectNav-v1")
 class MultiObjectNavTask(NavigationTask):
     """NavigationTask plus the multi-object claim bookkeeping in ``self.mos_state``."""
@@ -29,6 +48,7 @@ class MultiObjectNavTask(NavigationTask):
     mos_state: Optional[MosEpisodeState]
 
     def __init__(self, config, sim, dataset=None) -> None:
+        _resolve_measure_interpolations(config)
         super().__init__(config=config, sim=sim, dataset=dataset)
         self.mos_state = None
         self._max_steps_cap: Optional[int] = None
