@@ -49,6 +49,7 @@ from habitat_mosnav.evaluation.rollout import (
     episode_metrics_record,
     error_message_of,
     error_type_of,
+    is_scene_file_error,
     run_episode,
     trace_for_record,
 )
@@ -494,6 +495,10 @@ class Evaluator:
                 interrupted = self._run_episodes(todo, pool, writer, prior, len(selection))
         except StartNotNavigable as exc:
             raise EvaluationSetupError(self._start_error(exc)) from None
+        except Exception as exc:
+            if is_scene_file_error(exc):  # a broken scene file is bad input: one line, exit 2
+                raise EvaluationSetupError(_one_line(exc)) from None
+            raise
         finally:
             writer.close()
             self._close_env()
