@@ -10,17 +10,22 @@ instances), grew to 21.7 GB (a node that is its own child), hung (``/dev/stdin``
 read until MemoryError (``/dev/zero``), read a file outside the scene folder, allocated
 3.35 GiB for an accessor without bufferView, or raised ValueError / RecursionError.
 """
+import base64
+import json
 import os
 import re
 import resource
+import struct
 import subprocess
 import sys
 import threading
 import time
+from urllib.parse import quote
 
+import numpy as np
 import pytest
 
-from glb_fixtures import copy_demo_scenes, edit_glb
+from glb_fixtures import copy_demo_scenes, edit_glb, glb
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SID = "Cukxndkh48K"  # the demo's first scene: the first episode and the first extracted
@@ -35,7 +40,7 @@ _NOISE = re.compile(r"^(PluginManager::|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ )")
 
 def _set(**fields):
     """An edit that sets ``fields`` ("bufferViews.0.byteStride"-style keys, via ``__``)."""
-    def change(doc, folder):
+    def change(doc, folder=None):
         for key, value in fields.items():
             *parents, last = key.split("__")
             obj = doc
@@ -191,6 +196,108 @@ def test_the_clean_demo_files_still_read(tmp_path):
     root = copy_demo_scenes(tmp_path / "scenes")
     glb = read_glb(os.path.join(root, SCENE_DIR, SID + ".semantic.glb"))
     assert len(glb.primitives) == 1 and len(glb.primitives[0].faces) > 1000
+
+
+def _semantic(tmp_path):
+    """(folder, path) of the demo's first semantic .glb in a copy, and what it reads as."""
+    from habitat_mosnav.scenes.gltf import read_glb
+
+    root = copy_demo_scenes(tmp_path / "scenes")
+    folder = os.path.join(root, SCENE_DIR)
+    path = os.path.join(folder, SID + ".semantic.glb")
+    return folder, path, read_glb(path).primitives[0]
+
+
+def _bin_chunk(path):
+    data = open(path, "rb").read()
+    jlen = struct.unpack_from("<I", data, 12)[0]
+    blen = struct.unpack_from("<I", data, 20 + jlen)[0]
+    return data[28 + jlen:28 + jlen + blen]
+
+
+def _same(a, b):
+    assert np.array_equal(a.positions, b.positions) and np.array_equal(a.faces, b.faces)
+    assert np.array_equal(a.color0, b.color0)
+
+
+@pytest.mark.parametrize("name", ["data.bin", "sub dir/data.bin", "link.bin"])
+def test_an_external_buffer_inside_the_scene_folder_still_reads(tmp_path, name):
+    from habitat_mosnav.scenes.gltf import read_glb
+
+    folder, path, clean = _semantic(tmp_path)
+    target = os.path.join(folder, "sub dir" if name == "sub dir/data.bin" else "", "data.bin")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "wb") as f:
+        f.write(_bin_chunk(path))
+    if name == "link.bin":  # a link that stays inside the folder is followed
+        os.symlink("data.bin", os.path.join(folder, name))
+    edit_glb(path, _set(buffers__0__uri=quote(name)))
+    _same(read_glb(path).primitives[0], clean)
+
+
+def test_a_data_uri_buffer_reads_and_its_length_is_checked(tmp_path):
+    from habitat_mosnav.scenes.gltf import read_glb
+    from habitat_mosnav.scenes.io import SceneFormatError
+
+    folder, path, clean = _semantic(tmp_path)
+    blob = _bin_chunk(path)
+    uri = "data:application/octet-stream;base64," + base64.b64encode(blob).decode()
+    edit_glb(path, _set(buffers__0__uri=uri))
+    _same(read_glb(path).primitives[0], clean)
+    edit_glb(path, _set(buffers__0__byteLength=len(blob) + 64))
+    with pytest.raises(SceneFormatError, match=r"semantic\.glb: buffers\[0\]\.uri: .* byteLength is"):
+        read_glb(path)
+
+
+def test_a_strided_accessor_reads_its_rows(tmp_path):
+    """POSITION interleaved with COLOR_0 (byteStride 28): the rows come out as written."""
+    from habitat_mosnav.scenes.gltf import read_glb
+
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    col = np.array([[1, 0, 0, 1], [0, 1, 0, 1], [0, 0, 1, 1]], np.float32)
+    rows = np.concatenate([pos, col], axis=1).astype("<f4").tobytes()
+    idx = np.array([0, 1, 2], "<u4").tobytes()
+    doc = {"asset": {"version": "2.0"}, "scenes": [{"nodes": [0]}], "nodes": [{"mesh": 0}],
+           "meshes": [{"primitives": [{"attributes": {"POSITION": 0, "COLOR_0": 1}, "indices": 2}]}],
+           "buffers": [{"byteLength": len(rows) + len(idx)}],
+           "bufferViews": [{"buffer": 0, "byteLength": len(rows), "byteStride": 28},
+                           {"buffer": 0, "byteOffset": len(rows), "byteLength": len(idx)}],
+           "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3"},
+                         {"bufferView": 0, "byteOffset": 12, "componentType": 5126, "count": 3, "type": "VEC4"},
+                         {"bufferView": 1, "componentType": 5125, "count": 3, "type": "SCALAR"}]}
+    path = str(tmp_path / "strided.glb")
+    glb(path, [{"positions": pos, "faces": [[0, 1, 2]]}])  # a valid file, then its JSON and BIN replaced
+    js = json.dumps(doc).encode()
+    js += b" " * (-len(js) % 4)
+    body = struct.pack("<I4s", len(js), b"JSON") + js + struct.pack("<I4s", len(rows + idx), b"BIN\x00") + rows + idx
+    with open(path, "wb") as f:
+        f.write(struct.pack("<4sII", b"glTF", 2, 12 + len(body)) + body)
+    p = read_glb(path).primitives[0]
+    assert np.array_equal(p.positions, pos) and np.array_equal(p.color0, col)
+
+
+@pytest.mark.parametrize("change, field", [
+    (_set(nodes=[{"mesh": 0, "children": [1]}, {"children": [2]}, {"mesh": 0, "children": [1]}]),
+     "nodes[2].children: node 1 is an ancestor of node 2"),
+    (_set(nodes=[{"children": [2]}, {"children": [2]}, {"mesh": 0}], scenes=[{"nodes": [0, 1]}]),
+     "(glTF nodes have at most one parent)"),
+    (_set(accessors__1__count=8047), "meshes[0].primitives[0].attributes.COLOR_0: 8047 elements"),
+    (_set(buffers__0__uri="file:///etc/hostname"), "only data: URIs and relative paths"),
+    (_set(bufferViews__2__byteOffset=-4), "bufferViews[2].byteOffset: -4 is not >= 0"),
+    (_set(accessors__2__bufferView=True), "accessors[2].bufferView: index True out of range"),
+    (_set(nodes__0__rotation=[0, 0, 0, float("nan")]), "nodes[0].rotation: expected 4 finite numbers"),
+], ids=["cycle of three", "two parents", "attribute counts differ", "file: URI", "negative offset",
+        "bool index", "NaN rotation"])
+def test_more_hostile_fields_are_named(tmp_path, change, field):
+    from habitat_mosnav.scenes.gltf import read_glb
+    from habitat_mosnav.scenes.io import SceneFormatError
+
+    folder, path, _ = _semantic(tmp_path)
+    edit_glb(path, lambda doc: change(doc, folder))
+    with pytest.raises(SceneFormatError) as info:
+        read_glb(path)
+    assert str(info.value).startswith(path + ": ") and field in str(info.value), str(info.value)
+    assert "\n" not in str(info.value)
 
 
 # ----------------------------------------------------------------------------- the CLIs
