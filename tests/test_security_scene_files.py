@@ -341,3 +341,18 @@ def test_a_hostile_glb_stops_mosnav_build_extract_with_one_line(tmp_path, baseli
     limit = baselines["mosnav-build extract"] + MEMORY_MARGIN
     rc, err, _ = _run(_extract_argv(root, tmp_path / "ds"), tmp_path, limit)
     _assert_one_line(rc, err, "mosnav-build extract", path, CASES[case][2])
+
+
+@pytest.mark.slow
+@pytest.mark.habitat_sim
+@pytest.mark.parametrize("case", ["negative byteStride", "20000 mesh instances", "render negative byteStride"])
+def test_a_hostile_glb_never_reaches_habitat_sim(tmp_path, case):
+    """habitat-sim loads the files natively (SIGABRT or a hang on these today): they are
+    checked before it sees them."""
+    pytest.importorskip("habitat_sim")
+    root, path = _hostile(tmp_path, case)
+    rc, err, _ = _run(_eval_argv(root, tmp_path / "run") + ["--simulator", "habitat-sim"], tmp_path)
+    _assert_one_line(rc, err, "mosnav-eval", path, CASES[case][2])
+    if case.startswith("render"):
+        rc, err, _ = _run(_extract_argv(root, tmp_path / "ds") + ["--backend", "habitat-sim"], tmp_path)
+        _assert_one_line(rc, err, "mosnav-build extract", path, CASES[case][2])

@@ -152,6 +152,20 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _check_scene_files(episodes) -> None:
+    """habitat-sim reads the scene files natively, where a hostile glTF can crash the process:
+    each scene's ``.glb`` and the ``.semantic.glb`` beside it are checked first
+    (``scenes.gltf.check_scene_files``, issue #30); a bad one is one line, exit 2."""
+    from habitat_mosnav.scenes.gltf import check_scene_files
+    from habitat_mosnav.scenes.io import SceneFormatError
+
+    for scene in sorted({str(getattr(ep, "scene_id", "")) for ep in episodes}):
+        try:
+            check_scene_files(scene)
+        except SceneFormatError as exc:
+            raise EvaluationSetupError(_one_line(exc)) from None
+
+
 def _episode_summary(episode, max_steps: int) -> Dict[str, Any]:
     mode = str(getattr(episode, "target_mode", ""))
     return {
@@ -599,6 +613,8 @@ class Evaluator:
 
         dataset = self._load_dataset()
         dataset.episodes = list(episodes)
+        if self._hcfg.simulator.type != "MosNavMeshSim-v0":
+            _check_scene_files(episodes)
         try:
             self.env = habitat.Env(config=self._hcfg, dataset=dataset)
         except Exception as exc:

@@ -22,6 +22,7 @@ graph, triangle budget, external URIs: hostile files, issue #30).
 from __future__ import annotations
 
 import json
+import os
 import struct
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
@@ -30,7 +31,7 @@ import numpy as np
 
 from habitat_mosnav.scenes.gltf_checks import COMPONENT_TYPES, MAX_IMAGE_BYTES, TYPE_SIZES, parse_json, read_uri
 from habitat_mosnav.scenes.gltf_checks import validate_document
-from habitat_mosnav.scenes.io import SceneFormatError
+from habitat_mosnav.scenes.io import SceneFormatError, mesh_stem
 
 GLB_MAGIC = 0x46546C67  # b"glTF"
 CHUNK_JSON = 0x4E4F534A
@@ -178,6 +179,16 @@ def read_checked(path: str) -> bytes:
     else:
         read_document(path, data)
     return data
+
+
+def check_scene_files(scene_path: str) -> None:
+    """:func:`read_checked` on a scene's glTF files that exist: the scene ``.glb``/``.gltf``
+    and the ``<id>.semantic.glb`` beside it. For readers that take the files themselves
+    (habitat-sim loads them natively, where a hostile file can crash the process)."""
+    semantic = os.path.join(os.path.dirname(scene_path), mesh_stem(scene_path) + ".semantic.glb")
+    for path in (scene_path, semantic):
+        if str(path).lower().endswith((".glb", ".gltf")) and os.path.isfile(path):
+            read_checked(str(path))
 
 
 def _read_file(path: str) -> bytes:
