@@ -152,7 +152,7 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _check_scene_files(episodes) -> None:
+def _check_gltf_for_habitat_sim(episodes) -> None:
     """habitat-sim reads the scene files natively, where a hostile glTF can crash the process:
     each scene's ``.glb`` and the ``.semantic.glb`` beside it are checked first
     (``scenes.gltf.check_scene_files``, issue #30); a bad one is one line, exit 2."""
@@ -614,7 +614,7 @@ class Evaluator:
         dataset = self._load_dataset()
         dataset.episodes = list(episodes)
         if self._hcfg.simulator.type != "MosNavMeshSim-v0":
-            _check_scene_files(episodes)
+            _check_gltf_for_habitat_sim(episodes)
         try:
             self.env = habitat.Env(config=self._hcfg, dataset=dataset)
         except Exception as exc:
