@@ -190,6 +190,16 @@ def test_a_hostile_glb_is_one_typed_line_from_its_reader(tmp_path, case):
     _assert_one_line(rc, err, "read", path, CASES[case][2])
 
 
+def test_a_semantic_glb_that_is_a_fifo_is_refused(tmp_path):
+    """The scene file itself a FIFO (opening it blocked forever): not a regular file."""
+    root = copy_demo_scenes(tmp_path / "scenes")
+    path = os.path.join(root, SCENE_DIR, SID + ".semantic.glb")
+    os.remove(path)
+    os.mkfifo(path)
+    rc, err, _ = _run([sys.executable, "-c", _READ, "semantic", path, str(MEMORY_MARGIN)], tmp_path)
+    _assert_one_line(rc, err, "read", path, "not a regular file")
+
+
 def test_the_clean_demo_files_still_read(tmp_path):
     from habitat_mosnav.scenes.gltf import read_glb
 
@@ -286,8 +296,9 @@ def test_a_strided_accessor_reads_its_rows(tmp_path):
     (_set(bufferViews__2__byteOffset=-4), "bufferViews[2].byteOffset: -4 is not >= 0"),
     (_set(accessors__2__bufferView=True), "accessors[2].bufferView: index True out of range"),
     (_set(nodes__0__rotation=[0, 0, 0, float("nan")]), "nodes[0].rotation: expected 4 finite numbers"),
+    (_set(extensionsRequired=5), "extensionsRequired: expected an array of extension names"),
 ], ids=["cycle of three", "two parents", "attribute counts differ", "file: URI", "negative offset",
-        "bool index", "NaN rotation"])
+        "bool index", "NaN rotation", "extensionsRequired 5"])
 def test_more_hostile_fields_are_named(tmp_path, change, field):
     from habitat_mosnav.scenes.gltf import read_glb
     from habitat_mosnav.scenes.io import SceneFormatError

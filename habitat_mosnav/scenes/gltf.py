@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
@@ -192,8 +193,11 @@ def check_scene_files(scene_path: str) -> None:
 
 
 def _read_file(path: str) -> bytes:
+    """The bytes of a regular file (never a device, FIFO or socket: /dev/zero, a pipe)."""
     try:
-        with open(path, "rb") as f:
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise SceneFormatError(f"{path}: not a regular file")
             return f.read()
     except OSError as e:
         raise SceneFormatError(f"{path}: cannot read: {e.strerror}") from None

@@ -218,6 +218,10 @@ def validate_document(path: str, doc: dict, binary: Optional[bytes]) -> None:
     (no cycle) and the triangles and vertices it instantiates (:data:`MAX_TRIANGLES`,
     :data:`MAX_VERTICES`). Raises a one-line SceneFormatError."""
     c = _Checker(path, doc)
+    for key in ("extensionsUsed", "extensionsRequired"):
+        names = doc.get(key, [])
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise c.fail(key, f"expected an array of extension names, got {_show(names)}")
     buffers = _check_buffers(c, binary)
     views = _check_views(c, buffers)
     counts = _check_accessors(c, views)
