@@ -367,3 +367,21 @@ def test_a_hostile_glb_never_reaches_habitat_sim(tmp_path, case):
     if case.startswith("render"):
         rc, err, _ = _run(_extract_argv(root, tmp_path / "ds") + ["--backend", "habitat-sim"], tmp_path)
         _assert_one_line(rc, err, "mosnav-build extract", path, CASES[case][2])
+
+
+@pytest.mark.slow
+def test_a_hostile_glb_in_the_second_scene_stops_the_run_and_keeps_the_records(tmp_path):
+    """Scenes load as the run reaches them: a broken later scene is still one line and exit
+    2 (not an error record per episode and exit 0), and the records before it stay."""
+    root = copy_demo_scenes(tmp_path / "scenes")
+    path = os.path.join(root, "00001-b2ZCdoVqp4V", "b2ZCdoVqp4V.semantic.glb")
+    edit_glb(path, lambda doc: _set(nodes__0__children=[0])(doc))
+    out = tmp_path / "run"
+    argv = _eval_argv(root, out)
+    argv[argv.index("--num-episodes"):argv.index("--num-episodes") + 2] = []
+    rc, err, _ = _run(argv + ["--max-steps", "3"], tmp_path)
+    _assert_one_line(rc, err, "mosnav-eval", path, "nodes[0].children")
+    with open(out / "rank_00000" / "episodes.jsonl") as f:
+        records = [json.loads(line) for line in f]
+    assert records and "b2ZCdoVqp4V" not in {r["episode_key"].split("::")[1] for r in records}
+    assert all(r["status"] == "ok" for r in records)
