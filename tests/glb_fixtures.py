@@ -205,3 +205,34 @@ def write_scene_dataset_config(path, glb_paths, semantic_textures=True):
     with open(path, "w") as fh:
         json.dump(doc, fh, indent=1)
     return str(path)
+
+
+# ------------------------------------------------------------ hostile edits of existing files
+def edit_glb(path, change):
+    """Rewrite the JSON chunk of the ``.glb`` at ``path`` in place (the BIN chunk kept as it
+    is): ``change(doc)`` edits the parsed document, and may return a string to store as the
+    JSON text instead (for text no ``json.dumps`` would write, e.g. 100,000 nested arrays)."""
+    data = open(path, "rb").read()
+    jlen = struct.unpack_from("<I", data, 12)[0]
+    doc = json.loads(data[20:20 + jlen])
+    rest = data[20 + jlen:]  # the BIN chunk with its header, if any
+    text = change(doc)
+    js = (json.dumps(doc) if text is None else text).encode()
+    js += b" " * (-len(js) % 4)
+    body = struct.pack("<I4s", len(js), b"JSON") + js + rest
+    with open(path, "wb") as f:
+        f.write(struct.pack("<4sII", b"glTF", 2, 12 + len(body)) + body)
+    return path
+
+
+def copy_demo_scenes(dst):
+    """A copy of the bundled demo scene root (``habitat_mosnav/data/demo/scenes``) at ``dst``,
+    to edit; returns ``dst`` as a string."""
+    import os
+    import shutil
+
+    import habitat_mosnav
+
+    src = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo", "scenes")
+    shutil.copytree(src, str(dst))
+    return str(dst)

@@ -5,8 +5,8 @@ import os
 
 import habitat_mosnav
 
-ALLOWED = {"numpy", "scipy", "trimesh", "tqdm", "imageio", "argparse", "base64", "json", "os", "re", "string",
-           "struct", "sys",
+ALLOWED = {"numpy", "scipy", "trimesh", "tqdm", "imageio", "argparse", "base64", "json", "math", "os", "re", "stat",
+           "string", "struct", "sys", "urllib",
            "dataclasses", "typing", "__future__", "habitat_mosnav"}
 
 

@@ -167,6 +167,14 @@ def open_scene(scene: SceneFiles, backend: str = "mosnav", camera: Optional[Came
     except SimulatorUnavailable as e:
         raise BuildError(f"--backend {backend}: {e}") from None
     scene_path = scene.render_glb
+    if backend == "habitat-sim":  # it reads the files natively: hostile glTF checked first (issue #30)
+        from habitat_mosnav.scenes.gltf import check_scene_files
+        from habitat_mosnav.scenes.io import SceneFormatError
+
+        try:
+            check_scene_files(str(scene_path))
+        except SceneFormatError as e:
+            raise BuildError(str(e)) from None
     cfg = make_sim_config(scene_path, backend, cam, scene_dataset,
                           navmesh=scene.navmesh if choice.options_key == "mosnav_mesh" else None,
                           up_axis=up_axis)

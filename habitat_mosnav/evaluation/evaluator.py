@@ -50,6 +50,7 @@ from habitat_mosnav.evaluation.rollout import (
     episode_metrics_record,
     error_message_of,
     error_type_of,
+    is_scene_file_error,
     run_episode,
     trace_for_record,
 )
@@ -151,6 +152,20 @@ class EvaluationConfig:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _check_gltf_for_habitat_sim(episodes) -> None:
+    """habitat-sim reads the scene files natively, where a hostile glTF can crash the process:
+    each scene's ``.glb`` and the ``.semantic.glb`` beside it are checked first
+    (``scenes.gltf.check_scene_files``, issue #30); a bad one is one line, exit 2."""
+    from habitat_mosnav.scenes.gltf import check_scene_files
+    from habitat_mosnav.scenes.io import SceneFormatError
+
+    for scene in sorted({str(getattr(ep, "scene_id", "")) for ep in episodes}):
+        try:
+            check_scene_files(scene)
+        except SceneFormatError as exc:
+            raise EvaluationSetupError(_one_line(exc)) from None
 
 
 def _episode_summary(episode, max_steps: int) -> Dict[str, Any]:
@@ -546,6 +561,10 @@ class Evaluator:
                 interrupted = self._run_episodes(todo, pool, writer, prior, len(selection))
         except StartNotNavigable as exc:
             raise EvaluationSetupError(self._start_error(exc)) from None
+        except Exception as exc:
+            if is_scene_file_error(exc):  # a broken scene file is bad input: one line, exit 2
+                raise EvaluationSetupError(_one_line(exc)) from None
+            raise
         finally:
             writer.close()
             self._close_env()
@@ -668,6 +687,8 @@ class Evaluator:
 
         dataset = self._load_dataset()
         dataset.episodes = list(episodes)
+        if self._hcfg.simulator.type != "MosNavMeshSim-v0":
+            _check_gltf_for_habitat_sim(episodes)
         try:
             self.env = habitat.Env(config=self._hcfg, dataset=dataset)
         except Exception as exc:

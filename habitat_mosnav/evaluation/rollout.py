@@ -11,6 +11,7 @@ Env object it is given.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import traceback
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from habitat_mosnav.pose import agent_pose
 from habitat_mosnav.safety import mask_secrets
 
 __all__ = ["AgentError", "EpisodeRun", "StartNotNavigable", "StepTimeout", "describe_error",
-           "episode_metrics_record", "error_message_of", "error_type_of", "run_episode",
+           "episode_metrics_record", "error_message_of", "error_type_of", "is_scene_file_error", "run_episode",
            "terminated_by", "trace_for_record"]
 
 
@@ -201,11 +202,12 @@ def run_episode(
     after reset (action None) and after every step (video, live view, position logs).
     ``step_timeout``: seconds one ``act()`` may take; then the episode ends with a
     :class:`StepTimeout` error (see :func:`_call_with_timeout` for the agent's thread).
-    A :class:`KeyboardInterrupt` (including the human agent's quit) and
-    :class:`StartNotNavigable` (a dataset error) propagate. A SIGINT/SIGTERM noted while
-    habitat ran (:mod:`~habitat_mosnav.evaluation.interrupts`) is raised after the reset and
-    after each step; an exception with a termination in its context is that termination,
-    never the episode's error.
+    A :class:`KeyboardInterrupt` (including the human agent's quit),
+    :class:`StartNotNavigable` (a dataset error) and a scene file that cannot be read
+    (:func:`is_scene_file_error`: bad input, the run stops) propagate. A SIGINT/SIGTERM
+    noted while habitat ran (:mod:`~habitat_mosnav.evaluation.interrupts`) is raised after
+    the reset and after each step; an exception with a termination in its context is that
+    termination, never the episode's error.
     """
     run = EpisodeRun(action_trace=[] if record_trace else None)
     mode = str(getattr(episode, "target_mode", "single"))
@@ -266,9 +268,18 @@ def run_episode(
         chained = interrupts.chained_interrupt(exc)
         if chained is not None:
             raise chained from None
+        if is_scene_file_error(exc):
+            raise
         run.error = exc
         run.terminated_by = "error"
     return run
+
+
+def is_scene_file_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the simulator's ``SceneLoadError`` (a scene file that cannot be
+    read: one line naming the file, exit 2), without importing the simulator (habitat)."""
+    geometry = sys.modules.get("habitat_mosnav.sims.geometry")
+    return geometry is not None and isinstance(exc, geometry.SceneLoadError)
 
 
 def _where(exc: BaseException) -> str:

@@ -15,27 +15,31 @@ are compared as stored. :func:`write_semantic_glb` writes ``COLOR_0`` linear as 
 round trip of every 8-bit sRGB value), i.e. what habitat-sim reads.
 
 Every problem is a :class:`~habitat_mosnav.scenes.io.SceneFormatError` naming the file and
-the glTF field (``accessors[3].componentType``...).
+the glTF field (``accessors[3].componentType``...). Nothing is read before the document
+passed :func:`~habitat_mosnav.scenes.gltf_checks.validate_document` (byte ranges, node
+graph, triangle budget, external URIs: hostile files, issue #30).
 """
 from __future__ import annotations
 
-import base64
 import json
 import os
+import stat
 import struct
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from habitat_mosnav.scenes.io import SceneFormatError
+from habitat_mosnav.scenes.gltf_checks import COMPONENT_TYPES, MAX_IMAGE_BYTES, TYPE_SIZES, parse_json, read_uri
+from habitat_mosnav.scenes.gltf_checks import validate_document
+from habitat_mosnav.scenes.io import SceneFormatError, mesh_stem
 
 GLB_MAGIC = 0x46546C67  # b"glTF"
 CHUNK_JSON = 0x4E4F534A
 CHUNK_BIN = 0x004E4942
 
-_COMPONENTS = {5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16, 5125: np.uint32, 5126: np.float32}
-_SIZES = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
+_COMPONENTS = {k: np.dtype(v).type for k, v in COMPONENT_TYPES.items()}
+_SIZES = TYPE_SIZES
 #: Compression extensions whose data this reader cannot decode (geometry would be wrong).
 _UNSUPPORTED = {"KHR_draco_mesh_compression", "EXT_meshopt_compression"}
 _NORM_MAX = {np.int8: 127.0, np.uint8: 255.0, np.int16: 32767.0, np.uint16: 65535.0, np.uint32: 4294967295.0}
@@ -149,16 +153,54 @@ def split_glb(path: str, data: bytes):
         if len(chunk) < clen:
             raise _err(path, f"chunk at byte {off}", "truncated")
         if ctype == CHUNK_JSON and doc is None:
-            try:
-                doc = json.loads(chunk.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise _err(path, "JSON chunk", f"not valid JSON ({e})") from None
+            doc = parse_json(path, chunk)
         elif ctype == CHUNK_BIN and not binary:
             binary = chunk
         off += 8 + clen
     if not isinstance(doc, dict):
         raise _err(path, "JSON chunk", "missing or not an object")
     return doc, binary
+
+
+def read_document(path: str, data: bytes):
+    """:func:`split_glb`, then :func:`~habitat_mosnav.scenes.gltf_checks.validate_document`:
+    (JSON document, BIN chunk) safe to read, or to hand to another glTF reader."""
+    doc, binary = split_glb(path, data)
+    validate_document(path, doc, binary)
+    return doc, binary
+
+
+def read_checked(path: str) -> bytes:
+    """The bytes of a ``.glb`` (or ``.gltf``: JSON) file whose document passed
+    :func:`~habitat_mosnav.scenes.gltf_checks.validate_document`: what may be handed to
+    another glTF reader (trimesh). A one-line SceneFormatError otherwise."""
+    data = _read_file(path)
+    if str(path).lower().endswith(".gltf"):
+        validate_document(path, parse_json(path, data, "JSON"), None)
+    else:
+        read_document(path, data)
+    return data
+
+
+def check_scene_files(scene_path: str) -> None:
+    """:func:`read_checked` on a scene's glTF files that exist: the scene ``.glb``/``.gltf``
+    and the ``<id>.semantic.glb`` beside it. For readers that take the files themselves
+    (habitat-sim loads them natively, where a hostile file can crash the process)."""
+    semantic = os.path.join(os.path.dirname(scene_path), mesh_stem(scene_path) + ".semantic.glb")
+    for path in (scene_path, semantic):
+        if str(path).lower().endswith((".glb", ".gltf")) and os.path.isfile(path):
+            read_checked(str(path))
+
+
+def _read_file(path: str) -> bytes:
+    """The bytes of a regular file (never a device, FIFO or socket: /dev/zero, a pipe)."""
+    try:
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise SceneFormatError(f"{path}: not a regular file")
+            return f.read()
+    except OSError as e:
+        raise SceneFormatError(f"{path}: cannot read: {e.strerror}") from None
 
 
 def _get(lst, i, path, name):
@@ -179,24 +221,11 @@ class _Reader:
             if uri is None:
                 data = self.bin
             else:
-                data = self._uri(uri, f"buffers[{i}].uri")
+                data = read_uri(self.path, uri, f"buffers[{i}].uri", expected=b["byteLength"])
             if len(data) < int(b.get("byteLength", 0)):
                 raise _err(self.path, f"buffers[{i}]", f"byteLength {b.get('byteLength')} exceeds the {len(data)} bytes present")
             self.buffers[i] = data
         return self.buffers[i]
-
-    def _uri(self, uri: str, where: str) -> bytes:
-        if uri.startswith("data:"):
-            try:
-                return base64.b64decode(uri.split(",", 1)[1])
-            except Exception:  # noqa: BLE001
-                raise _err(self.path, where, "bad data: URI") from None
-        full = os.path.join(os.path.dirname(self.path), uri)
-        try:
-            with open(full, "rb") as f:
-                return f.read()
-        except OSError as e:
-            raise _err(self.path, where, f"cannot read {full}: {e.strerror}") from None
 
     def view_bytes(self, i: int):
         where = f"bufferViews[{i}]"
@@ -205,7 +234,7 @@ class _Reader:
         start, n = int(v.get("byteOffset", 0)), int(v.get("byteLength", -1))
         if n < 0 or start + n > len(buf):
             raise _err(self.path, where, f"byteOffset+byteLength {start}+{n} outside its buffer ({len(buf)} bytes)")
-        return buf[start:start + n], v.get("byteStride")
+        return memoryview(buf)[start:start + n], v.get("byteStride")
 
     def accessor(self, i: int, normalize_ints: bool = False) -> np.ndarray:
         where = f"accessors[{i}]"
@@ -231,9 +260,8 @@ class _Reader:
                 raise _err(self.path, where, f"{count} elements need {need} bytes, its bufferView has {len(data)}")
             if stride == elem:
                 out = np.frombuffer(data, dtype=dtype, count=count * k, offset=off).reshape(count, k)
-            else:
-                rows = np.frombuffer(data, dtype=np.uint8, count=need - off, offset=off)
-                rows = np.lib.stride_tricks.as_strided(rows, shape=(count, elem), strides=(stride, 1))
+            else:  # numpy checks that the strided rows lie inside ``data``
+                rows = np.ndarray((count, elem), dtype=np.uint8, buffer=data, offset=off, strides=(stride, 1))
                 out = np.ascontiguousarray(rows).view(dtype).reshape(count, k)
         if (normalize_ints or a.get("normalized")) and dtype.kind in "iu":
             out = out.astype(np.float64) / _NORM_MAX[dtype.type]
@@ -247,9 +275,9 @@ class _Reader:
 
         def load():
             if "bufferView" in img:
-                data, _ = self.view_bytes(img["bufferView"])
+                data = bytes(self.view_bytes(img["bufferView"])[0])
             elif "uri" in img:
-                data = self._uri(img["uri"], f"{where}.uri")
+                data = read_uri(self.path, img["uri"], f"{where}.uri", limit=MAX_IMAGE_BYTES)
             else:
                 raise _err(self.path, where, "neither bufferView nor uri")
             mime = str(img.get("mimeType", ""))
@@ -290,12 +318,7 @@ def _node_matrix(node: dict) -> np.ndarray:
 def read_glb(path: str) -> GlbFile:
     """Parse a ``.glb``: every triangle primitive of every mesh instance of the default scene."""
     path = str(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise SceneFormatError(f"{path}: cannot read: {e.strerror}") from None
-    doc, binary = split_glb(path, data)
+    doc, binary = read_document(path, _read_file(path))
     unsupported = sorted(set(doc.get("extensionsRequired", []) or []) & _UNSUPPORTED)
     if unsupported:
         raise _err(path, "extensionsRequired", f"{', '.join(unsupported)} is not supported "
@@ -312,13 +335,9 @@ def read_glb(path: str) -> GlbFile:
     images = doc.get("images", []) or []
     out = GlbFile(path, [], [str(im.get("name", i)) for i, im in enumerate(images)],
                   [r.image_loader(i) for i in range(len(images))])
-    stack = [(i, np.eye(4)) for i in roots]
-    seen = 0
+    stack = [(i, np.eye(4)) for i in roots]  # a forest without cycles: validate_document
     while stack:
         ni, parent = stack.pop()
-        seen += 1
-        if seen > 100000:
-            raise _err(path, "nodes", "node graph too deep or cyclic")
         node = _get(nodes, ni, path, f"nodes[{ni}]")
         m = parent @ _node_matrix(node)
         stack.extend((c, m) for c in node.get("children", []))

@@ -55,8 +55,10 @@ def render_glb_topdown(glb_path: str, png_path: str, meters_per_pixel: float = 0
     import imageio.v2 as imageio
     import trimesh
 
+    from habitat_mosnav.scenes.gltf import read_checked
     from habitat_mosnav.scenes.io import file_to_world, scene_up_axis
 
+    read_checked(glb_path)  # trimesh only reads checked files (issue #30)
     mesh = trimesh.load(glb_path, force="mesh", process=False)
     cols = mesh.visual.vertex_colors
     verts = file_to_world(np.asarray(mesh.vertices), scene_up_axis(glb_path))

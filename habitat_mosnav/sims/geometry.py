@@ -222,12 +222,19 @@ def load_mesh(path: str, up: str = "y") -> MeshData:
     decoded, see :func:`basis_glb_to_png_glb`) come with per-vertex UVs."""
     import trimesh
 
+    from habitat_mosnav.scenes.gltf import read_checked
+
     if not os.path.isfile(path):
         raise SceneLoadError(f"scene file not found: {path}")
+    raw = b""
+    if path.lower().endswith((".glb", ".gltf")):  # trimesh only reads checked files (issue #30)
+        try:
+            raw = read_checked(path)
+        except SceneFormatError as exc:
+            raise SceneLoadError(str(exc)) from None
     try:
         if path.lower().endswith(".glb"):
-            with open(path, "rb") as fh:
-                raw = basis_glb_to_png_glb(path, fh.read())
+            raw = basis_glb_to_png_glb(path, raw)
             loaded = trimesh.load(io.BytesIO(raw), file_type="glb", force="scene", process=False)
         else:
             loaded = trimesh.load(path, force="scene", process=False)
