@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # 0.3.3, torch 2.8.0, this project from its built wheel): scripts/setup_py39.sh
 VENV39 ?= .venv39
 
-.PHONY: setup setup-baselines egl chromium habitat-sim demo baselines test test-py311 test-py39 test-fast dist readme-baselines bench bench-agreement clean
+.PHONY: setup setup-baselines egl chromium habitat-sim demo baselines test test-py311 test-py39 lint test-fast dist readme-baselines bench bench-agreement clean
 
 $(VENV)/.base-installed: pyproject.toml _build/mosnav_build.py
 	$(PYTHON) -m venv $(VENV)
@@ -67,8 +67,12 @@ readme-baselines: setup
 # users' stack above; skipped in one line on a machine without Python 3.9).
 test: test-py311 test-py39
 
-test-py311: setup-baselines chromium habitat-sim
+test-py311: setup-baselines chromium habitat-sim lint
 	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
+
+# pyflakes and syntax errors, on Python 3.9's grammar (pyproject.toml's [tool.ruff])
+lint: setup
+	$(PY) -m ruff check .
 
 test-py39: egl chromium
 	bash scripts/test_py39.sh $(VENV39) $(PYTEST_ARGS)

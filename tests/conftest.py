@@ -189,15 +189,6 @@ def room_runs(tmp_path_factory, open_room):
     return runs
 
 
-@pytest.fixture(scope="session")
-def open_room(tmp_path_factory):
-    """``(data_path, scenes_dir)`` of ``base_documents()`` in an open 12 m room; read-only
-    for tests (copy it before editing)."""
-    from mosnav_fixtures import write_open_room_dataset
-
-    return write_open_room_dataset(tmp_path_factory.mktemp("open_room"))
-
-
 # ----------------------------------------------------------------------------- CPU simulator grids
 @pytest.fixture(scope="session")
 def box_grid(tmp_path_factory):

@@ -12,14 +12,12 @@ import os
 import numpy as np
 import pytest
 
-import habitat
 import habitat_mosnav
 from habitat_mosnav.agents.frontier import (
     SEMANTIC_SENSOR_OVERRIDE,
     CameraModel,
     FrontierAgent,
     GroundTruthDetector,
-    OccupancyMap,
 )
 from habitat_mosnav.evaluation import EvaluationConfig, Evaluator
 from habitat_mosnav.sims.toy_scenes import export_scene_with_semantics, two_rooms_boxes

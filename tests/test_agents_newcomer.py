@@ -3,7 +3,6 @@ the semantic camera it needs and mosnav-eval adds it), an agent whose sensor can
 added is refused in one line, ``Action.SUBTASK_STOP``, the original template command, and
 the rollout contract's ``max_steps`` on an env built with defaults."""
 import json
-import os
 import textwrap
 
 import pytest

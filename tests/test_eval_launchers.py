@@ -19,7 +19,7 @@ import habitat_mosnav
 from habitat_mosnav.evaluation.cli import main
 from habitat_mosnav.evaluation.ranks import missing_ranks, rank_timeout, wait_for_ranks
 from habitat_mosnav.evaluation.results import write_done
-from conftest import read_records, read_summary
+from conftest import read_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(habitat_mosnav.__file__)))
 BIN = os.path.dirname(sys.executable)

@@ -17,7 +17,7 @@ from habitat_mosnav.evaluation import (
     PolicyStep,
 )
 from habitat_mosnav.evaluation import EpisodeContext, EvaluationSetupError
-from conftest import read_records, read_summary
+from conftest import read_records
 
 MAX_STEPS = 5
 OVERRIDES = ["habitat.dataset.target_modes=[many,all]",

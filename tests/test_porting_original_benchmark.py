@@ -7,7 +7,6 @@ with the README's selection flags on the bundled demo: MyAgent, the SimpleAgent 
 MyVLMAgent (its ``call_your_model``/``parse_action`` are the user's: here a scripted stub)
 and the legacy ``act(rgb, depth, prompt)`` agent, with and without ``--legacy-agent-api``.
 """
-import json
 import os
 import subprocess
 import sys
@@ -16,10 +15,9 @@ import textwrap
 import habitat  # noqa: F401  (habitat's logger binds stderr here, not to a test's capsys)
 import pytest
 
-import habitat_mosnav
 from habitat_mosnav.agents.legacy import LegacyAgentAdapter, adapt_agent, has_legacy_act
 from habitat_mosnav.evaluation.cli import main
-from conftest import read_records, read_summary
+from conftest import read_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = ["--space-coverage-samples", "0", "--no-progress"]

@@ -4,7 +4,6 @@ no shifted columns), and control characters are escaped in every terminal line (
 id cannot retitle the terminal or forge a second "failed" line)."""
 import csv
 import json
-import os
 import re
 import shutil
 

@@ -3,7 +3,6 @@
 episode recorded by two ranks is an error, a done.json is recounted, run.json holds a
 digest of the agent's code, and a stale summary.json never speaks for a fresh run."""
 import json
-import os
 import shutil
 
 import pytest

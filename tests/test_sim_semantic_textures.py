@@ -120,7 +120,6 @@ def test_boxes_come_from_the_largest_vertex_piece_and_texels_give_none(cpu):
 def test_mosnav_build_gives_a_texture_only_object_view_points(scene):
     """extract on the CPU backend: the picture (found per texel) is seen by the semantic
     camera, so it becomes a goal with view points instead of ``dropped_no_view_point``."""
-    from collections import Counter
     from pathlib import Path
 
     from habitat_mosnav.dataset_building.common import scene_files

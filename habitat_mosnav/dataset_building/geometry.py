@@ -130,7 +130,6 @@ class SceneGeometry:
 
     # -- rendering -------------------------------------------------------------------
     def _obs(self, position, rotation):
-        import quaternion  # numpy-quaternion, a habitat-lab dependency
 
         q = np.quaternion(float(rotation[3]), float(rotation[0]), float(rotation[1]), float(rotation[2]))
         return self.sim.get_observations_at(position=np.asarray(position, dtype=np.float32),

@@ -13,7 +13,6 @@ an evaluation selects), so one downloaded HM3D scene is enough to smoke-test.
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Dict, List, Optional
 

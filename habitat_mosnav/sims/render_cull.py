@@ -23,7 +23,7 @@ most frames although its winding is consistent), so only an opt-in switch does i
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
