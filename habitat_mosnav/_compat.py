@@ -112,7 +112,7 @@ PLACEHOLDERS: Dict[str, Dict[str, object]] = {
 
 
 # The simulator choices (names, types, install hints) live in habitat_mosnav/simulators.py.
-from habitat_mosnav.simulators import HABITAT_SIM_INSTALL, SIMULATORS  # noqa: E402,F401
+# Not imported here: the .pth start-up hook loads this file by path, without the package.
 
 _DLOPEN_FLAGS = sys.getdlopenflags()
 
@@ -135,7 +135,14 @@ def restore_dlopen_flags() -> None:
 
 def habitat_sim_available() -> bool:
     """True when habitat-sim (and its magnum) can be imported."""
-    return SIMULATORS["habitat-sim"].available()
+    if "habitat_sim" in sys.modules:
+        return sys.modules["habitat_sim"] is not None
+    try:
+        return importlib.util.find_spec("habitat_sim") is not None and (
+            importlib.util.find_spec("magnum") is not None
+        )
+    except (ImportError, ValueError):
+        return False
 
 
 def install(force: bool = False) -> bool:

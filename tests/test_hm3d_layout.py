@@ -106,7 +106,7 @@ def test_hm3d_config_without_habitat_sim_is_one_line_with_the_install_command(hm
                    "--scene-root", str(hm3d / "hm3d" / "val"), "--output-dir", str(tmp_path / "o")])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1, err
-    assert "needs habitat-sim" in err[0] and _compat.HABITAT_SIM_INSTALL in err[0] and "--simulator mosnav" in err[0]
+    assert "needs habitat-sim" in err[0] and simulators.HABITAT_SIM_INSTALL in err[0] and "--simulator mosnav" in err[0]
 
 
 @pytest.mark.habitat_sim

@@ -296,19 +296,20 @@ def replay_run(run_dir: str, *, simulator: Optional[str] = None, out_dir: Option
                maps: bool = False, video: Optional[str] = None, stream=None) -> ReplayResult:
     """Replay every record of ``run_dir`` (this rank's share) and compare; writes the JSON
     report (``replay.json``, ``replay_rank_XXXXX.json`` with several ranks) in ``out_dir``."""
-    from habitat_mosnav._compat import SIMULATORS
+    from habitat_mosnav.simulators import SIMULATORS
 
+    types = {name: choice.type for name, choice in SIMULATORS.items()}
     latest, manifest = load_records(run_dir)
     first_block = next(iter(latest.values()))[1][REPLAY_FIELD]
     motion = first_block["motion"]
-    produced = {v: k for k, v in SIMULATORS.items()}.get(motion["simulator"])
+    produced = {v: k for k, v in types.items()}.get(motion["simulator"])
     if simulator is None:
         if produced is None:
             raise ReplayInputError(f"{next(iter(latest.values()))[0]}: field "
                                    f"'{REPLAY_FIELD}.motion.simulator' is {motion['simulator']!r}, not one of "
-                                   f"{', '.join(SIMULATORS.values())}: pass --simulator")
+                                   f"{', '.join(types.values())}: pass --simulator")
         simulator = produced
-    cross = SIMULATORS[simulator] != motion["simulator"]
+    cross = types[simulator] != motion["simulator"]
     given_out = out_dir is not None
     out_dir = out_dir or default_out_dir(run_dir, simulator)
     if not given_out and not resume and os.path.isdir(out_dir):
@@ -339,7 +340,7 @@ def replay_run(run_dir: str, *, simulator: Optional[str] = None, out_dir: Option
 
     mine = {k for _, k in select_episodes(sorted(latest), 0, -1, rank, world_size)}
     replayed = res.read_run(out_dir).latest
-    result = ReplayResult(out_dir=out_dir, simulator=SIMULATORS[simulator])
+    result = ReplayResult(out_dir=out_dir, simulator=types[simulator])
     from habitat_mosnav.evaluation.replay_data import simulator_version
 
     result.simulator_version = simulator_version(result.simulator)

@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Optional, Sequence
 
-from habitat_mosnav._compat import SIMULATORS
+from habitat_mosnav.simulators import SIMULATORS
 from habitat_mosnav.safety import safe_line
 from habitat_mosnav.versions import add_version_argument
 

@@ -20,7 +20,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from habitat_mosnav._compat import HABITAT_SIM_INSTALL
+from habitat_mosnav.simulators import HABITAT_SIM_INSTALL
 
 
 

@@ -23,7 +23,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from habitat_mosnav._compat import HABITAT_SIM_INSTALL
+from habitat_mosnav.simulators import HABITAT_SIM_INSTALL
 
 #: name of the scene dataset config written at the scenes root
 DATASET_CONFIG = "mosnav_scenes.scene_dataset_config.json"
