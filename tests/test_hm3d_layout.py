@@ -97,7 +97,7 @@ def test_missing_scene_dataset_config_names_the_path_and_the_flag(hm3d, tmp_path
 
 
 def test_hm3d_config_without_habitat_sim_is_one_line_with_the_install_command(hm3d, tmp_path, monkeypatch, capsys):
-    from habitat_mosnav import _compat, simulators
+    from habitat_mosnav import simulators
     from habitat_mosnav.evaluation import cli
 
     monkeypatch.setattr(simulators.SimulatorChoice, "available", lambda self: self.name != "habitat-sim")
