@@ -92,8 +92,10 @@ def _plain(value):
 
 def motion_settings(env, habitat_config=None) -> Dict[str, Any]:
     """:data:`MOTION_FIELDS` of an env (its simulator's config, the task's look actions and
-    success distance); ``habitat_config`` (the ``habitat`` node) when the caller has it."""
-    cfg = habitat_config if habitat_config is not None else getattr(env, "_config", None)
+    success distance); ``habitat_config`` (the ``habitat`` node) when the caller has it.
+    Without it only public attributes are read (the simulator's ``habitat_config``, the
+    task state): an env a user hands over is never read through its private fields."""
+    cfg = habitat_config
     sim = getattr(env, "sim", None)
     sim_cfg = _get(cfg, "simulator") or getattr(sim, "habitat_config", None)
     sim_type = str(_get(sim_cfg, "type", default=type(sim).__name__ if sim is not None else ""))
