@@ -135,14 +135,23 @@ def restore_dlopen_flags() -> None:
 
 def habitat_sim_available() -> bool:
     """True when habitat-sim (and its magnum) can be imported."""
-    if "habitat_sim" in sys.modules:
-        return sys.modules["habitat_sim"] is not None
-    try:
-        return importlib.util.find_spec("habitat_sim") is not None and (
-            importlib.util.find_spec("magnum") is not None
-        )
-    except (ImportError, ValueError):
-        return False
+    return modules_importable(("habitat_sim", "magnum"))
+
+
+def modules_importable(names) -> bool:
+    """True when every module of ``names`` can be imported, without importing it (a module
+    set to None in ``sys.modules`` is blocked). Also ``simulators.SimulatorChoice.available``."""
+    for module in names:
+        if module in sys.modules:
+            if sys.modules[module] is None:
+                return False
+            continue
+        try:
+            if importlib.util.find_spec(module) is None:
+                return False
+        except (ImportError, ValueError):
+            return False
+    return True
 
 
 def install(force: bool = False) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
@@ -207,17 +206,9 @@ class SimulatorChoice:
 
     def available(self) -> bool:
         """True when every module of ``requires`` can be imported (without importing it)."""
-        for module in self.requires:
-            if module in sys.modules:
-                if sys.modules[module] is None:  # blocked
-                    return False
-                continue
-            try:
-                if importlib.util.find_spec(module) is None:
-                    return False
-            except (ImportError, ValueError):
-                return False
-        return True
+        from habitat_mosnav._compat import modules_importable
+
+        return modules_importable(self.requires)
 
     def check(self) -> None:
         """Raise :class:`SimulatorUnavailable` (one line naming the install) unless the
