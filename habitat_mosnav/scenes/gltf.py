@@ -134,18 +134,25 @@ def _err(path, where, msg):
     return SceneFormatError(f"{path}: {where}: {msg}")
 
 
-def split_glb(path: str, data: bytes):
-    """(JSON document, first BIN chunk or b"") of a .glb's bytes; a SceneFormatError
-    naming ``path`` and the part when they are not a glTF 2 binary."""
-    if len(data) < 20:
+def glb_header(path: str, head: bytes, size: int) -> int:
+    """The length a .glb's 12-byte header declares, checked against the file's ``size``
+    (a SceneFormatError naming ``path`` when it is no glTF 2 binary or is truncated)."""
+    if len(head) < 12 or size < 20:
         raise _err(path, "header", "file too short for a binary glTF")
-    magic, version, length = struct.unpack_from("<III", data, 0)
+    magic, version, length = struct.unpack_from("<III", head, 0)
     if magic != GLB_MAGIC:
         raise _err(path, "header", "not a binary glTF (.glb) file (bad magic)")
     if version != 2:
         raise _err(path, "header", f"glTF version {version} is not supported (expected 2)")
-    if length > len(data):
-        raise _err(path, "header", f"declares {length} bytes but the file has {len(data)} (truncated?)")
+    if length > size:
+        raise _err(path, "header", f"declares {length} bytes but the file has {size} (truncated?)")
+    return length
+
+
+def split_glb(path: str, data: bytes):
+    """(JSON document, first BIN chunk or b"") of a .glb's bytes; a SceneFormatError
+    naming ``path`` and the part when they are not a glTF 2 binary."""
+    length = glb_header(path, data[:12], len(data))
     off, doc, binary = 12, None, b""
     while off + 8 <= length:
         clen, ctype = struct.unpack_from("<II", data, off)

@@ -9,40 +9,32 @@ arrays, no per-polygon structures). What only a full load finds still fails at r
 """
 from __future__ import annotations
 
-import json
 import os
 import struct
 from typing import Optional
 
+from habitat_mosnav.scenes.gltf import CHUNK_JSON, glb_header
+from habitat_mosnav.scenes.gltf_checks import parse_json
 from habitat_mosnav.scenes.io import SceneFormatError, mesh_stem
 from habitat_mosnav.sims.navmesh import NavMeshError, NavMeshUnsupported, validate_navmesh
 
 __all__ = ["SceneFormatError", "NavMeshError", "check_glb_header", "check_scene", "scene_navmesh"]
 
-_GLB_MAGIC = 0x46546C67  # "glTF"
-_CHUNK_JSON = 0x4E4F534A  # "JSON"
 #: a JSON chunk larger than this is refused (HM3D's are a few MB)
 MAX_JSON_CHUNK = 256 << 20
 
 
 def check_glb_header(path: str) -> None:
     """A binary glTF 2 whose declared length fits the file and whose first chunk is a JSON
-    object (SceneFormatError naming the file and the part otherwise)."""
+    object (SceneFormatError naming the file and the part otherwise); reads the header and
+    the JSON chunk only, with :mod:`~habitat_mosnav.scenes.gltf`'s own checks of both."""
     try:
         size = os.path.getsize(path)
         with open(path, "rb") as fh:
             head = fh.read(20)
-            if len(head) < 20:
-                raise SceneFormatError(f"{path}: header: file too short for a binary glTF")
-            magic, version, length, clen, ctype = struct.unpack("<5I", head)
-            if magic != _GLB_MAGIC:
-                raise SceneFormatError(f"{path}: header: not a binary glTF (.glb) file (bad magic)")
-            if version != 2:
-                raise SceneFormatError(f"{path}: header: glTF version {version} is not supported (expected 2)")
-            if length > size:
-                raise SceneFormatError(f"{path}: header: declares {length} bytes but the file has {size} "
-                                       "(truncated?)")
-            if ctype != _CHUNK_JSON:
+            length = glb_header(path, head[:12], size if len(head) == 20 else 0)
+            clen, ctype = struct.unpack_from("<II", head, 12)
+            if ctype != CHUNK_JSON:
                 raise SceneFormatError(f"{path}: chunk at byte 12: the first chunk must be JSON")
             if clen > length - 20 or clen > MAX_JSON_CHUNK:
                 raise SceneFormatError(f"{path}: JSON chunk: length {clen} exceeds the file "
@@ -50,14 +42,7 @@ def check_glb_header(path: str) -> None:
             chunk = fh.read(clen)
     except OSError as exc:
         raise SceneFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        doc = json.loads(chunk.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise SceneFormatError(f"{path}: JSON chunk: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise SceneFormatError(f"{path}: JSON chunk: nested too deeply") from None
-    if not isinstance(doc, dict):
-        raise SceneFormatError(f"{path}: JSON chunk: missing or not an object")
+    parse_json(path, chunk)
 
 
 def scene_navmesh(scene_path: str, option: str = "") -> Optional[str]:
