@@ -70,8 +70,10 @@ test: test-py311 test-py39
 test-py311: setup-baselines chromium habitat-sim lint
 	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
 
-# pyflakes and syntax errors, on Python 3.9's grammar (pyproject.toml's [tool.ruff])
+# The layout (ruff format; `$(PY) -m ruff format .` applies it), then pyflakes and syntax
+# errors on Python 3.9's grammar (pyproject.toml's [tool.ruff])
 lint: setup
+	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
 
 test-py39: egl chromium

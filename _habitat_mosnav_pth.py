@@ -5,6 +5,7 @@ package (which would import habitat and torch into every Python process), and in
 import hook: the habitat-sim placeholders are seeded only when ``habitat`` is imported and
 habitat-sim is missing. Never raises: a broken hook must not break Python start-up.
 """
+
 import importlib.util
 import os
 import sys

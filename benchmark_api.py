@@ -9,6 +9,7 @@ This module is installed with ``habitat_mosnav`` (a top-level module, like the o
 :mod:`habitat_mosnav.api`'s classes (not copies): ``isinstance`` checks and the evaluator
 see one type. It imports numpy only.
 """
+
 from habitat_mosnav.api import GOAL_TYPES, TARGET_MODES, Action, Observation
 
 __all__ = ["Action", "Observation", "GOAL_TYPES", "TARGET_MODES"]

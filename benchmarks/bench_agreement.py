@@ -8,6 +8,7 @@ Prints (needs habitat-sim):
 2. per `demo/official` episode, `optimal_subset_distance` on both simulators;
 3. the oracle on both with sliding off (the HM3D configs' setting): SR and SPL-multi.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,12 +38,18 @@ def main() -> int:
     from habitat_mosnav.sims import compare
 
     scenes = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo", "scenes")
-    glbs = sorted(os.path.join(scenes, d, d.split("-", 1)[1] + ".glb")
-                  for d in os.listdir(scenes) if os.path.isdir(os.path.join(scenes, d)))
+    glbs = sorted(
+        os.path.join(scenes, d, d.split("-", 1)[1] + ".glb")
+        for d in os.listdir(scenes)
+        if os.path.isdir(os.path.join(scenes, d))
+    )
     print(compare.HEADER)
     for option in ("", "none"):
         for glb in glbs:
-            print(compare.compare_scene(glb, option, args.points, args.pairs, args.seed).row(), flush=True)
+            print(
+                compare.compare_scene(glb, option, args.points, args.pairs, args.seed).row(),
+                flush=True,
+            )
     if args.no_episodes:
         return 0
 
@@ -51,22 +58,37 @@ def main() -> int:
     from habitat_mosnav.config.simulator import simulator_overrides
     from habitat_mosnav.evaluation import Evaluator
 
-    small = [f"habitat.simulator.agents.main_agent.sim_sensors.{s}.{k}=32"
-             for s in ("rgb_sensor", "depth_sensor") for k in ("width", "height")]
+    small = [
+        f"habitat.simulator.agents.main_agent.sim_sensors.{s}.{k}=32"
+        for s in ("rgb_sensor", "depth_sensor")
+        for k in ("width", "height")
+    ]
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         for sim in ("mosnav", "habitat-sim"):
             got, t0 = [], time.time()
             for name in ("mos_demo.yaml", "moc_demo.yaml"):
-                cfg = get_config(f"benchmark/nav/mosnav/{name}",
-                                 ["habitat.task.mosnav_space_coverage_samples=0",
-                                  "habitat.simulator.habitat_sim_v0.allow_sliding=False",
-                                  *simulator_overrides(sim), *small])
-                Evaluator(OracleAgent(), cfg, output_dir=os.path.join(tmp, sim, name), progress=False,
-                          on_record=got.append).run()
+                cfg = get_config(
+                    f"benchmark/nav/mosnav/{name}",
+                    [
+                        "habitat.task.mosnav_space_coverage_samples=0",
+                        "habitat.simulator.habitat_sim_v0.allow_sliding=False",
+                        *simulator_overrides(sim),
+                        *small,
+                    ],
+                )
+                Evaluator(
+                    OracleAgent(),
+                    cfg,
+                    output_dir=os.path.join(tmp, sim, name),
+                    progress=False,
+                    on_record=got.append,
+                ).run()
             runs[sim] = ({r["episode_key"]: r["metrics"] for r in got}, time.time() - t0)
     cpu, hs = runs["mosnav"][0], runs["habitat-sim"][0]
-    print("\n| episode | optimal_subset_distance CPU | habitat-sim | rel. diff. |\n|---|---|---|---|")
+    print(
+        "\n| episode | optimal_subset_distance CPU | habitat-sim | rel. diff. |\n|---|---|---|---|"
+    )
     worst = 0.0
     for key in sorted(cpu):
         a, b = cpu[key]["optimal_subset_distance"], hs[key]["optimal_subset_distance"]
@@ -75,8 +97,10 @@ def main() -> int:
     print(f"\nlargest |rel. diff.| of optimal_subset_distance: {100 * worst:.3f} %")
     print("\n| oracle, sliding off | SR | SPL-multi | wall s |\n|---|---|---|---|")
     for sim, (m, wall) in runs.items():
-        print(f"| {sim} | {np.mean([v['success'] for v in m.values()]):.3f} | "
-              f"{np.mean([v['spl_multi'] for v in m.values()]):.3f} | {wall:.0f} |")
+        print(
+            f"| {sim} | {np.mean([v['success'] for v in m.values()]):.3f} | "
+            f"{np.mean([v['spl_multi'] for v in m.values()]):.3f} | {wall:.0f} |"
+        )
     return 0
 
 

@@ -11,6 +11,7 @@ visual sensors; best of 3 runs, all three shown), and the exact subset solver's 
 
     python benchmarks/bench_env.py [--steps 3000] [--config benchmark/nav/mosnav/mos_demo.yaml]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,10 +22,11 @@ import numpy as np
 
 from pinning import pin_cores
 
-NO_SENSORS = ["~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
-              "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor"]
-ACTIONS = ["move_forward"] * 3 + ["turn_left", "turn_right", "look_up", "look_down",
-                                  "target_found"]
+NO_SENSORS = [
+    "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
+    "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
+]
+ACTIONS = ["move_forward"] * 3 + ["turn_left", "turn_right", "look_up", "look_down", "target_found"]
 
 
 def _only_success(config: str):
@@ -32,8 +34,11 @@ def _only_success(config: str):
     import habitat_mosnav
 
     cfg = habitat_mosnav.get_config(config, NO_SENSORS)
-    return [f"~habitat.task.measurements.{m}" for m in cfg.habitat.task.measurements
-            if m != "mos_success"]
+    return [
+        f"~habitat.task.measurements.{m}"
+        for m in cfg.habitat.task.measurements
+        if m != "mos_success"
+    ]
 
 
 class _Probe:
@@ -114,8 +119,10 @@ def bench_ratio(config: str, overrides_a, overrides_b, steps: int, seed: int = 0
     import habitat
     import habitat_mosnav
 
-    envs = [habitat.Env(habitat_mosnav.get_config(config, list(ov)))
-            for ov in (overrides_a, overrides_b)]
+    envs = [
+        habitat.Env(habitat_mosnav.get_config(config, list(ov)))
+        for ov in (overrides_a, overrides_b)
+    ]
     rngs = [random.Random(seed) for _ in envs]
     for env in envs:
         env.reset()
@@ -158,21 +165,29 @@ def main() -> None:
     results = {}
     for label, ov in (("no visual sensors", NO_SENSORS), ("RGB-D 256x256", [])):
         r = results[label] = bench_env(args.config, ov, args.steps)
-        print(f"  {label:18s}: {r['steps_per_s']:7.1f} steps/s ({r['steps_per_s_with_resets']:6.1f} "
-              f"with resets), reset {r['reset_ms']:6.1f} ms, measures {100 * r['measure_share']:4.1f} % "
-              f"of a step")
+        print(
+            f"  {label:18s}: {r['steps_per_s']:7.1f} steps/s ({r['steps_per_s_with_resets']:6.1f} "
+            f"with resets), reset {r['reset_ms']:6.1f} ms, measures {100 * r['measure_share']:4.1f} % "
+            f"of a step"
+        )
     r = results["no visual sensors"]
-    print(f"  geodesic queries: {r['queries_per_plain_step']:.2f} per plain step, "
-          f"{r['queries_per_claim']:.2f} per claim step, {r['queries_per_reset']:.1f} per reset "
-          f"(space oracle included)")
-    runs = [bench_ratio(args.config, NO_SENSORS, NO_SENSORS + _only_success(args.config),
-                        args.steps) for _ in range(RATIO_REPEATS)]
+    print(
+        f"  geodesic queries: {r['queries_per_plain_step']:.2f} per plain step, "
+        f"{r['queries_per_claim']:.2f} per claim step, {r['queries_per_reset']:.1f} per reset "
+        f"(space oracle included)"
+    )
+    runs = [
+        bench_ratio(args.config, NO_SENSORS, NO_SENSORS + _only_success(args.config), args.steps)
+        for _ in range(RATIO_REPEATS)
+    ]
     ratios = [every / alone for every, alone in runs]
     best = max(range(len(runs)), key=ratios.__getitem__)
-    print(f"  mos_success alone : {runs[best][1]:7.1f} steps/s; all measures run at "
-          f"{ratios[best]:.2f}x its speed, best of {len(runs)} "
-          f"({', '.join(f'{r:.2f}x' for r in ratios)}; no visual sensors; both envs in one "
-          f"process, same episodes and actions, alternating blocks of {BLOCK} steps)")
+    print(
+        f"  mos_success alone : {runs[best][1]:7.1f} steps/s; all measures run at "
+        f"{ratios[best]:.2f}x its speed, best of {len(runs)} "
+        f"({', '.join(f'{r:.2f}x' for r in ratios)}; no visual sensors; both envs in one "
+        f"process, same episodes and actions, alternating blocks of {BLOCK} steps)"
+    )
     print(f"  exact subset solver (SPEC §4 bound), 12 targets: {bench_solver() * 1000:.1f} ms")
 
 

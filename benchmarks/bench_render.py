@@ -18,6 +18,7 @@ machine may be shared). Each step's frames are compared with the unculled ones
 
     python benchmarks/bench_render.py [--scenes demo,scan,scan2f] [--points 30] [--rounds 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,19 +53,33 @@ def _yaw_quat(deg: float):
 def _cpu_sim(scene: str, size: int, navmesh: str):
     from omegaconf import OmegaConf
     from habitat.config.default_structured_configs import (
-        AgentConfig, HabitatSimDepthSensorConfig, HabitatSimRGBSensorConfig)
+        AgentConfig,
+        HabitatSimDepthSensorConfig,
+        HabitatSimRGBSensorConfig,
+    )
 
     from habitat_mosnav.config.simulator import MosNavMeshOptions, MosNavMeshSimConfig
     from habitat_mosnav.sims import MosNavMeshSim
 
     pos = [0.0, HEIGHT, 0.0]
-    sensors = {"rgb_sensor": HabitatSimRGBSensorConfig(width=size, height=size, hfov=HFOV, position=pos),
-               "depth_sensor": HabitatSimDepthSensorConfig(width=size, height=size, hfov=HFOV, position=pos,
-                                                           min_depth=0.5, max_depth=5.0)}
+    sensors = {
+        "rgb_sensor": HabitatSimRGBSensorConfig(width=size, height=size, hfov=HFOV, position=pos),
+        "depth_sensor": HabitatSimDepthSensorConfig(
+            width=size, height=size, hfov=HFOV, position=pos, min_depth=0.5, max_depth=5.0
+        ),
+    }
     agent = AgentConfig(height=0.88, radius=0.18, max_climb=0.2, sim_sensors=sensors)
-    cfg = OmegaConf.structured(MosNavMeshSimConfig(
-        scene=scene, seed=0, agents_order=["main_agent"], agents={"main_agent": agent},
-        forward_step_size=0.25, turn_angle=30, mosnav_mesh=MosNavMeshOptions(navmesh=navmesh)))
+    cfg = OmegaConf.structured(
+        MosNavMeshSimConfig(
+            scene=scene,
+            seed=0,
+            agents_order=["main_agent"],
+            agents={"main_agent": agent},
+            forward_step_size=0.25,
+            turn_angle=30,
+            mosnav_mesh=MosNavMeshOptions(navmesh=navmesh),
+        )
+    )
     return MosNavMeshSim(cfg)
 
 
@@ -104,10 +119,24 @@ def measure_cpu(scene: str, size: int, points: int, rounds: int, seed: int, pose
             drawn.append(renderer.stats.get("faces", 0))
         if ref is None:
             ref = got
-        same = sum(bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])) for a, b in zip(got, ref))
-        differ = sum(int((a[0] != b[0]).any(axis=-1).sum() + (a[1] != b[1]).sum()) for a, b in zip(got, ref))
-        rows.append({"step": name, "kw": kw, "identical": same, "frames": len(poses), "pixels differing": differ,
-                     "faces drawn": float(np.mean(drawn)), "best s": None})
+        same = sum(
+            bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
+            for a, b in zip(got, ref)
+        )
+        differ = sum(
+            int((a[0] != b[0]).any(axis=-1).sum() + (a[1] != b[1]).sum()) for a, b in zip(got, ref)
+        )
+        rows.append(
+            {
+                "step": name,
+                "kw": kw,
+                "identical": same,
+                "frames": len(poses),
+                "pixels differing": differ,
+                "faces drawn": float(np.mean(drawn)),
+                "best s": None,
+            }
+        )
     for _ in range(rounds):
         for row in rows:
             renderer.culling = render.Culling(**row["kw"])
@@ -119,8 +148,12 @@ def measure_cpu(scene: str, size: int, points: int, rounds: int, seed: int, pose
     for row in rows:
         row["fps"] = len(poses) / row.pop("best s")
         row.pop("kw")
-    return {"triangles": int(len(sim.scene_entry.mesh.faces)), "navmesh": has_navmesh, "rows": rows,
-            "renderer": renderer.info.get("GL_RENDERER", "")}
+    return {
+        "triangles": int(len(sim.scene_entry.mesh.faces)),
+        "navmesh": has_navmesh,
+        "rows": rows,
+        "renderer": renderer.info.get("GL_RENDERER", ""),
+    }
 
 
 def measure_habitat_sim(scene: str, dataset: str, size: int, poses_file: str, rounds: int) -> dict:
@@ -142,7 +175,10 @@ def measure_habitat_sim(scene: str, dataset: str, size: int, poses_file: str, ro
     sc.scene_id = scene
     sc.gpu_device_id = default_gpu_device_id()
     specs = []
-    for uuid, kind in (("rgb", habitat_sim.SensorType.COLOR), ("depth", habitat_sim.SensorType.DEPTH)):
+    for uuid, kind in (
+        ("rgb", habitat_sim.SensorType.COLOR),
+        ("depth", habitat_sim.SensorType.DEPTH),
+    ):
         s = habitat_sim.CameraSensorSpec()
         s.uuid, s.sensor_type = uuid, kind
         s.resolution = [size, size]
@@ -180,6 +216,7 @@ def measure_habitat_sim(scene: str, dataset: str, size: int, poses_file: str, ro
 def _has_habitat_sim() -> bool:
     try:
         import habitat_sim  # noqa: F401
+
         return True
     except Exception:  # noqa: BLE001
         return False
@@ -203,7 +240,9 @@ def _scene(name: str, tmp: str, with_navmesh: bool) -> Dict[str, str]:
     if floors is None:
         raise SystemExit(f"bench_render: unknown scene {name!r} (demo, scan, scan2f)")
     root = os.path.join(tmp, name)
-    opts = SceneOptions(rooms=20, floors=floors, scan_edge=SCAN_EDGE, jitter=SCAN_JITTER, clutter=SCAN_CLUTTER)
+    opts = SceneOptions(
+        rooms=20, floors=floors, scan_edge=SCAN_EDGE, jitter=SCAN_JITTER, clutter=SCAN_CLUTTER
+    )
     glb = generate_scene(root, 0, 0, opts).glb
     ds = ""
     if with_navmesh:
@@ -214,9 +253,14 @@ def _scene(name: str, tmp: str, with_navmesh: bool) -> Dict[str, str]:
 
 
 def _child(args: List[str]) -> Optional[dict]:
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True, cwd=HERE)
+    out = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True, cwd=HERE
+    )
     if out.returncode != 0:
-        print(f"bench_render: {' '.join(args[:2])} failed: {out.stderr.strip().splitlines()[-3:]}", file=sys.stderr)
+        print(
+            f"bench_render: {' '.join(args[:2])} failed: {out.stderr.strip().splitlines()[-3:]}",
+            file=sys.stderr,
+        )
         return None
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -229,7 +273,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cores", type=int, default=1, help="CPU cores to pin to (0 = no pinning)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-habitat-sim", action="store_true", help="skip habitat-sim even when installed")
+    ap.add_argument(
+        "--no-habitat-sim", action="store_true", help="skip habitat-sim even when installed"
+    )
     ap.add_argument("--cpu", default=None, help=argparse.SUPPRESS)  # child: scene file
     ap.add_argument("--hsim", default=None, help=argparse.SUPPRESS)  # child: scene file
     ap.add_argument("--dataset", default="", help=argparse.SUPPRESS)
@@ -237,10 +283,18 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     pin_cores(args.cores)
     if args.cpu:
-        print(json.dumps(measure_cpu(args.cpu, args.size, args.points, args.rounds, args.seed, args.poses)))
+        print(
+            json.dumps(
+                measure_cpu(args.cpu, args.size, args.points, args.rounds, args.seed, args.poses)
+            )
+        )
         return 0
     if args.hsim:
-        print(json.dumps(measure_habitat_sim(args.hsim, args.dataset, args.size, args.poses, args.rounds)))
+        print(
+            json.dumps(
+                measure_habitat_sim(args.hsim, args.dataset, args.size, args.poses, args.rounds)
+            )
+        )
         return 0
     hsim = not args.no_habitat_sim and _has_habitat_sim()
     common = ["--size", str(args.size), "--rounds", str(args.rounds), "--cores", str(args.cores)]
@@ -249,35 +303,77 @@ def main(argv=None) -> int:
         for name in [s.strip() for s in args.scenes.split(",") if s.strip()]:
             sc = _scene(name, tmp, hsim)
             poses = os.path.join(tmp, name + ".poses.json")
-            cpu = _child(["--cpu", sc["glb"], "--points", str(args.points), "--seed", str(args.seed),
-                          "--poses", poses, *common])
+            cpu = _child(
+                [
+                    "--cpu",
+                    sc["glb"],
+                    "--points",
+                    str(args.points),
+                    "--seed",
+                    str(args.seed),
+                    "--poses",
+                    poses,
+                    *common,
+                ]
+            )
             if cpu is None:
                 return 1
-            hs = _child(["--hsim", sc["glb"], "--dataset", sc["dataset"], "--poses", poses, *common]) if hsim else None
+            hs = (
+                _child(["--hsim", sc["glb"], "--dataset", sc["dataset"], "--poses", poses, *common])
+                if hsim
+                else None
+            )
             results.append((name, sc, cpu, hs))
-            print(f"  {name}: {cpu['triangles']} triangles, " + ", ".join(
-                f"{r['step']} {r['fps']:.1f}" for r in cpu["rows"]) + (f", habitat-sim {hs['fps']:.1f}" if hs else ""),
-                file=sys.stderr, flush=True)
+            print(
+                f"  {name}: {cpu['triangles']} triangles, "
+                + ", ".join(f"{r['step']} {r['fps']:.1f}" for r in cpu["rows"])
+                + (f", habitat-sim {hs['fps']:.1f}" if hs else ""),
+                file=sys.stderr,
+                flush=True,
+            )
     demo_fps = {r["step"]: r["fps"] for n, _, c, _ in results if n == "demo" for r in c["rows"]}
-    print(f"CPU simulator RGB-D {args.size}x{args.size} frames/s at {args.points} navigable points x 4 headings "
-          f"(hfov {HFOV}, {args.cores} core(s), LP_NUM_THREADS={os.environ.get('LP_NUM_THREADS', 'unset')}; "
-          f"best of {args.rounds} rounds, CPU time)")
-    cols = ["scene", "triangles", "step", "faces drawn / frame", "frames/s", "x habitat-sim", "x own demo rate",
-            "identical frames"]
+    print(
+        f"CPU simulator RGB-D {args.size}x{args.size} frames/s at {args.points} navigable points x 4 headings "
+        f"(hfov {HFOV}, {args.cores} core(s), LP_NUM_THREADS={os.environ.get('LP_NUM_THREADS', 'unset')}; "
+        f"best of {args.rounds} rounds, CPU time)"
+    )
+    cols = [
+        "scene",
+        "triangles",
+        "step",
+        "faces drawn / frame",
+        "frames/s",
+        "x habitat-sim",
+        "x own demo rate",
+        "identical frames",
+    ]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for name, _, cpu, hs in results:
         for i, r in enumerate(cpu["rows"]):
             demo = demo_fps.get(r["step"])
-            cells = [name if i == 0 else "", f"{cpu['triangles'] / 1000:.1f}k" if i == 0 else "", r["step"],
-                     f"{r['faces drawn'] / 1000:.1f}k", f"{r['fps']:.1f}",
-                     f"{r['fps'] / hs['fps']:.2f}x" if hs else "—",
-                     f"{r['fps'] / demo:.3f}x" if demo else "—",
-                     f"{r['identical']}/{r['frames']}" + (f" ({r['pixels differing']} values differ)"
-                                                          if r["identical"] < r["frames"] else "")]
+            cells = [
+                name if i == 0 else "",
+                f"{cpu['triangles'] / 1000:.1f}k" if i == 0 else "",
+                r["step"],
+                f"{r['faces drawn'] / 1000:.1f}k",
+                f"{r['fps']:.1f}",
+                f"{r['fps'] / hs['fps']:.2f}x" if hs else "—",
+                f"{r['fps'] / demo:.3f}x" if demo else "—",
+                f"{r['identical']}/{r['frames']}"
+                + (
+                    f" ({r['pixels differing']} values differ)"
+                    if r["identical"] < r["frames"]
+                    else ""
+                ),
+            ]
             print("| " + " | ".join(cells) + " |")
         if hs:
-            print("| " + " | ".join(["", "", hs["renderer"], "—", f"{hs['fps']:.1f}", "1.00x", "—", "—"]) + " |")
+            print(
+                "| "
+                + " | ".join(["", "", hs["renderer"], "—", f"{hs['fps']:.1f}", "1.00x", "—", "—"])
+                + " |"
+            )
     return 0
 
 

@@ -28,6 +28,7 @@ All times are this process's CPU time (``time.process_time``: the machine may be
 
     python benchmarks/bench_scale.py [--scenes demo,navmesh,rooms40x2,scan] [--scan-edge 0.22] [--pairs 100]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,18 @@ from typing import Tuple
 from pinning import pin_cores
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COLUMNS = ["scene", "floor m²", "triangles", "build s", "peak RSS", "corner nodes", "lookup µs",
-           "new goal set ms", "sim steps/s", "error median / p95 %"]
+COLUMNS = [
+    "scene",
+    "floor m²",
+    "triangles",
+    "build s",
+    "peak RSS",
+    "corner nodes",
+    "lookup µs",
+    "new goal set ms",
+    "sim steps/s",
+    "error median / p95 %",
+]
 
 
 def _rss_kb() -> int:
@@ -55,8 +66,15 @@ def _rss_kb() -> int:
     return 0
 
 
-def measure(scene: str, steps: int, seed: int, navmesh: str = "none", pairs: int = 0, ref: str = "",
-            ref_floor: float = 0.0) -> dict:
+def measure(
+    scene: str,
+    steps: int,
+    seed: int,
+    navmesh: str = "none",
+    pairs: int = 0,
+    ref: str = "",
+    ref_floor: float = 0.0,
+) -> dict:
     """One scene's row, measured in this process (call it in a fresh one); ``navmesh``: the
     simulator's option ("none": navigability from the mesh; "": the scene's .navmesh);
     ``pairs`` > 0: geodesics against the exact reference of scene ``ref`` (its floor at
@@ -97,9 +115,18 @@ def measure(scene: str, steps: int, seed: int, navmesh: str = "none", pairs: int
         from habitat_mosnav.sims.geometry import load_mesh, scene_up_axis
 
         acc = accuracy(sim, pairs, seed, load_mesh(ref, scene_up_axis(ref)).triangles, ref_floor)
-    return {"error median / p95 %": None if acc is None else [acc["median"], acc["p95"]], "accuracy": acc,"floor m²": float(grid.island_area.sum()), "triangles": int(len(sim.scene_entry.mesh.faces)),
-            "build s": build, "peak RSS": (peak_kb - base_kb) * 1024.0, "corner nodes": getattr(grid, "num_nodes", None),
-            "lookup µs": lookup * 1e6, "new goal set ms": float(np.mean(new)) * 1e3, "sim steps/s": sps}
+    return {
+        "error median / p95 %": None if acc is None else [acc["median"], acc["p95"]],
+        "accuracy": acc,
+        "floor m²": float(grid.island_area.sum()),
+        "triangles": int(len(sim.scene_entry.mesh.faces)),
+        "build s": build,
+        "peak RSS": (peak_kb - base_kb) * 1024.0,
+        "corner nodes": getattr(grid, "num_nodes", None),
+        "lookup µs": lookup * 1e6,
+        "new goal set ms": float(np.mean(new)) * 1e3,
+        "sim steps/s": sps,
+    }
 
 
 def _scene(name: str, tmp: str, scan_edge: float) -> Tuple[str, str, float]:
@@ -111,8 +138,10 @@ def _scene(name: str, tmp: str, scan_edge: float) -> Tuple[str, str, float]:
         return glb, (glb if name == "demo" else ""), 0.0
     from habitat_mosnav.scenes.generator import SceneOptions, generate_scene
 
-    opts = {"rooms40x2": SceneOptions(rooms=40, floors=2),
-            "scan": SceneOptions(rooms=20, scan_edge=scan_edge, jitter=0.015, clutter=200)}.get(name)
+    opts = {
+        "rooms40x2": SceneOptions(rooms=40, floors=2),
+        "scan": SceneOptions(rooms=20, scan_edge=scan_edge, jitter=0.015, clutter=200),
+    }.get(name)
     if opts is None:
         raise SystemExit(f"bench_scale: unknown scene {name!r} (demo, navmesh, rooms40x2, scan)")
     glb = generate_scene(os.path.join(tmp, name), 0, 0, opts).glb
@@ -130,7 +159,7 @@ def _fmt(col: str, v) -> str:
     if col == "error median / p95 %":
         return f"{v[0]:.2f} / {v[1]:.2f}"
     if col == "peak RSS":
-        return f"{v / 2 ** 30:.2f} GB" if v >= 2 ** 30 else f"{v / 2 ** 20:.0f} MB"
+        return f"{v / 2**30:.2f} GB" if v >= 2**30 else f"{v / 2**20:.0f} MB"
     if col in ("triangles", "corner nodes"):
         return f"{v / 1000:.1f}k" if v >= 10_000 else f"{v:,}"
     if col in ("build s", "new goal set ms"):
@@ -141,44 +170,92 @@ def _fmt(col: str, v) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--scenes", default="demo,navmesh,rooms40x2,scan")
-    ap.add_argument("--scan-edge", type=float, default=0.22, help="triangle edge of the scan-like scene (m)")
+    ap.add_argument(
+        "--scan-edge", type=float, default=0.22, help="triangle edge of the scan-like scene (m)"
+    )
     ap.add_argument("--steps", type=int, default=500)
-    ap.add_argument("--pairs", type=int, default=100, help="random pairs against the exact reference (0: skip)")
+    ap.add_argument(
+        "--pairs", type=int, default=100, help="random pairs against the exact reference (0: skip)"
+    )
     ap.add_argument("--cores", type=int, default=1, help="CPU cores to pin to (0 = no pinning)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--measure", default=None, help=argparse.SUPPRESS)  # child: one scene file
-    ap.add_argument("--navmesh", default="none", help=argparse.SUPPRESS)  # child: the simulator's option
+    ap.add_argument(
+        "--navmesh", default="none", help=argparse.SUPPRESS
+    )  # child: the simulator's option
     ap.add_argument("--ref", default="", help=argparse.SUPPRESS)  # child: the reference's scene
     ap.add_argument("--ref-floor", type=float, default=0.0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     pin_cores(args.cores)
     if args.measure:
-        print(json.dumps(measure(args.measure, args.steps, args.seed, args.navmesh, args.pairs, args.ref,
-                                 args.ref_floor)))
+        print(
+            json.dumps(
+                measure(
+                    args.measure,
+                    args.steps,
+                    args.seed,
+                    args.navmesh,
+                    args.pairs,
+                    args.ref,
+                    args.ref_floor,
+                )
+            )
+        )
         return 0
     rows = []
     with tempfile.TemporaryDirectory(prefix="mosnav_scale_") as tmp:
         for name in args.scenes.split(","):
             glb, ref, ref_floor = _scene(name.strip(), tmp, args.scan_edge)
-            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--measure", glb, "--steps",
-                                  str(args.steps), "--cores", str(args.cores), "--seed", str(args.seed),
-                                  "--navmesh", "" if name == "navmesh" else "none", "--pairs", str(args.pairs),
-                                  "--ref", ref, "--ref-floor", str(ref_floor)],
-                                 capture_output=True, text=True, cwd=HERE)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    os.path.abspath(__file__),
+                    "--measure",
+                    glb,
+                    "--steps",
+                    str(args.steps),
+                    "--cores",
+                    str(args.cores),
+                    "--seed",
+                    str(args.seed),
+                    "--navmesh",
+                    "" if name == "navmesh" else "none",
+                    "--pairs",
+                    str(args.pairs),
+                    "--ref",
+                    ref,
+                    "--ref-floor",
+                    str(ref_floor),
+                ],
+                capture_output=True,
+                text=True,
+                cwd=HERE,
+            )
             if out.returncode != 0:
-                print(f"bench_scale: {name} failed: {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+                print(
+                    f"bench_scale: {name} failed: {out.stderr.strip().splitlines()[-1:]}",
+                    file=sys.stderr,
+                )
                 return 1
             row = json.loads(out.stdout.strip().splitlines()[-1])
             row["scene"] = name
             rows.append(row)
-            print(f"  {name}: " + ", ".join(f"{c} {_fmt(c, row[c])}" for c in COLUMNS[1:]), file=sys.stderr)
+            print(
+                f"  {name}: " + ", ".join(f"{c} {_fmt(c, row[c])}" for c in COLUMNS[1:]),
+                file=sys.stderr,
+            )
             a = row["accuracy"]
             if a:
-                print(f"  {name} against the exact reference{' of its clean twin' if ref != glb else ''}: "
-                      f"{a['reachable']} reachable pairs of {a['pairs']} (up to {a['longest m']:.1f} m), |error| median "
-                      f"{a['median']:.3f} %, p95 {a['p95']:.3f} %, max {a['max']:.3f} %, reachable in only one: "
-                      f"{a['only one']} (reference built in {a['ref s']:.0f} s)", file=sys.stderr)
-    print(f"CPU simulator at scale ({args.cores} core(s); build = CPU s of the scene load; peak RSS above the imports)")
+                print(
+                    f"  {name} against the exact reference{' of its clean twin' if ref != glb else ''}: "
+                    f"{a['reachable']} reachable pairs of {a['pairs']} (up to {a['longest m']:.1f} m), |error| median "
+                    f"{a['median']:.3f} %, p95 {a['p95']:.3f} %, max {a['max']:.3f} %, reachable in only one: "
+                    f"{a['only one']} (reference built in {a['ref s']:.0f} s)",
+                    file=sys.stderr,
+                )
+    print(
+        f"CPU simulator at scale ({args.cores} core(s); build = CPU s of the scene load; peak RSS above the imports)"
+    )
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     for row in rows:

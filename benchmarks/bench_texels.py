@@ -8,6 +8,7 @@ Prints the glb read + texture decode time, the texel reading time and the rate i
 
     python benchmarks/bench_texels.py [--size 2048] [--grid 200] [--objects 400]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,20 +34,24 @@ def make_scene(directory: str, size: int, grid: int, objects: int, seed: int = 0
     uv = np.stack([gx.ravel() / 10.0, 1.0 - gy.ravel() / 10.0], axis=1)
     i = np.arange(grid)
     a = (i[None, :] + (grid + 1) * i[:, None]).ravel()
-    faces = np.concatenate([np.stack([a, a + 1, a + grid + 2], 1), np.stack([a, a + grid + 2, a + grid + 1], 1)])
+    faces = np.concatenate(
+        [np.stack([a, a + 1, a + grid + 2], 1), np.stack([a, a + grid + 2, a + grid + 1], 1)]
+    )
     img = np.zeros((size, size, 3), np.uint8)
     records = []
     for k in range(objects):
         col = 0x100000 + k * 977
         x0, y0 = rng.integers(0, size - 64, 2)
         w, h = rng.integers(16, 256, 2)
-        img[y0:y0 + h, x0:x0 + w] = [(col >> 16) & 255, (col >> 8) & 255, col & 255]
+        img[y0 : y0 + h, x0 : x0 + w] = [(col >> 16) & 255, (col >> 8) & 255, col & 255]
         records.append((k + 1, col, "box", 0))
     sid = "benchTexels"
     d = os.path.join(directory, f"00000-{sid}")
     os.makedirs(d, exist_ok=True)
     mat = trimesh.visual.material.PBRMaterial(baseColorTexture=Image.fromarray(img))
-    mesh = trimesh.Trimesh(verts, faces, visual=trimesh.visual.TextureVisuals(uv=uv, material=mat), process=False)
+    mesh = trimesh.Trimesh(
+        verts, faces, visual=trimesh.visual.TextureVisuals(uv=uv, material=mat), process=False
+    )
     path = os.path.join(d, f"{sid}.semantic.glb")
     with open(path, "wb") as f:
         f.write(trimesh.exchange.gltf.export_glb(mesh))
@@ -75,10 +80,14 @@ def main() -> None:
         counts = attach_geometry(objs, path, "z")
         t2 = time.perf_counter()
     found = sum(1 for o in objs if o.samples)
-    print(f"mesh: {2 * args.grid ** 2} triangles, texture {args.size}x{args.size}, {args.objects} objects")
+    print(
+        f"mesh: {2 * args.grid**2} triangles, texture {args.size}x{args.size}, {args.objects} objects"
+    )
     print(f"read glb + decode texture: {t1 - t0:.2f} s")
-    print(f"texel reading (incl. read): {t2 - t1:.2f} s for {counts['texels'] / 1e6:.1f} M texels "
-          f"= {counts['texels'] / (t2 - t1) / 1e6:.1f} M texels/s; objects found {found}/{len(objs)}")
+    print(
+        f"texel reading (incl. read): {t2 - t1:.2f} s for {counts['texels'] / 1e6:.1f} M texels "
+        f"= {counts['texels'] / (t2 - t1) / 1e6:.1f} M texels/s; objects found {found}/{len(objs)}"
+    )
 
 
 if __name__ == "__main__":

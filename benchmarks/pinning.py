@@ -1,4 +1,5 @@
 """Pinning a benchmark to a few CPU cores (the speed targets are per core)."""
+
 from __future__ import annotations
 
 import os

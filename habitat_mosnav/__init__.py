@@ -8,6 +8,7 @@ Registration happens as soon as habitat is imported (at once if it already is), 
 parts that need no habitat — ``metrics``, ``evaluation`` result files, ``scenes``, ``api``
 — import without habitat or torch, and their command-line tools start fast.
 """
+
 from habitat_mosnav import _compat
 
 __version__ = "0.1.0"

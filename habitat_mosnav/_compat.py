@@ -16,6 +16,7 @@ import time and therefore get working no-ops: ``_try_register_rearrange_task`` (
 ``habitat.tasks.registration``) and ``add_perf_timing_func`` (a decorator factory used by
 ``habitat.gym.gym_wrapper``).
 """
+
 from __future__ import annotations
 
 import importlib.abc
@@ -94,16 +95,19 @@ PLACEHOLDERS: Dict[str, Dict[str, object]] = {
     "habitat.tasks.nav.instance_image_nav_task": {
         "InstanceImageGoalSensor": _placeholder(
             "habitat.tasks.nav.instance_image_nav_task.InstanceImageGoalSensor",
-            cls_uuid="instance_imagegoal"),
+            cls_uuid="instance_imagegoal",
+        ),
         "InstanceImageGoalHFOVSensor": _placeholder(
             "habitat.tasks.nav.instance_image_nav_task.InstanceImageGoalHFOVSensor",
-            cls_uuid="instance_imagegoal_hfov"),
+            cls_uuid="instance_imagegoal_hfov",
+        ),
     },
     # habitat_baselines rl/ppo/habitat_evaluator -> rearrange_sensors, rearrange.utils
     "habitat.tasks.rearrange.rearrange_sensors": {
         "GfxReplayMeasure": _placeholder(
             "habitat.tasks.rearrange.rearrange_sensors.GfxReplayMeasure",
-            cls_uuid="gfx_replay_keyframes_string"),
+            cls_uuid="gfx_replay_keyframes_string",
+        ),
     },
     "habitat.tasks.rearrange.utils": {},
     # habitat_baselines rl/ppo/single_agent_access_mgr -> rl.hrl.hierarchical_policy

@@ -4,6 +4,7 @@ An agent is any object with ``act(observation) -> int | Action`` and optionally
 ``reset()``. No base class and no registration: ``mosnav-eval --agent pkg.module:Class``.
 This module imports numpy only, so agent code can depend on it anywhere.
 """
+
 from __future__ import annotations
 
 import enum

@@ -21,6 +21,7 @@ refused the request: 4xx, unknown model — retrying would not help) and its sub
 :class:`APIAuthError` (401/403). The key goes in the ``Authorization`` header only; it is
 masked in every message and never shown by ``repr``.
 """
+
 from __future__ import annotations
 
 import base64
@@ -146,7 +147,9 @@ def env_value(*names: str, env_file=".env", default: Optional[str] = None) -> Op
     return default
 
 
-def load_api_key(env_var: str = "OPENAI_API_KEY", env_file: Optional[str] = ".env") -> Optional[str]:
+def load_api_key(
+    env_var: str = "OPENAI_API_KEY", env_file: Optional[str] = ".env"
+) -> Optional[str]:
     """The key from the environment variable ``env_var``, else from ``env_file``; None if absent.
 
     A missing key is not an error: local servers (vLLM, SGLang) usually need none.
@@ -164,7 +167,9 @@ def png_data_url(image: np.ndarray) -> str:
     from PIL import Image
 
     buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(np.asarray(image)[..., :3]).astype(np.uint8)).save(buf, format="PNG")
+    Image.fromarray(np.ascontiguousarray(np.asarray(image)[..., :3]).astype(np.uint8)).save(
+        buf, format="PNG"
+    )
     return data_url(buf.getvalue(), "image/png")
 
 
@@ -183,8 +188,14 @@ def _short(text: str, limit: int = _MAX_ERROR_BODY, secrets: Tuple[str, ...] = (
 class _Retryable(Exception):
     """Internal: one attempt failed in a way worth retrying."""
 
-    def __init__(self, kind: str, message: str, retry_after: Optional[float] = None,
-                 status: Optional[int] = None, raw: Optional[str] = None):
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        retry_after: Optional[float] = None,
+        status: Optional[int] = None,
+        raw: Optional[str] = None,
+    ):
         super().__init__(message)
         self.kind = kind
         self.retry_after = retry_after
@@ -214,7 +225,9 @@ def _httpx_module():
     for cls in openai.DefaultHttpxClient.__mro__[1:]:
         if cls.__name__ == "Client":
             return sys.modules[cls.__module__.split(".")[0]]
-    raise ImportError("openai.DefaultHttpxClient is not built on an httpx Client")  # pragma: no cover
+    raise ImportError(
+        "openai.DefaultHttpxClient is not built on an httpx Client"
+    )  # pragma: no cover
 
 
 class _Deadline:
@@ -350,8 +363,9 @@ class ChatClient:
         """The server runs on this machine (no proxy, and usually no key needed)."""
         return _is_loopback(self.url)
 
-    def complete(self, payload: Dict[str, Any],
-                 parse: Optional[Callable[[str], Any]] = None) -> ChatResult:
+    def complete(
+        self, payload: Dict[str, Any], parse: Optional[Callable[[str], Any]] = None
+    ) -> ChatResult:
         """Send one request (``payload``: model, messages, ...); return the assistant text
         and ``parse(text)`` as ``value``, or raise an :class:`APIError`."""
         errors: List[str] = []
@@ -366,9 +380,14 @@ class ChatClient:
                     try:
                         value = parse(text)
                     except MalformedReply as exc:
-                        raise _Retryable("malformed", f"malformed reply: {exc}",
-                                         raw=self._scrub(text or "")[:2000]) from None
-                return ChatResult(text, attempt + 1, time.monotonic() - t0, usage, finish, errors, log, value)
+                        raise _Retryable(
+                            "malformed",
+                            f"malformed reply: {exc}",
+                            raw=self._scrub(text or "")[:2000],
+                        ) from None
+                return ChatResult(
+                    text, attempt + 1, time.monotonic() - t0, usage, finish, errors, log, value
+                )
             except APIError as exc:
                 exc.args = (self._scrub(str(exc)),)
                 entry = {"attempt": attempt, "error": "http", "detail": str(exc)}
@@ -389,15 +408,17 @@ class ChatClient:
                 log.append(entry)
                 if attempt >= self.retries:
                     break
-                delay = min(self.max_backoff, self.backoff * 2 ** attempt)
+                delay = min(self.max_backoff, self.backoff * 2**attempt)
                 delay += random.uniform(0.0, 0.1 * delay)
                 if exc.retry_after is not None:
                     delay = max(delay, min(self.max_backoff, exc.retry_after))
                 self._sleep(delay)
-        exc = APIUnavailableError(self._scrub(
-            f"chat server {self.url} unavailable after {self.retries + 1} attempt(s) "
-            f"in {time.monotonic() - t0:.1f}s; last error: {errors[-1]}"
-        ))
+        exc = APIUnavailableError(
+            self._scrub(
+                f"chat server {self.url} unavailable after {self.retries + 1} attempt(s) "
+                f"in {time.monotonic() - t0:.1f}s; last error: {errors[-1]}"
+            )
+        )
         exc.attempts = self.retries + 1
         exc.attempt_log = log
         raise exc
@@ -417,11 +438,16 @@ class ChatClient:
                 trust_env=not self.is_loopback,  # a local model server is never reached through a proxy
                 limits=httpx.Limits(max_connections=100, max_keepalive_connections=0),
                 max_redirects=MAX_REDIRECTS,
-                event_hooks={"request": [self._on_request]})
+                event_hooks={"request": [self._on_request]},
+            )
             self._sdk = openai.OpenAI(
-                base_url=self.url[: -len("/chat/completions")], api_key=self._key or "unused",
-                timeout=self.timeout, max_retries=0, http_client=http_client,
-                default_headers={"User-Agent": self._user_agent})
+                base_url=self.url[: -len("/chat/completions")],
+                api_key=self._key or "unused",
+                timeout=self.timeout,
+                max_retries=0,
+                http_client=http_client,
+                default_headers={"User-Agent": self._user_agent},
+            )
         return self._sdk
 
     def _on_request(self, request: Any) -> None:
@@ -454,15 +480,20 @@ class ChatClient:
         deadline = self._local.deadline = _Deadline(self.timeout).start()
         try:
             raw = client.chat.completions.with_raw_response.create(
-                model=model, messages=messages, extra_body=body or None, extra_headers=headers)
+                model=model, messages=messages, extra_body=body or None, extra_headers=headers
+            )
             text = raw.http_response.text
         except openai.APIStatusError as exc:
             code = exc.status_code
             detail = exc.body.get("message") if isinstance(exc.body, dict) else exc.response.text
             reason = exc.response.reason_phrase or ""
-            message = f"HTTP {code} {reason}".rstrip() + (f": {_short(detail, secrets=self.secrets)}" if detail else "")
+            message = f"HTTP {code} {reason}".rstrip() + (
+                f": {_short(detail, secrets=self.secrets)}" if detail else ""
+            )
             if code >= 500 or code in _RETRY_STATUS:
-                raise _Retryable("http", message, _retry_after(exc.response.headers), code) from None
+                raise _Retryable(
+                    "http", message, _retry_after(exc.response.headers), code
+                ) from None
             cls = APIAuthError if code in (401, 403) else APIRequestError
             err = cls(f"chat server {self.url} rejected the request: {message}")
             err.status = code
@@ -475,12 +506,18 @@ class ChatClient:
                 raise APIRequestError(
                     f"chat server {self.url} redirected the request to another origin, {cause.target}: "
                     "not followed (redirects are followed only on the same scheme, host and port, "
-                    "so the key never leaves the configured server)") from None
+                    "so the key never leaves the configured server)"
+                ) from None
             if deadline.expired:
-                raise _Retryable("timeout", f"no complete reply within --api-timeout {self.timeout:g}s "
-                                            "(the whole attempt: connect and every read)") from None
+                raise _Retryable(
+                    "timeout",
+                    f"no complete reply within --api-timeout {self.timeout:g}s "
+                    "(the whole attempt: connect and every read)",
+                ) from None
             if isinstance(exc, (openai.APITimeoutError, _httpx_module().TimeoutException)):
-                raise _Retryable("timeout", f"no reply within --api-timeout {self.timeout:g}s") from None
+                raise _Retryable(
+                    "timeout", f"no reply within --api-timeout {self.timeout:g}s"
+                ) from None
             why = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
             raise _Retryable("connection", f"connection failed: {why}") from None
         finally:
@@ -489,7 +526,9 @@ class ChatClient:
         try:
             return json.loads(text)
         except ValueError:
-            raise _Retryable("malformed", f"reply is not JSON: {_short(text, 120, self.secrets)!r}") from None
+            raise _Retryable(
+                "malformed", f"reply is not JSON: {_short(text, 120, self.secrets)!r}"
+            ) from None
 
     def _extract(self, data: Any) -> Tuple[Optional[str], Dict[str, Any], Optional[str]]:
         if not isinstance(data, dict):
@@ -497,7 +536,9 @@ class ChatClient:
         if "error" in data and not data.get("choices"):
             err = data["error"]
             msg = err.get("message") if isinstance(err, dict) else err
-            raise APIRequestError(f"chat server {self.url} returned an error: {_short(str(msg), secrets=self.secrets)}")
+            raise APIRequestError(
+                f"chat server {self.url} returned an error: {_short(str(msg), secrets=self.secrets)}"
+            )
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise _Retryable("malformed", "reply has no choices[0]")
@@ -505,7 +546,9 @@ class ChatClient:
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):  # some servers return content parts
             content = "".join(
-                str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") in (None, "text")
+                str(p.get("text", ""))
+                for p in content
+                if isinstance(p, dict) and p.get("type") in (None, "text")
             )
         if content is not None and not isinstance(content, str):
             content = str(content)

@@ -2,6 +2,7 @@
 (``Habitat<Name>-v0``): ``gym.make("HabitatMosNavMosDemo-v0")`` builds habitat's
 ``GymHabitatEnv`` for ``benchmark/nav/mosnav/mos_demo.yaml`` (``override_options=[...]``
 as with ``Habitat-v0``). Registered when the plugin registers (after ``import habitat``)."""
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional
@@ -13,9 +14,9 @@ __all__ = ["GYM_CONFIGS", "make_gym_env", "register_gym_envs"]
 _MODE_NAMES = {"many": "mos", "all": "moc", "single": "single", "any": "any"}
 #: gym id -> config (relative to the package's config directory)
 GYM_CONFIGS: Dict[str, str] = {
-    f"HabitatMosNav{_MODE_NAMES[mode].capitalize()}{label}-v0":
-        f"benchmark/nav/mosnav/{_MODE_NAMES[mode]}_{where}.yaml"
-    for mode in TARGET_MODES for where, label in (("demo", "Demo"), ("hm3d", "HM3D"))
+    f"HabitatMosNav{_MODE_NAMES[mode].capitalize()}{label}-v0": f"benchmark/nav/mosnav/{_MODE_NAMES[mode]}_{where}.yaml"
+    for mode in TARGET_MODES
+    for where, label in (("demo", "Demo"), ("hm3d", "HM3D"))
 }
 
 
@@ -34,5 +35,8 @@ def register_gym_envs() -> None:
 
     for gym_id, path in GYM_CONFIGS.items():
         if gym_id not in registry.env_specs:
-            register(gym_id, entry_point="habitat_mosnav.gym_envs:make_gym_env",
-                     kwargs={"cfg_file_path": path})
+            register(
+                gym_id,
+                entry_point="habitat_mosnav.gym_envs:make_gym_env",
+                kwargs={"cfg_file_path": path},
+            )

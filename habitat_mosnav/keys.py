@@ -4,6 +4,7 @@ The lowest layer: the dataset, the task, the evaluation and the baselines all na
 episode by its key and derive its seed from it, so they import this module and nothing of
 each other's.
 """
+
 from __future__ import annotations
 
 import hashlib

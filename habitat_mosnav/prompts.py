@@ -4,6 +4,7 @@ This is the single place where the text lives, so that every agent (VLM, human, 
 reads the same task description. The prompt never says how many targets remain, and in
 ``many`` it states the required count only (SPEC §1).
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -126,5 +127,9 @@ def build_task_prompt(
     if max_steps:
         parts.append(f"You have at most {int(max_steps)} actions.")
     parts.append("Actions (answer with the number):")
-    text = "\n".join(parts) + "\n" + "\n".join(f"  {line}" for line in action_lines(target_mode, protocol))
+    text = (
+        "\n".join(parts)
+        + "\n"
+        + "\n".join(f"  {line}" for line in action_lines(target_mode, protocol))
+    )
     return text

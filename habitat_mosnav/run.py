@@ -12,6 +12,7 @@ Outputs (checkpoints, tensorboard, logs, evaluation records, Hydra's own run dir
 all go under ``mosnav_output_dir`` (default ``data/mosnav/<experiment>``, relative to the
 directory you run from); nothing is written inside the package.
 """
+
 from __future__ import annotations
 
 import sys
@@ -67,9 +68,11 @@ def main() -> None:
         print(version_text("python -m habitat_mosnav.run"))
         sys.exit(0)
     if "--exp-config" in sys.argv or "--run-type" in sys.argv:
-        print("habitat_mosnav.run: error: use --config-name=<experiment> (e.g. ppo_mos_demo) "
-              "and habitat_baselines.evaluate=True instead of --exp-config/--run-type",
-              file=sys.stderr)
+        print(
+            "habitat_mosnav.run: error: use --config-name=<experiment> (e.g. ppo_mos_demo) "
+            "and habitat_baselines.evaluate=True instead of --exp-config/--run-type",
+            file=sys.stderr,
+        )
         sys.exit(2)
     register_plugins()
     _hydra_main()

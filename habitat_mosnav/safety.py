@@ -22,6 +22,7 @@ log) and the chat client all use these, so there is one rule for each.
   visible ``\\xNN`` escapes, so a hostile episode id can neither retitle the terminal nor
   forge a second line.
 """
+
 from __future__ import annotations
 
 import errno
@@ -34,9 +35,21 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator, List
 
-__all__ = ["MIN_SECRET_PREFIX", "PlantedLinkError", "file_mode", "make_dirs", "mask_data", "mask_secrets",
-           "open_for_write", "refuse_link", "register_secret", "replacing", "replacing_dir", "safe_line",
-           "terminal_text"]
+__all__ = [
+    "MIN_SECRET_PREFIX",
+    "PlantedLinkError",
+    "file_mode",
+    "make_dirs",
+    "mask_data",
+    "mask_secrets",
+    "open_for_write",
+    "refuse_link",
+    "register_secret",
+    "replacing",
+    "replacing_dir",
+    "safe_line",
+    "terminal_text",
+]
 
 #: A prefix of a secret this long or longer is masked too (a server echoing part of a key).
 MIN_SECRET_PREFIX = 8
@@ -47,9 +60,12 @@ class PlantedLinkError(OSError):
     """A path the tool writes is a symbolic link it did not create: refused, never followed."""
 
     def __init__(self, path: str) -> None:
-        super().__init__(errno.ELOOP, "it is a symbolic link this tool did not create (refused, "
-                                      "not followed); remove it or choose another output directory",
-                         path)
+        super().__init__(
+            errno.ELOOP,
+            "it is a symbolic link this tool did not create (refused, "
+            "not followed); remove it or choose another output directory",
+            path,
+        )
 
 
 # ----------------------------------------------------------------------------- files
@@ -78,8 +94,9 @@ def refuse_link(path: str) -> None:
         raise PlantedLinkError(path)
 
 
-def open_for_write(path: str, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-                   mode: int = 0o666) -> int:
+def open_for_write(
+    path: str, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode: int = 0o666
+) -> int:
     """``os.open(path, flags | O_NOFOLLOW)``: a file descriptor, never through a symlink in
     the last component (:class:`PlantedLinkError`). ``O_TRUNC`` is applied only after the
     check, so a planted link never truncates its target."""
@@ -105,8 +122,11 @@ def open_for_write(path: str, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 def open_file(path: str, mode: str = "w", encoding: str = "utf-8", newline=None):
     """A Python file object for ``"w"``/``"a"``/``"wb"``/``"ab"``/``"r+b"`` through
     :func:`open_for_write`."""
-    flags = {"w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-             "r+": os.O_RDWR}[mode.replace("b", "")]
+    flags = {
+        "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+        "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+        "r+": os.O_RDWR,
+    }[mode.replace("b", "")]
     fd = open_for_write(path, flags)
     if "b" in mode:
         return os.fdopen(fd, mode)

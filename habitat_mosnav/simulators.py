@@ -13,6 +13,7 @@ extras are asked for on the object: ``tilt_camera(degrees)`` (the look actions) 
 node, availability check, install hint. Standard library only (imported by the command
 lines before habitat is).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -21,9 +22,19 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
-__all__ = ["NavPathFinder", "NavSimulator", "SimulatorChoice", "SIMULATORS", "HABITAT_SIM_INSTALL",
-           "SimulatorUnavailable", "simulator_choice", "choice_for_type", "default_gpu_device_id",
-           "path_request_types", "interface_mismatches"]
+__all__ = [
+    "NavPathFinder",
+    "NavSimulator",
+    "SimulatorChoice",
+    "SIMULATORS",
+    "HABITAT_SIM_INSTALL",
+    "SimulatorUnavailable",
+    "simulator_choice",
+    "choice_for_type",
+    "default_gpu_device_id",
+    "path_request_types",
+    "interface_mismatches",
+]
 
 
 # ----------------------------------------------------------------------------- interface
@@ -71,8 +82,9 @@ class NavSimulator(Protocol):
     @property
     def previous_step_collided(self) -> bool: ...
 
-    def reconfigure(self, habitat_config: Any, ep_info: Any = None,
-                    should_close_on_new_scene: bool = True) -> None: ...
+    def reconfigure(
+        self, habitat_config: Any, ep_info: Any = None, should_close_on_new_scene: bool = True
+    ) -> None: ...
 
     def reset(self) -> Any: ...
 
@@ -84,11 +96,17 @@ class NavSimulator(Protocol):
 
     def get_agent_state(self, agent_id: int = 0) -> Any: ...
 
-    def set_agent_state(self, position: Sequence[float], rotation: Any, agent_id: int = 0,
-                        reset_sensors: bool = True) -> bool: ...
+    def set_agent_state(
+        self,
+        position: Sequence[float],
+        rotation: Any,
+        agent_id: int = 0,
+        reset_sensors: bool = True,
+    ) -> bool: ...
 
-    def geodesic_distance(self, position_a: Sequence[float], position_b: Any,
-                          episode: Any = None) -> float: ...
+    def geodesic_distance(
+        self, position_a: Sequence[float], position_b: Any, episode: Any = None
+    ) -> float: ...
 
     def sample_navigable_point(self) -> List[float]: ...
 
@@ -96,8 +114,12 @@ class NavSimulator(Protocol):
 
     def is_navigable(self, point: Sequence[float]) -> bool: ...
 
-    def get_observations_at(self, position: Optional[Sequence[float]] = None, rotation: Any = None,
-                            keep_agent_at_new_pose: bool = False) -> Any: ...
+    def get_observations_at(
+        self,
+        position: Optional[Sequence[float]] = None,
+        rotation: Any = None,
+        keep_agent_at_new_pose: bool = False,
+    ) -> Any: ...
 
 
 def _members(protocol) -> Dict[str, Any]:
@@ -147,14 +169,22 @@ def interface_mismatches(cls: type, protocol=NavSimulator) -> List[str]:
         wanted = list(inspect.signature(want).parameters.values())[1:]
         needed = [p for p in wanted if p.default is p.empty]
         if len(needed) > len(positional) and not var_pos:
-            problems.append(f"{cls.__name__}.{name}{have} takes fewer than {len(needed)} positional arguments")
+            problems.append(
+                f"{cls.__name__}.{name}{have} takes fewer than {len(needed)} positional arguments"
+            )
         for p in wanted:
             if p.default is not p.empty and p.name not in by_name and not var_kw:
                 problems.append(f"{cls.__name__}.{name}{have} has no parameter {p.name!r}")
-        required = [p for p in params if p.default is p.empty
-                    and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        required = [
+            p
+            for p in params
+            if p.default is p.empty
+            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
         if len(required) > len(needed):
-            problems.append(f"{cls.__name__}.{name}{have} needs more arguments than the protocol passes")
+            problems.append(
+                f"{cls.__name__}.{name}{have} needs more arguments than the protocol passes"
+            )
     return problems
 
 
@@ -172,7 +202,9 @@ def path_request_types(sim) -> Tuple[type, type]:
 
 # ----------------------------------------------------------------------------- choices
 #: how users install habitat-sim (never a pip dependency of this package)
-HABITAT_SIM_INSTALL = "conda install habitat-sim=0.3.3 withbullet headless -c conda-forge -c aihabitat"
+HABITAT_SIM_INSTALL = (
+    "conda install habitat-sim=0.3.3 withbullet headless -c conda-forge -c aihabitat"
+)
 
 
 class SimulatorUnavailable(RuntimeError):
@@ -216,7 +248,8 @@ class SimulatorChoice:
         if not self.available():
             raise SimulatorUnavailable(
                 f"habitat.simulator.type {self.type} needs {self.description}, which is not installed: "
-                f"{self.install}")
+                f"{self.install}"
+            )
         try:
             importlib.import_module(self.registers)
             from habitat.core.registry import registry
@@ -225,17 +258,20 @@ class SimulatorChoice:
         except Exception as exc:  # noqa: BLE001 - an import error of any kind, one line
             raise SimulatorUnavailable(
                 f"habitat.simulator.type {self.type}: {self.registers} cannot be imported "
-                f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]}): {self.install}") from None
+                f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]}): {self.install}"
+            ) from None
         if registered is None:
-            raise SimulatorUnavailable(f"habitat.simulator.type {self.type} is not registered with "
-                                       f"habitat: {self.install}")
+            raise SimulatorUnavailable(
+                f"habitat.simulator.type {self.type} is not registered with habitat: {self.install}"
+            )
 
     def config_values(self, gpu_device_id: Optional[int] = None) -> Dict[str, Any]:
         """``habitat.simulator`` keys (relative) that running on this simulator sets."""
         out: Dict[str, Any] = {"type": self.type}
         if self.uses_gpu_device:
             out["habitat_sim_v0.gpu_device_id"] = int(
-                default_gpu_device_id() if gpu_device_id is None else gpu_device_id)
+                default_gpu_device_id() if gpu_device_id is None else gpu_device_id
+            )
         return out
 
     def structured_config(self):
@@ -245,20 +281,33 @@ class SimulatorChoice:
 
 
 #: The simulator choices, by name.
-SIMULATORS: Dict[str, SimulatorChoice] = {c.name: c for c in (
-    SimulatorChoice(
-        name="mosnav", type="MosNavMeshSim-v0", requires=("habitat_mosnav.sims",),
-        registers="habitat_mosnav.sims", config_class="habitat_mosnav.config.simulator:MosNavMeshSimConfig",
-        options_key="mosnav_mesh", uses_gpu_device=False,
-        install="pip install habitat-mosnav (the CPU simulator is part of this package)",
-        description="the CPU simulator"),
-    SimulatorChoice(
-        name="habitat-sim", type="Sim-v0", requires=("habitat_sim", "magnum"),
-        registers="habitat.sims.habitat_simulator.habitat_simulator",
-        config_class="habitat.config.default_structured_configs:SimulatorConfig",
-        options_key=None, uses_gpu_device=True, install=HABITAT_SIM_INSTALL,
-        description="habitat-sim"),
-)}
+SIMULATORS: Dict[str, SimulatorChoice] = {
+    c.name: c
+    for c in (
+        SimulatorChoice(
+            name="mosnav",
+            type="MosNavMeshSim-v0",
+            requires=("habitat_mosnav.sims",),
+            registers="habitat_mosnav.sims",
+            config_class="habitat_mosnav.config.simulator:MosNavMeshSimConfig",
+            options_key="mosnav_mesh",
+            uses_gpu_device=False,
+            install="pip install habitat-mosnav (the CPU simulator is part of this package)",
+            description="the CPU simulator",
+        ),
+        SimulatorChoice(
+            name="habitat-sim",
+            type="Sim-v0",
+            requires=("habitat_sim", "magnum"),
+            registers="habitat.sims.habitat_simulator.habitat_simulator",
+            config_class="habitat.config.default_structured_configs:SimulatorConfig",
+            options_key=None,
+            uses_gpu_device=True,
+            install=HABITAT_SIM_INSTALL,
+            description="habitat-sim",
+        ),
+    )
+}
 
 
 def simulator_choice(name: str) -> SimulatorChoice:
@@ -266,7 +315,9 @@ def simulator_choice(name: str) -> SimulatorChoice:
     try:
         return SIMULATORS[name]
     except KeyError:
-        raise ValueError(f"unknown simulator {name!r} (expected one of {', '.join(SIMULATORS)})") from None
+        raise ValueError(
+            f"unknown simulator {name!r} (expected one of {', '.join(SIMULATORS)})"
+        ) from None
 
 
 def choice_for_type(sim_type: Optional[str]) -> Optional[SimulatorChoice]:

@@ -5,6 +5,7 @@ installed).
 Recorded in ``run.json`` and ``summary.json`` (``software``) and printed by every command's
 ``--version``. Standard library only; nothing is imported from habitat.
 """
+
 from __future__ import annotations
 
 import functools
@@ -24,8 +25,13 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 def _git(*args: str) -> Optional[str]:
     try:
-        done = subprocess.run(["git", "-C", _PACKAGE_DIR, *args], capture_output=True,
-                              text=True, timeout=5, check=False)
+        done = subprocess.run(
+            ["git", "-C", _PACKAGE_DIR, *args],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -35,7 +41,9 @@ def git_commit() -> Optional[Dict[str, object]]:
     """``{"commit", "dirty"}`` of the checkout this package runs from; None for an
     installed copy (a site-packages inside some other repository is not "this checkout")."""
     top = _git("rev-parse", "--show-toplevel")
-    if not top or os.path.realpath(os.path.join(top, "habitat_mosnav")) != os.path.realpath(_PACKAGE_DIR):
+    if not top or os.path.realpath(os.path.join(top, "habitat_mosnav")) != os.path.realpath(
+        _PACKAGE_DIR
+    ):
         return None
     commit = _git("rev-parse", "HEAD")
     if not commit:
@@ -80,7 +88,8 @@ def software_versions() -> Dict[str, object]:
         "python": platform.python_version(),
         "habitat_lab": _distribution_version("habitat-lab", "habitat_lab") or ABSENT,
         "habitat_sim": _habitat_sim_version(),
-        "habitat_baselines": _distribution_version("habitat-baselines", "habitat_baselines") or ABSENT,
+        "habitat_baselines": _distribution_version("habitat-baselines", "habitat_baselines")
+        or ABSENT,
     }
 
 
@@ -89,8 +98,10 @@ def version_text(prog: str) -> str:
     v = software_versions()
     git = v["git"]
     commit = f" (git {git['commit'][:12]}{', modified' if git['dirty'] else ''})" if git else ""
-    return (f"{prog} {v['habitat_mosnav']}{commit}; Python {v['python']}, habitat-lab {v['habitat_lab']}, "
-            f"habitat-sim {v['habitat_sim']}, habitat-baselines {v['habitat_baselines']}")
+    return (
+        f"{prog} {v['habitat_mosnav']}{commit}; Python {v['python']}, habitat-lab {v['habitat_lab']}, "
+        f"habitat-sim {v['habitat_sim']}, habitat-baselines {v['habitat_baselines']}"
+    )
 
 
 def add_version_argument(parser, prog: Optional[str] = None) -> None:
@@ -99,7 +110,9 @@ def add_version_argument(parser, prog: Optional[str] = None) -> None:
     import argparse
 
     class VersionAction(argparse.Action):
-        def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        def __init__(
+            self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None
+        ):
             super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
         def __call__(self, parser_, namespace, values, option_string=None):
@@ -108,5 +121,8 @@ def add_version_argument(parser, prog: Optional[str] = None) -> None:
             sys.stdout.write(version_text(prog or parser_.prog) + "\n")
             parser_.exit()
 
-    parser.add_argument("--version", action=VersionAction,
-                        help="print the package, git commit, Python, habitat-lab and habitat-sim versions and exit")
+    parser.add_argument(
+        "--version",
+        action=VersionAction,
+        help="print the package, git commit, Python, habitat-lab and habitat-sim versions and exit",
+    )

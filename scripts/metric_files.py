@@ -6,6 +6,7 @@ the task YAML's measurement list, docs/METRICS.md and the README's measures row.
 
 tests/test_measure_table.py fails while one of them differs.
 """
+
 import os
 import sys
 

@@ -1,6 +1,7 @@
 """readme_block.py NAME [FILE]: replace README.md's block between ``<!-- NAME:start -->`` and
 ``<!-- NAME:end -->`` with FILE's text (standard input without FILE), so that a figure in the
 README is what its command printed (``make readme-baselines``, ``make dist``)."""
+
 import os
 import re
 import sys
@@ -15,7 +16,9 @@ def main(argv):
     readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
     with open(readme, encoding="utf-8") as f:
         doc = f.read()
-    pattern = re.compile(r"(<!-- %s:start -->)(.*?)(<!-- %s:end -->)" % (re.escape(name), re.escape(name)), re.S)
+    pattern = re.compile(
+        r"(<!-- %s:start -->)(.*?)(<!-- %s:end -->)" % (re.escape(name), re.escape(name)), re.S
+    )
     if len(pattern.findall(doc)) != 1:
         sys.stderr.write(f"error: README.md has no single '{name}' block\n")
         return 2

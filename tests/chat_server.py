@@ -19,6 +19,7 @@ without answering), ``Reply.raw(b"not json")`` (a malformed envelope),
 
 Also runnable for manual checks: ``python tests/chat_server.py --reply "ACTION: 1"``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,12 +50,21 @@ class Reply:
     trickle_head: bool = False  # "trickle": the status line and headers are trickled too
 
     @classmethod
-    def text(cls, content: Optional[str], delay: float = 0.0, usage: Optional[Dict[str, int]] = None) -> "Reply":
+    def text(
+        cls, content: Optional[str], delay: float = 0.0, usage: Optional[Dict[str, int]] = None
+    ) -> "Reply":
         return cls("text", content=content, delay=delay, usage=usage)
 
     @classmethod
-    def status(cls, code: int = 500, message: str = "internal error", headers: Optional[Dict[str, str]] = None) -> "Reply":
-        body = json.dumps({"error": {"message": message, "type": "server_error", "code": code}}).encode()
+    def status(
+        cls,
+        code: int = 500,
+        message: str = "internal error",
+        headers: Optional[Dict[str, str]] = None,
+    ) -> "Reply":
+        body = json.dumps(
+            {"error": {"message": message, "type": "server_error", "code": code}}
+        ).encode()
         return cls("status", content=None, status_code=code, body=body, headers=dict(headers or {}))
 
     @classmethod
@@ -66,22 +76,43 @@ class Reply:
         return cls("drop", content=None, delay=delay)
 
     @classmethod
-    def raw(cls, body: bytes, status_code: int = 200, content_type: str = "application/json") -> "Reply":
-        return cls("raw", content=None, status_code=status_code, body=body, headers={"Content-Type": content_type})
+    def raw(
+        cls, body: bytes, status_code: int = 200, content_type: str = "application/json"
+    ) -> "Reply":
+        return cls(
+            "raw",
+            content=None,
+            status_code=status_code,
+            body=body,
+            headers={"Content-Type": content_type},
+        )
 
     @classmethod
     def redirect(cls, location: str, status_code: int = 307) -> "Reply":
-        return cls("raw", content=None, status_code=status_code, body=b"",
-                   headers={"Content-Type": "text/plain", "Location": location})
+        return cls(
+            "raw",
+            content=None,
+            status_code=status_code,
+            body=b"",
+            headers={"Content-Type": "text/plain", "Location": location},
+        )
 
     @classmethod
-    def trickle(cls, interval: float = 0.2, max_bytes: int = 50, headers_first: bool = True) -> "Reply":
+    def trickle(
+        cls, interval: float = 0.2, max_bytes: int = 50, headers_first: bool = True
+    ) -> "Reply":
         """One byte every ``interval`` seconds of a reply that announces more than it ever
         sends: at most ``max_bytes`` bytes, then the connection is closed (so a client
         without a total deadline fails after ``interval * max_bytes`` s, not never).
         ``headers_first``: the status line and headers at once, then the body byte by byte;
         else the status line and headers are trickled too."""
-        return cls("trickle", content=None, delay=interval, max_bytes=max_bytes, trickle_head=not headers_first)
+        return cls(
+            "trickle",
+            content=None,
+            delay=interval,
+            max_bytes=max_bytes,
+            trickle_head=not headers_first,
+        )
 
 
 @dataclass
@@ -142,8 +173,12 @@ class ChatServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port or 0), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"chat-server-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"chat-server-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -226,7 +261,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.owner._record(RecordedRequest("GET", self.path, self.headers, b"", None))
         if self.path.rstrip("/").endswith("/models"):
-            self._send_json(200, {"object": "list", "data": [{"id": self.owner.model, "object": "model"}]})
+            self._send_json(
+                200, {"object": "list", "data": [{"id": self.owner.model, "object": "model"}]}
+            )
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -259,23 +296,38 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_bytes(reply.status_code, reply.body or b"", reply.headers)
                 return
             usage = reply.usage or {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
-            self._send_json(200, {
-                "id": f"chatcmpl-{int(time.time() * 1e6)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": payload.get("model", self.owner.model),
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": reply.content}}],
-                "usage": usage,
-            })
+            self._send_json(
+                200,
+                {
+                    "id": f"chatcmpl-{int(time.time() * 1e6)}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": payload.get("model", self.owner.model),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": reply.content},
+                        }
+                    ],
+                    "usage": usage,
+                },
+            )
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass  # the client gave up (e.g. timed out) before we answered
 
     def _trickle(self, reply: Reply) -> None:
-        body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant",
-                                                                  "content": "ACTION: 1 " * 10_000}}]}).encode()
-        head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+        body = json.dumps(
+            {
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "ACTION: 1 " * 10_000}}
+                ]
+            }
+        ).encode()
+        head = (
+            f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
         data = (head + body if reply.trickle_head else body)[: reply.max_bytes]
         self.close_connection = True
         try:
@@ -285,14 +337,16 @@ class _Handler(BaseHTTPRequestHandler):
             for i in range(len(data)):
                 if self.owner._stop.wait(reply.delay):
                     return
-                self.wfile.write(data[i:i + 1])
+                self.wfile.write(data[i : i + 1])
                 self.wfile.flush()
         except OSError:
             pass  # the client gave up
 
 
 def _main() -> None:
-    parser = argparse.ArgumentParser(allow_abbrev=False, description="Local chat-completions server that always answers --reply.")
+    parser = argparse.ArgumentParser(
+        allow_abbrev=False, description="Local chat-completions server that always answers --reply."
+    )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--reply", default="ACTION: 1")
     args = parser.parse_args()

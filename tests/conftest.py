@@ -15,6 +15,7 @@ made once per session:
   (step 37), FINISH (step 38);
 * ``broken``: the same agent raising on ``q0-all-0``, so the run has an error record.
 """
+
 import json
 import os
 import re
@@ -28,6 +29,7 @@ sys.path.insert(0, os.path.dirname(__file__))  # mosnav_fixtures, chat_server
 from chat_server import ChatServer, Reply  # noqa: E402
 from mosnav_fixtures import write_open_room_dataset  # noqa: E402
 
+
 def pytest_configure(config):
     """The Python 3.9 lane (scripts/test_py39.sh) tests the installed wheel: stop at once if
     ``habitat_mosnav`` would come from this source tree instead."""
@@ -37,15 +39,21 @@ def pytest_configure(config):
         repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         source = os.path.join(repo, "habitat_mosnav") + os.sep
         if os.path.abspath(habitat_mosnav.__file__).startswith(source):
-            raise pytest.UsageError(f"habitat_mosnav comes from the source tree {source}, not the wheel")
+            raise pytest.UsageError(
+                f"habitat_mosnav comes from the source tree {source}, not the wheel"
+            )
 
 
 #: The API key the ``api_key`` fixture puts in the environment; no output may contain it.
 API_KEY = "sk-test-secret-c0ffee-1234"
 
 #: ``mosnav-eval --set`` overrides that drop the RGB and depth sensors (runs that need no pixels).
-NO_IMAGES = ["--set", "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
-             "--set", "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor"]
+NO_IMAGES = [
+    "--set",
+    "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
+    "--set",
+    "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
+]
 
 
 # ----------------------------------------------------------------------------- datasets
@@ -62,22 +70,46 @@ def room_args(room, *extra):
     """``mosnav-eval`` arguments for a ``(data_path, scenes_dir)`` dataset, without the space
     oracle and the progress bar, followed by ``extra``."""
     data, scenes = room
-    return ["--dataset-dir", data, "--scene-root", scenes, "--space-coverage-samples", "0",
-            "--no-progress", *extra]
+    return [
+        "--dataset-dir",
+        data,
+        "--scene-root",
+        scenes,
+        "--space-coverage-samples",
+        "0",
+        "--no-progress",
+        *extra,
+    ]
 
 
 def api_agent_args(server, *extra):
     """``--agent api`` against the local chat ``server``, with fast retries."""
-    return ["--agent", "api", "--api-base", server.api_base, "--model", "m", "--api-backoff", "0.01",
-            "--api-retries", "1", "--api-timeout", "10", *extra]
+    return [
+        "--agent",
+        "api",
+        "--api-base",
+        server.api_base,
+        "--model",
+        "m",
+        "--api-backoff",
+        "0.01",
+        "--api-retries",
+        "1",
+        "--api-timeout",
+        "10",
+        *extra,
+    ]
 
 
 def read_records(out, rank=None):
     """The records of ``<out>/rank_<rank>/episodes.jsonl``; every rank's, in rank order,
     when ``rank`` is None."""
     out = str(out)
-    ranks = [f"rank_{rank:05d}"] if rank is not None else sorted(
-        name for name in os.listdir(out) if name.startswith("rank_"))
+    ranks = (
+        [f"rank_{rank:05d}"]
+        if rank is not None
+        else sorted(name for name in os.listdir(out) if name.startswith("rank_"))
+    )
     recs = []
     for name in ranks:
         with open(os.path.join(out, name, "episodes.jsonl")) as f:
@@ -120,9 +152,15 @@ def assert_key_nowhere(root, key=API_KEY):
 def scripted_model(reply_for_step):
     """A chat-server responder playing a model: it reads "Actions taken so far: k" from the
     prompt (0 when absent) and answers ``reply_for_step(k)``."""
+
     def respond(payload):
-        text = " ".join(p.get("text", "") for m in payload["messages"] if isinstance(m["content"], list)
-                        for p in m["content"] if p.get("type") == "text")
+        text = " ".join(
+            p.get("text", "")
+            for m in payload["messages"]
+            if isinstance(m["content"], list)
+            for p in m["content"]
+            if p.get("type") == "text"
+        )
         match = re.search(r"Actions taken so far: (\d+)", text)
         return Reply.text(reply_for_step(int(match.group(1)) if match else 0))
 
@@ -133,8 +171,12 @@ def scripted_model(reply_for_step):
 #: The scripted many episode; action k (from 1) is step k.
 SCRIPT = [1] * 6 + [6] + [2] * 6 + [1] * 6 + [2] * 3 + [1] * 4 + [6, 6] + [1] * 8 + [6, 0]
 #: (step, claim kind, position after that step) of SCRIPT, by hand.
-SCRIPT_CLAIMS = [(7, "false", (0.0, 0.0, -1.5)), (27, "true", (1.0, 0.0, 0.0)),
-                 (28, "duplicate", (1.0, 0.0, 0.0)), (37, "true", (3.0, 0.0, 0.0))]
+SCRIPT_CLAIMS = [
+    (7, "false", (0.0, 0.0, -1.5)),
+    (27, "true", (1.0, 0.0, 0.0)),
+    (28, "duplicate", (1.0, 0.0, 0.0)),
+    (37, "true", (3.0, 0.0, 0.0)),
+]
 ROOM_STEPS = 50
 
 _AGENT = textwrap.dedent(f"""
@@ -164,9 +206,20 @@ _AGENT = textwrap.dedent(f"""
 
 #: ``room_runs`` flags: many + all, ROOM_STEPS steps, 64x64 RGB-D.
 _SENSORS = "habitat.simulator.agents.main_agent.sim_sensors"
-ROOM_RUN_ARGS = ["--target-modes", "many,all", "--max-steps", str(ROOM_STEPS),
-                 "--set", f"{_SENSORS}.rgb_sensor.width=64", "--set", f"{_SENSORS}.rgb_sensor.height=64",
-                 "--set", f"{_SENSORS}.depth_sensor.width=64", "--set", f"{_SENSORS}.depth_sensor.height=64"]
+ROOM_RUN_ARGS = [
+    "--target-modes",
+    "many,all",
+    "--max-steps",
+    str(ROOM_STEPS),
+    "--set",
+    f"{_SENSORS}.rgb_sensor.width=64",
+    "--set",
+    f"{_SENSORS}.rgb_sensor.height=64",
+    "--set",
+    f"{_SENSORS}.depth_sensor.width=64",
+    "--set",
+    f"{_SENSORS}.depth_sensor.height=64",
+]
 
 
 @pytest.fixture(scope="session")
@@ -179,11 +232,20 @@ def room_runs(tmp_path_factory, open_room):
     agent_file = root / "room_agent.py"
     agent_file.write_text(_AGENT)
     runs = {"data": data, "scenes": scenes, "agent_file": str(agent_file)}
-    for name, cls, extra in (("scripted", "ScriptedRoomAgent", ["--save-maps", "--save-video", "gif"]),
-                             ("broken", "BrokenRoomAgent", [])):
+    for name, cls, extra in (
+        ("scripted", "ScriptedRoomAgent", ["--save-maps", "--save-video", "gif"]),
+        ("broken", "BrokenRoomAgent", []),
+    ):
         out = str(root / name)
-        rc = main(["--agent", f"{agent_file}:{cls}", "--output-dir", out,
-                   *room_args((data, scenes), *ROOM_RUN_ARGS, *extra)])
+        rc = main(
+            [
+                "--agent",
+                f"{agent_file}:{cls}",
+                "--output-dir",
+                out,
+                *room_args((data, scenes), *ROOM_RUN_ARGS, *extra),
+            ]
+        )
         assert rc == 0, f"mosnav-eval {name} exited {rc}"
         runs[name] = out
     return runs
@@ -206,7 +268,9 @@ def box_grid(tmp_path_factory):
         key = (name, radius)
         if key not in built:
             glb = ts.export_boxes(str(root / f"{name}.glb"), boxes)
-            built[key] = NavGrid(load_mesh(glb, "z").triangles, AgentShape(1.5, radius, 0.2, 45.0), 0.05)
+            built[key] = NavGrid(
+                load_mesh(glb, "z").triangles, AgentShape(1.5, radius, 0.2, 45.0), 0.05
+            )
         return built[key]
 
     return make

@@ -1,6 +1,7 @@
 """Small hand-written datasets in SPEC §6 format for tests (values chosen to be checkable
 by hand). ``write_dataset`` lays out ``<root>/dataset_semantic/<scene>/`` and
 ``<root>/scenes/00000-<scene>/<scene>.glb``."""
+
 from __future__ import annotations
 
 import copy
@@ -12,13 +13,17 @@ SCENE = "testScene01"
 
 def goal(oid, category, nav, view_points=None, **attrs):
     return {
-        "object_id": oid, "category": category, "region_id": 0,
+        "object_id": oid,
+        "category": category,
+        "region_id": 0,
         "position": [nav[0], 0.5, nav[2] - 0.5],
         "aabb": {"center": [nav[0], 0.5, nav[2] - 0.5], "size": [0.5, 1.0, 0.5]},
         "navigable_position": list(nav),
-        "view_points": [{"position": list(p), "rotation": [0, 0, 0, 1], "iou": 0.5}
-                        for p in (view_points or [])],
-        "attributes": attrs, "caption": f"a {category}",
+        "view_points": [
+            {"position": list(p), "rotation": [0, 0, 0, 1], "iou": 0.5} for p in (view_points or [])
+        ],
+        "attributes": attrs,
+        "caption": f"a {category}",
     }
 
 
@@ -30,27 +35,69 @@ def base_documents(scene=SCENE):
         goal(201, "table", [0.0, 0.0, 3.0]),
     ]
     queries = [
-        {"query_id": "q0", "query_program": {"select": "object", "where": [
-            {"field": "category", "op": "==", "value": "chair"}]},
-         "instruction": "Find the chairs.", "matched_object_ids": [101, 102, 103]},
-        {"query_id": "q1", "query_program": {"select": "object", "where": [
-            {"field": "category", "op": "==", "value": "chair"},
-            {"field": "color", "op": "==", "value": "brown"}]},
-         "instruction": "Find brown chairs.", "matched_object_ids": [101, 102]},
-        {"query_id": "q2", "query_program": {"select": "object", "where": [
-            {"field": "category", "op": "==", "value": "table"}]},
-         "instruction": "Find a table.", "matched_object_ids": [201]},
+        {
+            "query_id": "q0",
+            "query_program": {
+                "select": "object",
+                "where": [{"field": "category", "op": "==", "value": "chair"}],
+            },
+            "instruction": "Find the chairs.",
+            "matched_object_ids": [101, 102, 103],
+        },
+        {
+            "query_id": "q1",
+            "query_program": {
+                "select": "object",
+                "where": [
+                    {"field": "category", "op": "==", "value": "chair"},
+                    {"field": "color", "op": "==", "value": "brown"},
+                ],
+            },
+            "instruction": "Find brown chairs.",
+            "matched_object_ids": [101, 102],
+        },
+        {
+            "query_id": "q2",
+            "query_program": {
+                "select": "object",
+                "where": [{"field": "category", "op": "==", "value": "table"}],
+            },
+            "instruction": "Find a table.",
+            "matched_object_ids": [201],
+        },
     ]
     start = {"start_position": [0.0, 0.0, 0.0], "start_rotation": [0, 0, 0, 1]}
     episodes = [
-        {"episode_id": "q0-many-0", "query_id": "q0", "target_mode": "many",
-         "target_count": 2, "target_object_ids": [101, 102, 103], **start, "info": {}},
-        {"episode_id": "q0-all-0", "query_id": "q0", "target_mode": "all",
-         "target_object_ids": [101, 102, 103], **start},
-        {"episode_id": "q1-any-0", "query_id": "q1", "target_mode": "any",
-         "target_object_ids": [101, 102], **start},
-        {"episode_id": "q2-single-0", "query_id": "q2", "target_mode": "single",
-         "target_object_ids": [201], **start},
+        {
+            "episode_id": "q0-many-0",
+            "query_id": "q0",
+            "target_mode": "many",
+            "target_count": 2,
+            "target_object_ids": [101, 102, 103],
+            **start,
+            "info": {},
+        },
+        {
+            "episode_id": "q0-all-0",
+            "query_id": "q0",
+            "target_mode": "all",
+            "target_object_ids": [101, 102, 103],
+            **start,
+        },
+        {
+            "episode_id": "q1-any-0",
+            "query_id": "q1",
+            "target_mode": "any",
+            "target_object_ids": [101, 102],
+            **start,
+        },
+        {
+            "episode_id": "q2-single-0",
+            "query_id": "q2",
+            "target_mode": "single",
+            "target_object_ids": [201],
+            **start,
+        },
     ]
     return {
         "goals.json": {"schema_version": 1, "scene_id": scene, "goals": goals},
@@ -72,6 +119,7 @@ def write_dataset(root, docs=None, scene=SCENE, scene_file=None):
     target = os.path.join(scene_dir, f"{scene}.glb")
     if scene_file is not None:
         import shutil
+
         shutil.copyfile(scene_file, target)
     elif not os.path.exists(target):
         open(target, "wb").close()
@@ -79,8 +127,9 @@ def write_dataset(root, docs=None, scene=SCENE, scene_file=None):
 
 
 #: The episode keys of ``base_documents()`` (split ``val``), sorted as evaluation selects them.
-EPISODE_KEYS = sorted(f"val::{SCENE}::{e['episode_id']}"
-                      for e in base_documents()["episodes.json"]["episodes"])
+EPISODE_KEYS = sorted(
+    f"val::{SCENE}::{e['episode_id']}" for e in base_documents()["episodes.json"]["episodes"]
+)
 
 
 def write_open_room_dataset(root):
@@ -95,11 +144,20 @@ def write_open_room_dataset(root):
 def quick_eval_args(data_path, scenes_dir, *extra):
     """``mosnav-eval`` flags for a fast CPU run on a test dataset: no RGB/depth sensors, no
     space oracle, no progress bar."""
-    return ["--dataset-dir", str(data_path), "--scene-root", str(scenes_dir),
-            "--space-coverage-samples", "0",
-            "--set", "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
-            "--set", "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
-            "--no-progress", *extra]
+    return [
+        "--dataset-dir",
+        str(data_path),
+        "--scene-root",
+        str(scenes_dir),
+        "--space-coverage-samples",
+        "0",
+        "--set",
+        "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
+        "--set",
+        "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
+        "--no-progress",
+        *extra,
+    ]
 
 
 def write_room_variant(root, open_room, edit):

@@ -5,6 +5,7 @@ Scenes (tests build them with habitat_mosnav.sims.toy_scenes): two 4 m x 4 m roo
 side (x in [0, 4] and [4, 8], z in [0, 4]), the shared wall at x = 4 with a 1 m door at
 z in [1.5, 2.5], or no door. Box i of a scene is semantic object i + 1.
 """
+
 import json
 import math
 import os
@@ -47,11 +48,17 @@ def _view_points(lo, hi, x_range, z_range, radius=0.2):
 def _goal(oid, lo, hi, view_points):
     centre = [(a + b) / 2 for a, b in zip(lo, hi)]
     size = [b - a for a, b in zip(lo, hi)]
-    return {"object_id": oid, "category": "cabinet", "region_id": 0, "position": centre,
-            "aabb": {"center": centre, "size": size},
-            "navigable_position": view_points[0], "view_points": [
-                {"position": p, "rotation": [0, 0, 0, 1], "iou": 0.5} for p in view_points],
-            "attributes": {}, "caption": "a cabinet"}
+    return {
+        "object_id": oid,
+        "category": "cabinet",
+        "region_id": 0,
+        "position": centre,
+        "aabb": {"center": centre, "size": size},
+        "navigable_position": view_points[0],
+        "view_points": [{"position": p, "rotation": [0, 0, 0, 1], "iou": 0.5} for p in view_points],
+        "attributes": {},
+        "caption": "a cabinet",
+    }
 
 
 def _build(root, boxes, targets, episodes):
@@ -59,32 +66,55 @@ def _build(root, boxes, targets, episodes):
     a SPEC §6 dataset with ``episodes``; returns a habitat config."""
     scene_dir = os.path.join(str(root), "build")
     glb = export_scene_with_semantics(scene_dir, SCENE, boxes)
-    goals = [_goal(oid, lo, hi, _view_points(lo, hi, xr, zr))
-             for oid, (lo, hi, xr, zr) in targets.items()]
+    goals = [
+        _goal(oid, lo, hi, _view_points(lo, hi, xr, zr))
+        for oid, (lo, hi, xr, zr) in targets.items()
+    ]
     ids = sorted(targets)
     docs = {
         "goals.json": {"schema_version": 1, "scene_id": SCENE, "goals": goals},
-        "queries.json": {"schema_version": 1, "scene_id": SCENE, "queries": [
-            {"query_id": "q0", "query_program": {"select": "object", "where": [
-                {"field": "category", "op": "==", "value": "cabinet"}]},
-             "instruction": "Find the cabinets.", "matched_object_ids": ids}]},
+        "queries.json": {
+            "schema_version": 1,
+            "scene_id": SCENE,
+            "queries": [
+                {
+                    "query_id": "q0",
+                    "query_program": {
+                        "select": "object",
+                        "where": [{"field": "category", "op": "==", "value": "cabinet"}],
+                    },
+                    "instruction": "Find the cabinets.",
+                    "matched_object_ids": ids,
+                }
+            ],
+        },
         "episodes.json": {"schema_version": 1, "scene_id": SCENE, "episodes": episodes},
     }
     data, scenes = write_dataset(root, docs, scene=SCENE, scene_file=glb)
     # the semantic pair lies beside the render mesh, as in HM3D
     target_dir = os.path.join(scenes, f"00000-{SCENE}")
     for ext in (".semantic.glb", ".semantic.txt"):
-        with open(os.path.join(scene_dir, SCENE + ext), "rb") as src, \
-                open(os.path.join(target_dir, SCENE + ext), "wb") as dst:
+        with (
+            open(os.path.join(scene_dir, SCENE + ext), "rb") as src,
+            open(os.path.join(target_dir, SCENE + ext), "wb") as dst,
+        ):
             dst.write(src.read())
     s = "habitat.simulator.agents.main_agent.sim_sensors"
-    return habitat_mosnav.get_config("benchmark/nav/mosnav/mos_demo.yaml", [
-        f"habitat.dataset.data_path={data}", f"habitat.dataset.scenes_dir={scenes}",
-        "habitat.dataset.target_modes=[]", f"habitat.environment.max_episode_steps={T}",
-        "habitat.task.mosnav_space_coverage_samples=0", SEMANTIC_SENSOR_OVERRIDE,
-        f"{s}.rgb_sensor.width=32", f"{s}.rgb_sensor.height=32",
-        f"{s}.depth_sensor.width=128", f"{s}.depth_sensor.height=128",
-    ])
+    return habitat_mosnav.get_config(
+        "benchmark/nav/mosnav/mos_demo.yaml",
+        [
+            f"habitat.dataset.data_path={data}",
+            f"habitat.dataset.scenes_dir={scenes}",
+            "habitat.dataset.target_modes=[]",
+            f"habitat.environment.max_episode_steps={T}",
+            "habitat.task.mosnav_space_coverage_samples=0",
+            SEMANTIC_SENSOR_OVERRIDE,
+            f"{s}.rgb_sensor.width=32",
+            f"{s}.rgb_sensor.height=32",
+            f"{s}.depth_sensor.width=128",
+            f"{s}.depth_sensor.height=128",
+        ],
+    )
 
 
 def _run(cfg, agent, out):
@@ -148,8 +178,16 @@ def corner(tmp_path_factory):
     oid = len(boxes) + 1
     boxes.append((HIDDEN[0], HIDDEN[1], (90, 60, 30, 255)))
     start = {"start_position": [1.0, 0.0, 2.0], "start_rotation": FACING_MINUS_X}
-    episodes = [{"episode_id": "q0-many-0", "query_id": "q0", "target_mode": "many",
-                 "target_count": 1, "target_object_ids": [oid], **start}]
+    episodes = [
+        {
+            "episode_id": "q0-many-0",
+            "query_id": "q0",
+            "target_mode": "many",
+            "target_count": 1,
+            "target_object_ids": [oid],
+            **start,
+        }
+    ]
     return _build(root, boxes, {oid: HIDDEN}, episodes), oid
 
 
@@ -166,10 +204,22 @@ def test_finds_a_target_behind_a_corner_and_reads_only_config_and_detector(corne
     # it went through the door: the start room has x < 4
     assert rec["final_agent_state"]["position"][0] > 4.0
     # privileges: the env's configuration and what the GT detector reads, nothing else
-    assert agent.env_reads == {"sim", "sim.habitat_config", "sim.get_observations_at",
-                               "current_episode", "current_episode.target_object_ids"}
-    assert agent.obs_reads <= {"depth", "gps", "compass", "target_mode", "target_count",
-                               "step_count", "max_steps"}
+    assert agent.env_reads == {
+        "sim",
+        "sim.habitat_config",
+        "sim.get_observations_at",
+        "current_episode",
+        "current_episode.target_object_ids",
+    }
+    assert agent.obs_reads <= {
+        "depth",
+        "gps",
+        "compass",
+        "target_mode",
+        "target_count",
+        "step_count",
+        "max_steps",
+    }
     assert {"depth", "gps", "compass"} <= agent.obs_reads
 
 
@@ -194,8 +244,15 @@ def test_moc_finishes_when_the_map_is_exhausted(tmp_path):
     a, b = len(boxes) + 1, len(boxes) + 2
     boxes += [(near[0], near[1], (90, 60, 30, 255)), (far[0], far[1], (90, 60, 30, 255))]
     start = {"start_position": [2.5, 0.0, 1.0], "start_rotation": [0, 0, 0, 1]}
-    episodes = [{"episode_id": "q0-all-0", "query_id": "q0", "target_mode": "all",
-                 "target_object_ids": [a, b], **start}]
+    episodes = [
+        {
+            "episode_id": "q0-all-0",
+            "query_id": "q0",
+            "target_mode": "all",
+            "target_object_ids": [a, b],
+            **start,
+        }
+    ]
     cfg = _build(tmp_path, boxes, {a: near, b: far}, episodes)
     rec = _run(cfg, FrontierAgent(), tmp_path / "run")["q0-all-0"]
     assert rec["status"] == "ok"
@@ -209,9 +266,16 @@ def test_moc_finishes_when_the_map_is_exhausted(tmp_path):
 def test_camera_model_reads_the_habitat_config(corner):
     cfg, _ = corner
     cam = CameraModel.from_habitat_config(cfg.habitat.simulator)
-    assert cam == CameraModel(hfov_deg=79.0, sensor_height=0.88, min_depth=0.5, max_depth=5.0,
-                              agent_radius=0.18, agent_height=0.88, turn_angle_deg=30.0,
-                              forward_step=0.25)
+    assert cam == CameraModel(
+        hfov_deg=79.0,
+        sensor_height=0.88,
+        min_depth=0.5,
+        max_depth=5.0,
+        agent_radius=0.18,
+        agent_height=0.88,
+        turn_angle_deg=30.0,
+        forward_step=0.25,
+    )
 
 
 def test_depth_projection_puts_a_wall_where_it_is():
@@ -252,10 +316,25 @@ def _observation(depth, step=0, mode="all", count=None):
     from habitat_mosnav.api import Observation
 
     return Observation(
-        rgb=None, depth=depth, goal_text="cabinet", goal_embedding=None, goal_image=None,
-        goal_type="object", subtask_type="object", target_mode=mode, target_count=count,
-        episode_id="e", scene_id="s", step_count=step, gps=np.zeros(2, np.float32),
-        compass=0.0, max_steps=T, task_prompt=None, previous_action=None, extras=None)
+        rgb=None,
+        depth=depth,
+        goal_text="cabinet",
+        goal_embedding=None,
+        goal_image=None,
+        goal_type="object",
+        subtask_type="object",
+        target_mode=mode,
+        target_count=count,
+        episode_id="e",
+        scene_id="s",
+        step_count=step,
+        gps=np.zeros(2, np.float32),
+        compass=0.0,
+        max_steps=T,
+        task_prompt=None,
+        previous_action=None,
+        extras=None,
+    )
 
 
 def test_an_obstacle_marked_under_the_agent_does_not_end_the_episode():

@@ -1,5 +1,6 @@
 """Agent loading (--agent), the legacy act(rgb, depth, prompt) adapter, the random and human
 agents: each error is one clear line naming the spec."""
+
 import io
 import textwrap
 
@@ -13,12 +14,26 @@ from habitat_mosnav.api import Observation
 
 
 def make_obs(**kw):
-    base = dict(rgb=np.zeros((4, 4, 3), np.uint8), depth=np.ones((4, 4), np.float32),
-                goal_text="Find chairs.", goal_embedding=None, goal_image=None,
-                goal_type="description", subtask_type="description", target_mode="many",
-                target_count=2, episode_id="e0", scene_id="s0", step_count=0,
-                gps=np.zeros(2, np.float32), compass=0.0, max_steps=10,
-                task_prompt="PROMPT", previous_action=None, extras={})
+    base = dict(
+        rgb=np.zeros((4, 4, 3), np.uint8),
+        depth=np.ones((4, 4), np.float32),
+        goal_text="Find chairs.",
+        goal_embedding=None,
+        goal_image=None,
+        goal_type="description",
+        subtask_type="description",
+        target_mode="many",
+        target_count=2,
+        episode_id="e0",
+        scene_id="s0",
+        step_count=0,
+        gps=np.zeros(2, np.float32),
+        compass=0.0,
+        max_steps=10,
+        task_prompt="PROMPT",
+        previous_action=None,
+        extras={},
+    )
     base.update(kw)
     return Observation(**base)
 
@@ -36,11 +51,13 @@ def test_module_class_from_working_directory(tmp_path, monkeypatch):
     pkg = tmp_path / "my_agents"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "mine.py").write_text(textwrap.dedent("""
+    (pkg / "mine.py").write_text(
+        textwrap.dedent("""
         class MyAgent:
             def act(self, observation):
                 return 1
-    """))
+    """)
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     agent = load_agent("my_agents.mine:MyAgent")
@@ -59,14 +76,17 @@ def test_file_path_spec(tmp_path):
     assert load_agent(f"{f}:A").act(None) == 3
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("nonsense", "unknown agent 'nonsense': expected random, human, api, oracle"),
-    ("no_such_pkg_xyz.mod:Agent", "no module named 'no_such_pkg_xyz.mod'"),
-    ("habitat_mosnav.agents.random_agent:Missing", "has no attribute 'Missing'"),
-    ("habitat_mosnav.api:GOAL_TYPES", "is not a class or factory"),
-    ("/no/such/file.py:A", "file '/no/such/file.py' does not exist"),
-    ("", "--agent is empty"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("nonsense", "unknown agent 'nonsense': expected random, human, api, oracle"),
+        ("no_such_pkg_xyz.mod:Agent", "no module named 'no_such_pkg_xyz.mod'"),
+        ("habitat_mosnav.agents.random_agent:Missing", "has no attribute 'Missing'"),
+        ("habitat_mosnav.api:GOAL_TYPES", "is not a class or factory"),
+        ("/no/such/file.py:A", "file '/no/such/file.py' does not exist"),
+        ("", "--agent is empty"),
+    ],
+)
 def test_bad_specs_are_one_line_errors(spec, message):
     with pytest.raises(AgentLoadError) as info:
         load_agent(spec)
@@ -87,21 +107,30 @@ def test_module_with_missing_dependency(tmp_path):
 
 
 def test_constructor_error_and_missing_act(tmp_path):
-    f = agent_file(tmp_path, "agents_bad.py", """
+    f = agent_file(
+        tmp_path,
+        "agents_bad.py",
+        """
         class Raises:
             def __init__(self):
                 raise ValueError("no model weights")
         class NoAct:
             pass
-    """)
-    with pytest.raises(AgentLoadError, match="constructing the agent failed: ValueError: no model weights"):
+    """,
+    )
+    with pytest.raises(
+        AgentLoadError, match="constructing the agent failed: ValueError: no model weights"
+    ):
         load_agent(f"{f}:Raises")
     with pytest.raises(AgentLoadError, match="NoAct has no act"):
         load_agent(f"{f}:NoAct")
 
 
 def test_from_args_is_used_when_present(tmp_path):
-    f = agent_file(tmp_path, "cli_agent.py", """
+    f = agent_file(
+        tmp_path,
+        "cli_agent.py",
+        """
         class WithArgs:
             def __init__(self, speed):
                 self.speed = speed
@@ -113,7 +142,8 @@ def test_from_args_is_used_when_present(tmp_path):
                 return cls(args.speed)
             def act(self, o):
                 return 1
-    """)
+    """,
+    )
 
     class Args:
         speed = 7

@@ -1,5 +1,6 @@
 """Action protocols of SPEC §2: every (protocol, mode, id) -> Habitat action, and the
 InvalidAction errors; plus the task prompt text (one module, never reveals what remains)."""
+
 import numpy as np
 import pytest
 

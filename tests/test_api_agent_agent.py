@@ -1,4 +1,5 @@
 """APIAgent end to end against a scripted local chat server (no simulator)."""
+
 import argparse
 import base64
 import io
@@ -17,14 +18,33 @@ from habitat_mosnav.api import Observation
 KEY = "sk-secret-KEY-do-not-log-4242"
 
 
-def make_obs(step=0, rgb=None, depth=True, prompt="Find two brown chairs. Send 6 at each, 0 when done."):
-    rgb = rgb if rgb is not None else np.random.default_rng(step).integers(0, 256, (24, 32, 3), dtype=np.uint8)
+def make_obs(
+    step=0, rgb=None, depth=True, prompt="Find two brown chairs. Send 6 at each, 0 when done."
+):
+    rgb = (
+        rgb
+        if rgb is not None
+        else np.random.default_rng(step).integers(0, 256, (24, 32, 3), dtype=np.uint8)
+    )
     return Observation(
-        rgb=rgb, depth=np.full((24, 32, 1), 2.0, np.float32) if depth else None,
-        goal_text="brown chairs", goal_embedding=None, goal_image=None, goal_type="description",
-        subtask_type="description", target_mode="many", target_count=2, episode_id="q1-many-0",
-        scene_id="SCENE", step_count=step, gps=np.zeros(2, np.float32), compass=0.0, max_steps=50,
-        task_prompt=prompt, previous_action=None, extras={"episode_key": "val::SCENE::q1-many-0"},
+        rgb=rgb,
+        depth=np.full((24, 32, 1), 2.0, np.float32) if depth else None,
+        goal_text="brown chairs",
+        goal_embedding=None,
+        goal_image=None,
+        goal_type="description",
+        subtask_type="description",
+        target_mode="many",
+        target_count=2,
+        episode_id="q1-many-0",
+        scene_id="SCENE",
+        step_count=step,
+        gps=np.zeros(2, np.float32),
+        compass=0.0,
+        max_steps=50,
+        task_prompt=prompt,
+        previous_action=None,
+        extras={"episode_key": "val::SCENE::q1-many-0"},
     )
 
 
@@ -70,8 +90,15 @@ def test_depth_in_metres_is_not_mistaken_for_normalised(server):
     agent = make_agent(server, send_depth=True, max_depth=10.0)
     obs = make_obs()
     close_wall = np.full((24, 32), 0.5, np.float32)  # 0.5 m everywhere, as the rollout sends it
-    agent.act(Observation(**{**obs.__dict__, "depth": close_wall,
-                             "extras": {"episode_key": "k", "depth_units": "metres"}}))
+    agent.act(
+        Observation(
+            **{
+                **obs.__dict__,
+                "depth": close_wall,
+                "extras": {"episode_key": "k", "depth_units": "metres"},
+            }
+        )
+    )
     pixel = _image(server.chat_requests()[0].image_urls()[1])[0, 0].astype(int)
     assert pixel[0] > 200 and pixel[1] > 180  # yellow-ish = near, not the teal of 0.5 "normalised"
 
@@ -100,7 +127,10 @@ def test_unparseable_reply_is_reasked_then_defaulted_and_counted(server):
     assert reask[-2] == {"role": "assistant", "content": "hmm"}
     assert "could not be read as an action" in reask[-1]["content"]
     assert agent.act(make_obs(step=1)) == 1  # the next step parses normally
-    assert "- step 1: 5 LOOK_DOWN (default, reply unparseable)" in server.chat_requests()[-1].texts()[1]
+    assert (
+        "- step 1: 5 LOOK_DOWN (default, reply unparseable)"
+        in server.chat_requests()[-1].texts()[1]
+    )
 
 
 def test_reask_that_succeeds_is_not_a_default(server):
@@ -133,7 +163,9 @@ def test_stats_are_per_episode_and_count_transport_retries(server):
     agent.act(make_obs(step=1))  # "walk forward" names no action: re-asked
     stats = agent.episode_stats()
     assert (stats["api_calls"], stats["api_retries"], stats["unparseable_replies"]) == (4, 1, 1)
-    assert stats["prompt_tokens"] == 30 and stats["completion_tokens"] == 9  # 3 completions x (10, 3)
+    assert (
+        stats["prompt_tokens"] == 30 and stats["completion_tokens"] == 9
+    )  # 3 completions x (10, 3)
     agent.reset()
     assert agent.episode_stats()["api_calls"] == 0
     assert agent.total_stats()["api_calls"] == 4
@@ -152,11 +184,19 @@ def test_server_down_raises_unavailable_within_the_bound(server, tmp_path):
     assert lines[-1]["error"]["type"] == "APIUnavailableError" and lines[-1]["action"] is None
 
 
-def test_prompt_log_has_one_line_per_step_and_never_the_key_or_pixels(server, tmp_path, monkeypatch):
+def test_prompt_log_has_one_line_per_step_and_never_the_key_or_pixels(
+    server, tmp_path, monkeypatch
+):
     monkeypatch.setenv("MOSNAV_TEST_KEY", KEY)
-    args = argparse.Namespace(api_base=server.api_base, model="m", api_key_env="MOSNAV_TEST_KEY",
-                              env_file=str(tmp_path / "none.env"), api_backoff=0.01, send_depth=True,
-                              log_prompt_images=True)
+    args = argparse.Namespace(
+        api_base=server.api_base,
+        model="m",
+        api_key_env="MOSNAV_TEST_KEY",
+        env_file=str(tmp_path / "none.env"),
+        api_backoff=0.01,
+        send_depth=True,
+        log_prompt_images=True,
+    )
     agent = APIAgent.from_args(args)
     assert agent.client.has_key
     log = tmp_path / "out" / "prompts.jsonl"
@@ -173,8 +213,10 @@ def test_prompt_log_has_one_line_per_step_and_never_the_key_or_pixels(server, tm
     assert "Find two brown chairs." in first["messages"][1]["content"][0]["text"]
     assert [a["reply"] for a in second["attempts"]] == ["nonsense", "ACTION: 6"]
     sent = server.chat_requests()[0].image_urls()[0]
-    assert first["images"][0]["sha256"] == __import__("hashlib").sha256(
-        base64.b64decode(sent.split(",", 1)[1])).hexdigest()
+    assert (
+        first["images"][0]["sha256"]
+        == __import__("hashlib").sha256(base64.b64decode(sent.split(",", 1)[1])).hexdigest()
+    )
     saved = log.parent / first["images"][0]["path"]
     assert np.array_equal(np.asarray(Image.open(saved)), _image(sent))
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
@@ -187,16 +229,43 @@ def test_prompt_log_has_one_line_per_step_and_never_the_key_or_pixels(server, tm
 
 def test_cli_flags_parse_without_clashes(tmp_path, monkeypatch):
     parser = argparse.ArgumentParser()
-    for flag in ("--agent", "--seed", "--max-steps", "--log-prompts", "--out", "--limit", "--config"):
+    for flag in (
+        "--agent",
+        "--seed",
+        "--max-steps",
+        "--log-prompts",
+        "--out",
+        "--limit",
+        "--config",
+    ):
         parser.add_argument(flag)
     APIAgent.add_arguments(parser)
-    (tmp_path / ".env").write_text("OPENAI_API_KEY=from-dotenv\nOPENAI_BASE_URL=http://127.0.0.1:1/v1\n")
+    (tmp_path / ".env").write_text(
+        "OPENAI_API_KEY=from-dotenv\nOPENAI_BASE_URL=http://127.0.0.1:1/v1\n"
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    args = parser.parse_args(["--agent", "api", "--model", "m", "--default-action", "turn_right",
-                              "--history-length", "2", "--api-timeout", "7", "--on-unparseable", "default",
-                              "--api-extra-body", '{"top_k": 5}', "--image-size", "0"])
+    args = parser.parse_args(
+        [
+            "--agent",
+            "api",
+            "--model",
+            "m",
+            "--default-action",
+            "turn_right",
+            "--history-length",
+            "2",
+            "--api-timeout",
+            "7",
+            "--on-unparseable",
+            "default",
+            "--api-extra-body",
+            '{"top_k": 5}',
+            "--image-size",
+            "0",
+        ]
+    )
     agent = APIAgent.from_args(args)
     assert agent.client.url == "http://127.0.0.1:1/v1/chat/completions"  # from .env
     assert agent.client.has_key and "from-dotenv" not in repr(agent)
@@ -220,11 +289,17 @@ def test_legacy_call_signature(server):
 def test_missing_key_for_a_remote_server_is_warned(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
-    args = argparse.Namespace(model="m", api_base="https://example.invalid/v1", api_key_env="NO_SUCH_KEY_VAR")
+    args = argparse.Namespace(
+        model="m", api_base="https://example.invalid/v1", api_key_env="NO_SUCH_KEY_VAR"
+    )
     agent = APIAgent.from_args(args)
     assert not agent.client.has_key
     assert "no API key in $NO_SUCH_KEY_VAR" in capsys.readouterr().err
-    APIAgent.from_args(argparse.Namespace(model="m", api_base="http://127.0.0.1:1/v1", api_key_env="NO_SUCH_KEY_VAR"))
+    APIAgent.from_args(
+        argparse.Namespace(
+            model="m", api_base="http://127.0.0.1:1/v1", api_key_env="NO_SUCH_KEY_VAR"
+        )
+    )
     assert capsys.readouterr().err == ""  # a local server needs no key
 
 
@@ -232,8 +307,13 @@ def test_from_args_leaves_the_prompt_log_to_the_evaluator(server, tmp_path, monk
     """One mechanism: ``--log-prompts`` reaches the agent only through ``set_log_path``
     (called by the evaluator with the rank directory), never from ``--output-dir`` here."""
     monkeypatch.chdir(tmp_path)
-    args = argparse.Namespace(api_base=server.api_base, model="m", log_prompts=True,
-                              output_dir=str(tmp_path / "out"), rank=0)
+    args = argparse.Namespace(
+        api_base=server.api_base,
+        model="m",
+        log_prompts=True,
+        output_dir=str(tmp_path / "out"),
+        rank=0,
+    )
     agent = APIAgent.from_args(args)
     assert agent.log_path is None and capsys.readouterr().err == ""
     server.script("ACTION: 1")

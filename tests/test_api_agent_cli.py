@@ -5,6 +5,7 @@ per step beside them, images and key in the requests only, the key in no output 
 server killed mid-run gives an ``APIUnavailableError`` error record quickly, and ``--resume``
 against a restarted server finishes the run.
 """
+
 import json
 import os
 import threading
@@ -29,8 +30,14 @@ scripted_model = model_answering(lambda k: REPLIES[min(k, len(REPLIES) - 1)])
 
 
 def argv(room, server, out, *extra):
-    return room_args(room, "--target-modes", "many,all,single,any", "--max-steps", "10",
-                     *api_agent_args(server, "--output-dir", out, *extra))
+    return room_args(
+        room,
+        "--target-modes",
+        "many,all,single,any",
+        "--max-steps",
+        "10",
+        *api_agent_args(server, "--output-dir", out, *extra),
+    )
 
 
 def test_api_agent_run_writes_records_and_prompt_log(open_room, tmp_path):
@@ -100,27 +107,41 @@ def test_server_down_error_records_then_resume_retry_errors(open_room, tmp_path)
     --retry-errors`` re-runs exactly those."""
     out = str(tmp_path / "run")
     with ChatServer(default=Reply.status(503, "model loading")) as server:
-        assert eval_cli.main(argv(open_room, server, out, "--log-prompts",
-                                  "--max-unavailable-episodes", "0")) == 0
+        assert (
+            eval_cli.main(
+                argv(open_room, server, out, "--log-prompts", "--max-unavailable-episodes", "0")
+            )
+            == 0
+        )
     recs = records(out)
     assert [r["status"] for r in recs] == ["error"] * 4
     assert {r["error_type"] for r in recs} == {"APIUnavailableError"}
     # --api-retries 1: two HTTP requests per episode, the second one a retry.
-    assert all(r["extras"]["agent"]["api_calls"] == 2 and r["extras"]["agent"]["api_retries"] == 1
-               for r in recs)
+    assert all(
+        r["extras"]["agent"]["api_calls"] == 2 and r["extras"]["agent"]["api_retries"] == 1
+        for r in recs
+    )
     assert json.load(open(os.path.join(out, "summary.json")))["status"] == "completed_with_errors"
 
     with ChatServer(default=scripted_model) as server2:
         assert eval_cli.main(argv(open_room, server2, out, "--resume")) == 0  # errors count as done
         assert server2.chat_requests() == []
-        assert eval_cli.main(argv(open_room, server2, out, "--resume", "--retry-errors", "--log-prompts")) == 0
+        assert (
+            eval_cli.main(
+                argv(open_room, server2, out, "--resume", "--retry-errors", "--log-prompts")
+            )
+            == 0
+        )
         assert len(server2.chat_requests()) == 4 * len(ACTIONS)
     recs2 = records(out)
     assert recs2[:4] == recs
     assert [r["episode_key"] for r in recs2[4:]] == [r["episode_key"] for r in recs]
     assert all(r["status"] == "ok" and r["action_trace"] == ACTIONS for r in recs2[4:])
-    assert all(r["extras"]["agent"]["api_calls"] == len(ACTIONS)
-               and r["extras"]["agent"]["api_retries"] == 0 for r in recs2[4:])
+    assert all(
+        r["extras"]["agent"]["api_calls"] == len(ACTIONS)
+        and r["extras"]["agent"]["api_retries"] == 0
+        for r in recs2[4:]
+    )
     summary = json.load(open(os.path.join(out, "summary.json")))
     assert summary["status"] == "complete"
     assert (summary["record_count"], summary["unique_record_count"]) == (8, 4)

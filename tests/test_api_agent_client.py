@@ -1,4 +1,5 @@
 """The chat-completions client against a scripted local server: retries, time-outs, errors, key."""
+
 import time
 
 import pytest
@@ -38,13 +39,17 @@ def test_retries_after_500_with_exponential_backoff(server):
     assert result.text == "ACTION: 4"
     assert result.attempts == 3 and len(server.chat_requests()) == 3
     assert len(sleeps) == 2
-    assert 0.05 <= sleeps[0] <= 0.056 and 0.1 <= sleeps[1] <= 0.111  # 0.05 * 2**k plus <= 10% jitter
+    assert (
+        0.05 <= sleeps[0] <= 0.056 and 0.1 <= sleeps[1] <= 0.111
+    )  # 0.05 * 2**k plus <= 10% jitter
     assert "HTTP 500" in result.errors[0] and "HTTP 503" in result.errors[1]
 
 
 def test_server_that_keeps_failing_raises_unavailable_after_all_retries(server):
     server.default = Reply.status(500)
-    with pytest.raises(APIUnavailableError, match=r"unavailable after 3 attempt\(s\).*HTTP 500") as info:
+    with pytest.raises(
+        APIUnavailableError, match=r"unavailable after 3 attempt\(s\).*HTTP 500"
+    ) as info:
         _client(server, retries=2).complete(PAYLOAD)
     assert info.value.attempts == 3
     assert len(server.chat_requests()) == 3
@@ -69,7 +74,12 @@ def test_slow_server_with_no_retries_fails_within_the_timeout(server):
 
 
 def test_dropped_connection_and_malformed_envelope_are_retried(server):
-    server.script(Reply.drop(), Reply.raw(b"<html>bad gateway</html>"), Reply.raw(b'{"choices": []}'), "ACTION: 6")
+    server.script(
+        Reply.drop(),
+        Reply.raw(b"<html>bad gateway</html>"),
+        Reply.raw(b'{"choices": []}'),
+        "ACTION: 6",
+    )
     result = _client(server).complete(PAYLOAD)
     assert result.text == "ACTION: 6" and result.attempts == 4
     assert "connection failed" in result.errors[0]
@@ -150,5 +160,11 @@ def test_parse_failure_is_retried_and_logged(server):
     server.script("nope", "{}")
     result = _client(server).complete(PAYLOAD, parse=parse)
     assert result.value == "{}" and result.attempts == 2
-    assert result.attempt_log == [{"attempt": 0, "error": "malformed", "detail": "malformed reply: not an object",
-                                   "raw": "nope"}]
+    assert result.attempt_log == [
+        {
+            "attempt": 0,
+            "error": "malformed",
+            "detail": "malformed reply: not an object",
+            "raw": "nope",
+        }
+    ]

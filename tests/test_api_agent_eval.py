@@ -2,6 +2,7 @@
 server: a full run completes and writes ok records, a prompt log beside them, no key
 anywhere. (A server killed mid-run, then ``--resume``: tests/test_api_agent_cli.py.)
 """
+
 import json
 import os
 
@@ -16,10 +17,26 @@ from habitat_mosnav.evaluation.cli import main
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("api_key")]
 
 N = 4
-FAST = ["--max-steps", "30", "--space-coverage-samples", "20", "--no-progress", "--num-episodes", str(N),
-        "--seed", "3"]
+FAST = [
+    "--max-steps",
+    "30",
+    "--space-coverage-samples",
+    "20",
+    "--no-progress",
+    "--num-episodes",
+    str(N),
+    "--seed",
+    "3",
+]
 # Replies in the formats a VLM produces; the step number comes from the prompt.
-_CYCLE = ["ACTION: 1", '{"action": 1}', "I will turn left.\nACTION: 2", "move forward", "ACTION: 6", "ACTION: 3"]
+_CYCLE = [
+    "ACTION: 1",
+    '{"action": 1}',
+    "I will turn left.\nACTION: 2",
+    "move forward",
+    "ACTION: 6",
+    "ACTION: 3",
+]
 #: A deterministic 'model': cycles through actions and sends FINISH at the 8th action.
 demo_model = scripted_model(lambda k: "ACTION: 0" if k >= 7 else _CYCLE[k % len(_CYCLE)])
 
@@ -34,7 +51,9 @@ def test_api_agent_completes_demo_episodes(tmp_path):
         assert main(api_args(server, out)) == 0
         requests = server.chat_requests()
     recs = read_records(out)
-    assert len(recs) == N and all(r["status"] == "ok" for r in recs), [r.get("error_type") for r in recs]
+    assert len(recs) == N and all(r["status"] == "ok" for r in recs), [
+        r.get("error_type") for r in recs
+    ]
     assert all(r["terminated_by"] == "finish" and r["steps_taken"] == 8 for r in recs)
     assert recs[0]["action_trace"] == [1, 1, 2, 1, 6, 3, 1, 0]
     summary = json.load(open(os.path.join(out, "summary.json")))

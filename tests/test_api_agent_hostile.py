@@ -2,6 +2,7 @@
 reply built to make parsing slow, a reply of megabytes, a redirect to another host.
 
 Every server runs on 127.0.0.1; every request loop is bounded (``retries`` is 0 or 1)."""
+
 import json
 import random
 import re
@@ -21,7 +22,9 @@ KEY = "sk-hostile-test-key-0123456789"
 
 
 # ----------------------------------------------------------------------------- a total deadline
-@pytest.mark.parametrize("headers_first", [True, False], ids=["body-trickles", "everything-trickles"])
+@pytest.mark.parametrize(
+    "headers_first", [True, False], ids=["body-trickles", "everything-trickles"]
+)
 def test_reply_trickling_one_byte_at_a_time_ends_at_the_timeout(server, headers_first):
     # One byte every 0.2 s: no single read ever waits 1 s, so only a deadline on the whole
     # attempt ends it. The server gives up after 50 bytes (10 s), so without one the test
@@ -71,14 +74,32 @@ def test_redirect_to_the_same_origin_is_followed(server):
 # ----------------------------------------------------------------------------- linear parsing
 def _old_strip_reasoning(text):
     """The regex strip_reasoning replaced (quadratic on many unclosed tags): the reference."""
-    text = re.sub(r"<(think|thinking|reasoning)>.*?</\1>", " ", text, flags=re.IGNORECASE | re.DOTALL)
+    text = re.sub(
+        r"<(think|thinking|reasoning)>.*?</\1>", " ", text, flags=re.IGNORECASE | re.DOTALL
+    )
     m = re.search(r"<(think|thinking|reasoning)>", text, re.IGNORECASE)
     return text[: m.start()] if m else text
 
 
 def test_strip_reasoning_matches_the_old_regex_on_random_tag_soup():
-    tokens = ["<think>", "</think>", "<THINK>", "</Think>", "<thinking>", "</thinking>", "<reasoning>",
-              "</REASONING>", "<thinkin>", "</ think>", "a", " ", "ACTION: 1", "<", ">", "/"]
+    tokens = [
+        "<think>",
+        "</think>",
+        "<THINK>",
+        "</Think>",
+        "<thinking>",
+        "</thinking>",
+        "<reasoning>",
+        "</REASONING>",
+        "<thinkin>",
+        "</ think>",
+        "a",
+        " ",
+        "ACTION: 1",
+        "<",
+        ">",
+        "/",
+    ]
     rng = random.Random(30)
     for _ in range(3000):
         text = "".join(rng.choice(tokens) for _ in range(rng.randint(0, 14)))
@@ -146,11 +167,13 @@ class _ReModule:
     def __getattr__(self, name):
         attr = getattr(re, name)
         if name in ("search", "match", "fullmatch", "finditer", "findall", "sub", "split"):
+
             def call(pattern, text, *args, **kwargs):
                 compiled = re.compile(pattern, kwargs.get("flags", 0))
                 _check(compiled, (text,), self._allowed)
                 self._calls.append((compiled, name, (text,)))
                 return attr(pattern, text, *args, **kwargs)
+
             return call
         return attr
 
@@ -206,17 +229,23 @@ def test_strip_reasoning_is_one_pass_of_a_bounded_pattern(monkeypatch, shape):
     del calls[:]
     strip_reasoning(make(40_000))
     assert len(calls) == n_calls
-    small, large = _line_events(strip_reasoning, make(5_000)), _line_events(strip_reasoning, make(10_000))
+    small, large = (
+        _line_events(strip_reasoning, make(5_000)),
+        _line_events(strip_reasoning, make(10_000)),
+    )
     assert large <= 2 * small + 20, (small, large)
 
 
-@pytest.mark.parametrize("reply, action", [
-    ("<think>" * 20_000, None),  # cut inside the reasoning: unparseable, at once
-    ("<think>" + "I think the chair is left. " * 40_000 + "</think>\nACTION: 3", 3),  # 1 MB
-    ("I see a sofa. " * 75_000 + "ACTION: 2", 2),  # 1 MB without tags
-    ("ACTION:" + " " * 1_000_000 + "x", None),  # the old strict pattern was cubic on this
-    ("ACTION: " + "7" * 1_000_000, None),  # an id of a million digits: no int() of it
-])
+@pytest.mark.parametrize(
+    "reply, action",
+    [
+        ("<think>" * 20_000, None),  # cut inside the reasoning: unparseable, at once
+        ("<think>" + "I think the chair is left. " * 40_000 + "</think>\nACTION: 3", 3),  # 1 MB
+        ("I see a sofa. " * 75_000 + "ACTION: 2", 2),  # 1 MB without tags
+        ("ACTION:" + " " * 1_000_000 + "x", None),  # the old strict pattern was cubic on this
+        ("ACTION: " + "7" * 1_000_000, None),  # an id of a million digits: no int() of it
+    ],
+)
 def test_long_hostile_replies_parse_with_linear_work(monkeypatch, reply, action):
     # Every regex call is checked before it runs: a pattern that may match more than 64
     # characters is given at most the STRICT_WINDOW after a keyword, or is one of the
@@ -252,7 +281,9 @@ def test_prompt_log_caps_every_text_field(server, tmp_path):
     junk = "a" * (LOG_FIELD_LIMIT - 1) + "é" + "blah " * 400_000  # 'é' (2 bytes) across the limit
     server.script(junk, junk + "\nACTION: 2")
     log = tmp_path / "prompts.jsonl"
-    agent = agent_module.APIAgent("m", server.api_base, KEY, timeout=10.0, backoff=0.0, unparseable_retries=1, log_path=log)
+    agent = agent_module.APIAgent(
+        "m", server.api_base, KEY, timeout=10.0, backoff=0.0, unparseable_retries=1, log_path=log
+    )
     agent.reset()
     assert agent.act(make_obs()) == 2
     raw = log.read_text(encoding="utf-8")

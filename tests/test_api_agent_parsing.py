@@ -1,4 +1,5 @@
 """Reply parsing and image encoding of the API agent (no server needed)."""
+
 import base64
 import io
 
@@ -6,7 +7,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from habitat_mosnav.agents.vlm.messages import depth_to_image, encode_image, format_history, rgb_to_image
+from habitat_mosnav.agents.vlm.messages import (
+    depth_to_image,
+    encode_image,
+    format_history,
+    rgb_to_image,
+)
 from habitat_mosnav.agents.vlm.parsing import parse_action
 
 
@@ -91,4 +97,7 @@ def test_depth_is_colour_coded_near_bright_far_dark_invalid_black():
 
 def test_history_lists_actions_oldest_first():
     text = format_history([(4, 1, ""), (5, 2, "default, reply unparseable")])
-    assert text.splitlines()[1:] == ["- step 4: 1 MOVE_FORWARD", "- step 5: 2 TURN_LEFT (default, reply unparseable)"]
+    assert text.splitlines()[1:] == [
+        "- step 4: 1 MOVE_FORWARD",
+        "- step 5: 2 TURN_LEFT (default, reply unparseable)",
+    ]

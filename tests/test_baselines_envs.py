@@ -1,6 +1,7 @@
 """MosNavVectorEnvFactory with real forkserver worker processes (not HABITAT_ENV_DEBUG):
 the workers know the plugin, training splits nothing away, evaluation shards episodes,
 and a final step carries the episode's record payload."""
+
 import os
 
 import pytest
@@ -29,12 +30,21 @@ def config(room, *extra):
     register_hydra_plugin(HabitatBaselinesConfigPlugin)
     data, scenes = room
     s = "habitat.simulator.agents.main_agent.sim_sensors"
-    return habitat_mosnav.get_config("baselines/ppo_mos_demo.yaml", [
-        f"habitat.dataset.data_path={data}", f"habitat.dataset.scenes_dir={scenes}",
-        "habitat.dataset.target_modes=[]", "habitat.environment.max_episode_steps=5",
-        "habitat.task.mosnav_space_coverage_samples=0",
-        f"{s}.rgb_sensor.width=32", f"{s}.rgb_sensor.height=32",
-        f"{s}.depth_sensor.width=32", f"{s}.depth_sensor.height=32", *extra])
+    return habitat_mosnav.get_config(
+        "baselines/ppo_mos_demo.yaml",
+        [
+            f"habitat.dataset.data_path={data}",
+            f"habitat.dataset.scenes_dir={scenes}",
+            "habitat.dataset.target_modes=[]",
+            "habitat.environment.max_episode_steps=5",
+            "habitat.task.mosnav_space_coverage_samples=0",
+            f"{s}.rgb_sensor.width=32",
+            f"{s}.rgb_sensor.height=32",
+            f"{s}.depth_sensor.width=32",
+            f"{s}.depth_sensor.height=32",
+            *extra,
+        ],
+    )
 
 
 def test_training_envs_run_in_worker_processes_that_know_the_plugin(open_room, monkeypatch):
@@ -47,8 +57,9 @@ def test_training_envs_run_in_worker_processes_that_know_the_plugin(open_room, m
         # one scene, two environments: both get every episode
         assert envs.count_episodes() == [4, 4]
         obs = envs.reset()
-        assert {"rgb", "depth", "mosnav_goal_text", "mosnav_target_mode", "gps",
-                "compass"} <= set(obs[0])
+        assert {"rgb", "depth", "mosnav_goal_text", "mosnav_target_mode", "gps", "compass"} <= set(
+            obs[0]
+        )
         assert "objectgoal" not in obs[0]  # description goals: text only (gym.obs_keys)
         # 5 steps of TURN_LEFT reach max_episode_steps: the last info has the payload
         for step in range(5):

@@ -1,6 +1,7 @@
 """The evaluation video's text overlay with habitat's top_down_map in the info: habitat's
 ``overlay_frame`` crashes on it (formats every value with ``:.2f``); inside the mosnav
 evaluator the stock loop's overlay prints only the scalar values."""
+
 import numpy as np
 import pytest
 
@@ -22,8 +23,12 @@ from habitat_mosnav.baselines.evaluator import (  # noqa: E402
 
 def _info():
     return {
-        "top_down_map": {"map": np.ones((12, 12), np.uint8), "fog_of_war_mask": np.zeros((12, 12)),
-                         "agent_map_coord": [(3, 4)], "agent_angle": [0.3]},
+        "top_down_map": {
+            "map": np.ones((12, 12), np.uint8),
+            "fog_of_war_mask": np.zeros((12, 12)),
+            "agent_map_coord": [(3, 4)],
+            "agent_angle": [0.3],
+        },
         "mos_f1": 0.5,
         "spl_multi": np.float32(0.25),
         "mos_report_events": [{"step": 1}],
@@ -42,8 +47,9 @@ def test_overlay_values_keep_only_strings_and_scalars():
 
 def test_scalar_overlay_draws_the_scalar_lines_and_is_restored():
     out = scalar_overlay_frame(np.zeros((64, 64, 3), np.uint8), _info())
-    expected = overlay_frame(np.zeros((64, 64, 3), np.uint8),
-                             {"mos_f1": 0.5, "spl_multi": 0.25, "note": "ok"})
+    expected = overlay_frame(
+        np.zeros((64, 64, 3), np.uint8), {"mos_f1": 0.5, "spl_multi": 0.25, "note": "ok"}
+    )
     assert out.shape == expected.shape and np.array_equal(out, expected)
     assert out.astype(int).sum() > 0  # text was drawn
     stock = habitat_evaluator.overlay_frame, habitat_evaluator.generate_video

@@ -1,6 +1,7 @@
 """End to end through the real command line: ``python -m habitat_mosnav.run`` trains PPO
 (2 worker processes, small images, a few updates) and writes a checkpoint; evaluating it
 reports the mosnav measures and writes SPEC §8 records that the evaluation layer reads."""
+
 import math
 import os
 import re
@@ -26,7 +27,12 @@ def run(cwd, *overrides, timeout=900):
     env.pop("HABITAT_ENV_DEBUG", None)
     proc = subprocess.run(
         [sys.executable, "-m", "habitat_mosnav.run", "--config-name=ppo_mos_demo", *overrides],
-        cwd=str(cwd), env=env, capture_output=True, text=True, timeout=timeout)
+        cwd=str(cwd),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -34,14 +40,21 @@ def run(cwd, *overrides, timeout=900):
 def experiment(tmp_path_factory):
     root = tmp_path_factory.mktemp("bl_ppo")
     data, scenes = write_open_room_dataset(root)
-    common = [f"habitat.dataset.data_path={data}", f"habitat.dataset.scenes_dir={scenes}",
-              "habitat.dataset.target_modes=[]", "habitat.environment.max_episode_steps=40",
-              "habitat.task.mosnav_space_coverage_samples=50",
-              f"{S}.rgb_sensor.width=64", f"{S}.rgb_sensor.height=64",
-              f"{S}.depth_sensor.width=64", f"{S}.depth_sensor.height=64",
-              "mosnav_output_dir=exp"]
-    rc, log = run(root, *common, "habitat_baselines.num_updates=3",
-                  "habitat_baselines.rl.ppo.num_steps=8")
+    common = [
+        f"habitat.dataset.data_path={data}",
+        f"habitat.dataset.scenes_dir={scenes}",
+        "habitat.dataset.target_modes=[]",
+        "habitat.environment.max_episode_steps=40",
+        "habitat.task.mosnav_space_coverage_samples=50",
+        f"{S}.rgb_sensor.width=64",
+        f"{S}.rgb_sensor.height=64",
+        f"{S}.depth_sensor.width=64",
+        f"{S}.depth_sensor.height=64",
+        "mosnav_output_dir=exp",
+    ]
+    rc, log = run(
+        root, *common, "habitat_baselines.num_updates=3", "habitat_baselines.rl.ppo.num_steps=8"
+    )
     assert rc == 0, log[-3000:]
     return root, common, log
 
@@ -51,7 +64,7 @@ def test_training_writes_checkpoint_under_the_output_dir(experiment):
     ckpts = sorted(os.listdir(root / "exp" / "checkpoints"))
     assert "ckpt.0.pth" in ckpts and "latest.pth" in ckpts
     assert (root / "exp" / "train.log").is_file()
-    assert list((root / "exp" / "hydra").iterdir())      # Hydra's run dir, not ./outputs
+    assert list((root / "exp" / "hydra").iterdir())  # Hydra's run dir, not ./outputs
     assert not (root / "outputs").exists()
     pkg = os.path.dirname(habitat_mosnav.__file__)
     assert not os.path.exists(os.path.join(pkg, "outputs"))
@@ -62,7 +75,7 @@ def test_training_writes_checkpoint_under_the_output_dir(experiment):
     from habitat_mosnav.baselines.checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(str(root / "exp" / "checkpoints" / "ckpt.0.pth"))
-    assert ckpt["extra_state"]["step"] == 3 * 8 * 2    # updates x steps x environments
+    assert ckpt["extra_state"]["step"] == 3 * 8 * 2  # updates x steps x environments
     assert ckpt["config"].habitat_baselines.trainer_name == "mosnav_ppo"
 
 
@@ -71,8 +84,15 @@ def test_evaluation_reports_measures_and_writes_records(experiment):
     rc, log = run(root, *common, "habitat_baselines.evaluate=True")
     assert rc == 0, log[-3000:]
     averages = dict(re.findall(r"Average episode (\S+): (\S+)", log))
-    for name in ("mos_success", "mos_f1", "spl_multi", "mos_precision", "mos_recall",
-                 "optimal_subset_distance", "trajectory_length"):
+    for name in (
+        "mos_success",
+        "mos_f1",
+        "spl_multi",
+        "mos_precision",
+        "mos_recall",
+        "optimal_subset_distance",
+        "trajectory_length",
+    ):
         assert name in averages, f"{name} not reported"
         assert math.isfinite(float(averages[name]))
     assert "mos_report_events" not in averages
@@ -88,8 +108,15 @@ def test_evaluation_reports_measures_and_writes_records(experiment):
         assert r["status"] == "ok" and r["episode"]["max_steps"] == 40
         assert 1 <= r["steps_taken"] <= 40
         assert r["terminated_by"] in ("finish", "target_found", "max_steps")
-        for field in ("success", "f1", "spl_multi", "precision", "recall",
-                      "trajectory_length", "optimal_subset_distance"):
+        for field in (
+            "success",
+            "f1",
+            "spl_multi",
+            "precision",
+            "recall",
+            "trajectory_length",
+            "optimal_subset_distance",
+        ):
             assert math.isfinite(r["metrics"][field]), field
         assert len(r["report_events"]) == r["metrics"]["tp"] + r["metrics"]["fp"]
         # the record is enough to replay the episode (issue 32)
@@ -103,7 +130,9 @@ def test_evaluation_reports_measures_and_writes_records(experiment):
 
     (board,) = write_report([str(out)], str(root / "report"), resamples=20, progress=False)
     assert board.name == "exp_ckpt.0"
-    assert board.manifest_text("agent").startswith("habitat-baselines mosnav_ppo PointNavResNetPolicy")
+    assert board.manifest_text("agent").startswith(
+        "habitat-baselines mosnav_ppo PointNavResNetPolicy"
+    )
     assert "exp_ckpt.0" in (root / "report" / "leaderboard.md").read_text()
 
     # a second evaluation into the same directory is refused with one line
@@ -116,14 +145,19 @@ def test_evaluation_with_fewer_episodes_than_environments(experiment):
     # 1 episode -> 1 environment while num_environments is 2: habitat-baselines' own loop
     # would size its buffers for 2 and fail; the mosnav evaluator sizes them for 1.
     root, common, _ = experiment
-    rc, log = run(root, *common, "habitat_baselines.evaluate=True",
-                  "habitat_baselines.test_episode_count=1",
-                  "habitat_baselines.evaluator.output_dir=exp/eval_one")
+    rc, log = run(
+        root,
+        *common,
+        "habitat_baselines.evaluate=True",
+        "habitat_baselines.test_episode_count=1",
+        "habitat_baselines.evaluator.output_dir=exp/eval_one",
+    )
     assert rc == 0, log[-3000:]
     summary = summarize(str(root / "exp" / "eval_one" / "ckpt.0"))
     assert summary["status"] == "complete" and summary["ok_episode_count"] == 1
-    records, _ = read_jsonl(str(root / "exp" / "eval_one" / "ckpt.0" / "rank_00000" /
-                                "episodes.jsonl"))
+    records, _ = read_jsonl(
+        str(root / "exp" / "eval_one" / "ckpt.0" / "rank_00000" / "episodes.jsonl")
+    )
     assert [r["episode_key"] for r in records] == [sorted(KEYS)[0]]
     assert records[0]["episode_index"] == 0
 
@@ -133,14 +167,18 @@ def test_evaluation_video_with_the_top_down_map(experiment):
     # top_down_map dict (habitat-lab PR #1060); the mosnav evaluator overlays only scalars,
     # so the video with habitat's map panel is written.
     root, common, _ = experiment
-    rc, log = run(root, *common, "habitat_baselines.evaluate=True",
-                  "habitat_baselines.test_episode_count=1",
-                  "habitat_baselines.evaluator.output_dir=exp/eval_video",
-                  "habitat_baselines.eval.video_option=[disk]",
-                  "habitat_baselines.video_dir=exp/video_map",
-                  "+habitat/task/measurements@habitat.task.measurements.top_down_map=top_down_map",
-                  # the open room has no semantic annotations to draw goal boxes from
-                  "habitat.task.measurements.top_down_map.draw_goal_aabbs=False")
+    rc, log = run(
+        root,
+        *common,
+        "habitat_baselines.evaluate=True",
+        "habitat_baselines.test_episode_count=1",
+        "habitat_baselines.evaluator.output_dir=exp/eval_video",
+        "habitat_baselines.eval.video_option=[disk]",
+        "habitat_baselines.video_dir=exp/video_map",
+        "+habitat/task/measurements@habitat.task.measurements.top_down_map=top_down_map",
+        # the open room has no semantic annotations to draw goal boxes from
+        "habitat.task.measurements.top_down_map.draw_goal_aabbs=False",
+    )
     assert rc == 0, log[-3000:]
     videos = [n for n in os.listdir(root / "exp" / "video_map") if n.endswith(".mp4")]
     assert len(videos) == 1

@@ -1,6 +1,7 @@
 """habitat-baselines glue, without worker processes: text-goal transformer, metric
 extraction of the list-valued measure, checkpoint loading and discovery, the evaluator's
 info cleaning, and the experiment configs."""
+
 import json
 import math
 import os
@@ -53,17 +54,20 @@ def test_text_goal_transformer_replaces_bytes_by_embedding():
     cls = baseline_registry.get_obs_transformer("MosNavTextGoalEncoder")
     assert cls is MosNavTextGoalEncoder
     enc = MosNavTextGoalEncoder(encoder="hash", dim=32)
-    space = spaces.Dict({
-        "mosnav_goal_text": spaces.Box(0, 255, (64,), np.uint8),
-        "gps": spaces.Box(-np.inf, np.inf, (2,), np.float32),
-    })
+    space = spaces.Dict(
+        {
+            "mosnav_goal_text": spaces.Box(0, 255, (64,), np.uint8),
+            "gps": spaces.Box(-np.inf, np.inf, (2,), np.float32),
+        }
+    )
     new = enc.transform_observation_space(space)
     assert set(new.spaces) == {"gps", "mosnav_goal_embedding"}
     assert new["mosnav_goal_embedding"].shape == (32,)
     texts = ["Find the chairs.", "Find a table.", "Find the chairs."]
-    batch = {"mosnav_goal_text": torch.from_numpy(np.stack([encode_goal_text(t, 64)
-                                                            for t in texts])),
-             "gps": torch.zeros(3, 2)}
+    batch = {
+        "mosnav_goal_text": torch.from_numpy(np.stack([encode_goal_text(t, 64) for t in texts])),
+        "gps": torch.zeros(3, 2),
+    }
     out = enc(batch)
     assert "mosnav_goal_text" not in out
     emb = out["mosnav_goal_embedding"]
@@ -89,9 +93,19 @@ def test_recording_envs_strip_payload_lists_and_nan():
 
         def step(self, data):
             payload = json.dumps({"episode_key": "val::s::e1"})
-            return [({"o": 1}, 0.5, True, {"spl_multi": 0.25, "agent_subset_distance":
-                                          float("nan"), "mos_report_events": [{"step": 1}],
-                                          EPISODE_INFO_KEY: payload})]
+            return [
+                (
+                    {"o": 1},
+                    0.5,
+                    True,
+                    {
+                        "spl_multi": 0.25,
+                        "agent_subset_distance": float("nan"),
+                        "mos_report_events": [{"step": 1}],
+                        EPISODE_INFO_KEY: payload,
+                    },
+                )
+            ]
 
     envs = _RecordingEnvs(FakeEnvs(), seen.append)
     assert envs.num_envs == 1
@@ -101,14 +115,17 @@ def test_recording_envs_strip_payload_lists_and_nan():
 
 
 def test_list_checkpoints_sorts_by_index_and_skips_latest_and_resume_state(tmp_path):
-    for name in ["ckpt.10.pth", "ckpt.2.pth", "latest.pth", ".habitat-resume-stateeval.pth",
-                 "notes.txt"]:
+    for name in [
+        "ckpt.10.pth",
+        "ckpt.2.pth",
+        "latest.pth",
+        ".habitat-resume-stateeval.pth",
+        "notes.txt",
+    ]:
         (tmp_path / name).write_bytes(b"x")
     found = list_checkpoints(str(tmp_path))
-    assert [(os.path.basename(p), i) for p, i in found] == [("ckpt.2.pth", 2),
-                                                            ("ckpt.10.pth", 10)]
-    assert list_checkpoints(str(tmp_path / "ckpt.10.pth")) == [(str(tmp_path / "ckpt.10.pth"),
-                                                                10)]
+    assert [(os.path.basename(p), i) for p, i in found] == [("ckpt.2.pth", 2), ("ckpt.10.pth", 10)]
+    assert list_checkpoints(str(tmp_path / "ckpt.10.pth")) == [(str(tmp_path / "ckpt.10.pth"), 10)]
     with pytest.raises(EvalSetupError, match="no such file or directory"):
         list_checkpoints(str(tmp_path / "missing"))
     empty = tmp_path / "empty"
@@ -123,8 +140,9 @@ def test_checkpoint_with_dictconfig_loads_on_new_torch(tmp_path):
 
     cfg = OmegaConf.create({"habitat": {"seed": 3}, "x": [1, 2]})
     path = str(tmp_path / "ckpt.0.pth")
-    torch.save({"state_dict": {"w": torch.ones(2)}, "config": cfg,
-                "extra_state": {"step": 64}}, path)
+    torch.save(
+        {"state_dict": {"w": torch.ones(2)}, "config": cfg, "extra_state": {"step": 64}}, path
+    )
     ckpt = load_checkpoint(path)
     assert ckpt["config"].habitat.seed == 3 and ckpt["extra_state"]["step"] == 64
     torch.testing.assert_close(ckpt["state_dict"]["w"], torch.ones(2))
@@ -156,9 +174,16 @@ def test_eval_plan_refuses_existing_results_and_resume_skips_complete_ones(tmp_p
     (ckpts / ".habitat-resume-stateeval.pth").write_bytes(b"x")
     # ckpt.0 evaluated completely (1 of 1 episodes), ckpt.1 not at all
     with RankWriter(str(tmp_path / "eval" / "ckpt.0"), 0) as w:
-        w.write(make_record(episode_key="val::s::e", episode_index=0, rank=0, seed=1,
-                            episode={"scene_id": "s", "episode_id": "e",
-                                     "target_mode": "many"}, metrics={"success": 1.0}))
+        w.write(
+            make_record(
+                episode_key="val::s::e",
+                episode_index=0,
+                rank=0,
+                seed=1,
+                episode={"scene_id": "s", "episode_id": "e", "target_mode": "many"},
+                metrics={"success": 1.0},
+            )
+        )
         w.write_done(expected_count=1)
     overrides = [f"mosnav_output_dir={tmp_path}", "habitat_baselines.evaluate=True"]
     trainer = MosNavPPOTrainer(_demo_config(*overrides))
@@ -216,7 +241,8 @@ def test_minilm_encoder_loads_offline_and_is_semantic():
     enc = MosNavTextGoalEncoder(encoder="minilm")
     assert enc.dim == 384
     space = enc.transform_observation_space(
-        spaces.Dict({"mosnav_goal_text": spaces.Box(0, 255, (64,), np.uint8)}))
+        spaces.Dict({"mosnav_goal_text": spaces.Box(0, 255, (64,), np.uint8)})
+    )
     assert space["mosnav_goal_embedding"].shape == (384,)
     v = enc.embed_texts(["Find brown chairs.", "Find the brown chairs", "Find a bath mat."])
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
@@ -228,12 +254,16 @@ def test_policy_config_mismatch_names_the_differing_keys():
 
     a = _demo_config()
     assert policy_config_mismatch(a, _demo_config()) == []
-    b = _demo_config("habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor.width=64",
-                     "habitat_baselines.rl.policy.main_agent.obs_transforms.text_goal.dim=16")
+    b = _demo_config(
+        "habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor.width=64",
+        "habitat_baselines.rl.policy.main_agent.obs_transforms.text_goal.dim=16",
+    )
     diff = policy_config_mismatch(b, a)
     assert len(diff) == 2
-    assert diff[0].startswith("habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor."
-                              "width: 128 (checkpoint) vs 64 (now)")
+    assert diff[0].startswith(
+        "habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor."
+        "width: 128 (checkpoint) vs 64 (now)"
+    )
     assert "obs_transforms" in diff[1] and "'dim': 16" in diff[1]
     # settings that do not shape the policy may differ freely
     c = _demo_config("habitat_baselines.test_episode_count=3", "habitat.seed=7")

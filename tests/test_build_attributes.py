@@ -1,5 +1,6 @@
 """Dataset building, ``attributes``: a real HTTP round trip to a local server that speaks
 the OpenAI chat-completions protocol, with malformed replies, a 500 and a bad key."""
+
 import base64
 import json
 from collections import Counter
@@ -28,17 +29,31 @@ EMPTY_ATTRIBUTES = '{"color": [], "material": [], "feature": []}'
 def build_server(script=(), default=EMPTY_ATTRIBUTES):
     """The shared local chat server, scripted with ``(status, content)`` pairs: 200 sends
     ``content`` as the assistant message, another status an error body."""
-    def reply(status, content):
-        return Reply.text(content) if status == 200 else Reply.status(status, content or "server error")
 
-    server = ChatServer(default=Reply.text(default) if isinstance(default, str) else reply(*default))
+    def reply(status, content):
+        return (
+            Reply.text(content)
+            if status == 200
+            else Reply.status(status, content or "server error")
+        )
+
+    server = ChatServer(
+        default=Reply.text(default) if isinstance(default, str) else reply(*default)
+    )
     server.script(*(reply(*item) for item in script))
     return server
 
 
 def _settings(base_url, **kw):
-    s = ApiSettings(base_url=base_url, api_key=KEY, vlm_model="test-vlm", llm_model="test-llm",
-                    timeout_s=10, max_retries=2, backoff_s=0.01)
+    s = ApiSettings(
+        base_url=base_url,
+        api_key=KEY,
+        vlm_model="test-vlm",
+        llm_model="test-llm",
+        timeout_s=10,
+        max_retries=2,
+        backoff_s=0.01,
+    )
     for k, v in kw.items():
         setattr(s, k, v)
     return s
@@ -60,9 +75,13 @@ class StubGeometry:
 
 
 def _goal(oid):
-    return {"object_id": oid, "category": "chair",
-            "view_points": [{"position": [oid, 0, 0], "rotation": [0, 0, 0, 1], "iou": 0.5}] * 2,
-            "attributes": {"color": [], "material": [], "feature": []}, "caption": ""}
+    return {
+        "object_id": oid,
+        "category": "chair",
+        "view_points": [{"position": [oid, 0, 0], "rotation": [0, 0, 0, 1], "iou": 0.5}] * 2,
+        "attributes": {"color": [], "material": [], "feature": []},
+        "caption": "",
+    }
 
 
 GOOD = '```json\n{"color": ["Brown"], "material": ["timber"], "feature": ["armrest"], "caption": "a chair"}\n```'
@@ -76,9 +95,9 @@ def test_attributes_round_trip_malformed_500_and_resume(tmp_path):
     script = [
         (200, "I think it is a brown chair."),  # goal 7: malformed, then fine
         (200, GOOD),
-        (500, "overloaded"),                     # goal 8: server error, then fine
+        (500, "overloaded"),  # goal 8: server error, then fine
         (200, GOOD),
-        (200, '{"color": "red"}'),               # goal 9: malformed three times -> failed
+        (200, '{"color": "red"}'),  # goal 9: malformed three times -> failed
         (200, "not json"),
         (200, '{"color": 3, "material": [], "feature": []}'),
     ]
@@ -90,7 +109,8 @@ def test_attributes_round_trip_malformed_500_and_resume(tmp_path):
         reqs = srv.chat_requests()
 
     assert [g["attributes"] for g in out[:2]] == [
-        {"color": ["Brown"], "material": ["timber"], "feature": ["armrest"]}] * 2
+        {"color": ["Brown"], "material": ["timber"], "feature": ["armrest"]}
+    ] * 2
     assert out[0]["caption"] == "a chair"
     assert out[2]["attributes"] == {"color": [], "material": [], "feature": []}
     assert counts["ok"] == 2 and counts["failed"] == 1 and counts["malformed_replies"] == 4
@@ -119,7 +139,9 @@ def test_attributes_round_trip_malformed_500_and_resume(tmp_path):
     counts2 = Counter()
     with build_server([(200, GOOD)]) as srv:
         client = StageClient(_settings(srv.api_base))
-        out2 = online_attributes(goals, "SCENE", tmp_path / "work", client, StubGeometry, 2, counts2)
+        out2 = online_attributes(
+            goals, "SCENE", tmp_path / "work", client, StubGeometry, 2, counts2
+        )
         assert len(srv.chat_requests()) == 1
     assert counts2["cached"] == 2 and counts2["ok"] == 3
     assert out2[2]["attributes"]["material"] == ["timber"]
@@ -144,8 +166,16 @@ def test_rate_limit_spaces_requests():
 
 
 def test_settings_from_env_file(tmp_path, monkeypatch):
-    for k in ("MOSNAV_API_KEY", "OPENAI_API_KEY", "MOSNAV_API_BASE", "OPENAI_BASE_URL",
-              "OPENAI_API_BASE", "MOSNAV_VLM_MODEL", "MOSNAV_LLM_MODEL", "OPENAI_MODEL"):
+    for k in (
+        "MOSNAV_API_KEY",
+        "OPENAI_API_KEY",
+        "MOSNAV_API_BASE",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_BASE",
+        "MOSNAV_VLM_MODEL",
+        "MOSNAV_LLM_MODEL",
+        "OPENAI_MODEL",
+    ):
         monkeypatch.delenv(k, raising=False)
     env = tmp_path / ".env"
     env.write_text(f"MOSNAV_API_KEY={KEY}\nMOSNAV_API_BASE=http://h:1/v1\nOPENAI_MODEL=m1\n")
@@ -161,8 +191,18 @@ def test_settings_from_env_file(tmp_path, monkeypatch):
 
 def test_parse_attribute_reply():
     assert parse_attribute_reply('Sure! {"color": "red", "material": [], "feature": ["lid"]}') == {
-        "color": ["red"], "material": [], "feature": ["lid"], "caption": ""}
-    for bad in ("", "no json here", '{"color": []}', '[1, 2]', '{"color": [1], "material": [], "feature": []}'):
+        "color": ["red"],
+        "material": [],
+        "feature": ["lid"],
+        "caption": "",
+    }
+    for bad in (
+        "",
+        "no json here",
+        '{"color": []}',
+        "[1, 2]",
+        '{"color": [1], "material": [], "feature": []}',
+    ):
         with pytest.raises(MalformedReply):
             parse_attribute_reply(bad)
 
@@ -170,13 +210,22 @@ def test_parse_attribute_reply():
 def test_language_from_llm_with_template_fallback():
     from habitat_mosnav.dataset_building.language import build_instructions, template_instruction
 
-    prog = {"select": "object", "where": [{"field": "category", "op": "==", "value": "chair"},
-                                          {"field": "color", "op": "==", "value": "red"}]}
-    qs = [{"query_id": "q0000", "query_program": prog, "matched_object_ids": [1, 2]},
-          {"query_id": "q0001", "query_program": prog, "matched_object_ids": [3]}]
+    prog = {
+        "select": "object",
+        "where": [
+            {"field": "category", "op": "==", "value": "chair"},
+            {"field": "color", "op": "==", "value": "red"},
+        ],
+    }
+    qs = [
+        {"query_id": "q0000", "query_program": prog, "matched_object_ids": [1, 2]},
+        {"query_id": "q0001", "query_program": prog, "matched_object_ids": [3]},
+    ]
     counts = {}
     # q0000: the model answers; q0001: three empty replies -> the template is used
-    with build_server([(200, '"Please find the red chairs"\n'), (200, ""), (200, " "), (200, "")]) as srv:
+    with build_server(
+        [(200, '"Please find the red chairs"\n'), (200, ""), (200, " "), (200, "")]
+    ) as srv:
         client = StageClient(_settings(srv.api_base))
         out = build_instructions(qs, seed=0, scene_id="S", client=client, counts=counts)
         body = srv.chat_requests()[0].json

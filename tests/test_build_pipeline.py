@@ -2,6 +2,7 @@
 against SPEC §6 (the dataset loader's own checks), episodes are reachable, their
 ``optimal_subset_distance`` is SPEC §4's bound over the dense view points, runs are deterministic and resumable,
 and the online ``attributes`` stage works against a local chat-completions server."""
+
 import itertools
 import json
 import shutil
@@ -13,7 +14,12 @@ import pytest
 from habitat_mosnav.dataset_building.cli import main as build_main
 from habitat_mosnav.dataset_building.common import discover_scenes
 from habitat_mosnav.dataset_building.geometry import open_scene
-from habitat_mosnav.dataset_building.pipeline import BuildConfig, run_all, run_attributes, run_episodes
+from habitat_mosnav.dataset_building.pipeline import (
+    BuildConfig,
+    run_all,
+    run_attributes,
+    run_episodes,
+)
 from habitat_mosnav.datasets.schema import load_scene_dir
 from habitat_mosnav.scenes.generator import generate_scene
 
@@ -51,7 +57,9 @@ def test_output_validates_and_covers_modes_and_goal_types(built):
     # walls / floors / ceilings are annotated in the scene but never goals
     assert not {"wall", "floor", "ceiling"} & {g["category"] for g in goals.values()}
     raw_queries = _read(root, sid, "queries.json")["queries"]
-    assert any(q["pure_category"] for q in raw_queries) and not all(q["pure_category"] for q in raw_queries)
+    assert any(q["pure_category"] for q in raw_queries) and not all(
+        q["pure_category"] for q in raw_queries
+    )
     for q in raw_queries:
         assert q["instruction"].endswith(".") and q["matched_object_ids"]
         pure = [c["field"] for c in q["query_program"]["where"]] == ["category"]
@@ -63,14 +71,15 @@ def test_output_validates_and_covers_modes_and_goal_types(built):
     for e in episodes:
         n = len(e["target_object_ids"])
         assert e["episode_id"].startswith(f"{e['query_id']}-{e['target_mode']}-")
-        assert sorted(queries[e["query_id"]]["matched_object_ids"]) == sorted(e["target_object_ids"])
+        assert sorted(queries[e["query_id"]]["matched_object_ids"]) == sorted(
+            e["target_object_ids"]
+        )
         if e["target_mode"] == "single":
             assert n == 1
         elif e["target_mode"] == "many":
             assert n >= 3 and 2 <= e["target_count"] <= n - 1
         else:
             assert n >= 2
-
 
 
 def test_loads_as_multiobjectnav_dataset_in_both_goal_types(built):
@@ -84,8 +93,11 @@ def test_loads_as_multiobjectnav_dataset_in_both_goal_types(built):
     queries = {q["query_id"]: q for q in _read(root, sid, "queries.json")["queries"]}
     loaded = {}
     for goal_type in ("description", "object"):
-        dcfg = OmegaConf.structured(MultiObjectNavDatasetConfig(
-            data_path=str(root / "ds"), scenes_dir=str(root / "scenes"), goal_type=goal_type))
+        dcfg = OmegaConf.structured(
+            MultiObjectNavDatasetConfig(
+                data_path=str(root / "ds"), scenes_dir=str(root / "scenes"), goal_type=goal_type
+            )
+        )
         loaded[goal_type] = MultiObjectNavDatasetV1(dcfg).episodes
     assert len(loaded["description"]) == len(episodes)
     pure = [e for e in episodes if queries[e["query_id"]]["pure_category"]]
@@ -96,6 +108,7 @@ def test_loads_as_multiobjectnav_dataset_in_both_goal_types(built):
     for e in loaded["object"]:
         cat = queries[e.query_id]["query_program"]["where"][0]["value"]
         assert e.goal_text == cat
+
 
 def _bound(start, pair, k):
     """SPEC §4 by brute force: min over k-orders of L_last, L_j = max(s_j, L_i + c_ij)."""
@@ -123,11 +136,21 @@ def test_episodes_reachable_and_optimal_distance_is_the_bound_over_view_points(b
             g = [min(geo.geodesic(e["start_position"], v) for v in pts) for pts in vps]
             assert np.all(np.isfinite(g)), e["episode_id"]
             np.testing.assert_allclose(g, e["info"]["geodesic_to_targets"], atol=0.05)
-            pair = np.array([[0.0 if i == j else max(0.0, min(
-                geo.geodesic(u, v) for u in a for v in b) - 2 * d)
-                for j, b in enumerate(vps)] for i, a in enumerate(vps)])
+            pair = np.array(
+                [
+                    [
+                        0.0
+                        if i == j
+                        else max(0.0, min(geo.geodesic(u, v) for u in a for v in b) - 2 * d)
+                        for j, b in enumerate(vps)
+                    ]
+                    for i, a in enumerate(vps)
+                ]
+            )
             assert np.all(np.isfinite(pair)), e["episode_id"]
-            k = {"single": 1, "any": 1, "many": e["target_count"], "all": len(tgt)}[e["target_mode"]]
+            k = {"single": 1, "any": 1, "many": e["target_count"], "all": len(tgt)}[
+                e["target_mode"]
+            ]
             length = _bound([max(0.0, x - d) for x in g], pair, k)
             assert e["info"]["optimal_subset_distance"] == pytest.approx(length, abs=0.05)
             assert 2.0 - 0.05 <= length <= 25.0
@@ -162,11 +185,15 @@ def test_rerun_is_resumed_and_same_seed_is_identical(built, tmp_path):
     assert all(r.skipped == [sid] and not r.done for r in reports)
     assert {n: (root / "ds" / sid / n).read_bytes() for n in FILES} == before
     # a fresh build with the same seed gives the same bytes
-    cfg2 = BuildConfig(out=tmp_path / "ds", scenes=root / "scenes", offline=True, seed=0, progress=False)
+    cfg2 = BuildConfig(
+        out=tmp_path / "ds", scenes=root / "scenes", offline=True, seed=0, progress=False
+    )
     run_all(cfg2)
     assert {n: (tmp_path / "ds" / sid / n).read_bytes() for n in FILES} == before
     # another seed: other starts
-    cfg3 = BuildConfig(out=tmp_path / "ds", scenes=root / "scenes", offline=True, seed=1, progress=False)
+    cfg3 = BuildConfig(
+        out=tmp_path / "ds", scenes=root / "scenes", offline=True, seed=1, progress=False
+    )
     assert run_episodes(cfg3).done == [sid]
     assert (tmp_path / "ds" / sid / "episodes.json").read_bytes() != before["episodes.json"]
 
@@ -174,18 +201,45 @@ def test_rerun_is_resumed_and_same_seed_is_identical(built, tmp_path):
 def test_cli_caps_queries_and_episodes_and_show_writes_pngs(built, tmp_path):
     root, sid, cfg, _ = built
     out = tmp_path / "small"
-    rc = build_main(["all", "--scenes", str(root / "scenes"), "--out", str(out), "--offline",
-                     "--max-queries", "6", "--max-per-group", "1", "--no-progress"])
+    rc = build_main(
+        [
+            "all",
+            "--scenes",
+            str(root / "scenes"),
+            "--out",
+            str(out),
+            "--offline",
+            "--max-queries",
+            "6",
+            "--max-per-group",
+            "1",
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     qs = json.loads((out / sid / "queries.json").read_text())["queries"]
     eps = json.loads((out / sid / "episodes.json").read_text())["episodes"]
     assert len(qs) == 6
-    groups = Counter((next(q for q in qs if q["query_id"] == e["query_id"])["pure_category"],
-                      e["target_mode"]) for e in eps)
+    groups = Counter(
+        (next(q for q in qs if q["query_id"] == e["query_id"])["pure_category"], e["target_mode"])
+        for e in eps
+    )
     assert max(groups.values()) == 1
     oid = json.loads((out / sid / "goals.json").read_text())["goals"][0]["object_id"]
-    rc = build_main(["show", "--scenes", str(root / "scenes"), "--out", str(out), "--no-progress",
-                     "--object-ids", str(oid), "--show-dir", str(tmp_path / "png")])
+    rc = build_main(
+        [
+            "show",
+            "--scenes",
+            str(root / "scenes"),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--object-ids",
+            str(oid),
+            "--show-dir",
+            str(tmp_path / "png"),
+        ]
+    )
     assert rc == 0
     pngs = sorted((tmp_path / "png" / sid / str(oid)).glob("vp*.png"))
     assert pngs and pngs[0].read_bytes()[:4] == b"\x89PNG"
@@ -193,12 +247,17 @@ def test_cli_caps_queries_and_episodes_and_show_writes_pngs(built, tmp_path):
 
 def test_cli_bad_input_is_one_line_error(built, tmp_path, capsys):
     root, sid, cfg, _ = built
-    assert build_main(["extract", "--scenes", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
+    assert (
+        build_main(["extract", "--scenes", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "nope" in err and "does not exist" in err
     bad = tmp_path / "bad"
     shutil.copytree(root / "ds", bad)
-    (bad / sid / "goals.json").write_text('{"schema_version": 1, "scene_id": "%s", "goals": 3}' % sid)
+    (bad / sid / "goals.json").write_text(
+        '{"schema_version": 1, "scene_id": "%s", "goals": 3}' % sid
+    )
     assert build_main(["queries", "--out", str(bad), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "goals.json" in err and "'goals'" in err
@@ -217,14 +276,28 @@ def test_online_attributes_stage_against_local_server(built, tmp_path, monkeypat
     root, sid, cfg, _ = built
     out = tmp_path / "ds"
     shutil.copytree(root / "ds", out)
-    reply = '{"color": ["grey"], "material": ["timber"], "feature": ["shiny"], "caption": "a thing"}'
+    reply = (
+        '{"color": ["grey"], "material": ["timber"], "feature": ["shiny"], "caption": "a thing"}'
+    )
     env = tmp_path / ".env"
     with build_server(default=reply, script=[(200, "garbage"), (500, "")]) as srv:
         env.write_text(f"MOSNAV_API_KEY={KEY}\nMOSNAV_API_BASE={srv.api_base}\n")
-        for k in ("MOSNAV_API_KEY", "OPENAI_API_KEY", "MOSNAV_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        for k in (
+            "MOSNAV_API_KEY",
+            "OPENAI_API_KEY",
+            "MOSNAV_API_BASE",
+            "OPENAI_BASE_URL",
+            "OPENAI_API_BASE",
+        ):
             monkeypatch.delenv(k, raising=False)
-        cfg_online = BuildConfig(out=out, scenes=root / "scenes", work=tmp_path / "work", env_file=env,
-                                 progress=False, api_overrides={"backoff_s": 0.01})
+        cfg_online = BuildConfig(
+            out=out,
+            scenes=root / "scenes",
+            work=tmp_path / "work",
+            env_file=env,
+            progress=False,
+            api_overrides={"backoff_s": 0.01},
+        )
         report = run_attributes(cfg_online)
         n_goals = len(json.loads((out / sid / "goals.json").read_text())["goals"])
         assert len(srv.chat_requests()) == n_goals + 2  # one malformed reply and one 500 retried
@@ -271,7 +344,12 @@ def test_semantic_txt_errors_name_the_line(tmp_path):
         read_annotations(tmp_path / "missing.semantic.txt")
     p.write_text('HM3D Semantic Annotations\n1,ff0000,"Kitchen Chair",0\n')
     (o,) = read_annotations(p)
-    assert (o.object_id, o.color_hex, o.raw_category, o.region_id) == (1, "FF0000", "Kitchen Chair", 0)
+    assert (o.object_id, o.color_hex, o.raw_category, o.region_id) == (
+        1,
+        "FF0000",
+        "Kitchen Chair",
+        0,
+    )
 
 
 def test_up_axis_auto_reads_meta_else_z_up_like_hm3d(built, tmp_path):
@@ -291,7 +369,9 @@ def test_up_axis_auto_reads_meta_else_z_up_like_hm3d(built, tmp_path):
     want = {o["object_id"]: o["aabb"] for o in meta["objects"]}
     for o in objs:  # world-frame AABBs of the meta file, to the generator's rounding
         c, s = np.array(want[o.object_id]["center"]), np.array(want[o.object_id]["size"])
-        assert np.allclose(o.aabb_min, c - s / 2, atol=2e-3) and np.allclose(o.aabb_max, c + s / 2, atol=2e-3)
+        assert np.allclose(o.aabb_min, c - s / 2, atol=2e-3) and np.allclose(
+            o.aabb_max, c + s / 2, atol=2e-3
+        )
     # an HM3D-like copy without the meta file: auto still reads it Z up, same objects
     hm3d = tmp_path / src.name
     hm3d.mkdir()
@@ -302,7 +382,9 @@ def test_up_axis_auto_reads_meta_else_z_up_like_hm3d(built, tmp_path):
     assert bare.meta is None and resolve_up_axis(bare.render_glb) == "z"
     objs2, _ = parse_objects(bare, ExtractOptions())
     assert [o.object_id for o in objs2] == [o.object_id for o in objs]
-    assert all(np.array_equal(a.lo, b.lo) and np.array_equal(a.hi, b.hi) for a, b in zip(objs, objs2))
+    assert all(
+        np.array_equal(a.lo, b.lo) and np.array_equal(a.hi, b.hi) for a, b in zip(objs, objs2)
+    )
     # forcing Y up reads the same file wrongly: heights become depths
     wrong, _ = parse_objects(scene, ExtractOptions(up_axis="y"))
     assert min(float(o.aabb_min[1]) for o in wrong) < -0.5
@@ -317,9 +399,25 @@ def test_acceptance_eval_runs_the_built_dataset_and_the_oracle_solves_it(built, 
 
     root, sid, cfg, _ = built
     out = tmp_path / "eval"
-    rc = eval_main(["--dataset-dir", str(root / "ds"), "--scene-root", str(root / "scenes"),
-                    "--agent", "oracle", "--target-modes", "many,all", "--episode-limit", "6",
-                    "--space-coverage-samples", "0", "--output-dir", str(out), "--no-progress"])
+    rc = eval_main(
+        [
+            "--dataset-dir",
+            str(root / "ds"),
+            "--scene-root",
+            str(root / "scenes"),
+            "--agent",
+            "oracle",
+            "--target-modes",
+            "many,all",
+            "--episode-limit",
+            "6",
+            "--space-coverage-samples",
+            "0",
+            "--output-dir",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "complete" and summary["error_episode_count"] == 0
@@ -356,27 +454,54 @@ def test_extract_takes_view_points_from_objectnav_goals(built, tmp_path, capsys)
     root, sid, cfg, _ = built
     goals = _read(root, sid, "goals.json")["goals"]
     g0 = goals[0]
-    vp = {"agent_state": {"position": g0["navigable_position"], "rotation": [0, 1, 0, 0]}, "iou": 0.77}
+    vp = {
+        "agent_state": {"position": g0["navigable_position"], "rotation": [0, 1, 0, 0]},
+        "iou": 0.77,
+    }
     onav = tmp_path / "content"
     onav.mkdir()
-    doc = {"goals_by_category": {f"{sid}.basis.glb_{g0['category']}": [
-        {"object_id": g0["object_id"], "object_category": g0["category"], "view_points": [vp]},
-        {"object_id": 99999, "view_points": [vp]}]}}
+    doc = {
+        "goals_by_category": {
+            f"{sid}.basis.glb_{g0['category']}": [
+                {
+                    "object_id": g0["object_id"],
+                    "object_category": g0["category"],
+                    "view_points": [vp],
+                },
+                {"object_id": 99999, "view_points": [vp]},
+            ]
+        }
+    }
     with gzip.open(onav / f"{sid}.json.gz", "wt") as f:
         json.dump(doc, f)
     out = tmp_path / "ds"
-    args = ["extract", "--scenes", str(root / "scenes"), "--out", str(out), "--objectnav-goals", str(tmp_path),
-            "--no-progress"]
+    args = [
+        "extract",
+        "--scenes",
+        str(root / "scenes"),
+        "--out",
+        str(out),
+        "--objectnav-goals",
+        str(tmp_path),
+        "--no-progress",
+    ]
     assert build_main(args) == 0
     new = {g["object_id"]: g for g in json.loads((out / sid / "goals.json").read_text())["goals"]}
-    assert new[g0["object_id"]]["view_points"] == [{"position": g0["navigable_position"],
-                                                    "rotation": [0.0, 1.0, 0.0, 0.0], "iou": 0.77}]
+    assert new[g0["object_id"]]["view_points"] == [
+        {"position": g0["navigable_position"], "rotation": [0.0, 1.0, 0.0, 0.0], "iou": 0.77}
+    ]
     assert new[goals[1]["object_id"]]["view_points"] == goals[1]["view_points"]  # not listed: ours
-    doc["goals_by_category"][f"{sid}.basis.glb_{g0['category']}"][0]["view_points"][0]["iou"] = float("nan")
+    doc["goals_by_category"][f"{sid}.basis.glb_{g0['category']}"][0]["view_points"][0]["iou"] = (
+        float("nan")
+    )
     with gzip.open(onav / f"{sid}.json.gz", "wt") as f:
         json.dump(doc, f)
     capsys.readouterr()
     assert build_main(args + ["--overwrite"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and f"{sid}.json.gz" in err and f"(object {g0['object_id']}) view_points[0]" in err
+    assert (
+        err.count("\n") == 0
+        and f"{sid}.json.gz" in err
+        and f"(object {g0['object_id']}) view_points[0]" in err
+    )
     assert "field 'iou': expected a finite number, got NaN" in err

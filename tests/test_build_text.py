@@ -1,4 +1,5 @@
 """Dataset building, the stages without geometry: normalize, queries, language."""
+
 from collections import Counter
 
 import pytest
@@ -29,18 +30,27 @@ def test_normalize_synonyms_and_multiple_values():
 
 
 def test_normalize_features_kept_as_phrases_and_idempotent():
-    raw = {"color": ["Light-Grey", "navy"], "material": "Marble, glass",
-           "feature": ["Glass Door", " with books ", "glass door"]}
+    raw = {
+        "color": ["Light-Grey", "navy"],
+        "material": "Marble, glass",
+        "feature": ["Glass Door", " with books ", "glass door"],
+    }
     once = normalize_attributes(raw)
-    assert once == {"color": ["gray", "blue"], "material": ["stone", "glass"],
-                    "feature": ["glass door", "with books"]}
+    assert once == {
+        "color": ["gray", "blue"],
+        "material": ["stone", "glass"],
+        "feature": ["glass door", "with books"],
+    }
     assert normalize_attributes(once) == once
 
 
 # ----------------------------------------------------------------------------- queries
 def _goal(oid, cat, color=(), material=(), feature=()):
-    return {"object_id": oid, "category": cat,
-            "attributes": {"color": list(color), "material": list(material), "feature": list(feature)}}
+    return {
+        "object_id": oid,
+        "category": cat,
+        "attributes": {"color": list(color), "material": list(material), "feature": list(feature)},
+    }
 
 
 GOALS = [
@@ -79,9 +89,13 @@ def test_queries_execute_and_program_errors():
     prog = {"select": "object", "where": [{"field": "material", "op": "==", "value": "wood"}]}
     assert execute(prog, GOALS) == [1, 2, 4]
     with pytest.raises(BuildError, match=r"where\[0\]\.op"):
-        check_program({"select": "object", "where": [{"field": "color", "op": "~", "value": "red"}]})
+        check_program(
+            {"select": "object", "where": [{"field": "color", "op": "~", "value": "red"}]}
+        )
     with pytest.raises(BuildError, match=r"where\[0\]\.field"):
-        check_program({"select": "object", "where": [{"field": "size", "op": "==", "value": "big"}]})
+        check_program(
+            {"select": "object", "where": [{"field": "size", "op": "==", "value": "big"}]}
+        )
 
 
 def test_queries_keep_redundant_and_max_queries_deterministic():
@@ -90,7 +104,9 @@ def test_queries_keep_redundant_and_max_queries_deterministic():
     a, _ = build_queries(GOALS, seed=5, max_queries=3)
     b, _ = build_queries(GOALS, seed=5, max_queries=3)
     assert a == b and len(a) == 3
-    picks = {tuple(_conds(q) for q in build_queries(GOALS, seed=s, max_queries=3)[0]) for s in range(8)}
+    picks = {
+        tuple(_conds(q) for q in build_queries(GOALS, seed=s, max_queries=3)[0]) for s in range(8)
+    }
     assert len(picks) > 1  # the seed decides which queries are kept
 
 
@@ -110,18 +126,36 @@ def _prog(*conds):
 
 
 def test_noun_phrase_orders_attributes():
-    p = _prog(("category", "chair"), ("color", "brown"), ("material", "wood"), ("feature", "armrest"))
+    p = _prog(
+        ("category", "chair"), ("color", "brown"), ("material", "wood"), ("feature", "armrest")
+    )
     assert noun_phrase(p, plural=True) == "brown wooden chairs with armrests"
     assert noun_phrase(p, plural=False) == "brown wooden chair with an armrest"
-    assert noun_phrase(_prog(("category", "tv"), ("feature", "on a stand")), True) == "TVs on a stand"
-    assert noun_phrase(_prog(("category", "lamp"), ("feature", "table lamp")), False) == "table lamp"
-    assert noun_phrase(_prog(("category", "sofa"), ("feature", "three-seat")), False) == "three-seat sofa"
+    assert (
+        noun_phrase(_prog(("category", "tv"), ("feature", "on a stand")), True) == "TVs on a stand"
+    )
+    assert (
+        noun_phrase(_prog(("category", "lamp"), ("feature", "table lamp")), False) == "table lamp"
+    )
+    assert (
+        noun_phrase(_prog(("category", "sofa"), ("feature", "three-seat")), False)
+        == "three-seat sofa"
+    )
 
 
 def test_template_instructions_singular_plural_and_seeded():
-    q1 = {"query_id": "q0001", "query_program": _prog(("category", "chair"), ("color", "brown")),
-          "matched_object_ids": [1, 2]}
-    q2 = {"query_id": "q0002", "query_program": _prog(("category", "sofa"),), "matched_object_ids": [7]}
+    q1 = {
+        "query_id": "q0001",
+        "query_program": _prog(("category", "chair"), ("color", "brown")),
+        "matched_object_ids": [1, 2],
+    }
+    q2 = {
+        "query_id": "q0002",
+        "query_program": _prog(
+            ("category", "sofa"),
+        ),
+        "matched_object_ids": [7],
+    }
     t1 = template_instruction(q1, seed=0, scene_id="S")
     assert t1 in {t.format(np="brown chairs") for t in PLURAL_TEMPLATES}
     assert "the sofa" in template_instruction(q2, seed=0, scene_id="S")

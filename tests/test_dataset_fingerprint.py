@@ -1,4 +1,5 @@
 """Dataset fingerprints (datasets/fingerprint.py): per-file digests and their combination."""
+
 import hashlib
 import json
 import os
@@ -24,10 +25,16 @@ def test_digests_name_each_file_and_change_with_content(tmp_path):
         _write(str(root / "sceneA" / name), {"n": name})
     (root / "sceneA" / "notes.txt").write_text("not part of the dataset")
     digests = dataset_file_digests(str(root))
-    assert sorted(digests) == ["categories.json", "sceneA/episodes.json", "sceneA/goals.json",
-                               "sceneA/queries.json"]
-    assert digests["sceneA/goals.json"] == hashlib.sha256(
-        (root / "sceneA" / "goals.json").read_bytes()).hexdigest()
+    assert sorted(digests) == [
+        "categories.json",
+        "sceneA/episodes.json",
+        "sceneA/goals.json",
+        "sceneA/queries.json",
+    ]
+    assert (
+        digests["sceneA/goals.json"]
+        == hashlib.sha256((root / "sceneA" / "goals.json").read_bytes()).hexdigest()
+    )
     # the combined digest is over sorted "path\0digest\n" lines
     lines = "".join(f"{k}\0{digests[k]}\n" for k in sorted(digests)).encode()
     assert dataset_fingerprint(str(root)) == "sha256:" + hashlib.sha256(lines).hexdigest()
@@ -38,7 +45,11 @@ def test_digests_name_each_file_and_change_with_content(tmp_path):
     assert combine_digests(after) != combine_digests(before)
     assert fingerprint_differences(before, after) == ["sceneA/episodes.json differs"]
     del after["categories.json"]
-    assert fingerprint_differences(before, after) == ["categories.json is missing",
-                                                      "sceneA/episodes.json differs"]
-    assert fingerprint_differences(after, before) == ["categories.json is not in the setting",
-                                                      "sceneA/episodes.json differs"]
+    assert fingerprint_differences(before, after) == [
+        "categories.json is missing",
+        "sceneA/episodes.json differs",
+    ]
+    assert fingerprint_differences(after, before) == [
+        "categories.json is not in the setting",
+        "sceneA/episodes.json differs",
+    ]

@@ -6,6 +6,7 @@ interpreter (fast), shell blocks as bash scripts (slow), in a scratch directory 
 A Python block whose first line is ``# some/path.py ...`` is that file: it is written into
 the scratch directory (where the shell blocks find it, e.g. ``my_agents/my_agent.py``).
 JSON and plain blocks are examples of data, not code."""
+
 from __future__ import annotations
 
 import glob
@@ -17,7 +18,9 @@ import sys
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = ["README.md"] + sorted(os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs", "*.md")))
+DOCS = ["README.md"] + sorted(
+    os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs", "*.md"))
+)
 CODE = {"python", "bash", "sh"}
 NEEDS = {"HM3D", "habitat-sim", "a VLM server", "SLURM", "conda"}
 MARK = re.compile(r"<!-- docs-test: (.*?) -->")
@@ -39,7 +42,9 @@ def blocks():
                     j += 1
                 prev = lines[i - 1] if i else ""
                 m = MARK.fullmatch(prev.strip())
-                out.append((doc, i + 1, lang, "\n".join(lines[i + 1:j]), m.group(1) if m else None))
+                out.append(
+                    (doc, i + 1, lang, "\n".join(lines[i + 1 : j]), m.group(1) if m else None)
+                )
                 i = j
             i += 1
     return out
@@ -53,8 +58,11 @@ def _id(block):
 
 
 def _file_blocks():
-    return [(FILE_LINE.match(code.split("\n", 1)[0]).group(1), code) for _, _, lang, code, mark in BLOCKS
-            if lang == "python" and mark is None and FILE_LINE.match(code.split("\n", 1)[0])]
+    return [
+        (FILE_LINE.match(code.split("\n", 1)[0]).group(1), code)
+        for _, _, lang, code, mark in BLOCKS
+        if lang == "python" and mark is None and FILE_LINE.match(code.split("\n", 1)[0])
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +80,11 @@ def scratch(tmp_path_factory):
 def _env(root):
     # the source tree on the path, except in the Python 3.9 lane, which tests the installed wheel
     paths = [str(root)] + ([] if os.environ.get("MOSNAV_TEST_INSTALLED_WHEEL") == "1" else [REPO])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths),
-               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(paths),
+        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+    )
     env.pop("MOSNAV_API_KEY", None)
     return env
 
@@ -84,20 +95,30 @@ def test_every_code_block_is_run_or_marked():
         if mark is None:
             continue
         if mark.startswith("needs "):
-            assert mark[len("needs "):] in NEEDS, f"{doc}:{line}: unknown need {mark!r}"
+            assert mark[len("needs ") :] in NEEDS, f"{doc}:{line}: unknown need {mark!r}"
             continue
         m = re.match(r"run by (tests/[\w/]+\.py)::(\w+)", mark)
-        assert m, f"{doc}:{line}: a mark is 'needs ...' or 'run by tests/FILE.py::TEST', got {mark!r}"
+        assert m, (
+            f"{doc}:{line}: a mark is 'needs ...' or 'run by tests/FILE.py::TEST', got {mark!r}"
+        )
         path, name = m.groups()
         with open(os.path.join(REPO, path), encoding="utf-8") as f:
-            assert re.search(rf"^def {name}\(", f.read(), re.M), f"{doc}:{line}: {path} has no {name}"
+            assert re.search(rf"^def {name}\(", f.read(), re.M), (
+                f"{doc}:{line}: {path} has no {name}"
+            )
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b[2] == "python" and b[4] is None], ids=_id)
 def test_python_block_runs(block, scratch):
     doc, line, _, code, _ = block
-    proc = subprocess.run([sys.executable, "-c", code], cwd=scratch, env=_env(scratch),
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=scratch,
+        env=_env(scratch),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"{doc}:{line}:\n{proc.stderr[-3000:]}"
 
 
@@ -109,25 +130,49 @@ assert type(_sim).__module__.startswith("habitat.sims.habitat_simulator"), type(
 
 
 @pytest.mark.habitat_sim
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b[0] == "README.md" and b[2] == "python"
-                                   and b[4] is None and "mosnav/mos_demo.yaml" in b[3]], ids=_id)
+@pytest.mark.parametrize(
+    "block",
+    [
+        b
+        for b in BLOCKS
+        if b[0] == "README.md"
+        and b[2] == "python"
+        and b[4] is None
+        and "mosnav/mos_demo.yaml" in b[3]
+    ],
+    ids=_id,
+)
 def test_habitat_blocks_run_on_habitat_sim(block, scratch):
     """The README's ``habitat.Env`` loop and ``habitat.Benchmark`` snippets on habitat-sim's
     ``Sim-v0`` (``mos_demo_habitat_sim.yaml``: the same demo config, the real simulator)."""
     pytest.importorskip("habitat_sim")
     doc, line, _, code, _ = block
     code = code.replace("mosnav/mos_demo.yaml", "mosnav/mos_demo_habitat_sim.yaml") + ON_HABITAT_SIM
-    proc = subprocess.run([sys.executable, "-c", code], cwd=scratch, env=_env(scratch),
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=scratch,
+        env=_env(scratch),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, f"{doc}:{line}:\n{proc.stderr[-3000:]}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b[2] in ("bash", "sh") and b[4] is None], ids=_id)
+@pytest.mark.parametrize(
+    "block", [b for b in BLOCKS if b[2] in ("bash", "sh") and b[4] is None], ids=_id
+)
 def test_shell_block_runs(block, scratch):
     doc, line, _, code, _ = block
     script = "set -euo pipefail\n" + code.replace("/tmp/", f"{scratch}/tmp/")
     (scratch / "tmp").mkdir(exist_ok=True)
-    proc = subprocess.run(["bash", "-c", script], cwd=scratch, env=_env(scratch),
-                          capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        ["bash", "-c", script],
+        cwd=scratch,
+        env=_env(scratch),
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode == 0, f"{doc}:{line}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"

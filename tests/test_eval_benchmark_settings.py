@@ -1,6 +1,7 @@
 """Versioned benchmark settings (evaluation/settings.py, ``mosnav-eval --benchmark``):
 the files, the README table, the fingerprint check, flags that contradict a setting, and
 the official/complete marks in records and summary.json."""
+
 import hashlib
 import json
 import math
@@ -39,15 +40,22 @@ def one_error_line(capsys):
 
 def test_package_settings_load_and_demo_ones_match_the_committed_demo_data():
     names = list_settings()
-    assert {"demo/smoke", "demo/mini", "demo/official", "mosnav-v1/val/smoke",
-            "mosnav-v1/val/mini", "mosnav-v1/val/official"} <= set(names)
+    assert {
+        "demo/smoke",
+        "demo/mini",
+        "demo/official",
+        "mosnav-v1/val/smoke",
+        "mosnav-v1/val/mini",
+        "mosnav-v1/val/official",
+    } <= set(names)
     actual = dataset_file_digests(DEMO_DATA)
     for name in ("demo/smoke", "demo/mini", "demo/official"):
         s = load_setting(name)
         assert s.name == name and s.frozen
         assert s.dataset_files == actual, (
             f"{s.path} is stale: the demo data changed; re-freeze with "
-            f"`python -m habitat_mosnav.evaluation.settings freeze {name}`")
+            f"`python -m habitat_mosnav.evaluation.settings freeze {name}`"
+        )
     assert load_setting("demo/smoke").max_steps == 5
     assert load_setting("demo/official").episode_keys is None
     mini = load_setting("demo/mini")
@@ -60,9 +68,13 @@ def test_readme_settings_table_is_generated_from_the_files():
     start, end = "<!-- settings-table:start -->", "<!-- settings-table:end -->"
     assert start in readme and end in readme
     table = readme.split(start, 1)[1].split(end, 1)[0].strip()
-    assert table == settings_table(), "regenerate with `python -m habitat_mosnav.evaluation.settings table`"
+    assert table == settings_table(), (
+        "regenerate with `python -m habitat_mosnav.evaluation.settings table`"
+    )
     official = load_setting("demo/official")
-    assert f"| `demo/official` | val | official | many,all | {official.episode_count} | 500 |" in table
+    assert (
+        f"| `demo/official` | val | official | many,all | {official.episode_count} | 500 |" in table
+    )
 
 
 def test_mini_rule_by_hand():
@@ -83,15 +95,18 @@ def _write_setting(tmp_path, text):
 GOOD = open(os.path.join(SETTINGS_DIR, "demo", "official.yaml")).read()
 
 
-@pytest.mark.parametrize("change, field", [
-    (("kind: official", "kind: final"), "kind"),
-    (("goal_type: description", "goal_type: picture"), "goal_type"),
-    (("max_steps: 500", "max_steps: 0"), "max_steps"),
-    (("max_steps: 500", "max_steps: many"), "max_steps"),
-    (("selection: all", "selection: some"), "episodes.selection"),
-    (("name: demo/official", "nmae: demo/official"), "nmae"),
-    (("fingerprint: sha256:", "fingerprint: sha256:00"), "dataset.fingerprint"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (("kind: official", "kind: final"), "kind"),
+        (("goal_type: description", "goal_type: picture"), "goal_type"),
+        (("max_steps: 500", "max_steps: 0"), "max_steps"),
+        (("max_steps: 500", "max_steps: many"), "max_steps"),
+        (("selection: all", "selection: some"), "episodes.selection"),
+        (("name: demo/official", "nmae: demo/official"), "nmae"),
+        (("fingerprint: sha256:", "fingerprint: sha256:00"), "dataset.fingerprint"),
+    ],
+)
 def test_malformed_settings_name_file_and_field(tmp_path, change, field):
     old, new = change
     assert old in GOOD
@@ -103,20 +118,29 @@ def test_malformed_settings_name_file_and_field(tmp_path, change, field):
 
 
 def test_unknown_setting_lists_the_known_ones():
-    with pytest.raises(SettingError, match=r"unknown benchmark setting 'demo/offical' \(known: .*demo/official"):
+    with pytest.raises(
+        SettingError, match=r"unknown benchmark setting 'demo/offical' \(known: .*demo/official"
+    ):
         load_setting("demo/offical")
 
 
 def test_benchmark_summary_rules():
-    tag = {"name": "demo/official", "version": 1, "kind": "official", "dataset_fingerprint": "x",
-           "deviations": []}
+    tag = {
+        "name": "demo/official",
+        "version": 1,
+        "kind": "official",
+        "dataset_fingerprint": "x",
+        "deviations": [],
+    }
     ok = benchmark_summary([{"benchmark": tag}, {"benchmark": tag}], "complete")
     assert ok["official"] is True and ok["not_official_because"] == []
-    partial = benchmark_summary([{"benchmark": dict(tag, deviations=["max_steps 10 instead of 500"])}],
-                                "complete")
+    partial = benchmark_summary(
+        [{"benchmark": dict(tag, deviations=["max_steps 10 instead of 500"])}], "complete"
+    )
     assert partial["official"] is False and partial["deviations"] == ["max_steps 10 instead of 500"]
     assert benchmark_summary([{"benchmark": tag}], "incomplete")["not_official_because"] == [
-        "summary status incomplete"]
+        "summary status incomplete"
+    ]
     mixed = benchmark_summary([{"benchmark": tag}, {"benchmark": dict(tag, version=2)}], "complete")
     assert "records of different settings in one run" in mixed["not_official_because"]
     assert benchmark_summary([{}], "complete") is None
@@ -137,39 +161,73 @@ def test_mini_run_is_official_and_complete_and_tags_every_record(tmp_path, capsy
     assert summary["benchmark"]["name"] == "demo/mini"
     records = read_records(out)
     assert sorted(r["episode_key"] for r in records) == sorted(mini.episode_keys)
-    assert all(r["benchmark"]["name"] == "demo/mini" and r["benchmark"]["version"] == 1 for r in records)
+    assert all(
+        r["benchmark"]["name"] == "demo/mini" and r["benchmark"]["version"] == 1 for r in records
+    )
     assert all(r["episode"]["max_steps"] == 500 for r in records)
     assert "benchmark demo/mini v1: official complete run" in capsys.readouterr().out
 
 
 def test_partial_runs_are_marked_not_official(tmp_path):
     out = str(tmp_path / "part")
-    assert main(["--benchmark", "demo/mini", "--num-episodes", "1", "--max-steps", "3",
-                 "--output-dir", out, *FAST]) == 0
+    assert (
+        main(
+            [
+                "--benchmark",
+                "demo/mini",
+                "--num-episodes",
+                "1",
+                "--max-steps",
+                "3",
+                "--output-dir",
+                out,
+                *FAST,
+            ]
+        )
+        == 0
+    )
     bench = read_summary(out)["benchmark"]
     assert bench["official"] is False
     assert "max_steps 3 instead of 500" in bench["deviations"]
     assert "num_episodes 1 (a part of the selection)" in bench["deviations"]
 
 
-@pytest.mark.parametrize("flags, named", [
-    (["--target-modes", "single"], "--target-modes"),
-    (["--split", "train"], "--split"),
-    (["--offset", "2"], "--offset"),  # (abbreviations such as --offs are refused: allow_abbrev=False)
-    (["--config", "benchmark/nav/mosnav/moc_demo.yaml"], "--config"),
-    (["--space-coverage-samples", "50"], "--space-coverage-samples"),
-    (["--space-coverage-radius", "1.5"], "--space-coverage-radius"),
-])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--target-modes", "single"], "--target-modes"),
+        (["--split", "train"], "--split"),
+        (
+            ["--offset", "2"],
+            "--offset",
+        ),  # (abbreviations such as --offs are refused: allow_abbrev=False)
+        (["--config", "benchmark/nav/mosnav/moc_demo.yaml"], "--config"),
+        (["--space-coverage-samples", "50"], "--space-coverage-samples"),
+        (["--space-coverage-radius", "1.5"], "--space-coverage-radius"),
+    ],
+)
 def test_flags_that_contradict_the_setting_are_refused(tmp_path, capsys, flags, named):
-    assert main(["--benchmark", "demo/official", "--output-dir", str(tmp_path / "x"), *flags, *FAST]) == 2
+    assert (
+        main(["--benchmark", "demo/official", "--output-dir", str(tmp_path / "x"), *flags, *FAST])
+        == 2
+    )
     line = one_error_line(capsys)
     assert f"{named} contradicts --benchmark demo/official" in line
     assert not os.path.exists(tmp_path / "x" / "rank_00000" / "episodes.jsonl")
 
 
 def test_config_override_of_a_fixed_key_is_refused(tmp_path, capsys):
-    rc = main(["--benchmark", "demo/official", "--output-dir", str(tmp_path / "x"),
-               "--set", "habitat.task.mosnav_success_distance=1.0", *FAST])
+    rc = main(
+        [
+            "--benchmark",
+            "demo/official",
+            "--output-dir",
+            str(tmp_path / "x"),
+            "--set",
+            "habitat.task.mosnav_success_distance=1.0",
+            *FAST,
+        ]
+    )
     assert rc == 2
     line = one_error_line(capsys)
     assert "habitat.task.mosnav_success_distance is 1.0 but the setting fixes 0.25" in line
@@ -187,15 +245,38 @@ def _changed_demo(tmp_path):
 
 def test_changed_dataset_is_refused_for_official_and_warned_for_smoke(tmp_path, capsys):
     data, changed = _changed_demo(tmp_path)
-    rc = main(["--benchmark", "demo/official", "--dataset-dir", data,
-               "--output-dir", str(tmp_path / "off"), *FAST])
+    rc = main(
+        [
+            "--benchmark",
+            "demo/official",
+            "--dataset-dir",
+            data,
+            "--output-dir",
+            str(tmp_path / "off"),
+            *FAST,
+        ]
+    )
     assert rc == 2
     line = one_error_line(capsys)
     assert "the dataset differs from the setting" in line and f"{changed} differs" in line
 
     out = str(tmp_path / "smoke")
-    assert main(["--benchmark", "demo/smoke", "--dataset-dir", data, "--num-episodes", "1",
-                 "--output-dir", out, *FAST]) == 0
+    assert (
+        main(
+            [
+                "--benchmark",
+                "demo/smoke",
+                "--dataset-dir",
+                data,
+                "--num-episodes",
+                "1",
+                "--output-dir",
+                out,
+                *FAST,
+            ]
+        )
+        == 0
+    )
     assert f"{changed} differs" in capsys.readouterr().err
     bench = read_summary(out)["benchmark"]
     assert "dataset differs from the setting's fingerprint" in bench["deviations"]
@@ -206,8 +287,11 @@ def test_python_api_takes_the_setting_without_a_habitat_config(tmp_path):
     from habitat_mosnav.evaluation import EvaluationConfig, Evaluator
 
     out = str(tmp_path / "api")
-    summary = Evaluator(OracleAgent(), None, EvaluationConfig(
-        output_dir=out, benchmark="demo/mini", num_episodes=1, progress=False)).run()
+    summary = Evaluator(
+        OracleAgent(),
+        None,
+        EvaluationConfig(output_dir=out, benchmark="demo/mini", num_episodes=1, progress=False),
+    ).run()
     assert summary["unique_record_count"] == 1
     assert summary["benchmark"]["name"] == "demo/mini" and summary["benchmark"]["official"] is False
 

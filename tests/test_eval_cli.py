@@ -1,5 +1,6 @@
 """``mosnav-eval`` command line: flags, one-line usage errors with exit code 2, agent-added
 flags, and a full in-process run on a small open-room dataset."""
+
 import json
 import os
 import textwrap
@@ -12,12 +13,36 @@ from conftest import NO_IMAGES, room_args
 from mosnav_fixtures import base_documents, write_dataset
 
 ISSUE_FLAGS = [
-    "--config", "--agent", "--goal-type", "--dataset-dir", "--scene-root", "--split", "--limit",
-    "--episode-limit", "--offset", "--num-episodes", "--target-modes", "--max-steps",
-    "--action-protocol", "--legacy-agent-api", "--space-coverage-samples",
-    "--space-coverage-radius", "--output-dir", "--resume", "--rank", "--world-size", "--seed",
-    "--fail-fast", "--fail-on-episode-error", "--set", "--print-config", "--log-prompts",
-    "--log-positions", "--log-episodes", "--render-live", "--save-video",
+    "--config",
+    "--agent",
+    "--goal-type",
+    "--dataset-dir",
+    "--scene-root",
+    "--split",
+    "--limit",
+    "--episode-limit",
+    "--offset",
+    "--num-episodes",
+    "--target-modes",
+    "--max-steps",
+    "--action-protocol",
+    "--legacy-agent-api",
+    "--space-coverage-samples",
+    "--space-coverage-radius",
+    "--output-dir",
+    "--resume",
+    "--rank",
+    "--world-size",
+    "--seed",
+    "--fail-fast",
+    "--fail-on-episode-error",
+    "--set",
+    "--print-config",
+    "--log-prompts",
+    "--log-positions",
+    "--log-episodes",
+    "--render-live",
+    "--save-video",
 ]
 
 
@@ -41,17 +66,40 @@ def test_every_flag_of_the_issue_exists():
 
 def test_defaults():
     args = build_parser().parse_args([])
-    assert (args.agent, args.action_protocol, args.num_episodes, args.offset) == ("random", "goat", -1, 0)
+    assert (args.agent, args.action_protocol, args.num_episodes, args.offset) == (
+        "random",
+        "goat",
+        -1,
+        0,
+    )
     # the config holds these: the flags override only when given
-    assert (args.space_coverage_samples, args.space_coverage_radius, args.max_steps) == (None, None, None)
+    assert (args.space_coverage_samples, args.space_coverage_radius, args.max_steps) == (
+        None,
+        None,
+        None,
+    )
     assert args.seed == 0 and args.save_video is None and args.target_modes is None
 
 
 def test_overrides_from_flags(tmp_path):
-    args = build_parser().parse_args([
-        "--dataset-dir", str(tmp_path), "--split", "val", "--goal-type", "object",
-        "--target-modes", "many,all", "--max-steps", "50", "--space-coverage-samples", "0",
-        "--set", "habitat.simulator.turn_angle=15"])
+    args = build_parser().parse_args(
+        [
+            "--dataset-dir",
+            str(tmp_path),
+            "--split",
+            "val",
+            "--goal-type",
+            "object",
+            "--target-modes",
+            "many,all",
+            "--max-steps",
+            "50",
+            "--space-coverage-samples",
+            "0",
+            "--set",
+            "habitat.simulator.turn_angle=15",
+        ]
+    )
     ov = build_overrides(args, default_config=False)
     assert f"habitat.dataset.data_path={tmp_path}" in ov
     assert "habitat.dataset.goal_type=object" in ov
@@ -63,19 +111,25 @@ def test_overrides_from_flags(tmp_path):
     assert "habitat.dataset.target_modes=[many,all]" in default
 
 
-@pytest.mark.parametrize("argv, text", [
-    (["--agent", "not_an_agent"], "unknown agent 'not_an_agent'"),
-    (["--agent", "nopkg_q.mod:A"], "no module named 'nopkg_q.mod'"),
-    (["--max-steps", "0"], "must be >= 1"),
-    (["--num-episodes", "-2"], "must be >= -1"),
-    (["--action-protocol", "gym"], "invalid choice: 'gym'"),
-    (["--target-modes", "many,most"], "unknown mode most"),
-    (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
-    (["--set", "novalue"], "expects KEY=VALUE"),
-    (["--rank", "2", "--world-size", "2"], "--rank 2 must be < --world-size 2"),
-    (["--dataset-dir", "/definitely/not/here"], "--dataset-dir /definitely/not/here: no such directory"),
-    (["--config", "no/such/config.yaml", "--print-config"], "--config no/such/config.yaml"),
-])
+@pytest.mark.parametrize(
+    "argv, text",
+    [
+        (["--agent", "not_an_agent"], "unknown agent 'not_an_agent'"),
+        (["--agent", "nopkg_q.mod:A"], "no module named 'nopkg_q.mod'"),
+        (["--max-steps", "0"], "must be >= 1"),
+        (["--num-episodes", "-2"], "must be >= -1"),
+        (["--action-protocol", "gym"], "invalid choice: 'gym'"),
+        (["--target-modes", "many,most"], "unknown mode most"),
+        (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+        (["--set", "novalue"], "expects KEY=VALUE"),
+        (["--rank", "2", "--world-size", "2"], "--rank 2 must be < --world-size 2"),
+        (
+            ["--dataset-dir", "/definitely/not/here"],
+            "--dataset-dir /definitely/not/here: no such directory",
+        ),
+        (["--config", "no/such/config.yaml", "--print-config"], "--config no/such/config.yaml"),
+    ],
+)
 def test_usage_errors_are_one_line_exit_2(capsys, argv, text):
     assert text in usage_error(capsys, argv)
 
@@ -83,7 +137,9 @@ def test_usage_errors_are_one_line_exit_2(capsys, argv, text):
 def test_render_live_without_display(capsys, monkeypatch):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-    assert "--render-live needs a display" in usage_error(capsys, ["--agent", "human", "--render-live"])
+    assert "--render-live needs a display" in usage_error(
+        capsys, ["--agent", "human", "--render-live"]
+    )
 
 
 def test_render_live_with_unreachable_display(capsys, monkeypatch):
@@ -96,7 +152,8 @@ def test_render_live_with_unreachable_display(capsys, monkeypatch):
 
 def test_help_lists_agent_flags(tmp_path, capsys):
     f = tmp_path / "flag_agent.py"
-    f.write_text(textwrap.dedent("""
+    f.write_text(
+        textwrap.dedent("""
         class FlagAgent:
             @classmethod
             def add_arguments(cls, parser):
@@ -106,7 +163,8 @@ def test_help_lists_agent_flags(tmp_path, capsys):
                 return cls()
             def act(self, o):
                 return 0
-    """))
+    """)
+    )
     with pytest.raises(SystemExit) as info:
         main(["--agent", f"{f}:FlagAgent", "--help"])
     assert info.value.code == 0
@@ -125,8 +183,9 @@ def test_malformed_json_is_a_one_line_error(capsys, tmp_path):
     docs = base_documents()
     docs["episodes.json"] = '{"schema_version": 1, "episodes": [ {"episode_id": '
     data, scenes = write_dataset(tmp_path, docs)
-    line = usage_error(capsys, ["--dataset-dir", data, "--scene-root", scenes,
-                                "--output-dir", str(tmp_path / "o")])
+    line = usage_error(
+        capsys, ["--dataset-dir", data, "--scene-root", scenes, "--output-dir", str(tmp_path / "o")]
+    )
     assert "episodes.json" in line and "cannot load the dataset" in line
     assert not os.path.exists(tmp_path / "o" / "summary.json")
 
@@ -135,15 +194,24 @@ def test_missing_field_names_file_and_episode(capsys, tmp_path):
     docs = base_documents()
     del docs["episodes.json"]["episodes"][0]["target_mode"]
     data, scenes = write_dataset(tmp_path, docs)
-    line = usage_error(capsys, ["--dataset-dir", data, "--scene-root", scenes,
-                                "--output-dir", str(tmp_path / "o")])
+    line = usage_error(
+        capsys, ["--dataset-dir", data, "--scene-root", scenes, "--output-dir", str(tmp_path / "o")]
+    )
     assert "episodes.json" in line and "target_mode" in line and "q0-many-0" in line
 
 
 def test_full_run_oracle_then_existing_directory_refused(capsys, open_room, tmp_path):
     out = str(tmp_path / "run")
-    argv = fast(open_room, "--agent", "oracle", "--target-modes", "many,all,single,any",
-                "--output-dir", out, "--log-episodes")
+    argv = fast(
+        open_room,
+        "--agent",
+        "oracle",
+        "--target-modes",
+        "many,all,single,any",
+        "--output-dir",
+        out,
+        "--log-episodes",
+    )
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert "SR (many+all)  1.0000" in captured.out and "summary.json" in captured.out
@@ -173,22 +241,38 @@ def test_agent_error_exit_codes(capsys, open_room, tmp_path):
     recs = [json.loads(x) for x in open(tmp_path / "c" / "rank_00000" / "episodes.jsonl")]
     assert len(recs) == 1 and recs[0]["status"] == "error"
     assert json.load(open(tmp_path / "c" / "summary.json"))["status"] == "incomplete"
-    assert main(base + ["--output-dir", str(tmp_path / "d"), "--fail-fast",
-                        "--fail-on-episode-error"]) == 1
+    assert (
+        main(base + ["--output-dir", str(tmp_path / "d"), "--fail-fast", "--fail-on-episode-error"])
+        == 1
+    )
 
 
 def test_legacy_agent_api_flag(capsys, open_room, tmp_path):
     f = tmp_path / "old_agent.py"
-    f.write_text(textwrap.dedent("""
+    f.write_text(
+        textwrap.dedent("""
         class Old:
             seen = []
             def act(self, rgb=None, depth=None, prompt=None):
                 Old.seen.append(prompt)
                 return 9
-    """))
+    """)
+    )
     out = tmp_path / "legacy"
-    rc = main(fast(open_room, "--agent", f"{f}:Old", "--legacy-agent-api", "--action-protocol",
-                   "legacy", "--num-episodes", "1", "--output-dir", str(out)))
+    rc = main(
+        fast(
+            open_room,
+            "--agent",
+            f"{f}:Old",
+            "--legacy-agent-api",
+            "--action-protocol",
+            "legacy",
+            "--num-episodes",
+            "1",
+            "--output-dir",
+            str(out),
+        )
+    )
     assert rc == 0
     (rec,) = [json.loads(x) for x in open(out / "rank_00000" / "episodes.jsonl")]
     assert rec["status"] == "ok" and rec["terminated_by"] == "finish" and rec["steps_taken"] == 1
@@ -200,8 +284,21 @@ def test_save_video_and_example_agent(capsys, open_room, tmp_path, monkeypatch):
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     monkeypatch.chdir(repo)  # users run --agent examples.simple_agent:SimpleAgent from here
     out = tmp_path / "video"
-    rc = main(fast(open_room, "--agent", "examples.simple_agent:SimpleAgent", "--num-episodes", "2",
-                   "--max-steps", "12", "--save-video", "gif", "--output-dir", str(out)))
+    rc = main(
+        fast(
+            open_room,
+            "--agent",
+            "examples.simple_agent:SimpleAgent",
+            "--num-episodes",
+            "2",
+            "--max-steps",
+            "12",
+            "--save-video",
+            "gif",
+            "--output-dir",
+            str(out),
+        )
+    )
     assert rc == 0
     recs = [json.loads(x) for x in open(out / "rank_00000" / "episodes.jsonl")]
     assert [r["status"] for r in recs] == ["ok", "ok"]
@@ -216,12 +313,14 @@ def test_cli_and_agent_modules_import_neither_torch_nor_habitat():
     import subprocess
     import sys
 
-    code = ("import sys\n"
-            "import habitat_mosnav.eval, habitat_mosnav.evaluation.cli, "
-            "habitat_mosnav.evaluation.evaluator, "
-            "habitat_mosnav.evaluation.rollout, habitat_mosnav.agents.oracle, "
-            "habitat_mosnav.agents.human, habitat_mosnav.prompts\n"
-            "print(sorted(m for m in ('torch', 'habitat', 'habitat_baselines') if m in sys.modules))\n")
+    code = (
+        "import sys\n"
+        "import habitat_mosnav.eval, habitat_mosnav.evaluation.cli, "
+        "habitat_mosnav.evaluation.evaluator, "
+        "habitat_mosnav.evaluation.rollout, habitat_mosnav.agents.oracle, "
+        "habitat_mosnav.agents.human, habitat_mosnav.prompts\n"
+        "print(sorted(m for m in ('torch', 'habitat', 'habitat_baselines') if m in sys.modules))\n"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-1000:]
     assert res.stdout.strip() == "[]"

@@ -1,5 +1,6 @@
 """One home for every default (issue 31): a value the habitat config holds is read from the
 config; ``mosnav-eval``'s flags override it only when given."""
+
 import json
 import os
 import textwrap
@@ -12,7 +13,8 @@ from conftest import NO_IMAGES
 def _yaml(tmp_path, open_room, samples=50, radius=0.75, steps=3):
     data, scenes = open_room
     path = tmp_path / "my_mos.yaml"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         # @package _global_
         defaults:
           - /benchmark/nav/mosnav/base/demo
@@ -27,7 +29,8 @@ def _yaml(tmp_path, open_room, samples=50, radius=0.75, steps=3):
             data_path: {data}
             scenes_dir: {scenes}
             target_modes: [many]
-        """))
+        """)
+    )
     return str(path)
 
 
@@ -40,10 +43,26 @@ def test_print_config_keeps_the_yaml_values_and_a_flag_overrides(tmp_path, open_
     config = _yaml(tmp_path, open_room)
     assert main(["--config", config, "--print-config"]) == 0
     out = capsys.readouterr().out
-    assert "mosnav_space_coverage_samples: 50" in out and "mosnav_space_coverage_radius: 0.75" in out
+    assert (
+        "mosnav_space_coverage_samples: 50" in out and "mosnav_space_coverage_radius: 0.75" in out
+    )
     assert "max_episode_steps: 3" in out
-    assert main(["--config", config, "--print-config", "--space-coverage-samples", "7",
-                 "--space-coverage-radius", "2.0", "--max-steps", "9"]) == 0
+    assert (
+        main(
+            [
+                "--config",
+                config,
+                "--print-config",
+                "--space-coverage-samples",
+                "7",
+                "--space-coverage-radius",
+                "2.0",
+                "--max-steps",
+                "9",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "mosnav_space_coverage_samples: 7" in out and "mosnav_space_coverage_radius: 2.0" in out
     assert "max_episode_steps: 9" in out
@@ -73,9 +92,28 @@ def test_the_run_uses_the_yaml_values(tmp_path, open_room, monkeypatch):
     seen = tmp_path / "seen.jsonl"
     monkeypatch.setenv("PEEK_OUT", str(seen))
     out = tmp_path / "run"
-    assert main(["--config", _yaml(tmp_path, open_room), "--agent", f"{agent}:Peek",
-                 "--num-episodes", "1", "--no-progress", "--output-dir", str(out), *NO_IMAGES]) == 0
-    assert json.loads(seen.read_text().splitlines()[0]) == {"samples": 50, "radius": 0.75, "steps": 3}
+    assert (
+        main(
+            [
+                "--config",
+                _yaml(tmp_path, open_room),
+                "--agent",
+                f"{agent}:Peek",
+                "--num-episodes",
+                "1",
+                "--no-progress",
+                "--output-dir",
+                str(out),
+                *NO_IMAGES,
+            ]
+        )
+        == 0
+    )
+    assert json.loads(seen.read_text().splitlines()[0]) == {
+        "samples": 50,
+        "radius": 0.75,
+        "steps": 3,
+    }
     manifest = json.loads((out / "run.json").read_text())
     assert not [o for o in manifest["config_overrides"] if "space_coverage" in o], manifest
     with open(os.path.join(out, "rank_00000", "episodes.jsonl")) as f:
@@ -83,21 +121,42 @@ def test_the_run_uses_the_yaml_values(tmp_path, open_room, monkeypatch):
     assert record["episode"]["max_steps"] == 3
 
     seen.unlink()
-    assert main(["--config", _yaml(tmp_path, open_room), "--agent", f"{agent}:Peek",
-                 "--num-episodes", "1", "--no-progress", "--output-dir", str(tmp_path / "run2"),
-                 "--space-coverage-samples", "20", *NO_IMAGES]) == 0
+    assert (
+        main(
+            [
+                "--config",
+                _yaml(tmp_path, open_room),
+                "--agent",
+                f"{agent}:Peek",
+                "--num-episodes",
+                "1",
+                "--no-progress",
+                "--output-dir",
+                str(tmp_path / "run2"),
+                "--space-coverage-samples",
+                "20",
+                *NO_IMAGES,
+            ]
+        )
+        == 0
+    )
     assert json.loads(seen.read_text().splitlines()[0])["samples"] == 20
 
 
 def test_habitat_success_measure_follows_the_task_success_distance():
     from habitat_mosnav import get_config
 
-    cfg = get_config("benchmark/nav/mosnav/mos_demo.yaml",
-                     ["+habitat/task/mosnav_extras=habitat_nav_measures",
-                      "habitat.task.mosnav_success_distance=0.4"])
+    cfg = get_config(
+        "benchmark/nav/mosnav/mos_demo.yaml",
+        [
+            "+habitat/task/mosnav_extras=habitat_nav_measures",
+            "habitat.task.mosnav_success_distance=0.4",
+        ],
+    )
     assert cfg.habitat.task.measurements.success.success_distance == 0.4
-    default = get_config("benchmark/nav/mosnav/mos_demo.yaml",
-                         ["+habitat/task/mosnav_extras=habitat_nav_measures"])
+    default = get_config(
+        "benchmark/nav/mosnav/mos_demo.yaml", ["+habitat/task/mosnav_extras=habitat_nav_measures"]
+    )
     from habitat_mosnav.metrics.legs import SUCCESS_DISTANCE
 
     assert default.habitat.task.measurements.success.success_distance == SUCCESS_DISTANCE
@@ -109,8 +168,12 @@ def test_the_success_measure_keeps_the_value_once_habitat_copies_its_config():
     from habitat_mosnav import get_config
     from habitat_mosnav.tasks.multi_object_nav_task import _resolve_measure_interpolations
 
-    cfg = get_config("benchmark/nav/mosnav/mos_demo.yaml",
-                     ["+habitat/task/mosnav_extras=habitat_nav_measures",
-                      "habitat.task.mosnav_success_distance=0.4"])
+    cfg = get_config(
+        "benchmark/nav/mosnav/mos_demo.yaml",
+        [
+            "+habitat/task/mosnav_extras=habitat_nav_measures",
+            "habitat.task.mosnav_success_distance=0.4",
+        ],
+    )
     _resolve_measure_interpolations(cfg.habitat.task)  # what the task does before habitat copies
     assert OmegaConf.create(cfg.habitat.task.measurements.success).success_distance == 0.4

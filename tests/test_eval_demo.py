@@ -7,6 +7,7 @@
 - 3 ranks + mosnav-aggregate give the same summary as 1 rank;
 - the acceptance command through the installed console script.
 """
+
 import os
 import signal
 import subprocess
@@ -60,8 +61,22 @@ def slow_agent(tmp_path_factory):
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory, slow_agent):
     out = str(tmp_path_factory.mktemp("full") / "run")
-    assert main(["--agent", slow_agent, "--num-episodes", str(N), "--seed", "7",
-                 "--output-dir", out, *FAST]) == 0
+    assert (
+        main(
+            [
+                "--agent",
+                slow_agent,
+                "--num-episodes",
+                str(N),
+                "--seed",
+                "7",
+                "--output-dir",
+                out,
+                *FAST,
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -85,8 +100,22 @@ def test_oracle_solves_every_demo_episode(tmp_path, capsys):
 @pytest.mark.slow
 def test_random_agent_rarely_succeeds(tmp_path):
     out = str(tmp_path / "random")
-    assert main(["--agent", "random", "--output-dir", out, "--max-steps", "100",
-                 "--space-coverage-samples", "0", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "--agent",
+                "random",
+                "--output-dir",
+                out,
+                "--max-steps",
+                "100",
+                "--space-coverage-samples",
+                "0",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     s = read_summary(out)
     assert s["ok_episode_count"] >= 4
     assert s["metrics"]["sr"] <= 0.2
@@ -95,8 +124,20 @@ def test_random_agent_rarely_succeeds(tmp_path):
 @pytest.mark.slow
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path, slow_agent, full_run):
     out = str(tmp_path / "killed")
-    cmd = [sys.executable, "-m", "habitat_mosnav.eval", "--agent", slow_agent,
-           "--num-episodes", str(N), "--seed", "7", "--output-dir", out, *FAST]
+    cmd = [
+        sys.executable,
+        "-m",
+        "habitat_mosnav.eval",
+        "--agent",
+        slow_agent,
+        "--num-episodes",
+        str(N),
+        "--seed",
+        "7",
+        "--output-dir",
+        out,
+        *FAST,
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     jsonl = os.path.join(out, "rank_00000", "episodes.jsonl")
     try:
@@ -116,8 +157,23 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, slow_agent, full_run
     assert not os.path.exists(os.path.join(out, "rank_00000", "done.json"))
     with open(jsonl, "a") as f:  # what a kill in the middle of a write leaves behind
         f.write('{"episode_key": "val::torn')
-    assert main(["--agent", slow_agent, "--num-episodes", str(N), "--seed", "7",
-                 "--output-dir", out, "--resume", *FAST]) == 0
+    assert (
+        main(
+            [
+                "--agent",
+                slow_agent,
+                "--num-episodes",
+                str(N),
+                "--seed",
+                "7",
+                "--output-dir",
+                out,
+                "--resume",
+                *FAST,
+            ]
+        )
+        == 0
+    )
 
     keys = [r["episode_key"] for r in read_records(out)]
     full_keys = [r["episode_key"] for r in read_records(full_run)]
@@ -135,24 +191,58 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, slow_agent, full_run
 def test_three_ranks_plus_aggregate_equal_one_rank(tmp_path, slow_agent, full_run, capsys):
     out = str(tmp_path / "ranks")
     for rank in range(3):
-        assert main(["--agent", slow_agent, "--num-episodes", str(N), "--seed", "7",
-                     "--output-dir", out, "--rank", str(rank), "--world-size", "3", *FAST]) == 0
+        assert (
+            main(
+                [
+                    "--agent",
+                    slow_agent,
+                    "--num-episodes",
+                    str(N),
+                    "--seed",
+                    "7",
+                    "--output-dir",
+                    out,
+                    "--rank",
+                    str(rank),
+                    "--world-size",
+                    "3",
+                    *FAST,
+                ]
+            )
+            == 0
+        )
     os.remove(os.path.join(out, "summary.json"))  # written by the last rank; rebuild it
     assert aggregate_main([out]) == 0
     merged, full = read_summary(out), read_summary(full_run)
     assert merged["status"] == "complete" and merged["unique_record_count"] == N
     assert merged["metrics"] == full["metrics"]
     assert sorted(r["episode_key"] for r in read_records(out)) == sorted(
-        r["episode_key"] for r in read_records(full_run))
+        r["episode_key"] for r in read_records(full_run)
+    )
 
 
 @pytest.mark.slow
 def test_acceptance_command_console_script(tmp_path):
     exe = os.path.join(os.path.dirname(sys.executable), "mosnav-eval")
     out = str(tmp_path / "x")
-    res = subprocess.run([exe, "--agent", "random", "--num-episodes", "6", "--output-dir", out,
-                          "--max-steps", "50", "--space-coverage-samples", "20"],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            exe,
+            "--agent",
+            "random",
+            "--num-episodes",
+            "6",
+            "--output-dir",
+            out,
+            "--max-steps",
+            "50",
+            "--space-coverage-samples",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     s = read_summary(out)
     assert s["status"] == "complete" and s["record_count"] == 6
@@ -167,8 +257,9 @@ def test_python_api_evaluator_with_a_config(tmp_path):
     from habitat_mosnav.agents.oracle import OracleAgent
     from habitat_mosnav.evaluation import Evaluator
 
-    cfg = get_config("benchmark/nav/mosnav/moc_demo.yaml",
-                     ["habitat.task.mosnav_space_coverage_samples=0"])
+    cfg = get_config(
+        "benchmark/nav/mosnav/moc_demo.yaml", ["habitat.task.mosnav_space_coverage_samples=0"]
+    )
     out = str(tmp_path / "api")
     summary = Evaluator(OracleAgent(), cfg, output_dir=out, num_episodes=2, progress=False).run()
     assert summary == read_summary(out)

@@ -7,6 +7,7 @@
   incomplete; when rank 1 finishes later, it rewrites the summary complete;
 - the wait itself, on a fake clock.
 """
+
 import json
 import os
 import subprocess
@@ -37,10 +38,25 @@ def _torchrun_eval(*args):
     environment, this checkout first on the path."""
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
     env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     return subprocess.run(
-        [os.path.join(BIN, "torchrun"), "--standalone", "--nproc_per_node", "2", "--no-python",
-         "mosnav-eval", *FAST, *args], env=env, capture_output=True, text=True, timeout=600)
+        [
+            os.path.join(BIN, "torchrun"),
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "--no-python",
+            "mosnav-eval",
+            *FAST,
+            *args,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.mark.slow
@@ -50,8 +66,11 @@ def test_torchrun_two_ranks_end_with_one_summary(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     summary = summary_of(out)
     assert summary["status"] == "complete"
-    assert (summary["expected_episode_count"], summary["unique_record_count"],
-            summary["ok_episode_count"]) == (3, 3, 3)
+    assert (
+        summary["expected_episode_count"],
+        summary["unique_record_count"],
+        summary["ok_episode_count"],
+    ) == (3, 3, 3)
     by_rank = {r: read_records(out, r) for r in (0, 1)}
     assert [len(by_rank[0]), len(by_rank[1])] == [2, 1]  # stride sharding of 3 keys
     assert all(rec["rank"] == r for r, recs in by_rank.items() for rec in recs)
@@ -74,7 +93,9 @@ def test_slurm_rank_that_never_finishes_then_finishes(tmp_path, monkeypatch, cap
     captured = capsys.readouterr()
     assert "waiting up to 1.5 s for rank(s) 1 to finish" in captured.err
     lines = [ln for ln in captured.err.splitlines() if "did not finish" in ln]
-    assert len(lines) == 1 and lines[0].startswith("warning: rank(s) 1 of 2 did not finish within 1.5 s")
+    assert len(lines) == 1 and lines[0].startswith(
+        "warning: rank(s) 1 of 2 did not finish within 1.5 s"
+    )
     summary = summary_of(out)
     assert summary["status"] == "incomplete"
     assert (summary["expected_episode_count"], summary["unique_record_count"]) == (2, 1)
@@ -101,8 +122,9 @@ def test_wait_for_ranks_polls_until_done_or_timeout(tmp_path):
     write_done(out, 0, expected_count=1, record_count=1, error_count=0)
     assert missing_ranks(out, 3) == [1, 2]
     lines = []
-    missing = wait_for_ranks(out, 3, timeout=5.0, poll=1.0, log=lines.append,
-                             clock=lambda: now[0], sleep=sleep)
+    missing = wait_for_ranks(
+        out, 3, timeout=5.0, poll=1.0, log=lines.append, clock=lambda: now[0], sleep=sleep
+    )
     assert missing == [2] and slept == [1.0] * 5 and len(lines) == 1
     write_done(out, 2, expected_count=1, record_count=1, error_count=0)
     assert wait_for_ranks(out, 3, timeout=5.0, clock=lambda: now[0], sleep=sleep) == []
@@ -134,8 +156,14 @@ def test_rank_0_gives_the_last_rank_time_to_write_the_summary(tmp_path):
     write_done(out, 1, expected_count=1, record_count=1, error_count=0)  # newer than the summary
     os.utime(os.path.join(out, SUMMARY_FILE), ns=(1, 1))
     slept.clear()
-    assert not wait_for_summary(out, 2, grace=1.0, poll=0.2, clock=lambda: now[0], sleep=lambda dt: (
-        slept.append(dt), now.__setitem__(0, now[0] + dt)))
+    assert not wait_for_summary(
+        out,
+        2,
+        grace=1.0,
+        poll=0.2,
+        clock=lambda: now[0],
+        sleep=lambda dt: (slept.append(dt), now.__setitem__(0, now[0] + dt)),
+    )
     assert sum(slept) == pytest.approx(1.0)
 
 
@@ -156,9 +184,12 @@ def test_torchrun_prints_the_summary_once_when_rank_0_waits(tmp_path):
         "    def act(self, observation):\n"
         "        if os.environ.get('RANK') == '1' and observation.step_count == 0:\n"
         "            time.sleep(4)\n"
-        "        return 0\n")
+        "        return 0\n"
+    )
     out = str(tmp_path / "torchrun_wait")
-    proc = _torchrun_eval("--agent", f"{agent}:SlowOnRank1", "--num-episodes", "2", "--output-dir", out)
+    proc = _torchrun_eval(
+        "--agent", f"{agent}:SlowOnRank1", "--num-episodes", "2", "--output-dir", out
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert proc.stdout.count("status: complete") == 1, proc.stdout
     assert "rank 0: 1 records (0 errors)" in proc.stdout and "all ranks finished" in proc.stdout

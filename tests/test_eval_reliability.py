@@ -1,6 +1,7 @@
 """Evaluation runs that survive operators' mistakes and machine faults (issue #15, SPEC §8):
 disk full (exit 3, no torn record, resume), two writers (lock), the run manifest, exit
 codes, signals, agents that exit or hang, file modes."""
+
 import errno
 import json
 import os
@@ -41,16 +42,26 @@ def jsonl(out, rank=0):
 
 def comparable(records):
     """Per key, what an uninterrupted run must reproduce."""
-    return {r["episode_key"]: (r["status"], r["steps_taken"], r["terminated_by"], r["metrics"],
-                               r.get("action_trace")) for r in records}
+    return {
+        r["episode_key"]: (
+            r["status"],
+            r["steps_taken"],
+            r["terminated_by"],
+            r["metrics"],
+            r.get("action_trace"),
+        )
+        for r in records
+    }
 
 
 @pytest.fixture(scope="module")
 def reference(open_room, tmp_path_factory):
     """The records of an uninterrupted oracle run over all four episodes."""
     out = tmp_path_factory.mktemp("reference") / "run"
-    assert main(quick_eval_args(*open_room, "--agent", "oracle", *ALL_MODES,
-                                "--output-dir", str(out))) == 0
+    assert (
+        main(quick_eval_args(*open_room, "--agent", "oracle", *ALL_MODES, "--output-dir", str(out)))
+        == 0
+    )
     return comparable(jsonl(out))
 
 
@@ -61,8 +72,9 @@ def _mount_tmpfs(path, size):
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return False
     os.makedirs(path, exist_ok=True)
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                         capture_output=True)
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True
+    )
     return res.returncode == 0
 
 
@@ -79,8 +91,10 @@ def test_disk_full_on_a_real_20k_tmpfs_then_resume(capsys, open_room, reference,
         rc, lines, err = cli(capsys, open_room, *argv)
         assert rc == 3, err
         assert "Traceback" not in err and len(lines) == 1, err
-        assert lines[0].startswith(f"mosnav-eval: error: cannot write {out}/rank_00000/episodes.jsonl: "
-                                   "No space left on device"), lines
+        assert lines[0].startswith(
+            f"mosnav-eval: error: cannot write {out}/rank_00000/episodes.jsonl: "
+            "No space left on device"
+        ), lines
         kept = jsonl(out)  # asserts the file ends at a complete record
         assert 1 <= len(kept) < 4
         assert not (out / "rank_00000" / "done.json").exists()
@@ -94,8 +108,9 @@ def test_disk_full_on_a_real_20k_tmpfs_then_resume(capsys, open_room, reference,
         subprocess.run(["umount", "-l", str(tiny)], capture_output=True)
 
 
-def test_disk_full_while_writing_a_record_enospc(capsys, open_room, reference, tmp_path,
-                                                 monkeypatch):
+def test_disk_full_while_writing_a_record_enospc(
+    capsys, open_room, reference, tmp_path, monkeypatch
+):
     """The same without root: the second record's write stores half of it, then the disk is
     full (what write(2) does on a full disk)."""
     real_write = results._os_write
@@ -114,8 +129,10 @@ def test_disk_full_while_writing_a_record_enospc(capsys, open_room, reference, t
     argv = ("--agent", "oracle", *ALL_MODES, "--output-dir", str(out))
     rc, lines, err = cli(capsys, open_room, *argv)
     assert rc == 3 and "Traceback" not in err, err
-    assert lines == [f"mosnav-eval: error: cannot write {out}/rank_00000/episodes.jsonl: No space "
-                     "left on device; free some space, then continue with --resume"]
+    assert lines == [
+        f"mosnav-eval: error: cannot write {out}/rank_00000/episodes.jsonl: No space "
+        "left on device; free some space, then continue with --resume"
+    ]
     assert [r["episode_key"] for r in jsonl(out)] == [EPISODE_KEYS[0]]  # truncated back
     monkeypatch.setattr(results, "_os_write", real_write)
     rc, lines, err = cli(capsys, open_room, *argv, "--resume")
@@ -123,8 +140,9 @@ def test_disk_full_while_writing_a_record_enospc(capsys, open_room, reference, t
     assert comparable(jsonl(out)) == reference
 
 
-def test_done_and_summary_full_disk_is_exit_3_without_temp_files(capsys, open_room, tmp_path,
-                                                                monkeypatch):
+def test_done_and_summary_full_disk_is_exit_3_without_temp_files(
+    capsys, open_room, tmp_path, monkeypatch
+):
     real_write = results._os_write
 
     def full_for_json(fd, data):
@@ -148,8 +166,13 @@ def test_unwritable_output_is_exit_3(capsys, open_room, tmp_path):
         target.mkdir()
         target.chmod(0o500)
         reason = "Permission denied"
-    elif _mount_tmpfs(target, "16k") and subprocess.run(
-            ["mount", "-o", "remount,ro", str(target)], capture_output=True).returncode == 0:
+    elif (
+        _mount_tmpfs(target, "16k")
+        and subprocess.run(
+            ["mount", "-o", "remount,ro", str(target)], capture_output=True
+        ).returncode
+        == 0
+    ):
         reason = "Read-only file system"
     else:
         pytest.skip("root without mount: nothing is unwritable")
@@ -157,7 +180,9 @@ def test_unwritable_output_is_exit_3(capsys, open_room, tmp_path):
         rc, lines, err = cli(capsys, open_room, "--output-dir", str(target / "run"))
         assert rc == 3 and len(lines) == 1 and "Traceback" not in err, err
         # the run manifest is the first file a run writes
-        assert lines[0] == f"mosnav-eval: error: cannot write {target / 'run' / 'run.json'}: {reason}", lines
+        assert (
+            lines[0] == f"mosnav-eval: error: cannot write {target / 'run' / 'run.json'}: {reason}"
+        ), lines
     finally:
         if os.geteuid() == 0:
             subprocess.run(["umount", "-l", str(target)], capture_output=True)
@@ -171,20 +196,30 @@ def test_second_writer_refused_with_the_holders_pid(capsys, open_room, tmp_path)
     argv = ("--agent", "oracle", "--output-dir", str(out))
     assert cli(capsys, open_room, *argv, "--num-episodes", "1")[0] == 0
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys
             from habitat_mosnav.evaluation.results import RankWriter
             w = RankWriter({str(out)!r}, 0, resume=True)
             print("locked", flush=True)
             sys.stdin.read()
-        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": REPO})
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": REPO},
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         before = (out / "rank_00000" / "episodes.jsonl").read_bytes()
         rc, lines, err = cli(capsys, open_room, *argv, "--num-episodes", "1", "--resume")
         assert rc == 2, err
-        assert len(lines) == 1 and f"is being written by another process (pid {holder.pid}" in lines[0]
+        assert (
+            len(lines) == 1 and f"is being written by another process (pid {holder.pid}" in lines[0]
+        )
         assert (out / "rank_00000" / "episodes.jsonl").read_bytes() == before
     finally:
         holder.communicate("", timeout=30)
@@ -197,8 +232,7 @@ def test_lock_is_held_until_close_and_not_counted_as_results(tmp_path):
     with pytest.raises(RankLockedError, match=f"pid {os.getpid()}"):
         RankWriter(out, 0, resume=True)
     first.close()
-    assert sorted(os.listdir(os.path.join(out, "rank_00000"))) == ["episodes.jsonl",
-                                                                   "writer.lock"]
+    assert sorted(os.listdir(os.path.join(out, "rank_00000"))) == ["episodes.jsonl", "writer.lock"]
     RankWriter(out, 0, resume=True).close()
     os.unlink(os.path.join(out, "rank_00000", "episodes.jsonl"))
     RankWriter(out, 0).close()  # only the lock file left: a fresh start is allowed
@@ -209,12 +243,34 @@ def test_lock_is_held_until_close_and_not_counted_as_results(tmp_path):
 
 def test_manifest_written_at_first_start(capsys, open_room, tmp_path):
     out = tmp_path / "run"
-    assert cli(capsys, open_room, "--num-episodes", "3", "--seed", "4", "--max-steps", "9",
-               *ALL_MODES, "--output-dir", str(out))[0] == 0
+    assert (
+        cli(
+            capsys,
+            open_room,
+            "--num-episodes",
+            "3",
+            "--seed",
+            "4",
+            "--max-steps",
+            "9",
+            *ALL_MODES,
+            "--output-dir",
+            str(out),
+        )[0]
+        == 0
+    )
     m = json.loads((out / "run.json").read_text())
     assert set(MANIFEST_FIELDS) | set(RECORDED_FIELDS) | {"schema_version"} == set(m)
-    assert (m["split"], m["offset"], m["limit"], m["world_size"], m["seed"], m["max_steps"],
-            m["protocol"], m["agent"]) == ("val", 0, 3, 1, 4, 9, "goat", "random")
+    assert (
+        m["split"],
+        m["offset"],
+        m["limit"],
+        m["world_size"],
+        m["seed"],
+        m["max_steps"],
+        m["protocol"],
+        m["agent"],
+    ) == ("val", 0, 3, 1, 4, 9, "goat", "random")
     assert m["selection"]["episode_count"] == 3
     assert m["selection"]["target_modes"] == ["single", "any", "many", "all"]
     assert "habitat.environment.max_episode_steps=9" in m["config_overrides"]
@@ -223,18 +279,22 @@ def test_manifest_written_at_first_start(capsys, open_room, tmp_path):
     assert oct((out / "run.json").stat().st_mode & 0o777) == oct(0o666 & ~results._umask())
 
 
-@pytest.mark.parametrize("change, field", [
-    (("--num-episodes", "2"), "limit"),
-    (("--seed", "1"), "seed"),
-    (("--max-steps", "20"), "max_steps"),
-    (("--agent", "oracle"), "agent"),
-    (("--world-size", "2", "--rank", "0"), "world_size"),
-    (("--offset", "1"), "offset"),
-    (("--action-protocol", "legacy"), "protocol"),
-    (("--episode-limit", "2"), "selection.episode_limit"),
-])
-def test_resume_with_other_settings_is_refused_naming_the_field(capsys, open_room, tmp_path,
-                                                                change, field):
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (("--num-episodes", "2"), "limit"),
+        (("--seed", "1"), "seed"),
+        (("--max-steps", "20"), "max_steps"),
+        (("--agent", "oracle"), "agent"),
+        (("--world-size", "2", "--rank", "0"), "world_size"),
+        (("--offset", "1"), "offset"),
+        (("--action-protocol", "legacy"), "protocol"),
+        (("--episode-limit", "2"), "selection.episode_limit"),
+    ],
+)
+def test_resume_with_other_settings_is_refused_naming_the_field(
+    capsys, open_room, tmp_path, change, field
+):
     out = tmp_path / "run"
     base = ("--num-episodes", "3", *ALL_MODES, "--output-dir", str(out))
     assert cli(capsys, open_room, *base)[0] == 0
@@ -250,8 +310,9 @@ def test_resume_with_other_settings_is_refused_naming_the_field(capsys, open_roo
     assert f"run.json: field '{field}' differs" in lines[0], lines
     # ... and names the flag the user typed (issue 24: --num-episodes, not only 'limit')
     flag = "--world-size" if field == "world_size" else change[0]
-    assert lines[0].endswith(f"({flag}); continue it with the same settings or choose a new "
-                             "--output-dir"), lines
+    assert lines[0].endswith(
+        f"({flag}); continue it with the same settings or choose a new --output-dir"
+    ), lines
     assert (out / "rank_00000" / "episodes.jsonl").read_bytes() == before
     assert (out / "rank_00000" / "done.json").exists()  # the refused resume touched nothing
 
@@ -288,23 +349,36 @@ def test_summary_counts_only_expected_keys(tmp_path):
 
 def _nan_iou(docs):
     docs["goals.json"]["goals"][0]["view_points"] = [
-        {"position": [1.0, 0.0, 0.5], "rotation": [0, 0, 0, 1], "iou": float("nan")}]
+        {"position": [1.0, 0.0, 0.5], "rotation": [0, 0, 0, 1], "iou": float("nan")}
+    ]
 
 
 def _episode(field, value):
     def edit(docs):
         docs["episodes.json"]["episodes"][0][field] = value
+
     return edit
 
 
-@pytest.mark.parametrize("edit, where", [
-    (_nan_iou, "goals.json: goal 101 view_points[0]: field 'iou': expected a finite number, got nan"),
-    (_episode("start_rotation", [0, 0, 0, 0]),
-     "episodes.json: episode 'q0-many-0': field 'start_rotation': a zero-length quaternion"),
-    (_episode("episode_id", ""), "episodes.json: episode #0: field 'episode_id': empty"),
-    (_episode("episode_id", "a::b"),
-     "episodes.json: episode 'a::b': field 'episode_id': must not contain '::'"),
-], ids=["iou-nan", "zero-quaternion", "empty-episode-id", "episode-id-with-separator"])
+@pytest.mark.parametrize(
+    "edit, where",
+    [
+        (
+            _nan_iou,
+            "goals.json: goal 101 view_points[0]: field 'iou': expected a finite number, got nan",
+        ),
+        (
+            _episode("start_rotation", [0, 0, 0, 0]),
+            "episodes.json: episode 'q0-many-0': field 'start_rotation': a zero-length quaternion",
+        ),
+        (_episode("episode_id", ""), "episodes.json: episode #0: field 'episode_id': empty"),
+        (
+            _episode("episode_id", "a::b"),
+            "episodes.json: episode 'a::b': field 'episode_id': must not contain '::'",
+        ),
+    ],
+    ids=["iou-nan", "zero-quaternion", "empty-episode-id", "episode-id-with-separator"],
+)
 def test_bad_dataset_values_are_one_line_errors(capsys, tmp_path, edit, where):
     from mosnav_fixtures import base_documents, write_dataset
 
@@ -359,9 +433,11 @@ def test_start_off_the_navmesh_stops_the_run_naming_the_episode(capsys, tmp_path
     out = tmp_path / "o"
     rc, lines, err = cli(capsys, (data, scenes), "--agent", "oracle", "--output-dir", str(out))
     assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
-    assert lines[0] == (f"mosnav-eval: error: {path}: episode 'q0-many-0': field "
-                        "'start_position': [20.0, 0.0, 0.0] is not on the navmesh of scene "
-                        "testScene01 (checked at reset); fix the dataset")
+    assert lines[0] == (
+        f"mosnav-eval: error: {path}: episode 'q0-many-0': field "
+        "'start_position': [20.0, 0.0, 0.0] is not on the navmesh of scene "
+        "testScene01 (checked at reset); fix the dataset"
+    )
     assert [r["episode_key"] for r in jsonl(out)] == ["val::testScene01::q0-all-0"]
     assert not (out / "summary.json").exists()
 
@@ -388,10 +464,24 @@ SLOW_AGENT = textwrap.dedent("""
 def _spawn(tmp_path, out, *extra, env=None):
     agent = tmp_path / "slow_agent.py"
     agent.write_text(SLOW_AGENT)
-    argv = [sys.executable, "-m", "habitat_mosnav.eval", "--agent", f"{agent}:Slow",
-            "--output-dir", str(out), *extra]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": REPO, **(env or {})})
+    argv = [
+        sys.executable,
+        "-m",
+        "habitat_mosnav.eval",
+        "--agent",
+        f"{agent}:Slow",
+        "--output-dir",
+        str(out),
+        *extra,
+    ]
+    return subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(tmp_path),
+        env={**os.environ, "PYTHONPATH": REPO, **(env or {})},
+    )
 
 
 def _wait_for(predicate, proc, timeout=120):
@@ -403,10 +493,12 @@ def _wait_for(predicate, proc, timeout=120):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum, code, name", [(signal.SIGTERM, 143, "SIGTERM"),
-                                                (signal.SIGINT, 130, "SIGINT")])
-def test_signal_mid_run_keeps_records_and_says_how_to_resume(capsys, open_room, tmp_path,
-                                                             signum, code, name):
+@pytest.mark.parametrize(
+    "signum, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")]
+)
+def test_signal_mid_run_keeps_records_and_says_how_to_resume(
+    capsys, open_room, tmp_path, signum, code, name
+):
     out = tmp_path / "run"
     flags = quick_eval_args(*open_room, *ALL_MODES, "--max-steps", "40")
     proc = _spawn(tmp_path, out, *flags)
@@ -417,30 +509,38 @@ def test_signal_mid_run_keeps_records_and_says_how_to_resume(capsys, open_room, 
     assert proc.returncode == code, err
     assert "Traceback" not in err, err
     last = err.strip().splitlines()[-1]
-    assert last.startswith(f"mosnav-eval: interrupted by {name}; the records written so far "
-                           f"are kept; continue with the same command and --resume "
-                           f"--output-dir {out}"), last
+    assert last.startswith(
+        f"mosnav-eval: interrupted by {name}; the records written so far "
+        f"are kept; continue with the same command and --resume "
+        f"--output-dir {out}"
+    ), last
     kept = jsonl(out)  # complete lines only
     assert 1 <= len(kept) < 4 and not (out / "rank_00000" / "done.json").exists()
     agent = f"{tmp_path / 'slow_agent.py'}:Slow"
     assert main(["--agent", agent, "--output-dir", str(out), *flags, "--resume"]) == 0
     keys = [r["episode_key"] for r in jsonl(out)]
-    assert sorted(keys) == EPISODE_KEYS and keys[:len(kept)] == [r["episode_key"] for r in kept]
+    assert sorted(keys) == EPISODE_KEYS and keys[: len(kept)] == [r["episode_key"] for r in kept]
 
 
 @pytest.mark.slow
 def test_sigint_during_start_up_is_one_line_without_traceback(open_room, tmp_path):
     marker = tmp_path / "built"
-    proc = _spawn(tmp_path, tmp_path / "run", *quick_eval_args(*open_room),
-                  env={"MOSNAV_TEST_MARKER": str(marker), "MOSNAV_TEST_INIT_SLEEP": "60"})
+    proc = _spawn(
+        tmp_path,
+        tmp_path / "run",
+        *quick_eval_args(*open_room),
+        env={"MOSNAV_TEST_MARKER": str(marker), "MOSNAV_TEST_INIT_SLEEP": "60"},
+    )
     _wait_for(marker.exists, proc)  # the agent is being built: before any episode
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err, err
     lines = [line for line in err.splitlines() if line.startswith("mosnav-eval")]
-    assert lines == [f"mosnav-eval: interrupted by SIGINT; the records written so far are "
-                     f"kept; continue with the same command and --resume --output-dir "
-                     f"{tmp_path / 'run'}"]
+    assert lines == [
+        f"mosnav-eval: interrupted by SIGINT; the records written so far are "
+        f"kept; continue with the same command and --resume --output-dir "
+        f"{tmp_path / 'run'}"
+    ]
 
 
 def test_sigint_while_parsing_is_exit_130(capsys, monkeypatch):
@@ -454,7 +554,8 @@ def test_sigint_while_parsing_is_exit_130(capsys, monkeypatch):
     assert main([]) == 130
     assert capsys.readouterr().err.strip().splitlines() == [
         "mosnav-eval: interrupted by SIGINT during start-up; nothing was written; run the "
-        "command again"]
+        "command again"
+    ]
 
 
 def test_signal_during_a_record_write_is_delivered_after_it(tmp_path):
@@ -531,20 +632,39 @@ def _signal_in_second_reset(tmp_path, flags, target, nth=1, signum=signal.SIGTER
     agent = tmp_path / "kill_in_reset.py"
     agent.write_text(KILL_IN_RESET)
     out = tmp_path / "run"
-    env = {"MOSNAV_TEST_KILL_AT": target, "MOSNAV_TEST_KILL_NTH": str(nth),
-           "MOSNAV_TEST_KILL_SIGNAL": str(int(signum))}
-    proc = subprocess.run([sys.executable, "-m", "habitat_mosnav.eval", "--agent", f"{agent}:Agent",
-                           "--output-dir", str(out), *flags],
-                          capture_output=True, text=True, cwd=str(tmp_path), timeout=300,
-                          env={**os.environ, "PYTHONPATH": REPO, **env})
+    env = {
+        "MOSNAV_TEST_KILL_AT": target,
+        "MOSNAV_TEST_KILL_NTH": str(nth),
+        "MOSNAV_TEST_KILL_SIGNAL": str(int(signum)),
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "habitat_mosnav.eval",
+            "--agent",
+            f"{agent}:Agent",
+            "--output-dir",
+            str(out),
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": REPO, **env},
+    )
     return proc.returncode, proc.stderr, out
 
 
 def _assert_stopped_at_the_second_episode(rc, err, out, code=143, name="SIGTERM"):
     assert rc == code, err
     assert "Traceback" not in err, err
-    assert err.strip().splitlines()[-1].startswith(
-        f"mosnav-eval: interrupted by {name}; the records written so far are kept"), err
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(f"mosnav-eval: interrupted by {name}; the records written so far are kept")
+    ), err
     kept = jsonl(out)
     assert [(r["episode_key"], r["status"]) for r in kept] == [(EPISODE_KEYS[0], "ok")], kept
     assert not (out / "rank_00000" / "done.json").exists()
@@ -563,7 +683,9 @@ def test_sigterm_inside_habitats_config_assignment_ends_the_run_with_143(open_ro
     flags = quick_eval_args(*open_room, *ALL_MODES, "--max-steps", "5")
     rc, err, out = _signal_in_second_reset(tmp_path, flags, OMEGACONF_LIST_ITEM, nth)
     _assert_stopped_at_the_second_episode(rc, err, out)
-    rc, err, _ = _signal_in_second_reset(tmp_path, [*flags, "--resume"], OMEGACONF_LIST_ITEM, nth=10 ** 9)
+    rc, err, _ = _signal_in_second_reset(
+        tmp_path, [*flags, "--resume"], OMEGACONF_LIST_ITEM, nth=10**9
+    )
     assert rc == 0, err  # the same agent (run.json), never armed: the run completes
     records = jsonl(out)
     assert sorted(r["episode_key"] for r in records) == EPISODE_KEYS
@@ -571,17 +693,22 @@ def test_sigterm_inside_habitats_config_assignment_ends_the_run_with_143(open_ro
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target, nth, signum", [
-    ("habitat.tasks.nav.nav:NavigationTask.overwrite_sim_config", 1, signal.SIGTERM),
-    ("habitat_mosnav.sims.mosnav_sim:MosNavMeshSim.reconfigure", 1, signal.SIGTERM),
-    ("habitat_mosnav.sims.mosnav_sim:MosNavMeshSim.reset", 1, signal.SIGTERM),
-    ("habitat_mosnav.tasks.multi_object_nav_task:MultiObjectNavTask.reset", 1, signal.SIGTERM),
-    ("habitat.core.embodied_task:Measurements.reset_measures", 1, signal.SIGTERM),
-    ("habitat_mosnav.sims.mosnav_sim:MosNavMeshSim.set_agent_state", 1, signal.SIGTERM),
-    ("habitat_mosnav.tasks.state:MosEpisodeState.__init__", 1, signal.SIGTERM),
-    (OMEGACONF_LIST_ITEM, 5, signal.SIGINT),
-])
-def test_a_signal_at_any_point_of_a_reset_keeps_the_records(open_room, tmp_path, target, nth, signum):
+@pytest.mark.parametrize(
+    "target, nth, signum",
+    [
+        ("habitat.tasks.nav.nav:NavigationTask.overwrite_sim_config", 1, signal.SIGTERM),
+        ("habitat_mosnav.sims.mosnav_sim:MosNavMeshSim.reconfigure", 1, signal.SIGTERM),
+        ("habitat_mosnav.sims.mosnav_sim:MosNavMeshSim.reset", 1, signal.SIGTERM),
+        ("habitat_mosnav.tasks.multi_object_nav_task:MultiObjectNavTask.reset", 1, signal.SIGTERM),
+        ("habitat.core.embodied_task:Measurements.reset_measures", 1, signal.SIGTERM),
+        ("habitat_mosnav.sims.mosnav_sim:MosNavMeshSim.set_agent_state", 1, signal.SIGTERM),
+        ("habitat_mosnav.tasks.state:MosEpisodeState.__init__", 1, signal.SIGTERM),
+        (OMEGACONF_LIST_ITEM, 5, signal.SIGINT),
+    ],
+)
+def test_a_signal_at_any_point_of_a_reset_keeps_the_records(
+    open_room, tmp_path, target, nth, signum
+):
     flags = quick_eval_args(*open_room, *ALL_MODES, "--max-steps", "5")
     rc, err, out = _signal_in_second_reset(tmp_path, flags, target, nth, signum)
     name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
@@ -628,18 +755,23 @@ EXITING_AGENT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("cls, extra, error_type", [
-    ("Exits", (), "SystemExit"),
-    ("Hangs", ("--step-timeout", "0.5"), "StepTimeout"),
-])
-def test_agent_that_exits_or_hangs_gets_an_error_record(capsys, open_room, tmp_path, cls, extra,
-                                                         error_type):
+@pytest.mark.parametrize(
+    "cls, extra, error_type",
+    [
+        ("Exits", (), "SystemExit"),
+        ("Hangs", ("--step-timeout", "0.5"), "StepTimeout"),
+    ],
+)
+def test_agent_that_exits_or_hangs_gets_an_error_record(
+    capsys, open_room, tmp_path, cls, extra, error_type
+):
     f = tmp_path / "agents.py"
     f.write_text(EXITING_AGENT)
     out = tmp_path / "run"
     start = time.time()
-    rc, lines, err = cli(capsys, open_room, "--agent", f"{f}:{cls}", *ALL_MODES, *extra,
-                         "--output-dir", str(out))
+    rc, lines, err = cli(
+        capsys, open_room, "--agent", f"{f}:{cls}", *ALL_MODES, *extra, "--output-dir", str(out)
+    )
     assert rc == 0, err
     assert time.time() - start < 25  # the hung step did not stall the run
     recs = {r["episode_key"]: r for r in jsonl(out)}
@@ -684,8 +816,12 @@ def test_result_json_files_are_0644_and_the_directory_is_fsynced(tmp_path, monke
         results.write_summary(out, results.summarize(out))
     monkeypatch.undo()
     done, summary = os.path.join(out, "rank_00000", "done.json"), os.path.join(out, "summary.json")
-    assert events == [("replace", done), ("fsync-dir", os.path.dirname(done)),
-                      ("replace", summary), ("fsync-dir", out)]
+    assert events == [
+        ("replace", done),
+        ("fsync-dir", os.path.dirname(done)),
+        ("replace", summary),
+        ("fsync-dir", out),
+    ]
     jsonl_mode = os.stat(os.path.join(out, "rank_00000", "episodes.jsonl")).st_mode & 0o777
     assert jsonl_mode == 0o666 & ~results._umask()
     assert [os.stat(p).st_mode & 0o777 for p in (done, summary)] == [jsonl_mode, jsonl_mode]
@@ -707,7 +843,8 @@ def test_aggregate_rejects_non_numbers_naming_file_and_line(tmp_path, capsys, va
     assert aggregate_cli.main([out]) == 2
     assert capsys.readouterr().err.strip() == (
         f"mosnav-aggregate: error: {path}:2: field 'metrics.success' must be a number or "
-        f"null, got {shown}")
+        f"null, got {shown}"
+    )
 
 
 def test_aggregate_fail_on_episode_error_with_an_incomplete_run(tmp_path, capsys):

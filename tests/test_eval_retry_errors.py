@@ -5,6 +5,7 @@
 - ``--log-prompts`` hands an agent with ``set_log_path`` ``<out>/rank_XXXXX/prompts.jsonl``
   (also with the default output directory) and prints the task prompt for other agents.
 """
+
 import glob
 import json
 import os
@@ -64,7 +65,9 @@ def agent_file(tmp_path):
 
 
 def argv(room, agent, *extra):
-    return room_args(room, *NO_IMAGES, "--target-modes", "many,all,single,any", "--agent", agent, *extra)
+    return room_args(
+        room, *NO_IMAGES, "--target-modes", "many,all,single,any", "--agent", agent, *extra
+    )
 
 
 def test_retry_errors_reruns_only_failed_keys(open_room, agent_file, tmp_path, monkeypatch, capsys):
@@ -112,19 +115,29 @@ def test_episode_stats_land_in_ok_and_error_records(open_room, agent_file, tmp_p
     flag.write_text("q0-many-0")
     monkeypatch.setenv("FLAKY_FAIL", str(flag))
     out = str(tmp_path / "run")
-    assert main(argv(open_room, f"{agent_file}:Flaky", "--output-dir", out, "--num-episodes", "2")) == 0
+    assert (
+        main(argv(open_room, f"{agent_file}:Flaky", "--output-dir", out, "--num-episodes", "2"))
+        == 0
+    )
     ok, err = records(out)
     assert ok["status"] == "ok" and err["status"] == "error"
     # numpy scalars become plain numbers, NaN becomes null, tuples lists.
-    assert ok["extras"] == {"agent": {"calls": 2, "latency_s": 0.5, "ratio": None, "tags": ["a", "b"]}}
+    assert ok["extras"] == {
+        "agent": {"calls": 2, "latency_s": 0.5, "ratio": None, "tags": ["a", "b"]}
+    }
     assert err["extras"]["agent"]["calls"] == 1  # it failed on its first act()
     # An agent without episode_stats gets no extras at all.
     out2 = str(tmp_path / "plain")
-    assert main(argv(open_room, f"{agent_file}:Plain", "--output-dir", out2, "--num-episodes", "1")) == 0
+    assert (
+        main(argv(open_room, f"{agent_file}:Plain", "--output-dir", out2, "--num-episodes", "1"))
+        == 0
+    )
     assert "extras" not in records(out2)[0]
 
 
-def test_log_prompts_gives_agents_the_rank_directory(open_room, agent_file, tmp_path, monkeypatch, capsys):
+def test_log_prompts_gives_agents_the_rank_directory(
+    open_room, agent_file, tmp_path, monkeypatch, capsys
+):
     monkeypatch.chdir(tmp_path)  # the default output directory goes under ./mosnav_results
     monkeypatch.delenv("FLAKY_FAIL", raising=False)
     assert main(argv(open_room, f"{agent_file}:Flaky", "--num-episodes", "2", "--log-prompts")) == 0
@@ -135,8 +148,20 @@ def test_log_prompts_gives_agents_the_rank_directory(open_room, agent_file, tmp_
     assert "--- prompt for" not in err  # the agent keeps its own log: nothing printed
 
     out = str(tmp_path / "plain")
-    assert main(argv(open_room, f"{agent_file}:Plain", "--num-episodes", "1", "--output-dir", out,
-                     "--log-prompts")) == 0
+    assert (
+        main(
+            argv(
+                open_room,
+                f"{agent_file}:Plain",
+                "--num-episodes",
+                "1",
+                "--output-dir",
+                out,
+                "--log-prompts",
+            )
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "--- prompt for val::testScene01::q0-all-0 ---" in err and "Find the chairs." in err
     assert not os.path.exists(os.path.join(out, "rank_00000", "prompts.jsonl"))

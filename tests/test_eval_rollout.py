@@ -4,6 +4,7 @@ Targets (tests/mosnav_fixtures.py): chairs 101 @ x=1, 102 @ x=3, 103 @ x=5 (z=0)
 201 @ (0, 0, 3); every episode starts at the origin facing -Z. Three right turns face +X,
 four 0.25 m steps reach x=1 (near 101). Expected values follow by hand from SPEC §2-§4.
 """
+
 import json
 import math
 
@@ -28,15 +29,20 @@ MANY_PLAN = [3, 3, 3, 1, 1, 1, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1, 6, 0]
 @pytest.fixture(scope="module")
 def env(open_room):
     data, scenes = open_room
-    cfg = habitat_mosnav.get_config("benchmark/nav/mosnav/mos_demo.yaml", [
-        f"habitat.dataset.data_path={data}", f"habitat.dataset.scenes_dir={scenes}",
-        "habitat.dataset.target_modes=[]", f"habitat.environment.max_episode_steps={T}",
-        "habitat.task.mosnav_space_coverage_samples=0",
-        "habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor.width=32",
-        "habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor.height=32",
-        "habitat.simulator.agents.main_agent.sim_sensors.depth_sensor.width=32",
-        "habitat.simulator.agents.main_agent.sim_sensors.depth_sensor.height=32",
-    ])
+    cfg = habitat_mosnav.get_config(
+        "benchmark/nav/mosnav/mos_demo.yaml",
+        [
+            f"habitat.dataset.data_path={data}",
+            f"habitat.dataset.scenes_dir={scenes}",
+            "habitat.dataset.target_modes=[]",
+            f"habitat.environment.max_episode_steps={T}",
+            "habitat.task.mosnav_space_coverage_samples=0",
+            "habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor.width=32",
+            "habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor.height=32",
+            "habitat.simulator.agents.main_agent.sim_sensors.depth_sensor.width=32",
+            "habitat.simulator.agents.main_agent.sim_sensors.depth_sensor.height=32",
+        ],
+    )
     e = habitat.Env(cfg)
     yield e
     e.close()
@@ -93,15 +99,27 @@ def test_gps_compass_from_habitat_sensors_equal_the_pose_math():
 
     # Start at the origin facing -Z; now at x = 1, z = -2 (1 m right, 2 m ahead), turned
     # 30 degrees left: gps [x, z] = [1, -2], compass +pi/6. Habitat's sensors: [-z, x], pi/6.
-    episode = SimpleNamespace(target_mode="many", target_count=2, goal_type="description",
-                              goal_text="Find the chairs.", episode_id="e", scene_id="s.glb",
-                              start_position=[0.0, 0.0, 0.0], start_rotation=[0.0, 0.0, 0.0, 1.0])
+    episode = SimpleNamespace(
+        target_mode="many",
+        target_count=2,
+        goal_type="description",
+        goal_text="Find the chairs.",
+        episode_id="e",
+        scene_id="s.glb",
+        start_position=[0.0, 0.0, 0.0],
+        start_rotation=[0.0, 0.0, 0.0, 1.0],
+    )
     half = math.pi / 12
     pose = {"position": [1.0, 0.0, -2.0], "rotation": [0.0, math.sin(half), 0.0, math.cos(half)]}
     builder = ObservationBuilder(max_steps=10)
     from_pose = builder.build({}, episode, pose, 1, 1)
-    from_sensors = builder.build({"gps": np.array([2.0, 1.0], np.float32),
-                                  "compass": np.array([math.pi / 6], np.float32)}, episode, pose, 1, 1)
+    from_sensors = builder.build(
+        {"gps": np.array([2.0, 1.0], np.float32), "compass": np.array([math.pi / 6], np.float32)},
+        episode,
+        pose,
+        1,
+        1,
+    )
     for o in (from_pose, from_sensors):
         assert o.gps.dtype == np.float32 and o.gps == pytest.approx([1.0, -2.0], abs=1e-6)
         assert o.compass == pytest.approx(math.pi / 6, abs=1e-6)
@@ -144,22 +162,37 @@ def test_observations_and_records_of_a_goat_many_episode(env, tmp_path):
     assert [e["new_targets"] for e in many["report_events"]] == [[101], [102]]
     assert many["initial_agent_state"]["position"] == pytest.approx([0, 0, 0])
     assert many["final_agent_state"]["position"] == pytest.approx([3.0, 0.0, 0.0], abs=1e-3)
-    assert many["episode"] == {"scene_id": "testScene01", "episode_id": "q0-many-0",
-                               "query_id": "q0", "target_mode": "many",
-                               "goal_type": "description", "target_count": 2,
-                               "target_object_ids": [101, 102, 103], "max_steps": T}
+    assert many["episode"] == {
+        "scene_id": "testScene01",
+        "episode_id": "q0-many-0",
+        "query_id": "q0",
+        "target_mode": "many",
+        "goal_type": "description",
+        "target_count": 2,
+        "target_object_ids": [101, 102, 103],
+        "max_steps": T,
+    }
     allr = recs[KEYS[0]]
     assert allr["terminated_by"] == "max_steps" and allr["steps_taken"] == T
     assert allr["metrics"]["success"] == 0.0
     # seed, bind_env and reset come before the first act of each episode, in that order.
-    assert agent.calls[:3] == [("seed", episode_seed(3, KEYS[0])), ("bind_env", "q0-all-0"),
-                               ("reset",)]
+    assert agent.calls[:3] == [
+        ("seed", episode_seed(3, KEYS[0])),
+        ("bind_env", "q0-all-0"),
+        ("reset",),
+    ]
 
 
 def test_legacy_protocol_zero_claims_nine_finishes(env, tmp_path):
     legacy = [0 if a == 6 else 9 if a == 0 else a for a in MANY_PLAN]
-    evaluate(env, Scripted({"q0-many-0": legacy}), tmp_path / "l", offset=1, num_episodes=1,
-             action_protocol="legacy")
+    evaluate(
+        env,
+        Scripted({"q0-many-0": legacy}),
+        tmp_path / "l",
+        offset=1,
+        num_episodes=1,
+        action_protocol="legacy",
+    )
     (rec,) = records(tmp_path / "l")
     assert rec["metrics"]["success"] == 1.0 and rec["metrics"]["tp"] == 2
     assert rec["terminated_by"] == "finish" and rec["action_trace"] == legacy
@@ -179,10 +212,14 @@ def test_single_ends_with_target_found(env, tmp_path):
 
 
 def test_agent_errors_become_records_and_the_run_goes_on(env, tmp_path):
-    agent = Scripted({"q0-all-0": [1, ZeroDivisionError("/home/me/secret.py broke")],
-                      "q0-many-0": [1, 1, 7],
-                      "q1-any-0": [1, np.float32(2.0)],
-                      "q2-single-0": [6]})
+    agent = Scripted(
+        {
+            "q0-all-0": [1, ZeroDivisionError("/home/me/secret.py broke")],
+            "q0-many-0": [1, 1, 7],
+            "q1-any-0": [1, np.float32(2.0)],
+            "q2-single-0": [6],
+        }
+    )
     summary = evaluate(env, agent, tmp_path / "e")
     recs = {r["episode_key"]: r for r in records(tmp_path / "e")}
     assert len(recs) == 4
@@ -197,7 +234,11 @@ def test_agent_errors_become_records_and_the_run_goes_on(env, tmp_path):
     assert summary["status"] == "completed_with_errors"
     assert (summary["ok_episode_count"], summary["error_episode_count"]) == (1, 3)
     done = json.load(open(tmp_path / "e" / "rank_00000" / "done.json"))
-    assert (done["status"], done["record_count"], done["error_count"]) == ("completed_with_errors", 4, 3)
+    assert (done["status"], done["record_count"], done["error_count"]) == (
+        "completed_with_errors",
+        4,
+        3,
+    )
 
 
 def test_fail_fast_stops_after_writing_the_error(env, tmp_path):
@@ -230,8 +271,9 @@ def test_three_ranks_equal_one_rank(env, tmp_path):
     one = evaluate(env, Scripted(plans), tmp_path / "one", seed=5)
     partial = []
     for rank in range(3):
-        partial.append(evaluate(env, Scripted(plans), tmp_path / "three", seed=5, rank=rank,
-                                world_size=3))
+        partial.append(
+            evaluate(env, Scripted(plans), tmp_path / "three", seed=5, rank=rank, world_size=3)
+        )
     assert [p.get("status") for p in partial[:2]] == ["rank_finished", "rank_finished"]
     three = summarize(str(tmp_path / "three"))
     # the last rank to finish writes the summary (with the software that wrote it)
@@ -245,8 +287,13 @@ def test_three_ranks_equal_one_rank(env, tmp_path):
 
 
 def test_scene_and_episode_limits_and_offsets(env, tmp_path):
-    ev = Evaluator(Scripted(), env=env, config=EvaluationConfig(
-        output_dir=str(tmp_path / "x"), episode_limit=3, offset=1, num_episodes=1))
+    ev = Evaluator(
+        Scripted(),
+        env=env,
+        config=EvaluationConfig(
+            output_dir=str(tmp_path / "x"), episode_limit=3, offset=1, num_episodes=1
+        ),
+    )
     mine, pool, total = ev.select(env.episodes)
     assert sorted(pool) == KEYS[:3] and total == 1 and mine == [(0, KEYS[1])]
     ev.config.scene_limit = 0

@@ -2,6 +2,7 @@
 site-packages, unchanged) evaluates an agent and gives the SPEC §5 aggregates; habitat's
 standard measures (success, spl, distance_to_goal) sit next to ours in records without
 either being dropped."""
+
 import math
 
 import pytest
@@ -52,8 +53,13 @@ def test_habitat_benchmark_gives_the_spec_aggregates(tmp_path, open_room):
     stock_get_metrics = env.get_metrics
 
     def spy():
-        seen.append((env.current_episode.target_mode, dict(env.task.mos_state.metrics()),
-                     len(env.task.mos_state.events)))
+        seen.append(
+            (
+                env.current_episode.target_mode,
+                dict(env.task.mos_state.metrics()),
+                len(env.task.mos_state.events),
+            )
+        )
         return stock_get_metrics()
 
     env.get_metrics = spy
@@ -85,7 +91,9 @@ def room_with_view_points(tmp_path_factory):
     root = tmp_path_factory.mktemp("room_vp")
     docs = base_documents()
     for g in docs["goals.json"]["goals"]:
-        g["view_points"] = [{"position": g["navigable_position"], "rotation": [0, 0, 0, 1], "iou": 0.5}]
+        g["view_points"] = [
+            {"position": g["navigable_position"], "rotation": [0, 0, 0, 1], "iou": 0.5}
+        ]
     glb = export_boxes(str(root / "room.glb"), room_boxes(-6, -6, 6, 6))
     return write_dataset(root, docs, scene_file=glb)
 
@@ -108,15 +116,22 @@ def test_records_keep_habitat_success_and_spl_next_to_ours(room_with_view_points
     assert record["spl"] == pytest.approx(ours["spl_multi"]) == pytest.approx(2.75 / 3, abs=0.02)
     # habitat's: FINISH at a goal; SPL against the start to the nearest view point (1 m of 3 m)
     assert record["habitat_success"] == habitat_metrics["success"] == 1.0
-    assert record["habitat_spl"] == pytest.approx(habitat_metrics["spl"]) == pytest.approx(1 / 3, abs=0.02)
+    assert (
+        record["habitat_spl"]
+        == pytest.approx(habitat_metrics["spl"])
+        == pytest.approx(1 / 3, abs=0.02)
+    )
     assert record["distance_to_goal"] == pytest.approx(habitat_metrics["distance_to_goal"])
     assert math.isfinite(record["distance_to_goal"])
-    assert "mos_aggregates" not in record and not any(k.startswith("mos_aggregates") for k in record)
+    assert "mos_aggregates" not in record and not any(
+        k.startswith("mos_aggregates") for k in record
+    )
 
 
 def test_habitat_nav_measures_group_sets_view_points_and_success_distance():
-    cfg = habitat_mosnav.get_config("benchmark/nav/mosnav/mos_demo.yaml",
-                                    ["+habitat/task/mosnav_extras=habitat_nav_measures"])
+    cfg = habitat_mosnav.get_config(
+        "benchmark/nav/mosnav/mos_demo.yaml", ["+habitat/task/mosnav_extras=habitat_nav_measures"]
+    )
     m = cfg.habitat.task.measurements
     assert m.distance_to_goal.distance_to == "VIEW_POINTS"
     assert m.success.success_distance == cfg.habitat.task.mosnav_success_distance == 0.25
@@ -132,9 +147,13 @@ def test_gym_ids_make_habitats_gym_env_with_finite_bounds_of_ours():
     from habitat_mosnav.gym_envs import GYM_CONFIGS
 
     assert {"HabitatMosNavMosDemo-v0", "HabitatMosNavMocHM3D-v0"} <= set(GYM_CONFIGS)
-    env = gym.make("HabitatMosNavMosDemo-v0", override_options=[
-        "habitat.task.mosnav_space_coverage_samples=0",
-        "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor"])
+    env = gym.make(
+        "HabitatMosNavMosDemo-v0",
+        override_options=[
+            "habitat.task.mosnav_space_coverage_samples=0",
+            "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
+        ],
+    )
     try:
         space = env.observation_space
         assert space["mosnav_target_count"].high[0] == 100  # finite (was inf)

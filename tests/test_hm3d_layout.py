@@ -8,6 +8,7 @@ default_attributes). ``--scene-root`` decides where the scene dataset config is 
 missing file or a missing habitat-sim is one line naming the path, the flag and the install
 command.
 """
+
 import json
 import os
 import shutil
@@ -20,8 +21,11 @@ import habitat_mosnav
 
 DEMO = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo")
 SID = "Cukxndkh48K"
-SMALL = [f"habitat.simulator.agents.main_agent.sim_sensors.{s}.{k}=32"
-         for s in ("rgb_sensor", "depth_sensor") for k in ("width", "height")]
+SMALL = [
+    f"habitat.simulator.agents.main_agent.sim_sensors.{s}.{k}=32"
+    for s in ("rgb_sensor", "depth_sensor")
+    for k in ("width", "height")
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +39,25 @@ def hm3d(tmp_path_factory):
     for ext in (".semantic.glb", ".semantic.txt"):
         shutil.copy(src + ext, scene / f"{SID}{ext}")
     tag = "%%CONFIG_NAME_AS_ASSET_FILENAME%%"
-    (root / "hm3d" / "hm3d_annotated_basis.scene_dataset_config.json").write_text(json.dumps({
-        "stages": {"default_attributes": {
-            "up": [0, 0, 1], "front": [0, 1, 0], "origin": [0, 0, 0],
-            "semantic_up": [0, 0, 1], "semantic_front": [0, 1, 0],
-            "semantic_descriptor_filename": f"{tag}.semantic.txt",
-            "semantic_asset": f"{tag}.semantic.glb", "has_semantic_textures": False},
-            "paths": {".glb": ["val/*/*.basis.glb"]}}}))
+    (root / "hm3d" / "hm3d_annotated_basis.scene_dataset_config.json").write_text(
+        json.dumps(
+            {
+                "stages": {
+                    "default_attributes": {
+                        "up": [0, 0, 1],
+                        "front": [0, 1, 0],
+                        "origin": [0, 0, 0],
+                        "semantic_up": [0, 0, 1],
+                        "semantic_front": [0, 1, 0],
+                        "semantic_descriptor_filename": f"{tag}.semantic.txt",
+                        "semantic_asset": f"{tag}.semantic.glb",
+                        "has_semantic_textures": False,
+                    },
+                    "paths": {".glb": ["val/*/*.basis.glb"]},
+                }
+            }
+        )
+    )
     data = root / "mosnav" / "dataset_semantic"
     data.mkdir(parents=True)
     shutil.copytree(os.path.join(DEMO, "dataset_semantic", SID), data / SID)
@@ -50,12 +66,31 @@ def hm3d(tmp_path_factory):
 
 
 def _eval(hm3d, out, *extra, cwd=None):
-    cmd = [sys.executable, "-m", "habitat_mosnav.eval", "--config", "benchmark/nav/mosnav/mos_hm3d.yaml",
-           "--agent", "habitat_mosnav.agents.oracle:OracleAgent",
-           "--dataset-dir", str(hm3d / "mosnav" / "dataset_semantic"), "--scene-root", str(hm3d / "hm3d" / "val"),
-           "--target-modes", "many,all", "--output-dir", str(out), "--num-episodes", "2", "--no-progress",
-           *[a for o in SMALL for a in ("--set", o)], *extra]
-    proc = subprocess.run(cmd, cwd=str(cwd or out.parent), capture_output=True, text=True, timeout=900)
+    cmd = [
+        sys.executable,
+        "-m",
+        "habitat_mosnav.eval",
+        "--config",
+        "benchmark/nav/mosnav/mos_hm3d.yaml",
+        "--agent",
+        "habitat_mosnav.agents.oracle:OracleAgent",
+        "--dataset-dir",
+        str(hm3d / "mosnav" / "dataset_semantic"),
+        "--scene-root",
+        str(hm3d / "hm3d" / "val"),
+        "--target-modes",
+        "many,all",
+        "--output-dir",
+        str(out),
+        "--num-episodes",
+        "2",
+        "--no-progress",
+        *[a for o in SMALL for a in ("--set", o)],
+        *extra,
+    ]
+    proc = subprocess.run(
+        cmd, cwd=str(cwd or out.parent), capture_output=True, text=True, timeout=900
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -70,9 +105,13 @@ def test_scene_root_moves_the_scene_dataset_config(hm3d, tmp_path):
     from habitat_mosnav import get_config
     from habitat_mosnav.datasets.multi_object_nav_dataset import MultiObjectNavDatasetV1
 
-    cfg = get_config("benchmark/nav/mosnav/mos_hm3d.yaml", [
-        f"habitat.dataset.data_path={hm3d / 'mosnav' / 'dataset_semantic'}",
-        f"habitat.dataset.scenes_dir={hm3d / 'hm3d' / 'val'}"])
+    cfg = get_config(
+        "benchmark/nav/mosnav/mos_hm3d.yaml",
+        [
+            f"habitat.dataset.data_path={hm3d / 'mosnav' / 'dataset_semantic'}",
+            f"habitat.dataset.scenes_dir={hm3d / 'hm3d' / 'val'}",
+        ],
+    )
     ds = MultiObjectNavDatasetV1(cfg.habitat.dataset)
     want = str(hm3d / "hm3d" / "hm3d_annotated_basis.scene_dataset_config.json")
     assert ds.episodes and {e.scene_dataset_config for e in ds.episodes} == {want}
@@ -80,7 +119,9 @@ def test_scene_root_moves_the_scene_dataset_config(hm3d, tmp_path):
     rc, log = _eval(hm3d, tmp_path / "cpu", "--simulator", "mosnav", cwd=tmp_path)
     assert rc == 0, log[-2000:]
     recs = _records(tmp_path / "cpu")
-    assert len(recs) == 2 and all(r["status"] == "ok" and r["metrics"]["success"] for r in recs), recs
+    assert len(recs) == 2 and all(r["status"] == "ok" and r["metrics"]["success"] for r in recs), (
+        recs
+    )
 
 
 def test_missing_scene_dataset_config_names_the_path_and_the_flag(hm3d, tmp_path):
@@ -90,23 +131,53 @@ def test_missing_scene_dataset_config_names_the_path_and_the_flag(hm3d, tmp_path
     rc, log = _eval(hm3d, tmp_path / "run", "--simulator", "mosnav", *cmd_root)
     last = log.strip().splitlines()[-1]
     assert rc == 2 and "Traceback" not in log, log[-2000:]
-    assert str(moved / "hm3d_annotated_basis.scene_dataset_config.json") in last and "--scene-dataset-config" in last
-    rc, log = _eval(hm3d, tmp_path / "run2", "--simulator", "mosnav", "--scene-dataset-config",
-                    str(tmp_path / "nope.json"))
-    assert rc == 2 and "--scene-dataset-config" in log.strip().splitlines()[-1] and "nope.json" in log
+    assert (
+        str(moved / "hm3d_annotated_basis.scene_dataset_config.json") in last
+        and "--scene-dataset-config" in last
+    )
+    rc, log = _eval(
+        hm3d,
+        tmp_path / "run2",
+        "--simulator",
+        "mosnav",
+        "--scene-dataset-config",
+        str(tmp_path / "nope.json"),
+    )
+    assert (
+        rc == 2 and "--scene-dataset-config" in log.strip().splitlines()[-1] and "nope.json" in log
+    )
 
 
-def test_hm3d_config_without_habitat_sim_is_one_line_with_the_install_command(hm3d, tmp_path, monkeypatch, capsys):
+def test_hm3d_config_without_habitat_sim_is_one_line_with_the_install_command(
+    hm3d, tmp_path, monkeypatch, capsys
+):
     from habitat_mosnav import simulators
     from habitat_mosnav.evaluation import cli
 
-    monkeypatch.setattr(simulators.SimulatorChoice, "available", lambda self: self.name != "habitat-sim")
-    rc = cli.main(["--config", "benchmark/nav/mosnav/mos_hm3d.yaml", "--agent", "random",
-                   "--dataset-dir", str(hm3d / "mosnav" / "dataset_semantic"),
-                   "--scene-root", str(hm3d / "hm3d" / "val"), "--output-dir", str(tmp_path / "o")])
+    monkeypatch.setattr(
+        simulators.SimulatorChoice, "available", lambda self: self.name != "habitat-sim"
+    )
+    rc = cli.main(
+        [
+            "--config",
+            "benchmark/nav/mosnav/mos_hm3d.yaml",
+            "--agent",
+            "random",
+            "--dataset-dir",
+            str(hm3d / "mosnav" / "dataset_semantic"),
+            "--scene-root",
+            str(hm3d / "hm3d" / "val"),
+            "--output-dir",
+            str(tmp_path / "o"),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1, err
-    assert "needs habitat-sim" in err[0] and simulators.HABITAT_SIM_INSTALL in err[0] and "--simulator mosnav" in err[0]
+    assert (
+        "needs habitat-sim" in err[0]
+        and simulators.HABITAT_SIM_INSTALL in err[0]
+        and "--simulator mosnav" in err[0]
+    )
 
 
 @pytest.mark.habitat_sim
@@ -119,4 +190,6 @@ def test_readme_hm3d_command_runs_on_habitat_sim(hm3d, tmp_path):
     rc, log = _eval(hm3d, tmp_path / "hs", cwd=tmp_path)
     assert rc == 0, log[-3000:]
     recs = _records(tmp_path / "hs")
-    assert len(recs) == 2 and all(r["status"] == "ok" and r["metrics"]["success"] for r in recs), recs
+    assert len(recs) == 2 and all(r["status"] == "ok" and r["metrics"]["success"] for r in recs), (
+        recs
+    )

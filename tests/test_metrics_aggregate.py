@@ -1,4 +1,5 @@
 """Aggregation of SPEC §5: finite non-null means, main board over many+all, aliases."""
+
 import math
 
 import pytest
@@ -13,14 +14,78 @@ def rec(success, f1, spl, precision=None, recall=None, **extra):
 
 
 RECORDS = [
-    ("many", rec(1.0, 1.0, 0.5, 1.0, 1.0, pe=0.5, tse=1.0, rtsr=0.0, false_termination=None,
-                 oer_target=0.05, oer_space=None, raw_spl=0.5, coverage=0.4)),
-    ("many", rec(0.0, 0.5, 0.0, 0.5, 0.5, pe=None, tse=None, rtsr=0.5, false_termination=None,
-                 oer_target=None, oer_space=0.4, raw_spl=0.25, coverage=float("nan"))),
-    ("all", rec(0.0, 0.0, 0.0, 0.0, 0.0, pe=0.3, tse=math.inf, rtsr=0.0, false_termination=1.0,
-                oer_target=None, oer_space=None, raw_spl=0.75, coverage=1.0)),
-    ("all", rec(1.0, 1.0, 0.8, 1.0, 1.0, pe=0.9, tse=0.5, rtsr=0.25, false_termination=0.0,
-                oer_target=0.1, oer_space=0.2, raw_spl=0.8, coverage=0.6)),
+    (
+        "many",
+        rec(
+            1.0,
+            1.0,
+            0.5,
+            1.0,
+            1.0,
+            pe=0.5,
+            tse=1.0,
+            rtsr=0.0,
+            false_termination=None,
+            oer_target=0.05,
+            oer_space=None,
+            raw_spl=0.5,
+            coverage=0.4,
+        ),
+    ),
+    (
+        "many",
+        rec(
+            0.0,
+            0.5,
+            0.0,
+            0.5,
+            0.5,
+            pe=None,
+            tse=None,
+            rtsr=0.5,
+            false_termination=None,
+            oer_target=None,
+            oer_space=0.4,
+            raw_spl=0.25,
+            coverage=float("nan"),
+        ),
+    ),
+    (
+        "all",
+        rec(
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            pe=0.3,
+            tse=math.inf,
+            rtsr=0.0,
+            false_termination=1.0,
+            oer_target=None,
+            oer_space=None,
+            raw_spl=0.75,
+            coverage=1.0,
+        ),
+    ),
+    (
+        "all",
+        rec(
+            1.0,
+            1.0,
+            0.8,
+            1.0,
+            1.0,
+            pe=0.9,
+            tse=0.5,
+            rtsr=0.25,
+            false_termination=0.0,
+            oer_target=0.1,
+            oer_space=0.2,
+            raw_spl=0.8,
+            coverage=0.6,
+        ),
+    ),
     ("single", rec(1.0, 1.0, 0.9, 1.0, 1.0)),
     ("any", rec(0.0, 0.0, 0.0, 0.0, 0.0)),
     ("any", rec(1.0, 1.0, 0.6, 1.0, 1.0)),
@@ -75,12 +140,18 @@ def test_by_task_type_and_mode():
 
 def test_time_to_first_target_mean_over_many_and_all_where_not_null():
     # SPEC §5 (addition): over many + all, episodes without a true claim (null) left out
-    records = [("many", {"time_to_first_target": 8}), ("many", {"time_to_first_target": None}),
-               ("all", {"time_to_first_target": 13}), ("single", {"time_to_first_target": 2}),
-               ("any", {"time_to_first_target": 1})]
+    records = [
+        ("many", {"time_to_first_target": 8}),
+        ("many", {"time_to_first_target": None}),
+        ("all", {"time_to_first_target": 13}),
+        ("single", {"time_to_first_target": 2}),
+        ("any", {"time_to_first_target": 1}),
+    ]
     a = aggregate(records)
     assert a["time_to_first_target"] == 10.5  # (8 + 13) / 2
-    whole = aggregate([("many", {"time_to_first_target": 20}), ("all", {"time_to_first_target": 34})])
+    whole = aggregate(
+        [("many", {"time_to_first_target": 20}), ("all", {"time_to_first_target": 34})]
+    )
     assert whole["time_to_first_target"] == 27 and type(whole["time_to_first_target"]) is int
     assert aggregate([("many", {"time_to_first_target": None})])["time_to_first_target"] is None
     assert aggregate(RECORDS)["time_to_first_target"] is None  # old records without the field
@@ -89,8 +160,12 @@ def test_time_to_first_target_mean_over_many_and_all_where_not_null():
 def test_counts_and_empty_modes():
     a = aggregate(RECORDS)
     assert a["num_episodes"] == 7
-    assert (a["num_episodes_single"], a["num_episodes_any"], a["num_episodes_many"],
-            a["num_episodes_all"]) == (1, 2, 2, 2)
+    assert (
+        a["num_episodes_single"],
+        a["num_episodes_any"],
+        a["num_episodes_many"],
+        a["num_episodes_all"],
+    ) == (1, 2, 2, 2)
     only_single = aggregate([("single", rec(1.0, 1.0, 1.0))])
     assert only_single["sr"] is None and only_single["sr_moc"] is None
     assert only_single["sr_single"] == 1.0 and only_single["num_episodes"] == 1

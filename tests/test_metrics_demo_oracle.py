@@ -8,6 +8,7 @@ bundled demo data in all four modes, with the privileged oracle and a detouring 
 
 Run with ``-s`` to see the figures.
 """
+
 import os
 
 import pytest
@@ -15,13 +16,22 @@ import pytest
 import habitat_mosnav
 from habitat_mosnav.agents.oracle import OracleAgent
 
-DEMO_DATA = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo",
-                         "dataset_semantic")
-CONFIGS = {"single": "single_demo.yaml", "any": "any_demo.yaml", "many": "mos_demo.yaml",
-           "all": "moc_demo.yaml"}
+DEMO_DATA = os.path.join(
+    os.path.dirname(habitat_mosnav.__file__), "data", "demo", "dataset_semantic"
+)
+CONFIGS = {
+    "single": "single_demo.yaml",
+    "any": "any_demo.yaml",
+    "many": "mos_demo.yaml",
+    "all": "moc_demo.yaml",
+}
 DETOUR_STEPS = 16
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    not os.path.isdir(DEMO_DATA), reason=f"demo dataset not built yet ({DEMO_DATA})")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not os.path.isdir(DEMO_DATA), reason=f"demo dataset not built yet ({DEMO_DATA})"
+    ),
+]
 
 
 def run_demo(agent, out):
@@ -32,11 +42,13 @@ def run_demo(agent, out):
 
     records = {}
     for mode, name in CONFIGS.items():
-        cfg = get_config(f"benchmark/nav/mosnav/{name}",
-                         ["habitat.task.mosnav_space_coverage_samples=0"])
+        cfg = get_config(
+            f"benchmark/nav/mosnav/{name}", ["habitat.task.mosnav_space_coverage_samples=0"]
+        )
         got = []
-        Evaluator(agent, cfg, output_dir=str(out / mode), progress=False,
-                  on_record=got.append).run()
+        Evaluator(
+            agent, cfg, output_dir=str(out / mode), progress=False, on_record=got.append
+        ).run()
         assert got and {r["episode"]["target_mode"] for r in got} == {mode}
         records.update({r["episode_key"]: r for r in got})
     return records
@@ -45,8 +57,10 @@ def run_demo(agent, out):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("spl")
-    return (run_demo(OracleAgent(), root / "oracle"),
-            run_demo(OracleAgent(detour_steps=DETOUR_STEPS), root / "detour"))
+    return (
+        run_demo(OracleAgent(), root / "oracle"),
+        run_demo(OracleAgent(detour_steps=DETOUR_STEPS), root / "detour"),
+    )
 
 
 def test_successful_paths_are_never_shorter_than_l(runs):
@@ -61,13 +75,18 @@ def test_successful_paths_are_never_shorter_than_l(runs):
 def test_oracle_solves_everything_efficiently(runs):
     oracle, _ = runs
     assert all(r["metrics"]["success"] == 1.0 for r in oracle.values())
-    multi = [r["metrics"]["spl_multi"] for r in oracle.values()
-             if r["episode"]["target_mode"] in ("many", "all")]
+    multi = [
+        r["metrics"]["spl_multi"]
+        for r in oracle.values()
+        if r["episode"]["target_mode"] in ("many", "all")
+    ]
     mean = sum(multi) / len(multi)
     every = [r["metrics"]["spl_multi"] for r in oracle.values()]
-    print(f"\noracle: SR 1.0 over {len(oracle)} episodes; spl_multi mean over many/all "
-          f"{mean:.3f} ({len(multi)} episodes), over all modes {sum(every) / len(every):.3f}, "
-          f"min {min(every):.3f}")
+    print(
+        f"\noracle: SR 1.0 over {len(oracle)} episodes; spl_multi mean over many/all "
+        f"{mean:.3f} ({len(multi)} episodes), over all modes {sum(every) / len(every):.3f}, "
+        f"min {min(every):.3f}"
+    )
     assert mean >= 0.85
 
 
@@ -86,5 +105,7 @@ def test_detour_lowers_spl_in_proportion_to_its_path(runs):
         assert d["trajectory_length"] > o["trajectory_length"], key
     mean_spl = sum(r[0] for r in ratios) / len(ratios)
     mean_path = sum(r[1] for r in ratios) / len(ratios)
-    print(f"\ndetour ({DETOUR_STEPS} steps away first): mean SPL ratio {mean_spl:.3f}, "
-          f"mean path-length ratio {mean_path:.3f} over {len(ratios)} episodes")
+    print(
+        f"\ndetour ({DETOUR_STEPS} steps away first): mean SPL ratio {mean_spl:.3f}, "
+        f"mean path-length ratio {mean_path:.3f} over {len(ratios)} episodes"
+    )

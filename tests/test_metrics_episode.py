@@ -4,6 +4,7 @@ Geometry used throughout: targets 101, 105, 110 with geodesics
 start→101 = 2, start→105 = 5, start→110 = 6, 101–105 = 3, 101–110 = 4, 105–110 = 2.
 Shortest open paths: all three = 7 (101,105,110); best pair = 5 (101,105); nearest = 2.
 """
+
 import math
 
 import numpy as np
@@ -39,9 +40,18 @@ def claims(*script):
 
 def outcome(mode, events, **kw):
     base = dict(
-        target_mode=mode, target_ids=IDS, target_count=2 if mode == "many" else None,
-        max_steps=100, steps_taken=100, events=events, finish_step=None, finish_sent=False,
-        ended_by_agent=False, trajectory_length=10.0, start_dist=START, pair_dist=PAIR,
+        target_mode=mode,
+        target_ids=IDS,
+        target_count=2 if mode == "many" else None,
+        max_steps=100,
+        steps_taken=100,
+        events=events,
+        finish_step=None,
+        finish_sent=False,
+        ended_by_agent=False,
+        trajectory_length=10.0,
+        start_dist=START,
+        pair_dist=PAIR,
     )
     base.update(kw)
     return EpisodeOutcome(**base)
@@ -128,124 +138,325 @@ def test_pieces():
 
 def test_mos_two_true_claims_then_finish():
     ev = claims((10, [(101, 0.5)]), (20, [(105, 0.8), (101, 0.9)]))
-    m = episode_metrics(outcome("many", ev, finish_step=25, finish_sent=True, ended_by_agent=True,
-                                steps_taken=25, coverage=0.4))
-    check(m, dict(
-        tp=2, fp=0, fn=0, precision=1.0, recall=1.0, f1=1.0, success=1.0,
-        targets_found=2, required_target_count=2, trajectory_length=10.0,
-        optimal_subset_distance=5.0, agent_subset_distance=5.0,
-        spl_multi=0.5, spl=0.5, raw_spl=0.5, pe=0.5, tse=1.0, rtsr=0.0,
-        false_termination=None, finish_with_unexplored_space=None,
-        oer_target=0.05,  # (25 - 20) / 100
-        oer_space=None, coverage=0.4,
-        time_to_first_target=10,  # the first claim, at step 10, found 101
-    ))
+    m = episode_metrics(
+        outcome(
+            "many",
+            ev,
+            finish_step=25,
+            finish_sent=True,
+            ended_by_agent=True,
+            steps_taken=25,
+            coverage=0.4,
+        )
+    )
+    check(
+        m,
+        dict(
+            tp=2,
+            fp=0,
+            fn=0,
+            precision=1.0,
+            recall=1.0,
+            f1=1.0,
+            success=1.0,
+            targets_found=2,
+            required_target_count=2,
+            trajectory_length=10.0,
+            optimal_subset_distance=5.0,
+            agent_subset_distance=5.0,
+            spl_multi=0.5,
+            spl=0.5,
+            raw_spl=0.5,
+            pe=0.5,
+            tse=1.0,
+            rtsr=0.0,
+            false_termination=None,
+            finish_with_unexplored_space=None,
+            oer_target=0.05,  # (25 - 20) / 100
+            oer_space=None,
+            coverage=0.4,
+            time_to_first_target=10,  # the first claim, at step 10, found 101
+        ),
+    )
 
 
 def test_mos_false_alarm_and_no_finish():
     ev = claims((5, []), (10, [(110, 0.3)]))
-    m = episode_metrics(outcome("many", ev, trajectory_length=20.0, space_exhausted_step=60,
-                                coverage=1.0))
-    check(m, dict(
-        tp=1, fp=1, fn=1, precision=0.5, recall=0.5, f1=0.5, success=0.0, targets_found=1,
-        optimal_subset_distance=5.0, agent_subset_distance=6.0,
-        spl_multi=0.0, spl=0.0, raw_spl=0.25, pe=0.3,
-        tse=None,  # F = 1 < R = 2: a smaller subset is not comparable with l
-        rtsr=0.0,  # the false alarm had no near target, so it is not in S
-        false_termination=None, oer_target=None,
-        oer_space=0.4,  # never finished: (100 - 60) / 100
-        coverage=1.0,
-    ))
+    m = episode_metrics(
+        outcome("many", ev, trajectory_length=20.0, space_exhausted_step=60, coverage=1.0)
+    )
+    check(
+        m,
+        dict(
+            tp=1,
+            fp=1,
+            fn=1,
+            precision=0.5,
+            recall=0.5,
+            f1=0.5,
+            success=0.0,
+            targets_found=1,
+            optimal_subset_distance=5.0,
+            agent_subset_distance=6.0,
+            spl_multi=0.0,
+            spl=0.0,
+            raw_spl=0.25,
+            pe=0.3,
+            tse=None,  # F = 1 < R = 2: a smaller subset is not comparable with l
+            rtsr=0.0,  # the false alarm had no near target, so it is not in S
+            false_termination=None,
+            oer_target=None,
+            oer_space=0.4,  # never finished: (100 - 60) / 100
+            coverage=1.0,
+        ),
+    )
 
 
 def test_moc_repeated_claims_and_false_termination():
-    ev = claims((3, [(101, 0.2)]), (4, [(101, 0.2)]), (8, [(105, 0.5), (101, 0.9)]),
-                (9, [(105, 0.4)]))
-    m = episode_metrics(outcome("all", ev, trajectory_length=8.0, finish_step=12,
-                                finish_sent=True, ended_by_agent=True, steps_taken=12,
-                                coverage=0.5))
-    check(m, dict(
-        tp=2, fp=2, fn=1, precision=0.5, recall=2.0 / 3.0, f1=4.0 / 7.0, success=0.0,
-        required_target_count=3, optimal_subset_distance=7.0, agent_subset_distance=5.0,
-        spl_multi=0.0, raw_spl=0.875, pe=0.625, tse=None,  # F = 2 < R = 3
-        rtsr=0.5,  # S = [101, 101, 105, 105]: (4 - 2) / 4
-        false_termination=1.0,
-        finish_with_unexplored_space=1.0,  # space never exhausted
-        oer_target=None, oer_space=None,
-    ))
+    ev = claims(
+        (3, [(101, 0.2)]), (4, [(101, 0.2)]), (8, [(105, 0.5), (101, 0.9)]), (9, [(105, 0.4)])
+    )
+    m = episode_metrics(
+        outcome(
+            "all",
+            ev,
+            trajectory_length=8.0,
+            finish_step=12,
+            finish_sent=True,
+            ended_by_agent=True,
+            steps_taken=12,
+            coverage=0.5,
+        )
+    )
+    check(
+        m,
+        dict(
+            tp=2,
+            fp=2,
+            fn=1,
+            precision=0.5,
+            recall=2.0 / 3.0,
+            f1=4.0 / 7.0,
+            success=0.0,
+            required_target_count=3,
+            optimal_subset_distance=7.0,
+            agent_subset_distance=5.0,
+            spl_multi=0.0,
+            raw_spl=0.875,
+            pe=0.625,
+            tse=None,  # F = 2 < R = 3
+            rtsr=0.5,  # S = [101, 101, 105, 105]: (4 - 2) / 4
+            false_termination=1.0,
+            finish_with_unexplored_space=1.0,  # space never exhausted
+            oer_target=None,
+            oer_space=None,
+        ),
+    )
 
 
 def test_moc_all_found_without_finish_is_failure():
     ev = claims((3, [(101, 0.1)]), (6, [(105, 0.1)]), (9, [(110, 0.1)]))
     m = episode_metrics(outcome("all", ev, max_steps=50, steps_taken=50, trajectory_length=14.0))
-    check(m, dict(
-        tp=3, fp=0, fn=0, precision=1.0, recall=1.0, f1=1.0, success=0.0,
-        optimal_subset_distance=7.0, agent_subset_distance=7.0,
-        spl_multi=0.0, raw_spl=0.5, pe=0.5, tse=1.0, rtsr=0.0,
-        false_termination=None, finish_with_unexplored_space=None,
-        oer_target=0.82,  # (50 - 9) / 50: T replaces the missing FINISH
-        oer_space=None, coverage=None,
-    ))
+    check(
+        m,
+        dict(
+            tp=3,
+            fp=0,
+            fn=0,
+            precision=1.0,
+            recall=1.0,
+            f1=1.0,
+            success=0.0,
+            optimal_subset_distance=7.0,
+            agent_subset_distance=7.0,
+            spl_multi=0.0,
+            raw_spl=0.5,
+            pe=0.5,
+            tse=1.0,
+            rtsr=0.0,
+            false_termination=None,
+            finish_with_unexplored_space=None,
+            oer_target=0.82,  # (50 - 9) / 50: T replaces the missing FINISH
+            oer_space=None,
+            coverage=None,
+        ),
+    )
 
 
 def test_moc_all_found_with_finish():
     ev = claims((3, [(101, 0.1)]), (6, [(105, 0.1)]), (9, [(110, 0.1)]))
-    m = episode_metrics(outcome("all", ev, max_steps=50, steps_taken=10, trajectory_length=14.0,
-                                finish_step=10, finish_sent=True, ended_by_agent=True,
-                                space_exhausted_step=8, coverage=1.0))
-    check(m, dict(
-        success=1.0, spl_multi=0.5, spl=0.5, false_termination=0.0,
-        finish_with_unexplored_space=0.0,
-        oer_target=0.02,  # (10 - 9) / 50
-        oer_space=0.04,  # (10 - 8) / 50
-    ))
+    m = episode_metrics(
+        outcome(
+            "all",
+            ev,
+            max_steps=50,
+            steps_taken=10,
+            trajectory_length=14.0,
+            finish_step=10,
+            finish_sent=True,
+            ended_by_agent=True,
+            space_exhausted_step=8,
+            coverage=1.0,
+        )
+    )
+    check(
+        m,
+        dict(
+            success=1.0,
+            spl_multi=0.5,
+            spl=0.5,
+            false_termination=0.0,
+            finish_with_unexplored_space=0.0,
+            oer_target=0.02,  # (10 - 9) / 50
+            oer_space=0.04,  # (10 - 8) / 50
+        ),
+    )
 
 
 def test_single_target_at_start_p_equals_l_equals_zero():
     ev = claims((1, [(7, 0.0)]))
-    m = episode_metrics(EpisodeOutcome(
-        target_mode="single", target_ids=[7], target_count=None, max_steps=20, steps_taken=1,
-        events=ev, finish_step=1, finish_sent=False, ended_by_agent=True,
-        trajectory_length=0.0, start_dist={7: 0.0}, pair_dist={}))
-    check(m, dict(
-        tp=1, fp=0, fn=0, precision=1.0, recall=1.0, f1=1.0, success=1.0,
-        optimal_subset_distance=0.0, agent_subset_distance=0.0,
-        spl_multi=1.0, raw_spl=1.0, pe=1.0, tse=1.0, rtsr=0.0,
-        false_termination=None, oer_target=0.0,
-    ))
+    m = episode_metrics(
+        EpisodeOutcome(
+            target_mode="single",
+            target_ids=[7],
+            target_count=None,
+            max_steps=20,
+            steps_taken=1,
+            events=ev,
+            finish_step=1,
+            finish_sent=False,
+            ended_by_agent=True,
+            trajectory_length=0.0,
+            start_dist={7: 0.0},
+            pair_dist={},
+        )
+    )
+    check(
+        m,
+        dict(
+            tp=1,
+            fp=0,
+            fn=0,
+            precision=1.0,
+            recall=1.0,
+            f1=1.0,
+            success=1.0,
+            optimal_subset_distance=0.0,
+            agent_subset_distance=0.0,
+            spl_multi=1.0,
+            raw_spl=1.0,
+            pe=1.0,
+            tse=1.0,
+            rtsr=0.0,
+            false_termination=None,
+            oer_target=0.0,
+        ),
+    )
 
 
 def test_any_agent_claimed_none():
-    m = episode_metrics(EpisodeOutcome(
-        target_mode="any", target_ids=[1, 2], target_count=None, max_steps=30, steps_taken=30,
-        events=[], finish_step=None, finish_sent=False, ended_by_agent=False,
-        trajectory_length=6.0, start_dist={1: 3.0, 2: 4.0}, pair_dist={(1, 2): 5.0}))
-    check(m, dict(
-        tp=0, fp=0, fn=1, precision=0.0, recall=0.0, f1=0.0, success=0.0, targets_found=0,
-        optimal_subset_distance=3.0, agent_subset_distance=None,
-        spl_multi=0.0, raw_spl=0.5, pe=None, tse=None, rtsr=0.0, oer_target=None,
-    ))
+    m = episode_metrics(
+        EpisodeOutcome(
+            target_mode="any",
+            target_ids=[1, 2],
+            target_count=None,
+            max_steps=30,
+            steps_taken=30,
+            events=[],
+            finish_step=None,
+            finish_sent=False,
+            ended_by_agent=False,
+            trajectory_length=6.0,
+            start_dist={1: 3.0, 2: 4.0},
+            pair_dist={(1, 2): 5.0},
+        )
+    )
+    check(
+        m,
+        dict(
+            tp=0,
+            fp=0,
+            fn=1,
+            precision=0.0,
+            recall=0.0,
+            f1=0.0,
+            success=0.0,
+            targets_found=0,
+            optimal_subset_distance=3.0,
+            agent_subset_distance=None,
+            spl_multi=0.0,
+            raw_spl=0.5,
+            pe=None,
+            tse=None,
+            rtsr=0.0,
+            oer_target=None,
+        ),
+    )
 
 
 def test_any_success_on_farther_target_arrays_accepted():
     # start_dist / pair_dist may also be arrays aligned with target_ids.
     ev = claims((12, [(2, 0.5)]))
-    m = episode_metrics(EpisodeOutcome(
-        target_mode="any", target_ids=[1, 2], target_count=None, max_steps=30, steps_taken=12,
-        events=ev, finish_step=12, finish_sent=False, ended_by_agent=True,
-        trajectory_length=8.0, start_dist=[3.0, 4.0], pair_dist=np.array([[0, 5.0], [5.0, 0]])))
-    check(m, dict(success=1.0, optimal_subset_distance=3.0, agent_subset_distance=4.0,
-                  spl_multi=0.375, pe=0.5, tse=0.75, oer_target=0.0))
+    m = episode_metrics(
+        EpisodeOutcome(
+            target_mode="any",
+            target_ids=[1, 2],
+            target_count=None,
+            max_steps=30,
+            steps_taken=12,
+            events=ev,
+            finish_step=12,
+            finish_sent=False,
+            ended_by_agent=True,
+            trajectory_length=8.0,
+            start_dist=[3.0, 4.0],
+            pair_dist=np.array([[0, 5.0], [5.0, 0]]),
+        )
+    )
+    check(
+        m,
+        dict(
+            success=1.0,
+            optimal_subset_distance=3.0,
+            agent_subset_distance=4.0,
+            spl_multi=0.375,
+            pe=0.5,
+            tse=0.75,
+            oer_target=0.0,
+        ),
+    )
 
 
 def test_any_ended_with_nothing_near_fails():
     ev = claims((4, []))
-    m = episode_metrics(EpisodeOutcome(
-        target_mode="any", target_ids=[1, 2], target_count=None, max_steps=30, steps_taken=4,
-        events=ev, finish_step=4, finish_sent=True, ended_by_agent=True,
-        trajectory_length=1.0, start_dist={1: 3.0, 2: 4.0}, pair_dist={(1, 2): 5.0}))
-    check(m, dict(success=0.0, tp=0, fp=1, precision=0.0, spl_multi=0.0,
-                  agent_subset_distance=None, pe=None))
+    m = episode_metrics(
+        EpisodeOutcome(
+            target_mode="any",
+            target_ids=[1, 2],
+            target_count=None,
+            max_steps=30,
+            steps_taken=4,
+            events=ev,
+            finish_step=4,
+            finish_sent=True,
+            ended_by_agent=True,
+            trajectory_length=1.0,
+            start_dist={1: 3.0, 2: 4.0},
+            pair_dist={(1, 2): 5.0},
+        )
+    )
+    check(
+        m,
+        dict(
+            success=0.0,
+            tp=0,
+            fp=1,
+            precision=0.0,
+            spl_multi=0.0,
+            agent_subset_distance=None,
+            pe=None,
+        ),
+    )
 
 
 def test_time_to_first_target_by_hand():
@@ -265,23 +476,57 @@ def test_time_to_first_target_by_hand():
     assert episode_metrics(outcome("all", ev))["time_to_first_target"] == 3
     # single: the final 6/0 at step 12 is the claim that counts
     ev = claims((12, [(2, 0.5)]))
-    m = episode_metrics(EpisodeOutcome(
-        target_mode="any", target_ids=[1, 2], target_count=None, max_steps=30, steps_taken=12,
-        events=ev, finish_step=12, finish_sent=False, ended_by_agent=True,
-        trajectory_length=8.0, start_dist=[3.0, 4.0], pair_dist=np.array([[0, 5.0], [5.0, 0]])))
+    m = episode_metrics(
+        EpisodeOutcome(
+            target_mode="any",
+            target_ids=[1, 2],
+            target_count=None,
+            max_steps=30,
+            steps_taken=12,
+            events=ev,
+            finish_step=12,
+            finish_sent=False,
+            ended_by_agent=True,
+            trajectory_length=8.0,
+            start_dist=[3.0, 4.0],
+            pair_dist=np.array([[0, 5.0], [5.0, 0]]),
+        )
+    )
     assert m["time_to_first_target"] == 12
 
 
 def test_unreachable_targets_give_null_distances():
-    m = episode_metrics(outcome("all", [], start_dist={101: 2.0, 105: math.inf, 110: 6.0},
-                                pair_dist={(101, 105): math.inf, (101, 110): 4.0,
-                                           (105, 110): math.inf}))
+    m = episode_metrics(
+        outcome(
+            "all",
+            [],
+            start_dist={101: 2.0, 105: math.inf, 110: 6.0},
+            pair_dist={(101, 105): math.inf, (101, 110): 4.0, (105, 110): math.inf},
+        )
+    )
     check(m, dict(optimal_subset_distance=None, spl_multi=0.0, raw_spl=None))
 
 
 def test_precomputed_distances_are_used():
     ev = claims((10, [(101, 0.5)]), (20, [(105, 0.8)]))
-    m = episode_metrics(outcome("many", ev, optimal_subset_distance=4.0,
-                                agent_subset_distance=8.0, start_dist={}, pair_dist={}))
-    check(m, dict(success=1.0, optimal_subset_distance=4.0, agent_subset_distance=8.0,
-                  spl_multi=0.4, pe=0.8, tse=0.5))
+    m = episode_metrics(
+        outcome(
+            "many",
+            ev,
+            optimal_subset_distance=4.0,
+            agent_subset_distance=8.0,
+            start_dist={},
+            pair_dist={},
+        )
+    )
+    check(
+        m,
+        dict(
+            success=1.0,
+            optimal_subset_distance=4.0,
+            agent_subset_distance=8.0,
+            spl_multi=0.4,
+            pe=0.8,
+            tse=0.5,
+        ),
+    )

@@ -3,6 +3,7 @@
 
 The geodesic here is the straight-line distance (an exact reference for an open plane).
 """
+
 import math
 
 import numpy as np
@@ -113,8 +114,8 @@ def test_pair_legs_are_cached_per_scope():
     assert len(cache) == 3
     geo = Euclid()
     s, c, _ = legs(geo, x(1), CORRIDOR, 0.25, cache=cache, cache_scope="scene1")
-    assert geo.calls == 3                         # only the start queries
+    assert geo.calls == 3  # only the start queries
     assert s.tolist() == pytest.approx([0.55, 3.75, 3.25]) and c[1, 2] == pytest.approx(7.0)
     geo = Euclid()
     legs(geo, x(0), CORRIDOR, 0.25, cache=cache, cache_scope="scene2")
-    assert geo.calls == 7                         # another scene: computed afresh
+    assert geo.calls == 7  # another scene: computed afresh

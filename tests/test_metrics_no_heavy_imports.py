@@ -3,6 +3,7 @@
 The package's own ``__init__`` registers the Habitat plugin (and so imports habitat), so
 the check loads these modules under a bare package object that skips that ``__init__``.
 """
+
 import os
 import subprocess
 import sys

@@ -1,4 +1,5 @@
 """The exact open-path solver against brute force over permutations (SPEC §4)."""
+
 import itertools
 import math
 import time
@@ -19,8 +20,13 @@ def path_length(start, pair, order, prefix_floor=False):
 
 
 def brute_force(start, pair, k, prefix_floor=False):
-    return min((path_length(start, pair, perm, prefix_floor)
-                for perm in itertools.permutations(range(len(start)), k)), default=math.inf)
+    return min(
+        (
+            path_length(start, pair, perm, prefix_floor)
+            for perm in itertools.permutations(range(len(start)), k)
+        ),
+        default=math.inf,
+    )
 
 
 @pytest.mark.parametrize("prefix_floor", [False, True])
@@ -45,7 +51,8 @@ def test_matches_brute_force_random_asymmetric_with_inf(seed, prefix_floor):
                 assert length == pytest.approx(expected, abs=1e-9)
                 assert len(order) == kk and len(set(order)) == kk
                 assert path_length(start, pair, order, prefix_floor) == pytest.approx(
-                    length, abs=1e-9)
+                    length, abs=1e-9
+                )
 
 
 def test_hand_example_three_targets():

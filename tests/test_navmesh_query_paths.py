@@ -6,6 +6,7 @@ it compute them all. ``find_path`` must return exactly the walk's answer (length
 points) while computing only the paths its lower bounds cannot rule out, and must not
 recompute a path from the same start. Runs on the bundled demo navmeshes, no habitat-sim.
 """
+
 import glob
 import math
 import os
@@ -18,8 +19,13 @@ from habitat_mosnav.sims.navmesh import read_navmesh
 from habitat_mosnav.sims import navmesh_query
 from habitat_mosnav.sims.navmesh_query import INF, NavMeshQuery, walk_find_path
 
-NAVMESHES = sorted(glob.glob(os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo",
-                                          "scenes", "*", "*.navmesh")))
+NAVMESHES = sorted(
+    glob.glob(
+        os.path.join(
+            os.path.dirname(habitat_mosnav.__file__), "data", "demo", "scenes", "*", "*.navmesh"
+        )
+    )
+)
 
 
 def _walk(q: NavMeshQuery, start, goals):
@@ -35,8 +41,13 @@ def _queries(q: NavMeshQuery, n: int, seed: int):
     floor = np.array([q.random_point(rng) for _ in range(n)])
     for i in range(n):
         start = floor[i] + rng.normal(0, 0.05, 3) * [1, 0.2, 1]
-        goals = np.concatenate([floor[rng.integers(n)] + rng.normal(0, 0.4, (int(rng.integers(1, 26)), 3))
-                                * [1, 0.05, 1] for _ in range(int(rng.integers(1, 4)))])
+        goals = np.concatenate(
+            [
+                floor[rng.integers(n)]
+                + rng.normal(0, 0.4, (int(rng.integers(1, 26)), 3)) * [1, 0.05, 1]
+                for _ in range(int(rng.integers(1, 4)))
+            ]
+        )
         if i % 7 == 0:
             goals = np.concatenate([goals, goals[:3]])
         yield start, goals

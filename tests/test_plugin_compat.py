@@ -1,4 +1,5 @@
 """The compatibility module: placeholders only when habitat-sim is missing."""
+
 import os
 import subprocess
 import sys
@@ -12,7 +13,8 @@ from habitat_mosnav import _compat
 COMPAT_FILE = _compat.__file__
 #: What only holds on a machine without habitat-sim (CI); skipped where it is installed (HM3D).
 without_habitat_sim = pytest.mark.skipif(
-    _compat.habitat_sim_available(), reason="habitat-sim is installed: no placeholders are seeded")
+    _compat.habitat_sim_available(), reason="habitat-sim is installed: no placeholders are seeded"
+)
 
 
 @without_habitat_sim
@@ -22,6 +24,7 @@ def test_habitat_and_baselines_import_without_habitat_sim():
     from habitat.core.env import Env  # noqa: F401
     from habitat.core.vector_env import VectorEnv  # noqa: F401
     import habitat.gym  # noqa: F401
+
     for name in _compat.PLACEHOLDERS:
         if not name.startswith("habitat_baselines"):
             assert _compat.is_placeholder(sys.modules[name]), name
@@ -30,9 +33,11 @@ def test_habitat_and_baselines_import_without_habitat_sim():
 @without_habitat_sim
 def test_placeholders_fail_loudly_when_used():
     from habitat.tasks.rearrange.rearrange_sensors import DoesNotExist  # any attribute
+
     with pytest.raises(ImportError, match="requires habitat-sim"):
         DoesNotExist()
     from habitat.sims.habitat_simulator.object_state_machine import ObjectStateMachine
+
     with pytest.raises(ImportError, match="object_state_machine.ObjectStateMachine"):
         ObjectStateMachine()
 
@@ -69,37 +74,51 @@ def _run_isolated(code: str, tmp_path, fake_sim: bool) -> subprocess.CompletedPr
         spec = importlib.util.spec_from_file_location("mosnav_compat", {COMPAT_FILE!r})
         compat = importlib.util.module_from_spec(spec); spec.loader.exec_module(compat)
     """) + textwrap.dedent(code)
-    return subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", prog], env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_noop_when_habitat_sim_is_importable(tmp_path):
-    r = _run_isolated("""
+    r = _run_isolated(
+        """
         assert compat.habitat_sim_available()
         assert compat.install() is False
         assert not any(n in sys.modules for n in compat.PLACEHOLDERS), "seeded anyway"
         print("ok")
-    """, tmp_path, fake_sim=True)
+    """,
+        tmp_path,
+        fake_sim=True,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
 
 
 @without_habitat_sim
 def test_seeds_exactly_the_listed_modules_when_missing(tmp_path):
-    r = _run_isolated("""
+    r = _run_isolated(
+        """
         before = set(sys.modules)
         assert compat.install() is True
         added = set(sys.modules) - before
         assert added == set(compat.PLACEHOLDERS), sorted(added ^ set(compat.PLACEHOLDERS))
         print("ok")
-    """, tmp_path, fake_sim=False)
+    """,
+        tmp_path,
+        fake_sim=False,
+    )
     assert r.returncode == 0, r.stderr
 
 
 def _assert_fresh_interpreter_ok(code: str) -> None:
     """Run ``code`` in a new interpreter (outside the repo) and expect it to print ok."""
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code) + "\nprint('ok')"],
-                       capture_output=True, text=True, timeout=120, cwd="/")
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code) + "\nprint('ok')"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().endswith("ok")
 
@@ -138,7 +157,11 @@ def test_no_gym_banner_on_stderr(first):
     import sys
 
     other = "habitat" if first == "habitat_mosnav" else "habitat_mosnav"
-    proc = subprocess.run([sys.executable, "-c", f"import {first}, {other}, gym"], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import {first}, {other}, gym"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Gym has been unmaintained" not in proc.stderr

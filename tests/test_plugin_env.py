@@ -10,6 +10,7 @@ c_ij = |i - j| - 0.5: s = 0.75, 2.75, 4.75 (101, 102, 103), c(101,102) = c(102,1
 c(101,103) = 3.5; table: s_201 = 2.75. Along an order the bound is L_first = s_first,
 L_j = max(s_j, L_i + c_ij); l and a are its minimum over subsets and orders.
 """
+
 import math
 
 import pytest
@@ -24,11 +25,26 @@ from mosnav_fixtures import base_documents, write_dataset
 
 T = 60  # max_episode_steps in these tests
 ALL_MEASURES = [
-    "mos_targets_found", "mos_precision", "mos_recall", "mos_f1", "mos_success",
-    "trajectory_length", "optimal_subset_distance", "agent_subset_distance", "spl_multi",
-    "path_efficiency", "target_selection_efficiency", "rtsr", "false_termination",
-    "oer_target", "oer_space", "space_coverage", "distance_to_nearest_unclaimed_target",
-    "mos_reward", "mos_report_events", "mos_aggregates",
+    "mos_targets_found",
+    "mos_precision",
+    "mos_recall",
+    "mos_f1",
+    "mos_success",
+    "trajectory_length",
+    "optimal_subset_distance",
+    "agent_subset_distance",
+    "spl_multi",
+    "path_efficiency",
+    "target_selection_efficiency",
+    "rtsr",
+    "false_termination",
+    "oer_target",
+    "oer_space",
+    "space_coverage",
+    "distance_to_nearest_unclaimed_target",
+    "mos_reward",
+    "mos_report_events",
+    "mos_aggregates",
 ]
 RIGHT3 = ["turn_right"] * 3
 
@@ -39,15 +55,19 @@ def fwd(n):
 
 def make_env(paths, extra=()):
     data, scenes = paths
-    cfg = habitat_mosnav.get_config("benchmark/nav/mosnav/mos_demo.yaml", [
-        f"habitat.dataset.data_path={data}", f"habitat.dataset.scenes_dir={scenes}",
-        "habitat.dataset.target_modes=[]",
-        f"habitat.environment.max_episode_steps={T}",
-        "habitat.task.mosnav_space_coverage_samples=0",
-        "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
-        "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
-        *extra,
-    ])
+    cfg = habitat_mosnav.get_config(
+        "benchmark/nav/mosnav/mos_demo.yaml",
+        [
+            f"habitat.dataset.data_path={data}",
+            f"habitat.dataset.scenes_dir={scenes}",
+            "habitat.dataset.target_modes=[]",
+            f"habitat.environment.max_episode_steps={T}",
+            "habitat.task.mosnav_space_coverage_samples=0",
+            "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
+            "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
+            *extra,
+        ],
+    )
     return habitat.Env(cfg)
 
 
@@ -68,16 +88,25 @@ def env(open_room):
 
 
 def test_action_ids_follow_spec(env):
-    assert list(env.task.actions) == ["stop", "move_forward", "turn_left", "turn_right",
-                                      "look_up", "look_down", "target_found"]
+    assert list(env.task.actions) == [
+        "stop",
+        "move_forward",
+        "turn_left",
+        "turn_right",
+        "look_up",
+        "look_down",
+        "target_found",
+    ]
 
 
 def test_many_true_false_and_repeated_claims(env):
     # steps 1-3 turn, 4-7 walk to x=1, 8 claim 101 (TP), 9 repeat (FP), 10-17 walk to x=3,
     # 18 claim 102 (TP; F=2=target_count), 19 FINISH.
-    m = run(env, "q0-many-0",
-            RIGHT3 + fwd(4) + ["target_found", "target_found"] + fwd(8) + ["target_found",
-                                                                          "stop"])
+    m = run(
+        env,
+        "q0-many-0",
+        RIGHT3 + fwd(4) + ["target_found", "target_found"] + fwd(8) + ["target_found", "stop"],
+    )
     assert env.episode_over
     events = m["mos_report_events"]
     assert [e["step"] for e in events] == [8, 9, 18]
@@ -88,18 +117,18 @@ def test_many_true_false_and_repeated_claims(env):
     assert m["mos_targets_found"] == 2
     assert m["mos_precision"] == pytest.approx(2 / 3)
     assert m["mos_recall"] == 1.0
-    assert m["mos_f1"] == pytest.approx(0.8)          # 2*(2/3)*1 / (2/3 + 1)
-    assert m["mos_success"] == 1.0                    # many: F >= target_count
-    assert m["trajectory_length"] == pytest.approx(3.0, abs=1e-6)   # 12 x 0.25 m
+    assert m["mos_f1"] == pytest.approx(0.8)  # 2*(2/3)*1 / (2/3 + 1)
+    assert m["mos_success"] == 1.0  # many: F >= target_count
+    assert m["trajectory_length"] == pytest.approx(3.0, abs=1e-6)  # 12 x 0.25 m
     # l: 101,102 max(s_102 = 2.75, 0.75 + 1.5) = 2.75 (102,101: max(0.75, 4.25); 101,103:
     # max(4.75, 4.25); ...): best 2 of 3; a: the same two targets
     assert m["optimal_subset_distance"] == pytest.approx(2.75, abs=0.05)
     assert m["agent_subset_distance"] == pytest.approx(2.75, abs=0.05)
-    assert m["spl_multi"] == pytest.approx(2.75 / 3.0, abs=0.02)    # l / p
+    assert m["spl_multi"] == pytest.approx(2.75 / 3.0, abs=0.02)  # l / p
     assert m["path_efficiency"] == pytest.approx(2.75 / 3.0, abs=0.02)
     assert m["target_selection_efficiency"] == pytest.approx(1.0, abs=0.02)
-    assert m["rtsr"] == pytest.approx(1 / 3)          # S = [101, 101, 102]
-    assert math.isnan(m["false_termination"])         # not 'all'
+    assert m["rtsr"] == pytest.approx(1 / 3)  # S = [101, 101, 102]
+    assert math.isnan(m["false_termination"])  # not 'all'
     assert m["oer_target"] == pytest.approx((19 - 18) / T)
     assert math.isnan(m["oer_space"]) and math.isnan(m["space_coverage"])  # oracle off
     assert m["distance_to_nearest_unclaimed_target"] == pytest.approx(2.0, abs=0.05)
@@ -109,64 +138,80 @@ def test_many_true_false_and_repeated_claims(env):
 def test_false_alarm_far_from_targets(env):
     m = run(env, "q0-many-0", ["turn_left"] * 3 + fwd(8) + ["target_found"])  # x = -2
     ev = m["mos_report_events"][0]
-    assert ev == {"step": 12, "near_targets": [], "new_targets": [], "duplicate_targets": [],
-                  "is_true_positive": False, "is_false_positive": True}
+    assert ev == {
+        "step": 12,
+        "near_targets": [],
+        "new_targets": [],
+        "duplicate_targets": [],
+        "is_true_positive": False,
+        "is_false_positive": True,
+    }
     assert m["mos_precision"] == 0.0 and m["mos_recall"] == 0.0 and m["mos_f1"] == 0.0
     assert math.isnan(m["agent_subset_distance"]) and math.isnan(m["path_efficiency"])
     assert math.isnan(m["target_selection_efficiency"])
-    assert m["rtsr"] == 0.0                           # no claim had near targets
-    assert not env.episode_over                       # 6 never ends many/all
+    assert m["rtsr"] == 0.0  # no claim had near targets
+    assert not env.episode_over  # 6 never ends many/all
 
 
 def test_moc_all_found_without_finish_is_failure(env):
-    acts = RIGHT3 + fwd(4) + ["target_found"] + fwd(8) + ["target_found"] + fwd(8) + [
-        "target_found"]                                # claims at steps 8, 17, 26
-    acts += ["turn_left"] * (T - len(acts))            # run out the clock
+    acts = (
+        RIGHT3 + fwd(4) + ["target_found"] + fwd(8) + ["target_found"] + fwd(8) + ["target_found"]
+    )  # claims at steps 8, 17, 26
+    acts += ["turn_left"] * (T - len(acts))  # run out the clock
     m = run(env, "q0-all-0", acts)
     assert env.episode_over and env.task.mos_state.ended_by is None
     assert m["mos_targets_found"] == 3 and m["mos_recall"] == 1.0
-    assert m["mos_success"] == 0.0                    # MOC needs FINISH
+    assert m["mos_success"] == 0.0  # MOC needs FINISH
     assert m["spl_multi"] == 0.0
-    assert math.isnan(m["false_termination"])         # never sent FINISH
-    assert m["oer_target"] == pytest.approx((T - 26) / T)   # finish_step = T
+    assert math.isnan(m["false_termination"])  # never sent FINISH
+    assert m["oer_target"] == pytest.approx((T - 26) / T)  # finish_step = T
     # 101,102,103: 0.75 -> max(2.75, 2.25) = 2.75 -> max(4.75, 4.25) = 4.75
     assert m["optimal_subset_distance"] == pytest.approx(4.75, abs=0.05)
 
 
 def test_moc_finish_with_all_found_succeeds(env):
-    m = run(env, "q0-all-0", RIGHT3 + fwd(4) + ["target_found"] + fwd(8) + [
-        "target_found"] + fwd(8) + ["target_found", "stop"])
+    m = run(
+        env,
+        "q0-all-0",
+        RIGHT3
+        + fwd(4)
+        + ["target_found"]
+        + fwd(8)
+        + ["target_found"]
+        + fwd(8)
+        + ["target_found", "stop"],
+    )
     assert m["mos_success"] == 1.0 and m["false_termination"] == 0.0
-    assert m["spl_multi"] == pytest.approx(4.75 / 5.0, abs=0.02)   # l = 4.75, p = 5.0
-    assert m["oer_target"] == pytest.approx(1 / T)          # found at 26, FINISH at 27
+    assert m["spl_multi"] == pytest.approx(4.75 / 5.0, abs=0.02)  # l = 4.75, p = 5.0
+    assert m["oer_target"] == pytest.approx(1 / T)  # found at 26, FINISH at 27
 
 
 def test_moc_early_finish_is_false_termination(env):
     m = run(env, "q0-all-0", RIGHT3 + fwd(4) + ["target_found", "stop"])
     assert m["false_termination"] == 1.0 and m["mos_success"] == 0.0
     assert m["mos_recall"] == pytest.approx(1 / 3)
-    assert math.isnan(m["oer_target"])                 # R targets never all found
+    assert math.isnan(m["oer_target"])  # R targets never all found
     assert m["path_efficiency"] == pytest.approx(0.75 / 1.0, abs=0.02)  # a = s_101, p = 1
-    assert math.isnan(m["target_selection_efficiency"])   # F = 1 < R = 3: not comparable
+    assert math.isnan(m["target_selection_efficiency"])  # F = 1 < R = 3: not comparable
 
 
 def test_single_ends_on_target_found_near_target(env):
     # table 201 at (0, 0, 3): face +Z (six turns), walk 2.75 m -> 0.25 m away (= d: near
     # up to the grid error, so walk 3.0 m onto it); 0.5 m away is not near.
     m = run(env, "q2-single-0", ["turn_left"] * 6 + fwd(10) + ["target_found"])
-    assert m["mos_success"] == 0.0                          # 0.5 m > d = 0.25 m
+    assert m["mos_success"] == 0.0  # 0.5 m > d = 0.25 m
     m = run(env, "q2-single-0", ["turn_left"] * 6 + fwd(12) + ["target_found"])
     assert env.episode_over and env.task.mos_state.ended_by == "target_found"
     assert m["mos_success"] == 1.0 and m["mos_targets_found"] == 1
     assert m["optimal_subset_distance"] == pytest.approx(2.75, abs=0.05)  # 3.0 - d
-    assert m["spl_multi"] == pytest.approx(2.75 / 3.0, abs=0.02)   # l / p
+    assert m["spl_multi"] == pytest.approx(2.75 / 3.0, abs=0.02)  # l / p
 
 
 def test_single_finish_far_from_target_fails(env):
     m = run(env, "q2-single-0", fwd(2) + ["stop"])
     assert env.episode_over and env.task.mos_state.ended_by == "finish"
     assert m["mos_success"] == 0.0
-    assert m["mos_report_events"][0]["is_false_positive"]   # FINISH claims in single
+    assert m["mos_report_events"][0]["is_false_positive"]  # FINISH claims in single
 
 
 def test_any_nearest_of_several(env):
@@ -208,14 +253,14 @@ def test_reward_progress_and_claims(env):
     env.reset()
     for a in RIGHT3:
         env.step(a)
-    env.step("move_forward")                      # 0.25 m closer to 101
+    env.step("move_forward")  # 0.25 m closer to 101
     r = env.get_metrics()["mos_reward"]
     assert r == pytest.approx(0.25 - 0.01, abs=0.02)
     for a in fwd(3):
         env.step(a)
-    env.step("target_found")                      # true claim: +2.5 - 0.01
+    env.step("target_found")  # true claim: +2.5 - 0.01
     assert env.get_metrics()["mos_reward"] == pytest.approx(2.5 - 0.01)
-    env.step("target_found")                      # repeat: -1.0 - 0.01
+    env.step("target_found")  # repeat: -1.0 - 0.01
     assert env.get_metrics()["mos_reward"] == pytest.approx(-1.0 - 0.01)
 
 
@@ -239,8 +284,10 @@ def vp_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("vproom")
     docs = base_documents()
     for g in docs["goals.json"]["goals"]:
-        g["view_points"] = [{"position": [x, 0.0, z], "rotation": [0, 0, 0, 1], "iou": 0.5}
-                            for x, z in VP.get(g["object_id"], [])]
+        g["view_points"] = [
+            {"position": [x, 0.0, z], "rotation": [0, 0, 0, 1], "iou": 0.5}
+            for x, z in VP.get(g["object_id"], [])
+        ]
     glb = export_boxes(str(root / "room.glb"), room_boxes(-6, -6, 6, 6))
     e = make_env(write_dataset(root, docs, scene_file=glb))
     yield e
@@ -281,7 +328,7 @@ def test_geodesic_queries_per_step(vp_env, monkeypatch):
     assert len(calls) == 3 + 4 + 1
     calls.clear()
     vp_env.current_episode = next(e for e in vp_env.episodes if e.episode_id == "q0-all-0")
-    vp_env.reset()                        # same targets: pair legs come from the cache
+    vp_env.reset()  # same targets: pair legs come from the cache
     assert len(calls) == 3 + 1
     per_step = []
     for a in RIGHT3 + fwd(6) + ["look_up", "look_down", "turn_left", "turn_right"]:
@@ -291,14 +338,15 @@ def test_geodesic_queries_per_step(vp_env, monkeypatch):
     # plain steps: one multi-goal query after a move, none when the agent stayed put
     assert per_step == [0] * 3 + [1] * 6 + [0] * 4
     calls.clear()
-    vp_env.step("target_found")           # at (1.5, 0): claims 101
+    vp_env.step("target_found")  # at (1.5, 0): claims 101
     assert vp_env.task.mos_state.claimed == [101]
-    assert len(calls) == 3                # per-target distances at a claim only
+    assert len(calls) == 3  # per-target distances at a claim only
     calls.clear()
     vp_env.step("move_forward")
     assert len(calls) == 1
     assert vp_env.get_metrics()["distance_to_nearest_unclaimed_target"] == pytest.approx(
-        0.75, abs=0.05)                   # (1.75, 0) -> 102's view point (2.5, 0)
+        0.75, abs=0.05
+    )  # (1.75, 0) -> 102's view point (2.5, 0)
 
 
 def test_report_events_copied_only_when_they_change(vp_env):
@@ -308,9 +356,9 @@ def test_report_events_copied_only_when_they_change(vp_env):
         vp_env.step(a)
     first = vp_env.get_metrics()["mos_report_events"]
     vp_env.step("move_forward")
-    assert vp_env.get_metrics()["mos_report_events"] is first       # nothing new: no copy
-    first[0]["new_targets"].append(999)                              # a reader's change ...
-    assert vp_env.task.mos_state.events[0]["new_targets"] == [101]   # ... stays out
+    assert vp_env.get_metrics()["mos_report_events"] is first  # nothing new: no copy
+    first[0]["new_targets"].append(999)  # a reader's change ...
+    assert vp_env.task.mos_state.events[0]["new_targets"] == [101]  # ... stays out
     vp_env.step("target_found")
     events = vp_env.get_metrics()["mos_report_events"]
     assert events is not first and len(events) == 2 and len(first) == 1
@@ -324,8 +372,15 @@ def test_per_step_metrics_equal_a_full_recomputation(vp_env):
     vp_env.current_episode = next(e for e in vp_env.episodes if e.episode_id == "q0-all-0")
     vp_env.reset()
     state = vp_env.task.mos_state
-    for a in RIGHT3 + fwd(6) + ["target_found", "target_found"] + fwd(4) + [
-            "turn_left", "target_found"] + fwd(3) + ["stop"]:
+    for a in (
+        RIGHT3
+        + fwd(6)
+        + ["target_found", "target_found"]
+        + fwd(4)
+        + ["turn_left", "target_found"]
+        + fwd(3)
+        + ["stop"]
+    ):
         vp_env.step(a)
         assert state.metrics() == episode_metrics(state.outcome()), (state.step, a)
     assert state.metrics()["targets_found"] == 2 and state.metrics()["false_termination"] == 1.0

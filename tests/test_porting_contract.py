@@ -4,6 +4,7 @@
 gets the env through a proxy that refuses every private attribute, so the run shows it uses
 only the env's public API.
 """
+
 import json
 import os
 
@@ -20,9 +21,11 @@ from habitat_mosnav.evaluation import EpisodeContext, EvaluationSetupError
 from conftest import read_records
 
 MAX_STEPS = 5
-OVERRIDES = ["habitat.dataset.target_modes=[many,all]",
-             f"habitat.environment.max_episode_steps={MAX_STEPS}",
-             "habitat.task.mosnav_space_coverage_samples=0"]
+OVERRIDES = [
+    "habitat.dataset.target_modes=[many,all]",
+    f"habitat.environment.max_episode_steps={MAX_STEPS}",
+    "habitat.task.mosnav_space_coverage_samples=0",
+]
 
 
 class StopPolicy(PolicyAdapter):  # the contract's example
@@ -74,8 +77,6 @@ def env():
     e = habitat.Env(config=get_config("benchmark/nav/mosnav/mos_demo.yaml", OVERRIDES))
     yield e
     e.close()
-
-
 
 
 def test_contract_example_runs_with_its_info_in_the_trace(env, tmp_path):
@@ -132,8 +133,11 @@ class ScriptedPolicy(PolicyAdapter):
 
 def test_info_of_each_step_and_plain_ids_in_one_trace(env, tmp_path):
     out = str(tmp_path / "scripted")
-    Evaluator(environment=env, policy=ScriptedPolicy(),
-              config=EvaluationConfig(output_dir=out, limit=1, progress=False)).run()
+    Evaluator(
+        environment=env,
+        policy=ScriptedPolicy(),
+        config=EvaluationConfig(output_dir=out, limit=1, progress=False),
+    ).run()
     (rec,) = read_records(out)
     assert rec["action_trace"] == [
         {"action": 1, "info": None},
@@ -148,8 +152,11 @@ def test_info_that_is_not_json_is_an_error_record(env, tmp_path):
             return PolicyStep(1, {"model": object()})
 
     out = str(tmp_path / "bad")
-    summary = Evaluator(environment=env, policy=Bad(),
-                        config=EvaluationConfig(output_dir=out, limit=1, progress=False)).run()
+    summary = Evaluator(
+        environment=env,
+        policy=Bad(),
+        config=EvaluationConfig(output_dir=out, limit=1, progress=False),
+    ).run()
     (rec,) = read_records(out)
     assert summary["error_episode_count"] == 1 and rec["status"] == "error"
     assert rec["error_type"] == "InvalidAction"
@@ -157,12 +164,23 @@ def test_info_that_is_not_json_is_an_error_record(env, tmp_path):
 
 
 def test_env_settings_that_contradict_the_config_are_one_line_errors(env, tmp_path):
-    with pytest.raises(EvaluationSetupError, match="max_steps=7 differs from the environment's budget of 5 steps .max_steps must be an integer in .1, 5."):
-        Evaluator(environment=env, policy=StopPolicy(),
-                  config=EvaluationConfig(output_dir=str(tmp_path / "a"), max_steps=7)).run()
-    with pytest.raises(EvaluationSetupError, match="split 'test' differs from the environment's episodes"):
-        Evaluator(environment=env, policy=StopPolicy(),
-                  config=EvaluationConfig(output_dir=str(tmp_path / "b"), split="test")).run()
+    with pytest.raises(
+        EvaluationSetupError,
+        match="max_steps=7 differs from the environment's budget of 5 steps .max_steps must be an integer in .1, 5.",
+    ):
+        Evaluator(
+            environment=env,
+            policy=StopPolicy(),
+            config=EvaluationConfig(output_dir=str(tmp_path / "a"), max_steps=7),
+        ).run()
+    with pytest.raises(
+        EvaluationSetupError, match="split 'test' differs from the environment's episodes"
+    ):
+        Evaluator(
+            environment=env,
+            policy=StopPolicy(),
+            config=EvaluationConfig(output_dir=str(tmp_path / "b"), split="test"),
+        ).run()
 
 
 def test_limit_is_num_episodes():
@@ -190,8 +208,9 @@ def test_config_path_with_split_and_max_steps_and_a_plain_agent(tmp_path):
 
     cfg = get_config("benchmark/nav/mosnav/mos_demo.yaml", OVERRIDES)
     out = str(tmp_path / "walker")
-    summary = Evaluator(Walker(), cfg, EvaluationConfig(output_dir=out, limit=1, max_steps=3,
-                                                        progress=False)).run()
+    summary = Evaluator(
+        Walker(), cfg, EvaluationConfig(output_dir=out, limit=1, max_steps=3, progress=False)
+    ).run()
     (rec,) = read_records(out)
     assert summary["status"] == "complete" and rec["steps_taken"] == 3
     assert rec["terminated_by"] == "max_steps" and rec["episode"]["max_steps"] == 3

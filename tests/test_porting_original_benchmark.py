@@ -7,6 +7,7 @@ with the README's selection flags on the bundled demo: MyAgent, the SimpleAgent 
 MyVLMAgent (its ``call_your_model``/``parse_action`` are the user's: here a scripted stub)
 and the legacy ``act(rgb, depth, prompt)`` agent, with and without ``--legacy-agent-api``.
 """
+
 import os
 import subprocess
 import sys
@@ -23,7 +24,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = ["--space-coverage-samples", "0", "--no-progress"]
 
 # The README's MyAgent, verbatim (comments included).
-MY_AGENT = '''
+MY_AGENT = """
 from benchmark_api import Action, Observation
 class MyAgent:
     def reset(self) -> None:
@@ -38,11 +39,11 @@ class MyAgent:
         if observation.target_mode in {"many", "all"}:
             return Action.FINISH
         return Action.TARGET_FOUND
-'''
+"""
 
 # The README's MyVLMAgent, verbatim, after the user's own call_your_model / parse_action
 # (a scripted stand-in for a model server that checks what the agent sends it).
-MY_VLM_AGENT = '''
+MY_VLM_AGENT = """
 import re
 import numpy as np
 
@@ -73,11 +74,11 @@ class MyVLMAgent:
         action = parse_action(response)
         self.history.append((observation.step_count, action))
         return action
-'''
+"""
 
 # An agent of the old API: act(rgb=None, depth=None, prompt=None). Under the legacy protocol
 # 0 claims and 9 finishes in many/all.
-OLD_AGENT = '''
+OLD_AGENT = """
 import numpy as np
 
 class OldAgent:
@@ -90,9 +91,7 @@ class OldAgent:
             raise TypeError("prompt without the legacy action table")
         self.steps += 1
         return [1, 0, 9][self.steps - 1]
-'''
-
-
+"""
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +109,8 @@ def workdir(tmp_path_factory):
     ours = "from habitat_mosnav.api import Action, Observation"
     assert ours in template
     (root / "agents_to_test" / "simple_agent.py").write_text(
-        template.replace(ours, "from benchmark_api import Action, Observation"))
+        template.replace(ours, "from benchmark_api import Action, Observation")
+    )
     (root / "my_agents" / "old_agent.py").write_text(OLD_AGENT)
     yield root
     _forget_checkout_packages()
@@ -159,8 +159,17 @@ def run_readme_command(tmp_path, capsys, agent, *flags):
 
 
 def test_my_agent_readme_command(in_workdir, tmp_path, capsys):
-    recs = run_readme_command(tmp_path, capsys, "agents_to_test.my_agent:MyAgent", "--limit", "1",
-                              "--episode-limit", "2", "--max-steps", "20")
+    recs = run_readme_command(
+        tmp_path,
+        capsys,
+        "agents_to_test.my_agent:MyAgent",
+        "--limit",
+        "1",
+        "--episode-limit",
+        "2",
+        "--max-steps",
+        "20",
+    )
     assert len(recs) == 2 and len({r["episode"]["scene_id"] for r in recs}) == 1
     for r in recs:
         assert r["status"] == "ok" and r["episode"]["target_mode"] in ("many", "all")
@@ -168,15 +177,33 @@ def test_my_agent_readme_command(in_workdir, tmp_path, capsys):
 
 
 def test_simple_agent_template_readme_command(in_workdir, tmp_path, capsys):
-    (rec,) = run_readme_command(tmp_path, capsys, "agents_to_test.simple_agent:SimpleAgent",
-                                "--limit", "1", "--episode-limit", "1", "--max-steps", "2")
+    (rec,) = run_readme_command(
+        tmp_path,
+        capsys,
+        "agents_to_test.simple_agent:SimpleAgent",
+        "--limit",
+        "1",
+        "--episode-limit",
+        "1",
+        "--max-steps",
+        "2",
+    )
     assert rec["status"] == "ok" and rec["steps_taken"] == 2
     assert rec["terminated_by"] == "max_steps" and set(rec["action_trace"]) <= {1, 2}
 
 
 def test_my_vlm_agent_with_stub_model(in_workdir, tmp_path, capsys):
-    (rec,) = run_readme_command(tmp_path, capsys, "agents_to_test.my_vlm_agent:MyVLMAgent",
-                                "--limit", "1", "--episode-limit", "1", "--max-steps", "20")
+    (rec,) = run_readme_command(
+        tmp_path,
+        capsys,
+        "agents_to_test.my_vlm_agent:MyVLMAgent",
+        "--limit",
+        "1",
+        "--episode-limit",
+        "1",
+        "--max-steps",
+        "20",
+    )
     assert rec["status"] == "ok", rec.get("error_message")
     assert rec["action_trace"] == [1, 2, 3, 1, 0] and rec["terminated_by"] == "finish"
 
@@ -186,8 +213,22 @@ def test_legacy_agent(flag, in_workdir, tmp_path, capsys):
     """The README's legacy command; without --legacy-agent-api the old signature is
     detected (one note line) instead of handing the agent the Observation as rgb."""
     out = tmp_path / ("legacy" + "_".join(flag))
-    rc = main(["--agent", "my_agents.old_agent:OldAgent", *flag, "--action-protocol", "legacy",
-               "--num-episodes", "1", "--max-steps", "20", "--output-dir", str(out), *FAST])
+    rc = main(
+        [
+            "--agent",
+            "my_agents.old_agent:OldAgent",
+            *flag,
+            "--action-protocol",
+            "legacy",
+            "--num-episodes",
+            "1",
+            "--max-steps",
+            "20",
+            "--output-dir",
+            str(out),
+            *FAST,
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 0, err
     assert ("OldAgent.act has the legacy signature" in err) is (not flag)
@@ -198,14 +239,17 @@ def test_legacy_agent(flag, in_workdir, tmp_path, capsys):
     assert [e["step"] for e in rec["report_events"]] == [2]
 
 
-@pytest.mark.parametrize("source,legacy", [
-    ("def act(self, rgb=None, depth=None, prompt=None): pass", True),
-    ("def act(self, rgb, depth, prompt): pass", True),
-    ("def act(self, *, rgb=None, prompt=None): pass", True),
-    ("def act(self, observation): pass", False),
-    ("def act(self, obs, rgb=None): pass", False),
-    ("def act(self, *args, **kwargs): pass", False),
-])
+@pytest.mark.parametrize(
+    "source,legacy",
+    [
+        ("def act(self, rgb=None, depth=None, prompt=None): pass", True),
+        ("def act(self, rgb, depth, prompt): pass", True),
+        ("def act(self, *, rgb=None, prompt=None): pass", True),
+        ("def act(self, observation): pass", False),
+        ("def act(self, obs, rgb=None): pass", False),
+        ("def act(self, *args, **kwargs): pass", False),
+    ],
+)
 def test_has_legacy_act(source, legacy):
     namespace = {}
     exec(textwrap.dedent(f"class A:\n    {source}\n"), namespace)
@@ -222,20 +266,46 @@ def test_original_config_name_points_at_the_mosnav_configs(in_workdir, capsys):
     for config in ("hm3d_config.yaml", "no_such_config.yaml"):
         assert main(["--config", config, "--print-config"]) == 2
         err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1 and err.startswith(f"mosnav-eval: error: --config {config}")
-        assert "benchmark/nav/mosnav/mos_hm3d.yaml" in err and "benchmark/nav/mosnav/moc_demo.yaml" in err
+        assert len(err.splitlines()) == 1 and err.startswith(
+            f"mosnav-eval: error: --config {config}"
+        )
+        assert (
+            "benchmark/nav/mosnav/mos_hm3d.yaml" in err
+            and "benchmark/nav/mosnav/moc_demo.yaml" in err
+        )
 
 
 def test_my_agent_through_the_console_script(workdir, tmp_path):
     """The user's path: the installed ``mosnav-eval`` run from the checkout."""
     out = tmp_path / "console"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    )
     script = os.path.join(os.path.dirname(sys.executable), "mosnav-eval")
-    proc = subprocess.run([script, "--agent", "agents_to_test.my_agent:MyAgent", "--limit", "1",
-                           "--episode-limit", "1", "--max-steps", "12", "--output-dir", str(out),
-                           *FAST], cwd=workdir, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [
+            script,
+            "--agent",
+            "agents_to_test.my_agent:MyAgent",
+            "--limit",
+            "1",
+            "--episode-limit",
+            "1",
+            "--max-steps",
+            "12",
+            "--output-dir",
+            str(out),
+            *FAST,
+        ],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     (rec,) = read_records(out)
     assert rec["action_trace"] == [1] * 9 + [0]

@@ -1,5 +1,6 @@
 """``mosnav-replay`` (issue 32): a run's records replay to the same metrics without the agent;
 an edited record is caught by ``--verify``; bad input exits 2 naming the file and field."""
+
 import json
 import os
 import shutil
@@ -28,8 +29,16 @@ def _same_records(run, out):
     assert original.keys() == replayed.keys()
     for key, r in original.items():
         n = replayed[key]
-        for name in ("status", "steps_taken", "terminated_by", "metrics", "initial_metrics",
-                     "report_events", "final_agent_state", "positions"):
+        for name in (
+            "status",
+            "steps_taken",
+            "terminated_by",
+            "metrics",
+            "initial_metrics",
+            "report_events",
+            "final_agent_state",
+            "positions",
+        ):
             assert r[name] == n[name], (key, name)
         assert r["replay"]["actions"] == n["replay"]["actions"]
 
@@ -37,7 +46,9 @@ def _same_records(run, out):
 @pytest.fixture(scope="module")
 def random_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("replay") / "random"
-    assert eval_main(["--agent", "random", "--max-steps", "25", "--output-dir", str(out), *FAST]) == 0
+    assert (
+        eval_main(["--agent", "random", "--max-steps", "25", "--output-dir", str(out), *FAST]) == 0
+    )
     return out
 
 
@@ -62,7 +73,9 @@ def test_random_run_replays_identically(random_run, tmp_path):
 
 def test_oracle_run_replays_identically(tmp_path):
     run = tmp_path / "oracle"
-    assert eval_main(["--agent", "oracle", "--max-steps", "60", "--output-dir", str(run), *FAST]) == 0
+    assert (
+        eval_main(["--agent", "oracle", "--max-steps", "60", "--output-dir", str(run), *FAST]) == 0
+    )
     assert any(r["report_events"] for r in read_records(run))  # claims were made
     assert _replay(run) == 0
     _same_records(run, run / "replay" / "mosnav")
@@ -73,9 +86,23 @@ def test_vlm_agent_run_replays_identically(tmp_path, api_key):
     cycle = ["ACTION: 1", "ACTION: 2", "ACTION: 1", "ACTION: 6", "ACTION: 3"]
     model = scripted_model(lambda k: "ACTION: 0" if k >= 9 else cycle[k % len(cycle)])
     with ChatServer(default=model) as server:
-        assert eval_main(api_agent_args(server, "--output-dir", str(run), "--max-steps", "20",
-                                        "--num-episodes", "2", "--space-coverage-samples", "10",
-                                        "--no-progress")) == 0
+        assert (
+            eval_main(
+                api_agent_args(
+                    server,
+                    "--output-dir",
+                    str(run),
+                    "--max-steps",
+                    "20",
+                    "--num-episodes",
+                    "2",
+                    "--space-coverage-samples",
+                    "10",
+                    "--no-progress",
+                )
+            )
+            == 0
+        )
         requests = len(server.chat_requests())
         assert _replay(run) == 0  # the server is up, but never asked again
         assert len(server.chat_requests()) == requests
@@ -104,7 +131,9 @@ def test_verify_marks_the_run_and_catches_an_edited_metric(random_run, tmp_path,
     assert out == [line for line in out if line.startswith(rec["episode_key"])] and len(out) == 1
     assert "metrics.trajectory_length" in out[0]
     mark = read_summary(edited)["verification"]
-    assert mark["status"] == "not_verified" and "metrics.trajectory_length" in mark["differences"][0]
+    assert (
+        mark["status"] == "not_verified" and "metrics.trajectory_length" in mark["differences"][0]
+    )
     report = json.loads((edited / "replay" / "mosnav" / "replay.json").read_text())
     assert report["differences"][0]["episode_key"] == rec["episode_key"]
 
@@ -126,15 +155,32 @@ def test_bad_input_exits_2_naming_file_and_field(random_run, tmp_path, capsys):
 
 
 @pytest.mark.habitat_sim
-@pytest.mark.xfail(strict=True, reason="found by this replay: on habitat-sim the agent's y goes "
-                   "from the episode start's 0.0 to the navmesh's 0.15 m at the first action (a turn), "
-                   "the CPU simulator keeps 0.0, so positions differ by 0.15 m and trajectory_length "
-                   "by ~0.11 m: outside the README's 2 mm; remove this mark when the simulators agree")
+@pytest.mark.xfail(
+    strict=True,
+    reason="found by this replay: on habitat-sim the agent's y goes "
+    "from the episode start's 0.0 to the navmesh's 0.15 m at the first action (a turn), "
+    "the CPU simulator keeps 0.0, so positions differ by 0.15 m and trajectory_length "
+    "by ~0.11 m: outside the README's 2 mm; remove this mark when the simulators agree",
+)
 def test_cpu_run_replays_on_habitat_sim_within_the_stated_agreement(tmp_path):
     pytest.importorskip("habitat_sim")
     run = tmp_path / "cpu"
-    assert eval_main(["--agent", "oracle", "--max-steps", "40", "--output-dir", str(run),
-                      "--set", "habitat.simulator.habitat_sim_v0.allow_sliding=False", *FAST]) == 0
+    assert (
+        eval_main(
+            [
+                "--agent",
+                "oracle",
+                "--max-steps",
+                "40",
+                "--output-dir",
+                str(run),
+                "--set",
+                "habitat.simulator.habitat_sim_v0.allow_sliding=False",
+                *FAST,
+            ]
+        )
+        == 0
+    )
     rc = _replay(run, "--simulator", "habitat-sim")
     report = json.loads((run / "replay" / "habitat-sim" / "replay.json").read_text())
     assert report["simulator"] == "Sim-v0" and report["episode_count"] == 2
@@ -151,17 +197,31 @@ def test_report_shows_the_verification_mark(random_run, tmp_path):
     assert _replay(run, "--verify") == 0
     write_report([str(run)], str(tmp_path / "after"), resamples=10, progress=False)
     assert "(verified on MosNavMeshSim-v0" in (tmp_path / "after" / "leaderboard.md").read_text()
-    assert 'class="badge ok">verified on MosNavMeshSim-v0' in (tmp_path / "after" / "index.html").read_text()
+    assert (
+        'class="badge ok">verified on MosNavMeshSim-v0'
+        in (tmp_path / "after" / "index.html").read_text()
+    )
 
 
 def test_replayed_maps_equal_the_original_runs(room_runs, tmp_path):
     # the scripted room run (claims true, false, duplicate; FINISH) was evaluated with --save-maps
     run = tmp_path / "scripted"
     shutil.copytree(room_runs["scripted"], run)
-    assert _replay(run, "--save-maps", "--dataset-dir", room_runs["data"],
-                   "--scene-root", room_runs["scenes"]) == 0
+    assert (
+        _replay(
+            run,
+            "--save-maps",
+            "--dataset-dir",
+            room_runs["data"],
+            "--scene-root",
+            room_runs["scenes"],
+        )
+        == 0
+    )
     original = sorted(os.listdir(run / "maps"))
     assert original and [n for n in original if n.endswith(".png")]
     for name in original:
         if name.endswith(".png"):
-            assert (run / "replay" / "mosnav" / "maps" / name).read_bytes() == (run / "maps" / name).read_bytes(), name
+            assert (run / "replay" / "mosnav" / "maps" / name).read_bytes() == (
+                run / "maps" / name
+            ).read_bytes(), name

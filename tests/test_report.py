@@ -2,6 +2,7 @@
 intervals, runs with errors / incomplete / without summary marked, and the page rendered
 in a real headless browser (Debian's chromium; ``make test`` installs it through
 scripts/ensure_chromium.sh)."""
+
 import csv
 import json
 import os
@@ -16,8 +17,13 @@ import pytest
 from conftest import read_records
 from habitat_mosnav.evaluation.report import CSV_COLUMNS, bootstrap_interval, main
 
-RUN_FIELDS = ("status", "expected_episode_count", "unique_record_count", "ok_episode_count",
-              "error_episode_count")
+RUN_FIELDS = (
+    "status",
+    "expected_episode_count",
+    "unique_record_count",
+    "ok_episode_count",
+    "error_episode_count",
+)
 TEXT_COLUMNS = ("run", "status", "official", "benchmark", "agent", "config", "notes")
 
 
@@ -57,8 +63,11 @@ def report(room_runs, tmp_path_factory):
     assert main([*runs, "--out", out, "--no-progress"]) == 0
     with open(os.path.join(out, "leaderboard.csv"), newline="") as f:
         rows = {r["run"]: r for r in csv.DictReader(f)}
-    return {"out": out, "runs": dict(zip(["scripted", "broken", "partial", "old"], runs)),
-            "rows": rows}
+    return {
+        "out": out,
+        "runs": dict(zip(["scripted", "broken", "partial", "old"], runs)),
+        "rows": rows,
+    }
 
 
 def test_bootstrap_interval_by_hand():
@@ -68,7 +77,9 @@ def test_bootstrap_interval_by_hand():
     assert bootstrap_interval([None, float("nan")]) == (None, None)
     lo, hi = bootstrap_interval(list(np.linspace(0, 1, 50)), 2000, seed=3)
     assert 0.3 < lo < 0.5 < hi < 0.7  # about mean +- 1.96 * 0.29 / sqrt(50)
-    assert bootstrap_interval([0.1, 0.7, 0.3], 500, seed=5) == bootstrap_interval([0.1, 0.7, 0.3], 500, seed=5)
+    assert bootstrap_interval([0.1, 0.7, 0.3], 500, seed=5) == bootstrap_interval(
+        [0.1, 0.7, 0.3], 500, seed=5
+    )
 
 
 def test_every_number_of_leaderboard_csv_is_the_summary_json(report):
@@ -113,7 +124,11 @@ def test_values_by_hand_and_marks(report):
     # many: tp 2, fp 2 (a false claim, a duplicate): P = 0.5, R = 1, F1 = 2/3; all: 0
     assert float(s["f1"]) == pytest.approx(1 / 3)
     assert s["notes"] == "" and s["status"] == "complete" and s["official"] == ""
-    assert (s["num_episodes_many"], s["num_episodes_all"], s["error_episode_count"]) == ("1", "1", "0")
+    assert (s["num_episodes_many"], s["num_episodes_all"], s["error_episode_count"]) == (
+        "1",
+        "1",
+        "0",
+    )
     b = rows["broken"]
     assert b["status"] == "completed_with_errors" and "1 error episode(s)" in b["notes"]
     assert (b["ok_episode_count"], b["error_episode_count"]) == ("1", "1")
@@ -129,19 +144,21 @@ def test_values_by_hand_and_marks(report):
 
 def _episode_column(page, key):
     """The cell texts of one column of the page's episode table (by its data-key)."""
-    table = page[page.index('id="episodes"'):]
-    table = table[:table.index("</table>")]
+    table = page[page.index('id="episodes"') :]
+    table = table[: table.index("</table>")]
     keys = re.findall(r'<th[^>]*data-key="([^"]+)"', table)
     col = keys.index(key)
-    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table[table.index("<tbody>"):], re.S)
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table[table.index("<tbody>") :], re.S)
     return [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[col] for row in rows]
 
 
 def test_time_to_first_target_is_an_integer_in_records_summary_and_page(report):
     # a step count (the metric registry's integer format): 27, never 27.000
     scripted = report["runs"]["scripted"]
-    values = {r["episode"]["target_mode"]: r["metrics"]["time_to_first_target"]
-              for r in read_records(scripted)}
+    values = {
+        r["episode"]["target_mode"]: r["metrics"]["time_to_first_target"]
+        for r in read_records(scripted)
+    }
     assert type(values["many"]) is int and values["all"] is None  # all: no claim at all
     mean = _summary(scripted)["metrics"]["time_to_first_target"]
     assert mean == values["many"] and type(mean) is int  # one value: a whole mean
@@ -170,19 +187,33 @@ def test_page_renders_in_headless_chromium_with_maps_and_sorting(report, tmp_pat
     for link in links:
         assert os.path.exists(os.path.join(out, link))
     shot = str(tmp_path / "page.png")
-    base = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-            "--disable-dev-shm-usage"]
-    subprocess.run(base + ["--window-size=1400,2200", f"--screenshot={shot}", "file://" + page],
-                   check=True, capture_output=True, timeout=120)
+    base = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--disable-dev-shm-usage",
+    ]
+    subprocess.run(
+        base + ["--window-size=1400,2200", f"--screenshot={shot}", "file://" + page],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     img = imageio.imread(shot)[..., :3].astype(float)
     assert img.shape[:2] == (2200, 1400)
     assert img.std() > 20  # not a blank page
     assert (img.sum(axis=2) < 600).mean() > 0.03  # text, tables and plots drawn
     # the inline script sorts the episode table by spl_multi, descending (#sort=-spl_multi)
-    dom = subprocess.run(base + ["--virtual-time-budget=3000", "--dump-dom",
-                                 "file://" + page + "#sort=-spl_multi"],
-                         check=True, capture_output=True, text=True, timeout=120).stdout
-    table = dom[dom.index('id="episodes"'):]
+    dom = subprocess.run(
+        base + ["--virtual-time-budget=3000", "--dump-dom", "file://" + page + "#sort=-spl_multi"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    table = dom[dom.index('id="episodes"') :]
     assert 'data-sorted="' in table[:200]
     values = re.findall(r'<tr[^>]*>(?:<td[^>]*>.*?</td>){8}<td data-v="([^"]*)">', table)
     nums = [float(v) if v else -np.inf for v in values]
@@ -208,14 +239,22 @@ def test_official_flag_and_benchmark_come_from_summary(room_runs, tmp_path):
     run = str(tmp_path / "bench")
     shutil.copytree(room_runs["scripted"], run)
     summary = _summary(run)
-    summary["benchmark"] = {"name": "demo/official", "version": 1, "kind": "official",
-                            "dataset_fingerprint": "abc", "deviations": ["--num-episodes 2"],
-                            "official": False, "not_official_because": ["--num-episodes 2"]}
+    summary["benchmark"] = {
+        "name": "demo/official",
+        "version": 1,
+        "kind": "official",
+        "dataset_fingerprint": "abc",
+        "deviations": ["--num-episodes 2"],
+        "official": False,
+        "not_official_because": ["--num-episodes 2"],
+    }
     with open(os.path.join(run, "summary.json"), "w") as f:
         json.dump(summary, f)
     for where in (run, os.path.join(run, "rank_00000")):  # each rank holds the run's manifest
         with open(os.path.join(where, "run.json"), "w") as f:
-            json.dump({"agent": {"spec": "oracle"}, "config": "benchmark/nav/mosnav/mos_demo.yaml"}, f)
+            json.dump(
+                {"agent": {"spec": "oracle"}, "config": "benchmark/nav/mosnav/mos_demo.yaml"}, f
+            )
     row = board_row(load_run(run, resamples=100))
     assert (row["official"], row["benchmark"]) == (False, "demo/official v1")
     assert (row["agent"], row["config"]) == ("oracle", "benchmark/nav/mosnav/mos_demo.yaml")
@@ -230,13 +269,31 @@ def test_report_maps_draws_missing_maps_from_the_records(room_runs, tmp_path):
     shutil.copytree(room_runs["scripted"], run)
     shutil.rmtree(os.path.join(run, "maps"))
     out = str(tmp_path / "out")
-    assert main([run, "--out", out, "--maps", "--no-progress",
-                 "--set", f"habitat.dataset.data_path={room_runs['data']}",
-                 "--set", f"habitat.dataset.scenes_dir={room_runs['scenes']}",
-                 "--set", "habitat.dataset.target_modes=[many,all]"]) == 0
-    links = set(re.findall(r'href="(maps/[^"]+\.png)"', open(os.path.join(out, "index.html")).read()))
-    assert sorted(links) == ["maps/nomaps/val__testScene01__q0-all-0.png",
-                             "maps/nomaps/val__testScene01__q0-many-0.png"]
+    assert (
+        main(
+            [
+                run,
+                "--out",
+                out,
+                "--maps",
+                "--no-progress",
+                "--set",
+                f"habitat.dataset.data_path={room_runs['data']}",
+                "--set",
+                f"habitat.dataset.scenes_dir={room_runs['scenes']}",
+                "--set",
+                "habitat.dataset.target_modes=[many,all]",
+            ]
+        )
+        == 0
+    )
+    links = set(
+        re.findall(r'href="(maps/[^"]+\.png)"', open(os.path.join(out, "index.html")).read())
+    )
+    assert sorted(links) == [
+        "maps/nomaps/val__testScene01__q0-all-0.png",
+        "maps/nomaps/val__testScene01__q0-many-0.png",
+    ]
     for link in links:
         drawn = imageio.imread(os.path.join(out, link))
         saved = imageio.imread(os.path.join(room_runs["scripted"], "maps", os.path.basename(link)))
@@ -278,13 +335,53 @@ def demo_report(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("demo_report")
     common = ["--space-coverage-samples", "0", "--no-progress", "--save-maps"]
-    assert eval_main(["--agent", "oracle", "--num-episodes", "2", "--save-video", "mp4",
-                      "--output-dir", str(root / "oracle"), *common]) == 0
-    assert eval_main(["--agent", "random", "--num-episodes", "1", "--max-steps", "60",
-                      "--output-dir", str(root / "random"), *common]) == 0
+    assert (
+        eval_main(
+            [
+                "--agent",
+                "oracle",
+                "--num-episodes",
+                "2",
+                "--save-video",
+                "mp4",
+                "--output-dir",
+                str(root / "oracle"),
+                *common,
+            ]
+        )
+        == 0
+    )
+    assert (
+        eval_main(
+            [
+                "--agent",
+                "random",
+                "--num-episodes",
+                "1",
+                "--max-steps",
+                "60",
+                "--output-dir",
+                str(root / "random"),
+                *common,
+            ]
+        )
+        == 0
+    )
     out = str(root / "report")
-    assert main([str(root / "oracle"), str(root / "random"), "--out", out, "--no-progress",
-                 "--bootstrap", "200"]) == 0
+    assert (
+        main(
+            [
+                str(root / "oracle"),
+                str(root / "random"),
+                "--out",
+                out,
+                "--no-progress",
+                "--bootstrap",
+                "200",
+            ]
+        )
+        == 0
+    )
     return {"root": str(root), "out": out}
 
 
@@ -297,10 +394,24 @@ def _measure(out, tmp_path, width=1280):
         text = f.read()
     with open(probe, "w", encoding="utf-8") as f:
         f.write(text.replace("</body>", MEASURE_JS + "</body>"))
-    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                          "--disable-dev-shm-usage", f"--window-size={width},900",
-                          "--virtual-time-budget=5000", "--dump-dom", "file://" + probe],
-                         check=True, capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run(
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--disable-dev-shm-usage",
+            f"--window-size={width},900",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            "file://" + probe,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     match = re.search(r'<pre id="measure">(.*?)</pre>', dom, re.S)
     assert match, "the measuring script did not run"
     import html
@@ -316,16 +427,39 @@ def test_demo_report_fits_1280px_with_glossary_and_episode_maps_side_by_side(dem
     assert m["board"][2] <= 1280  # the main table ends inside the window
     assert m["head"] == ["run", "SR", "F1", "SPL-multi", "episodes", "status"]
     # the diagnostics are one click away, with every SPEC §5 diagnostic
-    group = dom[dom.index('id="diagnostics-group"'):]
-    for label in ("precision", "recall", "PE", "TSE (MOS)", "RTSR", "FTR", "OER-target", "OER-space"):
-        assert f">{label}</th>" in group[:group.index("</details>")], label
+    group = dom[dom.index('id="diagnostics-group"') :]
+    for label in (
+        "precision",
+        "recall",
+        "PE",
+        "TSE (MOS)",
+        "RTSR",
+        "FTR",
+        "OER-target",
+        "OER-space",
+    ):
+        assert f">{label}</th>" in group[: group.index("</details>")], label
     # glossary: a meaning and a SPEC section for each column; tooltips on the headers
-    gloss = dom[dom.index('id="glossary"'):]
-    for label in ("SR", "F1", "SPL-multi", "PE", "TSE (MOS)", "RTSR", "FTR", "OER-target", "OER-space"):
-        entry = re.search(rf"<dt[^>]*>{re.escape(label)}</dt><dd>([^<]{{20,}})<span class=\"spec\">SPEC §\d",
-                          gloss)
+    gloss = dom[dom.index('id="glossary"') :]
+    for label in (
+        "SR",
+        "F1",
+        "SPL-multi",
+        "PE",
+        "TSE (MOS)",
+        "RTSR",
+        "FTR",
+        "OER-target",
+        "OER-space",
+    ):
+        entry = re.search(
+            rf"<dt[^>]*>{re.escape(label)}</dt><dd>([^<]{{20,}})<span class=\"spec\">SPEC §\d",
+            gloss,
+        )
         assert entry, label
-        assert re.search(rf'<th[^>]* title="[^"]*SPEC §\d[^"]*"[^>]*>{re.escape(label)}</th>', dom), label
+        assert re.search(
+            rf'<th[^>]* title="[^"]*SPEC §\d[^"]*"[^>]*>{re.escape(label)}</th>', dom
+        ), label
     # the episode both runs played: two maps side by side (their figures), inside the
     # window; its video linked
     key = "ep-val__Cukxndkh48K__q0001-all-0"
@@ -333,19 +467,21 @@ def test_demo_report_fits_1280px_with_glossary_and_episode_maps_side_by_side(dem
     assert len(boxes) == 2
     (l0, t0, r0, _), (l1, t1, r1, _) = boxes
     assert t0 == t1 and r0 <= l1 and r1 <= 1280 and r0 - l0 > 400
-    section = dom[dom.index(f'id="{key}"'):]
-    section = section[:section.index("</section>")]
+    section = dom[dom.index(f'id="{key}"') :]
+    section = section[: section.index("</section>")]
     srcs = re.findall(r'<img[^>]* src="([^"]+)"', section)
-    assert srcs == ["maps/oracle/val__Cukxndkh48K__q0001-all-0.png",
-                    "maps/random/val__Cukxndkh48K__q0001-all-0.png"]
+    assert srcs == [
+        "maps/oracle/val__Cukxndkh48K__q0001-all-0.png",
+        "maps/random/val__Cukxndkh48K__q0001-all-0.png",
+    ]
     assert "SUCCESS" in section and "FAILURE" in section
     video = re.findall(r'href="(videos/oracle/[^"]+\.mp4)"', section)
     assert video == ["videos/oracle/val__Cukxndkh48K__q0001-all-0.mp4"]
     for rel in srcs + video:
         assert os.path.getsize(os.path.join(out, rel)) > 1000
     # the other episode: the oracle's map, and random marked as not having it
-    other = dom[dom.index('id="ep-val__Cukxndkh48K__q0001-many-0"'):]
-    assert "random</b>: not in this run" in other[:other.index("</section>")]
+    other = dom[dom.index('id="ep-val__Cukxndkh48K__q0001-many-0"') :]
+    assert "random</b>: not in this run" in other[: other.index("</section>")]
 
 
 def test_demo_report_keeps_one_colour_per_run_and_notes_missing_values(demo_report, tmp_path):
@@ -353,7 +489,9 @@ def test_demo_report_keeps_one_colour_per_run_and_notes_missing_values(demo_repo
     with open(os.path.join(out, "plots.json")) as f:
         data = json.load(f)
     page = open(os.path.join(out, "index.html"), encoding="utf-8").read()
-    embedded = re.search(r"<script type='application/json' id='plot-data'>(.*?)</script>", page, re.S)
+    embedded = re.search(
+        r"<script type='application/json' id='plot-data'>(.*?)</script>", page, re.S
+    )
     assert "<" not in embedded.group(1) and json.loads(embedded.group(1)) == data
     colors = data["colors"]
     assert data["runs"] == ["oracle", "random"] and len(set(colors.values())) == 2
@@ -362,8 +500,10 @@ def test_demo_report_keeps_one_colour_per_run_and_notes_missing_values(demo_repo
     for plot in data["plots"]:  # the colour each artist was drawn with
         for s in plot["series"]:
             assert s["color"] == colors[s["run"]], (plot["key"], s)
-    drawn = {run: [p["key"] for p in data["plots"] if any(s["run"] == run for s in p["series"])]
-             for run in data["runs"]}
+    drawn = {
+        run: [p["key"] for p in data["plots"] if any(s["run"] == run for s in p["series"])]
+        for run in data["runs"]
+    }
     assert drawn["oracle"] == ["by_mode", "distributions", "oer_ftr", "by_count"]
     assert "by_mode" in drawn["random"] and "by_count" in drawn["random"]
     # random never claimed a target: no PE, no OER-target; noted, not silently dropped
@@ -381,19 +521,25 @@ def test_demo_report_keeps_one_colour_per_run_and_notes_missing_values(demo_repo
 
 def test_demo_report_warns_of_different_episode_sets_and_compares_the_common_one(demo_report):
     page = open(os.path.join(demo_report["out"], "index.html"), encoding="utf-8").read()
-    assert 'id="episode-set-warning"' in page and "oracle 2, random 1 episodes; 1 with an ok record" in page
-    table = page[page.index('id="common-episodes"'):]
-    table = table[:table.index("</table>")]
+    assert (
+        'id="episode-set-warning"' in page
+        and "oracle 2, random 1 episodes; 1 with an ok record" in page
+    )
+    table = page[page.index('id="common-episodes"') :]
+    table = table[: table.index("</table>")]
     sr = re.findall(r'<td[^>]*data-v="(oracle|random)"[^>]*>.*?</td><td data-v="([^"]*)"', table)
     success = {}
     for run in ("oracle", "random"):
-        rec = [r for r in read_records(os.path.join(demo_report["root"], run))
-               if r["episode_key"] == "val::Cukxndkh48K::q0001-all-0"][0]
+        rec = [
+            r
+            for r in read_records(os.path.join(demo_report["root"], run))
+            if r["episode_key"] == "val::Cukxndkh48K::q0001-all-0"
+        ][0]
         success[run] = rec["metrics"]["success"]
     assert {run: float(v) for run, v in sr} == success == {"oracle": 1.0, "random": 0.0}
     # the leaderboard's own SR stays each run's summary value (over its own episodes)
-    board = page[page.index('id="leaderboard"'):]
-    assert re.search(r'data-v="oracle">.*?</td><td data-v="1.0"', board[:board.index("</table>")])
+    board = page[page.index('id="leaderboard"') :]
+    assert re.search(r'data-v="oracle">.*?</td><td data-v="1.0"', board[: board.index("</table>")])
 
 
 def test_a_run_name_with_markup_stays_text_in_the_page_and_its_plot_data(room_runs, tmp_path):
@@ -404,7 +550,9 @@ def test_a_run_name_with_markup_stays_text_in_the_page_and_its_plot_data(room_ru
     assert main([str(run), "--out", str(out), "--no-progress", "--bootstrap", "10"]) == 0
     page = (out / "index.html").read_text(encoding="utf-8")
     assert name not in page and "a&lt;!--&lt;script&gt;b" in page
-    embedded = re.search(r"<script type='application/json' id='plot-data'>(.*?)</script>", page, re.S)
+    embedded = re.search(
+        r"<script type='application/json' id='plot-data'>(.*?)</script>", page, re.S
+    )
     assert "<" not in embedded.group(1)
     data = json.loads(embedded.group(1))
     assert data["runs"] == [name] and data == json.loads((out / "plots.json").read_text())

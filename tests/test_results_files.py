@@ -1,4 +1,5 @@
 """Result files of SPEC §8: records, per-rank JSONL with resume, done.json, summary, CLI."""
+
 import json
 import math
 import os
@@ -23,20 +24,40 @@ from habitat_mosnav.keys import episode_key, episode_seed
 
 
 def episode(i, mode="many"):
-    return {"scene_id": "/data/scenes/00800-TEEsavR23oF/TEEsavR23oF.basis.glb",
-            "episode_id": f"q{i:04d}-{mode}-0", "query_id": f"q{i:04d}", "target_mode": mode,
-            "goal_type": "description", "target_count": 2 if mode == "many" else None,
-            "target_object_ids": [101, 105, 110], "max_steps": 100,
-            "scene_path": "/data/private/scene.glb", "info": {"x": 1}}
+    return {
+        "scene_id": "/data/scenes/00800-TEEsavR23oF/TEEsavR23oF.basis.glb",
+        "episode_id": f"q{i:04d}-{mode}-0",
+        "query_id": f"q{i:04d}",
+        "target_mode": mode,
+        "goal_type": "description",
+        "target_count": 2 if mode == "many" else None,
+        "target_object_ids": [101, 105, 110],
+        "max_steps": 100,
+        "scene_path": "/data/private/scene.glb",
+        "info": {"x": 1},
+    }
 
 
 def record(i, success, mode="many", rank=0, status="ok", key=None):
     key = key or episode_key("val", "TEEsavR23oF", f"q{i:04d}-{mode}-0")
-    kw = dict(episode_key=key, episode_index=i, rank=rank, seed=episode_seed(1, key),
-              episode=episode(i, mode), steps_taken=10, terminated_by="finish",
-              metrics={"success": success, "f1": success, "spl_multi": 0.5 * success,
-                       "spl": 0.5 * success, "precision": 1.0, "recall": success,
-                       "oer_space": None})
+    kw = dict(
+        episode_key=key,
+        episode_index=i,
+        rank=rank,
+        seed=episode_seed(1, key),
+        episode=episode(i, mode),
+        steps_taken=10,
+        terminated_by="finish",
+        metrics={
+            "success": success,
+            "f1": success,
+            "spl_multi": 0.5 * success,
+            "spl": 0.5 * success,
+            "precision": 1.0,
+            "recall": success,
+            "oer_space": None,
+        },
+    )
     if status == "error":
         kw["error"] = RuntimeError("boom at /home/me/secret.py")
     return make_record(**kw)
@@ -49,23 +70,47 @@ def test_make_record_scalars_only_and_no_paths():
     # np.quaternion exists only after ``import quaternion``: import it here, not by luck of order.
     quaternion = pytest.importorskip("quaternion")
     r = make_record(
-        episode_key="val::TEEsavR23oF::q1", episode_index=3, rank=1, seed=42, episode=episode(1),
-        steps_taken=np.int64(17), terminated_by="max_steps",
+        episode_key="val::TEEsavR23oF::q1",
+        episode_index=3,
+        rank=1,
+        seed=42,
+        episode=episode(1),
+        steps_taken=np.int64(17),
+        terminated_by="max_steps",
         initial_metrics={"success": 0.0, "top_down_map": {"map": [[1]]}},
-        metrics={"success": np.float32(1.0), "tse": float("nan"), "pe": math.inf,
-                 "tp": np.int64(2), "top_down_map": np.zeros((4, 4)), "name": "x",
-                 "oer_space": None},
+        metrics={
+            "success": np.float32(1.0),
+            "tse": float("nan"),
+            "pe": math.inf,
+            "tp": np.int64(2),
+            "top_down_map": np.zeros((4, 4)),
+            "name": "x",
+            "oer_space": None,
+        },
         report_events=[{"step": np.int64(3), "near_targets": [np.int64(101)]}],
-        initial_agent_state={"position": np.array([1.0, 0.0, 2.0], dtype=np.float32),
-                             "rotation": quaternion.quaternion(1.0, 0.0, 0.5, 0.0)},
+        initial_agent_state={
+            "position": np.array([1.0, 0.0, 2.0], dtype=np.float32),
+            "rotation": quaternion.quaternion(1.0, 0.0, 0.5, 0.0),
+        },
     )
     assert r["metrics"] == {"success": 1.0, "tse": None, "pe": None, "tp": 2, "oer_space": None}
     assert r["initial_metrics"] == {"success": 0.0}
     assert r["episode"]["scene_id"] == "TEEsavR23oF"
-    assert set(r["episode"]) == {"scene_id", "episode_id", "query_id", "target_mode", "goal_type",
-                                 "target_count", "target_object_ids", "max_steps"}
+    assert set(r["episode"]) == {
+        "scene_id",
+        "episode_id",
+        "query_id",
+        "target_mode",
+        "goal_type",
+        "target_count",
+        "target_object_ids",
+        "max_steps",
+    }
     assert r["report_events"] == [{"step": 3, "near_targets": [101]}]
-    assert r["initial_agent_state"] == {"position": [1.0, 0.0, 2.0], "rotation": [0.0, 0.5, 0.0, 1.0]}
+    assert r["initial_agent_state"] == {
+        "position": [1.0, 0.0, 2.0],
+        "rotation": [0.0, 0.5, 0.0, 1.0],
+    }
     assert r["final_agent_state"] is None and "action_trace" not in r
     text = json.dumps(r, allow_nan=False)
     assert "/data" not in text and "NaN" not in text
@@ -75,13 +120,21 @@ def test_make_record_error_is_generic():
     try:
         raise FileNotFoundError("/home/me/data/episodes.json missing")
     except FileNotFoundError as exc:
-        r = make_record(episode_key="k", episode_index=0, rank=0, seed=1, episode=episode(0),
-                        error=exc)
+        r = make_record(
+            episode_key="k", episode_index=0, rank=0, seed=1, episode=episode(0), error=exc
+        )
     assert r["status"] == "error" and r["terminated_by"] == "error"
     assert r["error_type"] == "FileNotFoundError"
     assert r["error_message"] == "episode failed with FileNotFoundError"
-    r2 = make_record(episode_key="k", episode_index=0, rank=0, seed=1, episode=episode(0),
-                     error="InvalidAction", error_message="agent returned action 7 (file /x/y.py)")
+    r2 = make_record(
+        episode_key="k",
+        episode_index=0,
+        rank=0,
+        seed=1,
+        episode=episode(0),
+        error="InvalidAction",
+        error_message="agent returned action 7 (file /x/y.py)",
+    )
     assert r2["error_type"] == "InvalidAction"
     assert r2["error_message"] == "agent returned action 7 (file <path>)"
     assert "Traceback" not in json.dumps([r, r2])
@@ -89,11 +142,18 @@ def test_make_record_error_is_generic():
 
 def test_make_record_rejects_bad_fields():
     with pytest.raises(ValueError, match="terminated_by"):
-        make_record(episode_key="k", episode_index=0, rank=0, seed=1, episode={},
-                    terminated_by="stop")
+        make_record(
+            episode_key="k", episode_index=0, rank=0, seed=1, episode={}, terminated_by="stop"
+        )
     with pytest.raises(ValueError, match="final_agent_state.pos: cannot write a object"):
-        make_record(episode_key="k", episode_index=0, rank=0, seed=1, episode={},
-                    final_agent_state={"pos": object()})
+        make_record(
+            episode_key="k",
+            episode_index=0,
+            rank=0,
+            seed=1,
+            episode={},
+            final_agent_state={"pos": object()},
+        )
 
 
 # ------------------------------------------------------------------ RankWriter / resume
@@ -108,15 +168,27 @@ def test_writer_appends_lines_and_done(tmp_path):
     path = os.path.join(out, "rank_00002", "episodes.jsonl")
     lines = open(path).read().splitlines()
     assert len(lines) == 2 and json.loads(lines[1])["status"] == "error"
-    assert done == {"schema_version": 1, "rank": 2, "status": "completed_with_errors",
-                    "expected_count": 2, "record_count": 2, "error_count": 1}
+    assert done == {
+        "schema_version": 1,
+        "rank": 2,
+        "status": "completed_with_errors",
+        "expected_count": 2,
+        "record_count": 2,
+        "error_count": 1,
+    }
     assert json.load(open(os.path.join(out, "rank_00002", "done.json"))) == done
     assert not [f for f in os.listdir(os.path.join(out, "rank_00002")) if f.startswith(".tmp")]
 
 
 def test_write_done_status_defaults(tmp_path):
-    assert write_done(str(tmp_path), 0, expected_count=3, record_count=3, error_count=0)["status"] == "complete"
-    assert write_done(str(tmp_path), 0, expected_count=3, record_count=2, error_count=0)["status"] == "incomplete"
+    assert (
+        write_done(str(tmp_path), 0, expected_count=3, record_count=3, error_count=0)["status"]
+        == "complete"
+    )
+    assert (
+        write_done(str(tmp_path), 0, expected_count=3, record_count=2, error_count=0)["status"]
+        == "incomplete"
+    )
 
 
 def test_existing_dir_refused_without_resume(tmp_path):
@@ -229,8 +301,11 @@ def test_duplicate_keys_keep_last_record(tmp_path):
     with RankWriter(out, rank=1) as w:
         w.write(dict(record(1, 0.0), rank=1))
         w.write_done(expected_count=1)
-    with pytest.raises(ResultFileError, match=r"rank_00001/episodes\.jsonl:1: episode .* is also "
-                                              r"recorded by rank 0 \(.*rank_00000/episodes\.jsonl:2\)"):
+    with pytest.raises(
+        ResultFileError,
+        match=r"rank_00001/episodes\.jsonl:1: episode .* is also "
+        r"recorded by rank 0 \(.*rank_00000/episodes\.jsonl:2\)",
+    ):
         summarize(out)
 
 
@@ -294,8 +369,11 @@ def test_aggregate_cli_exit_codes(tmp_path, capsys):
 
 
 def test_aggregate_module_runs_as_command(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "habitat_mosnav.evaluation.aggregate_cli",
-                           str(tmp_path)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "habitat_mosnav.evaluation.aggregate_cli", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert "no rank_XXXXX result directories" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -304,9 +382,14 @@ def test_aggregate_module_runs_as_command(tmp_path):
 def test_make_record_extras_are_json_safe_and_optional():
     kw = dict(episode_key="k", episode_index=0, rank=0, seed=1, episode=episode(0))
     assert "extras" not in make_record(**kw)
-    r = make_record(**kw, error=RuntimeError("x"),
-                    extras={"agent": {"api_calls": np.int64(2), "lat": np.float32(0.25), "bad": math.nan}})
-    assert r["status"] == "error" and r["extras"] == {"agent": {"api_calls": 2, "lat": 0.25, "bad": None}}
+    r = make_record(
+        **kw,
+        error=RuntimeError("x"),
+        extras={"agent": {"api_calls": np.int64(2), "lat": np.float32(0.25), "bad": math.nan}},
+    )
+    assert r["status"] == "error" and r["extras"] == {
+        "agent": {"api_calls": 2, "lat": 0.25, "bad": None}
+    }
     with pytest.raises(ValueError, match="extras.agent.obj"):
         make_record(**kw, extras={"agent": {"obj": object()}})
 
@@ -326,8 +409,15 @@ def test_rank_writer_counts_errors_by_last_record(tmp_path):
         w.write(record(1, 1.0))
         assert (w.record_count, w.error_count) == (4, 1) and w.error_keys == {keys[2]}
         done = w.write_done(expected_count=3, expected_keys=keys)
-        assert (done["status"], done["record_count"], done["error_count"]) == ("completed_with_errors", 4, 1)
+        assert (done["status"], done["record_count"], done["error_count"]) == (
+            "completed_with_errors",
+            4,
+            1,
+        )
         # Four lines, but only two of these three keys: still incomplete.
-        assert w.write_done(expected_count=3, expected_keys=keys[:2] + ["other"])["status"] == "incomplete"
+        assert (
+            w.write_done(expected_count=3, expected_keys=keys[:2] + ["other"])["status"]
+            == "incomplete"
+        )
         w.write(record(2, 1.0))
         assert w.write_done(expected_count=3, expected_keys=keys)["status"] == "complete"

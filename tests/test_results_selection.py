@@ -1,4 +1,5 @@
 """Episode keys, selection/sharding, stable seeds and launcher rank (SPEC §8)."""
+
 import os
 import subprocess
 import sys
@@ -39,15 +40,24 @@ def test_offset_and_limit():
     assert select_episodes(KEYS, offset=100, limit=3) == []
     assert select_episodes(KEYS, limit=100) == list(enumerate(KEYS))
     # Sharding applies after offset/limit; global indices are positions in the selection.
-    assert select_episodes(KEYS, offset=1, limit=4, rank=1, world_size=2) == [(1, KEYS[2]), (3, KEYS[4])]
+    assert select_episodes(KEYS, offset=1, limit=4, rank=1, world_size=2) == [
+        (1, KEYS[2]),
+        (3, KEYS[4]),
+    ]
     # More ranks than episodes: the extra ranks get nothing.
     assert select_episodes(KEYS[:2], rank=3, world_size=4) == []
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(offset=-1), "offset"), (dict(limit=-2), "limit"), (dict(world_size=0), "world_size"),
-    (dict(rank=3, world_size=3), "rank 3 is outside 0..2"), (dict(limit=1.5), "limit"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(offset=-1), "offset"),
+        (dict(limit=-2), "limit"),
+        (dict(world_size=0), "world_size"),
+        (dict(rank=3, world_size=3), "rank 3 is outside 0..2"),
+        (dict(limit=1.5), "limit"),
+    ],
+)
 def test_bad_selection_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         select_episodes(KEYS, **kwargs)
@@ -65,8 +75,13 @@ def test_seed_stable_across_processes_and_independent_of_order():
         "keys=[episode_key('val','sceneA',f'q{i:04d}-many-0') for i in range(7)]\n"
         "print(','.join(str(episode_seed(7,k)) for k in keys))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONHASHSEED="12345"))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, PYTHONHASHSEED="12345"),
+    )
     assert [int(x) for x in out.stdout.strip().splitlines()[-1].split(",")] == here
     assert len(set(here)) == 7
     assert all(0 <= s < 2**31 for s in here)
@@ -80,8 +95,9 @@ def test_launcher_rank_world():
     assert launcher_rank_world({"RANK": "2", "WORLD_SIZE": "4"}) == (2, 4)
     assert launcher_rank_world({"SLURM_PROCID": "1", "SLURM_NTASKS": "3"}) == (1, 3)
     # torchrun wins over SLURM (torchrun inside a SLURM allocation).
-    assert launcher_rank_world({"RANK": "0", "WORLD_SIZE": "2", "SLURM_PROCID": "5",
-                                "SLURM_NTASKS": "8"}) == (0, 2)
+    assert launcher_rank_world(
+        {"RANK": "0", "WORLD_SIZE": "2", "SLURM_PROCID": "5", "SLURM_NTASKS": "8"}
+    ) == (0, 2)
     with pytest.raises(ValueError, match="RANK='x'"):
         launcher_rank_world({"RANK": "x", "WORLD_SIZE": "2"})
     with pytest.raises(ValueError, match="not a valid rank"):

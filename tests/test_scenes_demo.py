@@ -1,4 +1,5 @@
 """The bundled demo scenes: present, parseable, small, varied and reproducible."""
+
 import collections
 import filecmp
 import glob
@@ -62,7 +63,9 @@ def test_demo_is_what_the_readme_command_makes(tmp_path):
     """Regenerating with the README's command gives the bundled files (else they are stale)."""
     d = _scene_dirs()[0]
     info = generate_scene(str(tmp_path), DEMO_SEED, 0)
-    assert os.path.basename(info.directory) == os.path.basename(d), "demo scenes are stale: regenerate them"
+    assert os.path.basename(info.directory) == os.path.basename(d), (
+        "demo scenes are stale: regenerate them"
+    )
     bundled = scene_files(d)
     assert filecmp.cmp(bundled["semantic_txt"], info.semantic_txt, shallow=False)
     with open(bundled["meta"]) as f1, open(info.meta) as f2:
@@ -70,8 +73,13 @@ def test_demo_is_what_the_readme_command_makes(tmp_path):
     for key in ("glb", "semantic_glb"):
         a = trimesh.load(bundled[key], force="mesh", process=False)
         b = trimesh.load(getattr(info, key), force="mesh", process=False)
-        assert np.array_equal(a.faces, b.faces) and np.allclose(a.vertices, b.vertices, atol=1e-4), key
-        assert np.abs(a.visual.vertex_colors.astype(int) - b.visual.vertex_colors.astype(int)).max() <= 1, key
+        assert np.array_equal(a.faces, b.faces) and np.allclose(
+            a.vertices, b.vertices, atol=1e-4
+        ), key
+        assert (
+            np.abs(a.visual.vertex_colors.astype(int) - b.visual.vertex_colors.astype(int)).max()
+            <= 1
+        ), key
 
 
 def test_descriptions_match_several_instances():
@@ -81,7 +89,9 @@ def test_descriptions_match_several_instances():
     for d in _scene_dirs():
         meta = load_scene_meta(scene_files(d)["meta"])
         pairs = collections.Counter((o["category"], c) for o in meta["objects"] for c in o["color"])
-        triples = collections.Counter((o["category"], o["color"][0], o["material"][0]) for o in meta["objects"])
+        triples = collections.Counter(
+            (o["category"], o["color"][0], o["material"][0]) for o in meta["objects"]
+        )
         assert sum(1 for v in pairs.values() if v >= 2) >= 3
         assert any(v >= 2 for v in triples.values())
         for o in meta["objects"]:

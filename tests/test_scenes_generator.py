@@ -1,4 +1,5 @@
 """Procedural scene generator: determinism, HM3D file layout, doors, free space, variety."""
+
 import collections
 import filecmp
 import glob
@@ -11,7 +12,12 @@ import pytest
 import trimesh
 from scipy import ndimage
 
-from habitat_mosnav.scenes import generate_scene, generate_scenes, load_scene_meta, read_semantic_txt
+from habitat_mosnav.scenes import (
+    generate_scene,
+    generate_scenes,
+    load_scene_meta,
+    read_semantic_txt,
+)
 from habitat_mosnav.scenes.io import file_to_world, scene_files, scene_up_axis
 
 from glb_fixtures import linear_to_srgb8, read_color0
@@ -59,8 +65,12 @@ def test_layout_and_scene_id(scene):
 def test_same_seed_gives_identical_files(tmp_path, scene):
     again = generate_scene(str(tmp_path), SEED, 0)
     assert again.scene_id == scene.scene_id
-    for a, b in ((scene.glb, again.glb), (scene.semantic_glb, again.semantic_glb),
-                 (scene.semantic_txt, again.semantic_txt), (scene.meta, again.meta)):
+    for a, b in (
+        (scene.glb, again.glb),
+        (scene.semantic_glb, again.semantic_glb),
+        (scene.semantic_txt, again.semantic_txt),
+        (scene.meta, again.meta),
+    ):
         assert filecmp.cmp(a, b, shallow=False), os.path.basename(a)
     other = generate_scene(str(tmp_path), SEED + 1, 0)
     assert other.scene_id != scene.scene_id
@@ -106,7 +116,9 @@ def test_meshes_are_written_z_up_like_hm3d(scene):
     assert hi[2] == pytest.approx(doc["wall_height"] + 0.05, abs=0.06)  # height is file z
     # a furniture AABB of the meta file (world frame) is the file's (x, -z, y) turned back
     o = doc["objects"][0]
-    v = np.asarray(mesh.vertices)[np.array([tuple(int(x) for x in c) == objs[o["object_id"]].rgb for c in cols])]
+    v = np.asarray(mesh.vertices)[
+        np.array([tuple(int(x) for x in c) == objs[o["object_id"]].rgb for c in cols])
+    ]
     c, s = np.array(o["aabb"]["center"]), np.array(o["aabb"]["size"])
     assert np.allclose(v.min(0), [c[0] - s[0] / 2, -(c[2] + s[2] / 2), c[1] - s[1] / 2], atol=2e-3)
 
@@ -146,8 +158,13 @@ def test_meta_objects_are_annotated_with_their_geometry(scene):
         assert o["category"] not in ("wall", "floor", "ceiling")
         v = vertices[ids == o["object_id"]]
         c, s = np.array(o["aabb"]["center"]), np.array(o["aabb"]["size"])
-        assert np.allclose(v.min(0), c - s / 2, atol=2e-3) and np.allclose(v.max(0), c + s / 2, atol=2e-3)
-        rc, rs = np.array(regions[o["region_id"]]["aabb"]["center"]), np.array(regions[o["region_id"]]["aabb"]["size"])
+        assert np.allclose(v.min(0), c - s / 2, atol=2e-3) and np.allclose(
+            v.max(0), c + s / 2, atol=2e-3
+        )
+        rc, rs = (
+            np.array(regions[o["region_id"]]["aabb"]["center"]),
+            np.array(regions[o["region_id"]]["aabb"]["size"]),
+        )
         p = np.array(o["position"])
         assert (np.abs(p[[0, 2]] - rc[[0, 2]]) <= rs[[0, 2]] / 2 + 1e-6).all(), o["object_id"]
         assert o["color"] and o["material"]
@@ -202,8 +219,10 @@ def test_free_space_connects_doors_and_reaches_every_object(scene):
     for a, b in zip(tlo[obstacle], thi[obstacle]):
         i0, i1 = int((a[0] - x0) / res), int((b[0] - x0) / res)
         j0, j1 = int((a[2] - z0) / res), int((b[2] - z0) / res)
-        occ[i0:i1 + 1, j0:j1 + 1] = True
-    free = ndimage.distance_transform_edt(~occ) * res > 0.18  # rasterising already adds up to a cell
+        occ[i0 : i1 + 1, j0 : j1 + 1] = True
+    free = (
+        ndimage.distance_transform_edt(~occ) * res > 0.18
+    )  # rasterising already adds up to a cell
     labels, _ = ndimage.label(free)
 
     def cell(x, z):
@@ -218,20 +237,30 @@ def test_free_space_connects_doors_and_reaches_every_object(scene):
         reach = 0.6 if c[1] - s[1] / 2 < 0.99 else 1.2  # pictures may hang above a sofa
         i0, j0 = cell(c[0] - s[0] / 2 - reach, c[2] - s[2] / 2 - reach)
         i1, j1 = cell(c[0] + s[0] / 2 + reach, c[2] + s[2] / 2 + reach)
-        assert main[max(i0, 0):i1 + 1, max(j0, 0):j1 + 1].any(), f"object {o['object_id']} unreachable"
+        assert main[max(i0, 0) : i1 + 1, max(j0, 0) : j1 + 1].any(), (
+            f"object {o['object_id']} unreachable"
+        )
 
 
 def test_furniture_does_not_interpenetrate(scene):
     meta = load_scene_meta(scene.meta)
     objs = meta["objects"]
     for i, a in enumerate(objs):
-        for b in objs[i + 1:]:
-            if a.get("support_object_id") == b["object_id"] or b.get("support_object_id") == a["object_id"]:
+        for b in objs[i + 1 :]:
+            if (
+                a.get("support_object_id") == b["object_id"]
+                or b.get("support_object_id") == a["object_id"]
+            ):
                 continue
             ca, sa = np.array(a["aabb"]["center"]), np.array(a["aabb"]["size"])
             cb, sb = np.array(b["aabb"]["center"]), np.array(b["aabb"]["size"])
             overlap = np.minimum(ca + sa / 2, cb + sb / 2) - np.maximum(ca - sa / 2, cb - sb / 2)
-            assert not (overlap > 0.01).all(), (a["object_id"], a["category"], b["object_id"], b["category"])
+            assert not (overlap > 0.01).all(), (
+                a["object_id"],
+                a["category"],
+                b["object_id"],
+                b["category"],
+            )
 
 
 def test_multi_room_apartment_with_many_categories(scene):
@@ -259,8 +288,11 @@ def _scene_digest(directory):
         h.update(os.path.basename(path).encode())
         if path.endswith(".glb"):
             for prim in read_glb(path).primitives:
-                for arr in (prim.positions.astype("<f4"), prim.faces.astype("<i8"),
-                            None if prim.color0 is None else np.round(prim.color0 * 255).astype("u1")):
+                for arr in (
+                    prim.positions.astype("<f4"),
+                    prim.faces.astype("<i8"),
+                    None if prim.color0 is None else np.round(prim.color0 * 255).astype("u1"),
+                ):
                     h.update(b"-" if arr is None else np.ascontiguousarray(arr).tobytes())
         else:
             with open(path, "rb") as f:

@@ -1,13 +1,33 @@
 """The scenes package stays usable without habitat: it imports no habitat module itself."""
+
 import ast
 import glob
 import os
 
 import habitat_mosnav
 
-ALLOWED = {"numpy", "scipy", "trimesh", "tqdm", "imageio", "argparse", "base64", "json", "math", "os", "re", "stat",
-           "string", "struct", "sys", "urllib",
-           "dataclasses", "typing", "__future__", "habitat_mosnav"}
+ALLOWED = {
+    "numpy",
+    "scipy",
+    "trimesh",
+    "tqdm",
+    "imageio",
+    "argparse",
+    "base64",
+    "json",
+    "math",
+    "os",
+    "re",
+    "stat",
+    "string",
+    "struct",
+    "sys",
+    "urllib",
+    "dataclasses",
+    "typing",
+    "__future__",
+    "habitat_mosnav",
+}
 
 
 def test_scenes_modules_import_only_numeric_libraries():
@@ -29,4 +49,6 @@ def test_scenes_modules_import_only_numeric_libraries():
                 if name.startswith("habitat_mosnav"):
                     # versions: --version's text, standard library only
                     assert name.startswith(("habitat_mosnav.scenes", "habitat_mosnav.versions")), (
-                        os.path.basename(path), name)
+                        os.path.basename(path),
+                        name,
+                    )

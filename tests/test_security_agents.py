@@ -4,6 +4,7 @@ GeneratorExit from act() are error records (or a warning) and the run goes on; s
 in the agent's module is a one-line exit 2; os.chdir() in reset() does not move the
 results; SIGTERM ignored at import still ends the run with 143; a non-daemon thread left
 running does not hold the exit."""
+
 import json
 import os
 import signal
@@ -71,18 +72,32 @@ def agent_file(tmp_path):
 
 
 def _run(capsys, open_room, out, agent, *extra):
-    rc = main(quick_eval_args(*open_room, "--target-modes", "single,any,many,all", "--max-steps", "3",
-                              "--agent", agent, "--output-dir", str(out), *extra))
+    rc = main(
+        quick_eval_args(
+            *open_room,
+            "--target-modes",
+            "single,any,many,all",
+            "--max-steps",
+            "3",
+            "--agent",
+            agent,
+            "--output-dir",
+            str(out),
+            *extra,
+        )
+    )
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err, captured.err
     return rc, captured.err
 
 
-@pytest.mark.parametrize("cls, error_type", [("HugeInfo", "InvalidAction"),
-                                             ("Cancelled", "CancelledError"),
-                                             ("GenExit", "GeneratorExit")])
-def test_agent_failures_of_any_kind_are_error_records(capsys, open_room, tmp_path, agent_file,
-                                                      cls, error_type):
+@pytest.mark.parametrize(
+    "cls, error_type",
+    [("HugeInfo", "InvalidAction"), ("Cancelled", "CancelledError"), ("GenExit", "GeneratorExit")],
+)
+def test_agent_failures_of_any_kind_are_error_records(
+    capsys, open_room, tmp_path, agent_file, cls, error_type
+):
     out = tmp_path / "run"
     rc, err = _run(capsys, open_room, out, f"{agent_file}:{cls}")
     assert rc == 0, err
@@ -112,8 +127,9 @@ def test_sys_exit_in_the_agent_module_is_exit_2(capsys, open_room, tmp_path, cod
     assert not out.exists()
 
 
-def test_chdir_in_reset_does_not_move_the_results(capsys, open_room, tmp_path, agent_file,
-                                                  monkeypatch):
+def test_chdir_in_reset_does_not_move_the_results(
+    capsys, open_room, tmp_path, agent_file, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     rc, err = _run(capsys, open_room, "run", f"{agent_file}:Wanders")
     assert rc == 0, err
@@ -125,8 +141,14 @@ def test_chdir_in_reset_does_not_move_the_results(capsys, open_room, tmp_path, a
 
 def _spawn(tmp_path, agent, *extra, env=None):
     argv = [sys.executable, "-m", "habitat_mosnav.eval", "--agent", agent, *extra]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": REPO, **(env or {})})
+    return subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(tmp_path),
+        env={**os.environ, "PYTHONPATH": REPO, **(env or {})},
+    )
 
 
 @pytest.mark.slow
@@ -134,8 +156,14 @@ def test_sigterm_ignored_at_import_still_ends_the_run_with_143(open_room, tmp_pa
     agent = tmp_path / "ignores_sigterm.py"
     agent.write_text("import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + AGENTS)
     marker = tmp_path / "acting"
-    proc = _spawn(tmp_path, f"{agent}:Slow", *quick_eval_args(*open_room, "--max-steps", "400"),
-                  "--output-dir", str(tmp_path / "run"), env={"MOSNAV_TEST_MARKER": str(marker)})
+    proc = _spawn(
+        tmp_path,
+        f"{agent}:Slow",
+        *quick_eval_args(*open_room, "--max-steps", "400"),
+        "--output-dir",
+        str(tmp_path / "run"),
+        env={"MOSNAV_TEST_MARKER": str(marker)},
+    )
     try:
         deadline = time.time() + 120
         while not marker.exists():
@@ -152,8 +180,13 @@ def test_sigterm_ignored_at_import_still_ends_the_run_with_143(open_room, tmp_pa
 @pytest.mark.slow
 def test_a_lingering_agent_thread_does_not_hold_the_exit(open_room, tmp_path, agent_file):
     out = tmp_path / "run"
-    proc = _spawn(tmp_path, f"{agent_file}:LeavesAThread", *quick_eval_args(*open_room, "--max-steps", "3"),
-                  "--output-dir", str(out))
+    proc = _spawn(
+        tmp_path,
+        f"{agent_file}:LeavesAThread",
+        *quick_eval_args(*open_room, "--max-steps", "3"),
+        "--output-dir",
+        str(out),
+    )
     try:
         _, err = proc.communicate(timeout=120)
     finally:

@@ -2,6 +2,7 @@
 mosnav-eval and mosnav-report write is opened with O_NOFOLLOW (habitat_mosnav.safety); a
 link there ends the command with exit 3 and one line naming it, and its target is left
 exactly as it was."""
+
 import json
 import os
 
@@ -77,7 +78,9 @@ def test_resume_never_repairs_a_planted_episodes_file(capsys, open_room, tmp_pat
     out = tmp_path / "run"
     target = _precious(tmp_path)
     _plant(out, "rank_00000/episodes.jsonl", target)
-    rc = main(quick_eval_args(*open_room, "--agent", "random", "--output-dir", str(out), "--resume"))
+    rc = main(
+        quick_eval_args(*open_room, "--agent", "random", "--output-dir", str(out), "--resume")
+    )
     lines = _errors(capsys)
     assert rc == 3 and len(lines) == 1 and "episodes.jsonl" in lines[0], lines
     assert target.read_bytes() == PRECIOUS
@@ -91,8 +94,17 @@ def test_a_planted_video_or_map_is_refused_and_the_record_kept(capsys, open_room
     name = episode_file_stem(key) + (".gif" if kind == "videos" else ".png")
     _plant(out, f"{kind}/{name}", target)
     flags = ["--save-video", "gif"] if kind == "videos" else ["--save-maps"]
-    rc = main(["--agent", "random", "--output-dir", str(out), "--num-episodes", "1",
-               *room_args(open_room, *ROOM_RUN_ARGS, "--max-steps", "3", *flags)])
+    rc = main(
+        [
+            "--agent",
+            "random",
+            "--output-dir",
+            str(out),
+            "--num-episodes",
+            "1",
+            *room_args(open_room, *ROOM_RUN_ARGS, "--max-steps", "3", *flags),
+        ]
+    )
     lines = _errors(capsys)
     assert rc == 3 and len(lines) == 1 and name in lines[0] and "symbolic link" in lines[0], lines
     assert target.read_bytes() == PRECIOUS
@@ -107,7 +119,9 @@ def test_mosnav_report_refuses_planted_links(capsys, room_runs, tmp_path, plante
     report_dir = tmp_path / "report"
     target = _precious(tmp_path)
     _plant(report_dir, planted, target)
-    rc = report([room_runs["scripted"], "--out", str(report_dir), "--no-progress", "--bootstrap", "10"])
+    rc = report(
+        [room_runs["scripted"], "--out", str(report_dir), "--no-progress", "--bootstrap", "10"]
+    )
     lines = _errors(capsys, "mosnav-report")
     assert rc == 3 and len(lines) == 1 and planted in lines[0], lines
     assert target.read_bytes() == PRECIOUS
@@ -121,8 +135,16 @@ def test_api_prompt_log_link_is_refused(capsys, open_room, server, api_key, tmp_
     out = tmp_path / "run"
     target = _precious(tmp_path)
     _plant(out, "rank_00000/prompts.jsonl", target)
-    rc = main([*api_agent_args(server), "--log-prompts", "--resume", "--output-dir", str(out),
-               *room_args(open_room, *ROOM_RUN_ARGS, "--max-steps", "2")])
+    rc = main(
+        [
+            *api_agent_args(server),
+            "--log-prompts",
+            "--resume",
+            "--output-dir",
+            str(out),
+            *room_args(open_room, *ROOM_RUN_ARGS, "--max-steps", "2"),
+        ]
+    )
     lines = _errors(capsys)
     assert rc == 3 and len(lines) == 1 and "prompts.jsonl" in lines[0], lines
     assert target.read_bytes() == PRECIOUS

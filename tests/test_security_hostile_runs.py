@@ -7,6 +7,7 @@ naming the file (run.json ``input_files``). Maps, videos and JSON files get one 
 mosnav-report: a full disk or SIGINT/SIGTERM is one line (exit 3, 130, 143) and leaves the
 previous report whole (it is built beside its directory and swapped in); a full disk
 during ``mosnav-build all`` is one line, exit 2."""
+
 import errno
 import json
 import os
@@ -38,11 +39,18 @@ def _eval_lines(capsys, data, out, *extra):
 # ----------------------------------------------------------------------------- datasets
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("[" * 200_000 + "]" * 200_000, "nested deeper than Python reads"),
-    ('{"schema_version": 1, "scene_id": "testScene01", "episodes": [], "n": ' + "9" * 5000 + "}",
-     "an integer of 5000 digits"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("[" * 200_000 + "]" * 200_000, "nested deeper than Python reads"),
+        (
+            '{"schema_version": 1, "scene_id": "testScene01", "episodes": [], "n": '
+            + "9" * 5000
+            + "}",
+            "an integer of 5000 digits",
+        ),
+    ],
+)
 def test_unreadable_json_is_one_line_naming_the_file(capsys, open_room, tmp_path, text, problem):
     def edit(docs):
         docs["episodes.json"] = text
@@ -57,9 +65,12 @@ def test_unreadable_json_is_one_line_naming_the_file(capsys, open_room, tmp_path
 @pytest.mark.parametrize("mode, count", [("all", 3000), ("all", 20), ("any", 63)])
 def test_an_episode_the_solver_refuses_is_refused_at_load(capsys, open_room, tmp_path, mode, count):
     """3,000 targets cost 4.5M pair geodesics at each reset before the solver said no."""
+
     def edit(docs):
-        goals = [goal(1000 + i, "chair", [(i % 50) * 0.2 - 5.0, 0.0, (i // 50) * 0.1 - 4.0])
-                 for i in range(count)]
+        goals = [
+            goal(1000 + i, "chair", [(i % 50) * 0.2 - 5.0, 0.0, (i // 50) * 0.1 - 4.0])
+            for i in range(count)
+        ]
         docs["goals.json"]["goals"] += goals
         episode = docs["episodes.json"]["episodes"][1]
         episode.update(target_mode=mode, target_object_ids=[g["object_id"] for g in goals])
@@ -69,22 +80,31 @@ def test_an_episode_the_solver_refuses_is_refused_at_load(capsys, open_room, tmp
     rc, lines = _eval_lines(capsys, data, tmp_path / "run")
     assert time.monotonic() - started < 60
     assert rc == 2 and len(lines) == 1, lines
-    assert ("episodes.json: episode 'q0-all-0': field 'target_object_ids': "
-            f"{count} targets in a '{mode}' episode") in lines[0], lines
+    assert (
+        "episodes.json: episode 'q0-all-0': field 'target_object_ids': "
+        f"{count} targets in a '{mode}' episode"
+    ) in lines[0], lines
     assert not (tmp_path / "run" / "rank_00000").exists()
 
 
-@pytest.mark.parametrize("info, where", [({"x": [1.0, float("nan")]}, "info.x[1]"),
-                                         ({"d": float("inf")}, "info.d")])
+@pytest.mark.parametrize(
+    "info, where", [({"x": [1.0, float("nan")]}, "info.x[1]"), ({"d": float("inf")}, "info.d")]
+)
 def test_a_non_finite_number_in_info_is_refused(capsys, open_room, tmp_path, info, where):
     def edit(docs):
-        docs["episodes.json"] = json.dumps(dict(docs["episodes.json"], episodes=[
-            dict(docs["episodes.json"]["episodes"][0], info=info)]))  # NaN / Infinity literals
+        docs["episodes.json"] = json.dumps(
+            dict(
+                docs["episodes.json"],
+                episodes=[dict(docs["episodes.json"]["episodes"][0], info=info)],
+            )
+        )  # NaN / Infinity literals
 
     data = write_room_variant(tmp_path / "data", open_room, edit)
     rc, lines = _eval_lines(capsys, data, tmp_path / "run")
     assert rc == 2 and len(lines) == 1, lines
-    assert f"episodes.json: episode 'q0-many-0': field '{where}': expected a finite number" in lines[0], lines
+    assert (
+        f"episodes.json: episode 'q0-many-0': field '{where}': expected a finite number" in lines[0]
+    ), lines
 
 
 # ----------------------------------------------------------------------------- runs
@@ -108,7 +128,9 @@ def test_another_scene_root_is_refused_naming_the_file(capsys, open_room, tmp_pa
     rc, lines = _eval_lines(capsys, (data, scenes), out, "--max-steps", "3", *ranks)
     assert rc == 0, lines
     again = ("--rank", "1", "--world-size", "2") if how == "second rank" else ("--resume",)
-    rc, lines = _eval_lines(capsys, (data, _other_scene_root(tmp_path)), out, "--max-steps", "3", *again)
+    rc, lines = _eval_lines(
+        capsys, (data, _other_scene_root(tmp_path)), out, "--max-steps", "3", *again
+    )
     assert rc == 2 and len(lines) == 1, lines
     assert f"field 'input_files.{SCENE}/{SCENE}.glb' differs" in lines[0], lines
     assert "(the scene files (--scene-root)" in lines[0], lines
@@ -122,12 +144,27 @@ def test_a_changed_categories_json_outside_the_dataset_dir_is_refused(capsys, op
     shutil.copytree(data, root / "dataset_semantic")
     (root / "categories.json").write_text(json.dumps(["chair", "table"]))
     out = tmp_path / "run"
-    rc, lines = _eval_lines(capsys, (str(root / "dataset_semantic"), scenes), out, "--max-steps", "3",
-                            "--num-episodes", "2")
+    rc, lines = _eval_lines(
+        capsys,
+        (str(root / "dataset_semantic"), scenes),
+        out,
+        "--max-steps",
+        "3",
+        "--num-episodes",
+        "2",
+    )
     assert rc == 0, lines
     (root / "categories.json").write_text(json.dumps(["table", "chair"]))  # objectgoal ids swap
-    rc, lines = _eval_lines(capsys, (str(root / "dataset_semantic"), scenes), out, "--max-steps", "3",
-                            "--num-episodes", "2", "--resume")
+    rc, lines = _eval_lines(
+        capsys,
+        (str(root / "dataset_semantic"), scenes),
+        out,
+        "--max-steps",
+        "3",
+        "--num-episodes",
+        "2",
+        "--resume",
+    )
     assert rc == 2 and len(lines) == 1, lines
     assert "field 'input_files.categories.json' differs" in lines[0], lines
 
@@ -140,10 +177,14 @@ def test_maps_videos_and_json_files_share_one_mode(room_runs):
     from habitat_mosnav.safety import file_mode
 
     out = room_runs["scripted"]
-    files = [os.path.join(d, n) for d, _, names in os.walk(out) for n in names if n != "writer.lock"]
+    files = [
+        os.path.join(d, n) for d, _, names in os.walk(out) for n in names if n != "writer.lock"
+    ]
     kinds = {os.path.splitext(f)[1] for f in files}
     assert {".png", ".gif", ".json", ".jsonl"} <= kinds, kinds
-    assert {f: oct(os.stat(f).st_mode & 0o777) for f in files} == {f: oct(file_mode()) for f in files}
+    assert {f: oct(os.stat(f).st_mode & 0o777) for f in files} == {
+        f: oct(file_mode()) for f in files
+    }
 
 
 def test_mosnav_build_json_files_get_the_usual_mode(tmp_path):
@@ -151,7 +192,11 @@ def test_mosnav_build_json_files_get_the_usual_mode(tmp_path):
     from habitat_mosnav.safety import file_mode
 
     write_json(tmp_path / "scene" / "goals.json", {"goals": []})
-    assert os.stat(tmp_path / "scene" / "goals.json").st_mode & 0o777 == file_mode() == 0o666 & ~_umask()
+    assert (
+        os.stat(tmp_path / "scene" / "goals.json").st_mode & 0o777
+        == file_mode()
+        == 0o666 & ~_umask()
+    )
     assert os.listdir(tmp_path / "scene") == ["goals.json"]
 
 
@@ -178,13 +223,19 @@ def _tree(path):
 def previous_report(room_runs, tmp_path):
     """A complete report of the scripted run in ``tmp_path/report``; returns its path."""
     out = tmp_path / "report"
-    assert report.main([room_runs["scripted"], "--out", str(out), "--no-progress", "--bootstrap", "10"]) == 0
+    assert (
+        report.main(
+            [room_runs["scripted"], "--out", str(out), "--no-progress", "--bootstrap", "10"]
+        )
+        == 0
+    )
     assert _tree(out)["index.html"].rstrip().endswith(b"</html>")
     return out
 
 
-def test_a_full_disk_during_mosnav_report_keeps_the_previous_report(capsys, room_runs, previous_report,
-                                                                     monkeypatch):
+def test_a_full_disk_during_mosnav_report_keeps_the_previous_report(
+    capsys, room_runs, previous_report, monkeypatch
+):
     before = _tree(previous_report)
     real_open = report.open_file
 
@@ -195,12 +246,23 @@ def test_a_full_disk_during_mosnav_report_keeps_the_previous_report(capsys, room
 
     monkeypatch.setattr(report, "open_file", full_disk)
     capsys.readouterr()
-    rc = report.main([room_runs["scripted"], room_runs["broken"], "--out", str(previous_report),
-                      "--no-progress", "--bootstrap", "10"])
+    rc = report.main(
+        [
+            room_runs["scripted"],
+            room_runs["broken"],
+            "--out",
+            str(previous_report),
+            "--no-progress",
+            "--bootstrap",
+            "10",
+        ]
+    )
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("mosnav-report")]
     assert rc == 3 and len(lines) == 1 and "Traceback" not in err, err
-    assert "No space left on device" in lines[0] and "the previous report is kept" in lines[0], lines
+    assert "No space left on device" in lines[0] and "the previous report is kept" in lines[0], (
+        lines
+    )
     assert _tree(previous_report) == before  # leaderboard.* still describe the previous runs
     assert sorted(os.listdir(previous_report.parent)) == ["report"]  # nothing left beside it
 
@@ -217,7 +279,9 @@ def test_a_full_tmpfs_during_mosnav_report_keeps_the_previous_report(capsys, roo
         assert report.main([room_runs["scripted"], *argv]) == 0
         before = _tree(out)
         used = sum(len(v) for v in before.values())
-        (disk / "filler").write_bytes(b"x" * (2 * 2 ** 20 - used - 64 * 1024))  # less than a report left
+        (disk / "filler").write_bytes(
+            b"x" * (2 * 2**20 - used - 64 * 1024)
+        )  # less than a report left
         capsys.readouterr()
         rc = report.main([room_runs["scripted"], room_runs["broken"], *argv])
         err = capsys.readouterr().err
@@ -244,19 +308,38 @@ sys.exit(report.main(sys.argv[1:]))
 """
 
 
-@pytest.mark.parametrize("signum, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")])
-def test_a_signal_during_mosnav_report_is_one_line_and_keeps_the_previous_report(room_runs, previous_report,
-                                                                                 signum, code, name):
+@pytest.mark.parametrize(
+    "signum, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")]
+)
+def test_a_signal_during_mosnav_report_is_one_line_and_keeps_the_previous_report(
+    room_runs, previous_report, signum, code, name
+):
     before = _tree(previous_report)
-    proc = subprocess.run([sys.executable, "-c", _SIGNALLED_REPORT, room_runs["scripted"], room_runs["broken"],
-                           "--out", str(previous_report), "--no-progress", "--bootstrap", "10"],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": REPO, "MOSNAV_TEST_SIGNAL": str(int(signum))})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _SIGNALLED_REPORT,
+            room_runs["scripted"],
+            room_runs["broken"],
+            "--out",
+            str(previous_report),
+            "--no-progress",
+            "--bootstrap",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": REPO, "MOSNAV_TEST_SIGNAL": str(int(signum))},
+    )
     assert proc.returncode == code, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("mosnav-report")]
-    assert lines == [f"mosnav-report: interrupted by {name}; {previous_report} is as it was before (the "
-                     "report is swapped in whole when it is complete); run the command again"], proc.stderr
+    assert lines == [
+        f"mosnav-report: interrupted by {name}; {previous_report} is as it was before (the "
+        "report is swapped in whole when it is complete); run the command again"
+    ], proc.stderr
     assert _tree(previous_report) == before
     assert sorted(os.listdir(previous_report.parent)) == ["report"]
 
@@ -264,12 +347,18 @@ def test_a_signal_during_mosnav_report_is_one_line_and_keeps_the_previous_report
 def test_mosnav_report_never_replaces_a_directory_that_is_not_a_report(capsys, room_runs, tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     capsys.readouterr()
-    rc = report.main([room_runs["scripted"], "--out", str(tmp_path), "--no-progress", "--bootstrap", "10"])
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mosnav-report")]
+    rc = report.main(
+        [room_runs["scripted"], "--out", str(tmp_path), "--no-progress", "--bootstrap", "10"]
+    )
+    lines = [
+        line for line in capsys.readouterr().err.splitlines() if line.startswith("mosnav-report")
+    ]
     assert rc == 2 and len(lines) == 1 and "holds 'notes.txt'" in lines[0], lines
     assert (tmp_path / "notes.txt").read_text() == "mine"
     rc = report.main([room_runs["scripted"], "--out", str(tmp_path / "notes.txt"), "--no-progress"])
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mosnav-report")]
+    lines = [
+        line for line in capsys.readouterr().err.splitlines() if line.startswith("mosnav-report")
+    ]
     assert rc == 2 and len(lines) == 1 and "notes.txt: not a directory" in lines[0], lines
 
 
@@ -287,8 +376,17 @@ def test_a_full_disk_during_mosnav_build_all_is_one_line_exit_2(capsys, tmp_path
 
     monkeypatch.setattr(os, "replace", full_disk)  # every atomic write's last step
     capsys.readouterr()
-    rc = build_main(["all", "--scenes", str(tmp_path / "scenes"), "--out", str(tmp_path / "ds"), "--offline",
-                     "--no-progress"])
+    rc = build_main(
+        [
+            "all",
+            "--scenes",
+            str(tmp_path / "scenes"),
+            "--out",
+            str(tmp_path / "ds"),
+            "--offline",
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("mosnav-build")]
     assert rc == 2 and "Traceback" not in err, err

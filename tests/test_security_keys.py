@@ -3,6 +3,7 @@
 credentials, and runs before anything is cut; no parser takes an abbreviation, so
 ``--api-key sk-...`` is refused instead of read as ``--api-key-env``. The HTTP side is the real
 local chat server of tests/chat_server.py."""
+
 import ast
 import os
 
@@ -17,8 +18,18 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run_api(capsys, open_room, server, out, *extra):
-    rc = main([*api_agent_args(server), "--log-prompts", "--output-dir", str(out), "--num-episodes", "1",
-               *room_args(open_room, *ROOM_RUN_ARGS, "--max-steps", "2"), *extra])
+    rc = main(
+        [
+            *api_agent_args(server),
+            "--log-prompts",
+            "--output-dir",
+            str(out),
+            "--num-episodes",
+            "1",
+            *room_args(open_room, *ROOM_RUN_ARGS, "--max-steps", "2"),
+            *extra,
+        ]
+    )
     captured = capsys.readouterr()
     return rc, captured.out + captured.err
 
@@ -35,8 +46,9 @@ def _nowhere(root, text, printed):
 
 
 @pytest.mark.parametrize("echo", [API_KEY, API_KEY[:12]], ids=["whole key", "partial echo"])
-def test_a_key_echoed_in_a_normal_reply_is_masked_in_the_prompt_log(capsys, open_room, api_key,
-                                                                    tmp_path, echo):
+def test_a_key_echoed_in_a_normal_reply_is_masked_in_the_prompt_log(
+    capsys, open_room, api_key, tmp_path, echo
+):
     with ChatServer(default=Reply.text(f"ACTION: 1 (you sent {echo})")) as server:
         rc, printed = _run_api(capsys, open_room, server, tmp_path / "run")
     assert rc == 0, printed
@@ -45,8 +57,9 @@ def test_a_key_echoed_in_a_normal_reply_is_masked_in_the_prompt_log(capsys, open
     _nowhere(tmp_path / "run", echo, printed)
 
 
-def test_a_key_late_in_an_error_body_is_masked_before_the_message_is_cut(capsys, open_room, api_key,
-                                                                         tmp_path):
+def test_a_key_late_in_an_error_body_is_masked_before_the_message_is_cut(
+    capsys, open_room, api_key, tmp_path
+):
     with ChatServer(default=Reply.status(400, "x" * 290 + API_KEY)) as server:
         rc, printed = _run_api(capsys, open_room, server, tmp_path / "run")
     assert rc == 0 and "APIRequestError" in printed, printed
@@ -62,8 +75,9 @@ def test_a_password_in_the_api_base_is_never_shown(capsys, open_room, api_key, t
     _nowhere(tmp_path / "run", "hunter2secret", printed)
 
 
-def test_api_key_flag_is_refused_not_taken_for_api_key_env(capsys, open_room, server, tmp_path,
-                                                           monkeypatch):
+def test_api_key_flag_is_refused_not_taken_for_api_key_env(
+    capsys, open_room, server, tmp_path, monkeypatch
+):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
     secret = "sk-live-abcdefghijklmnop"
@@ -88,18 +102,28 @@ def test_every_parser_refuses_abbreviations():
     calls = []
     for top in ("habitat_mosnav", "benchmarks", "tests", "examples"):
         for d, _, names in os.walk(os.path.join(REPO, top)):
-            calls += [(os.path.join(d, n), c) for n in names if n.endswith(".py")
-                      for c in _parser_calls(os.path.join(d, n))]
+            calls += [
+                (os.path.join(d, n), c)
+                for n in names
+                if n.endswith(".py")
+                for c in _parser_calls(os.path.join(d, n))
+            ]
     assert len(calls) >= 10
-    bad = [f"{os.path.relpath(p, REPO)}:{c.lineno}" for p, c in calls
-           if not any(k.arg == "allow_abbrev" and getattr(k.value, "value", None) is False
-                      for k in c.keywords)
-           and not os.path.basename(p).startswith("test_")]
+    bad = [
+        f"{os.path.relpath(p, REPO)}:{c.lineno}"
+        for p, c in calls
+        if not any(
+            k.arg == "allow_abbrev" and getattr(k.value, "value", None) is False for k in c.keywords
+        )
+        and not os.path.basename(p).startswith("test_")
+    ]
     assert not bad, bad
     from habitat_mosnav.evaluation import aggregate_cli, report
 
-    for parser, argv in ((report.build_parser(), ["run", "--out", "o", "--boot", "5"]),
-                         (aggregate_cli.build_parser(), ["run", "--expected", "3"])):
+    for parser, argv in (
+        (report.build_parser(), ["run", "--out", "o", "--boot", "5"]),
+        (aggregate_cli.build_parser(), ["run", "--expected", "3"]),
+    ):
         with pytest.raises(SystemExit):
             parser.parse_args(argv)
 

@@ -3,6 +3,7 @@ file name (or are 300 characters long) keep their own maps; ``--agent /abs/path.
 no local path in run.json; a gzip bomb in ``--objectnav-goals`` is refused by size; a 1e308
 start position is exit 2 at load; an ``--agent api`` run against a dead server stops after N
 consecutive unavailable episodes (exit 1, one line) and resumes."""
+
 import gzip
 import json
 import os
@@ -28,16 +29,31 @@ def test_ids_that_sanitise_alike_get_distinct_maps(capsys, open_room, tmp_path):
 
     data = write_room_variant(tmp_path / "data", open_room, edit)
     out = tmp_path / "run"
-    rc = main(quick_eval_args(*data, "--target-modes", "single,any,many,all", "--max-steps", "3",
-                              "--agent", "random", "--save-maps", "--output-dir", str(out)))
+    rc = main(
+        quick_eval_args(
+            *data,
+            "--target-modes",
+            "single,any,many,all",
+            "--max-steps",
+            "3",
+            "--agent",
+            "random",
+            "--save-maps",
+            "--output-dir",
+            str(out),
+        )
+    )
     err = capsys.readouterr().err
     assert rc == 0 and "warning" not in err, err
     keys = [f"val::{SCENE}::{i}" for i in ids]
     stems = {episode_file_stem(k) for k in keys}
     assert len(stems) == 3 and all(len(s) <= 120 for s in stems)
     assert sorted(os.listdir(out / "maps")) == sorted(
-        [f"{s}.png" for s in stems] + [f"{episode_file_stem(f'val::{SCENE}::q2-single-0')}.png"])
-    assert episode_file_stem(f"val::{SCENE}::q0-many-0") == f"val__{SCENE}__q0-many-0"  # plain keys keep their names
+        [f"{s}.png" for s in stems] + [f"{episode_file_stem(f'val::{SCENE}::q2-single-0')}.png"]
+    )
+    assert (
+        episode_file_stem(f"val::{SCENE}::q0-many-0") == f"val__{SCENE}__q0-many-0"
+    )  # plain keys keep their names
 
 
 def test_an_absolute_agent_path_is_not_recorded(capsys, open_room, tmp_path):
@@ -54,10 +70,10 @@ def test_a_gzip_bomb_in_objectnav_goals_is_refused_by_size(tmp_path, monkeypatch
     from habitat_mosnav.dataset_building import objectnav
     from habitat_mosnav.dataset_building.common import BuildError
 
-    monkeypatch.setattr(objectnav, "MAX_GOALS_BYTES", 2 ** 20)
+    monkeypatch.setattr(objectnav, "MAX_GOALS_BYTES", 2**20)
     bomb = tmp_path / f"{SCENE}.json.gz"
     with gzip.open(bomb, "wb", compresslevel=9) as f:
-        f.write(b'{"goals_by_category": {}, "pad": "' + b" " * (4 * 2 ** 20) + b'"}')
+        f.write(b'{"goals_by_category": {}, "pad": "' + b" " * (4 * 2**20) + b'"}')
     assert bomb.stat().st_size < 20_000
     with pytest.raises(BuildError, match=r"more than 1 MiB once decompressed"):
         objectnav.read_objectnav_goals(bomb, SCENE)
@@ -77,14 +93,25 @@ def test_a_1e308_start_position_is_exit_2_at_load(capsys, open_room, tmp_path):
 
 def test_a_dead_server_trips_the_circuit_breaker_and_the_run_resumes(capsys, open_room, tmp_path):
     out = str(tmp_path / "run")
-    args = [*room_args(open_room, *ROOM_RUN_ARGS, "--target-modes", "single,any,many,all",
-                       "--max-steps", "3"), "--output-dir", out, "--max-unavailable-episodes", "2"]
+    args = [
+        *room_args(
+            open_room, *ROOM_RUN_ARGS, "--target-modes", "single,any,many,all", "--max-steps", "3"
+        ),
+        "--output-dir",
+        out,
+        "--max-unavailable-episodes",
+        "2",
+    ]
     with ChatServer(default=Reply.status(503, "down")) as server:
         assert main([*api_agent_args(server), *args]) == 1
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mosnav-eval")]
-    assert lines == [f"mosnav-eval: error: stopped after 2 consecutive episodes failed with "
-                     f"APIUnavailableError (the model server is down); when it is back, continue "
-                     f"with --resume --retry-errors --output-dir {out}"]
+    lines = [
+        line for line in capsys.readouterr().err.splitlines() if line.startswith("mosnav-eval")
+    ]
+    assert lines == [
+        f"mosnav-eval: error: stopped after 2 consecutive episodes failed with "
+        f"APIUnavailableError (the model server is down); when it is back, continue "
+        f"with --resume --retry-errors --output-dir {out}"
+    ]
     assert [r["error_type"] for r in read_records(out)] == ["APIUnavailableError"] * 2
     assert json.load(open(os.path.join(out, "summary.json")))["status"] == "incomplete"
     with ChatServer(default=scripted_model(lambda k: "ACTION: 2")) as server:

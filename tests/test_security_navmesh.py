@@ -4,6 +4,7 @@ file, tile and field; ``mosnav-eval`` and ``sims.compare`` print that one line a
 before the first episode (nothing written), in bounded time and memory, with no traceback
 and no numpy warning. Tile bounds 2 km wide around the same polygons are accepted and give
 the clean file's space-oracle figures exactly, and a bounded top-down map."""
+
 import json
 import os
 import re
@@ -23,9 +24,19 @@ DEMO = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo")
 SCENES = sorted(d for d in os.listdir(os.path.join(DEMO, "scenes")) if "-" in d)
 _HEADER = struct.Struct("<5iI9i3f3f3ff")
 _DNAV = struct.pack("<i", (ord("D") << 24) | (ord("N") << 16) | (ord("A") << 8) | ord("V"))
-EVAL_FLAGS = ["--agent", "random", "--max-steps", "25", "--num-episodes", "6", "--no-progress",
-              "--set", "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
-              "--set", "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor"]
+EVAL_FLAGS = [
+    "--agent",
+    "random",
+    "--max-steps",
+    "25",
+    "--num-episodes",
+    "6",
+    "--no-progress",
+    "--set",
+    "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
+    "--set",
+    "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
+]
 
 
 def _a4(n):
@@ -39,7 +50,7 @@ def hostile(data: bytes, case: str) -> bytes:
     h = list(_HEADER.unpack_from(data, t))
     polys, nverts, links = h[6], h[7], h[8]
     voff = t + _a4(_HEADER.size)
-    verts = np.frombuffer(bytes(data[voff: voff + 12 * nverts]), np.float32).reshape(-1, 3).copy()
+    verts = np.frombuffer(bytes(data[voff : voff + 12 * nverts]), np.float32).reshape(-1, 3).copy()
     poff = voff + _a4(12 * nverts)
     dmoff = poff + _a4(32 * polys) + _a4(12 * links)
     if case == "inf":  # every other vertex coordinate
@@ -67,7 +78,7 @@ def hostile(data: bytes, case: str) -> bytes:
     else:
         raise ValueError(case)
     _HEADER.pack_into(data, t, *h)
-    data[voff: voff + 12 * nverts] = verts.astype(np.float32).tobytes()
+    data[voff : voff + 12 * nverts] = verts.astype(np.float32).tobytes()
     return bytes(data)
 
 
@@ -95,16 +106,24 @@ def navmesh_of(root, k=0):
 def _limit_memory(limit):
     def apply():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
     return apply
 
 
 def _baseline_vm() -> int:
     """Virtual memory of a Python that has imported what the commands import."""
-    code = ("import habitat, habitat_mosnav.sims, habitat_mosnav.evaluation.cli, resource;"
-            "print(open('/proc/self/statm').read().split()[0])")
+    code = (
+        "import habitat, habitat_mosnav.sims, habitat_mosnav.evaluation.cli, resource;"
+        "print(open('/proc/self/statm').read().split()[0])"
+    )
     src = os.path.dirname(os.path.dirname(habitat_mosnav.__file__))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, PYTHONPATH=src))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=src),
+    )
     return int(out.stdout.strip().splitlines()[-1]) * resource.getpagesize()
 
 
@@ -116,10 +135,19 @@ def as_limit():
 def run_bounded(args, as_limit, cwd):
     # the package under test (a worktree's), whatever the interpreter has installed
     src = os.path.dirname(os.path.dirname(habitat_mosnav.__file__))
-    env = dict(os.environ,
-               PYTHONPATH=os.pathsep.join([src] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60,
-                          preexec_fn=_limit_memory(as_limit), env=env, cwd=str(cwd))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([src] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
+    )
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_limit_memory(as_limit),
+        env=env,
+        cwd=str(cwd),
+    )
 
 
 #: lines every run prints, not about the input: habitat-sim's importers at import, habitat's
@@ -131,7 +159,9 @@ def _only_line(proc, path):
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not _NOISE.match(ln)]
     assert len(lines) == 1, proc.stderr[-3000:]
     assert str(path) in lines[0], lines
-    assert "Traceback" not in proc.stderr and "RuntimeWarning" not in proc.stderr, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "RuntimeWarning" not in proc.stderr, proc.stderr[
+        -3000:
+    ]
     return lines[0]
 
 
@@ -154,7 +184,9 @@ def test_a_broken_navmesh_is_refused_at_load_naming_file_tile_and_field(tmp_path
         with pytest.raises(NavMeshError) as info:
             read(str(path))
         text = str(info.value)
-        assert "\n" not in text and str(path) in text and "tile 0" in text and BROKEN[case] in text, text
+        assert (
+            "\n" not in text and str(path) in text and "tile 0" in text and BROKEN[case] in text
+        ), text
 
 
 def test_the_demo_navmeshes_pass_every_check():
@@ -181,16 +213,37 @@ def test_the_cpu_simulator_raises_on_a_broken_navmesh_beside_the_scene(tmp_path)
 
 
 # ----------------------------------------------------------------- mosnav-eval
-@pytest.mark.parametrize("case,scenes", [("inf", None), ("all_nan", None), ("bounds_nan", None),
-                                         ("detail_base", None), ("concave", None),
-                                         ("inf", [2])])  # only the run's second scene
+@pytest.mark.parametrize(
+    "case,scenes",
+    [
+        ("inf", None),
+        ("all_nan", None),
+        ("bounds_nan", None),
+        ("detail_base", None),
+        ("concave", None),
+        ("inf", [2]),
+    ],
+)  # only the run's second scene
 def test_eval_on_a_broken_navmesh_is_one_line_and_exit_2_before_anything_is_written(
-        tmp_path, as_limit, case, scenes):
+    tmp_path, as_limit, case, scenes
+):
     root = demo_copy(tmp_path / "demo", case, scenes)
     out = tmp_path / "run"
-    proc = run_bounded(["-m", "habitat_mosnav.eval", "--dataset-dir", str(root / "dataset_semantic"),
-                        "--scene-root", str(root / "scenes"), "--output-dir", str(out), *EVAL_FLAGS],
-                       as_limit, tmp_path)
+    proc = run_bounded(
+        [
+            "-m",
+            "habitat_mosnav.eval",
+            "--dataset-dir",
+            str(root / "dataset_semantic"),
+            "--scene-root",
+            str(root / "scenes"),
+            "--output-dir",
+            str(out),
+            *EVAL_FLAGS,
+        ],
+        as_limit,
+        tmp_path,
+    )
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
     line = _only_line(proc, navmesh_of(root, 2 if scenes else 0))
     assert line.startswith("mosnav-eval: error: ") and "episodes.json" not in line
@@ -204,9 +257,21 @@ def test_eval_on_a_broken_glb_of_the_second_scene_is_one_line_and_exit_2(tmp_pat
     data[20] = ord("#")  # the JSON chunk's first byte
     open(glb, "wb").write(bytes(data))
     out = tmp_path / "run"
-    proc = run_bounded(["-m", "habitat_mosnav.eval", "--dataset-dir", str(root / "dataset_semantic"),
-                        "--scene-root", str(root / "scenes"), "--output-dir", str(out), *EVAL_FLAGS],
-                       as_limit, tmp_path)
+    proc = run_bounded(
+        [
+            "-m",
+            "habitat_mosnav.eval",
+            "--dataset-dir",
+            str(root / "dataset_semantic"),
+            "--scene-root",
+            str(root / "scenes"),
+            "--output-dir",
+            str(out),
+            *EVAL_FLAGS,
+        ],
+        as_limit,
+        tmp_path,
+    )
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
     assert "JSON chunk" in _only_line(proc, glb)
     assert not out.exists()
@@ -232,8 +297,21 @@ def test_bounds_2km_give_the_clean_files_space_oracle_and_a_bounded_map(tmp_path
         root = demo_copy(tmp_path / name, case)
         out = tmp_path / f"run_{name}"
         extra = ["--save-maps"] if case else []
-        assert main(["--dataset-dir", str(root / "dataset_semantic"), "--scene-root", str(root / "scenes"),
-                     "--output-dir", str(out), *flags, *extra]) == 0
+        assert (
+            main(
+                [
+                    "--dataset-dir",
+                    str(root / "dataset_semantic"),
+                    "--scene-root",
+                    str(root / "scenes"),
+                    "--output-dir",
+                    str(out),
+                    *flags,
+                    *extra,
+                ]
+            )
+            == 0
+        )
         runs[name] = _records(out)
     assert runs["clean"].keys() == runs["far"].keys() and len(runs["clean"]) == 6
     for key, clean in runs["clean"].items():
@@ -272,13 +350,18 @@ def test_map_grid_of_2km_bounds_covers_the_polygons_only(tmp_path):
 
 # ------------------------------------------------------------------- compare
 @pytest.mark.habitat_sim
-@pytest.mark.parametrize("case", ["inf", "all_nan", "bounds_nan", "detail_base", "concave", "bounds_2km"])
+@pytest.mark.parametrize(
+    "case", ["inf", "all_nan", "bounds_nan", "detail_base", "concave", "bounds_2km"]
+)
 def test_compare_validates_before_habitat_sim_loads_the_navmesh(tmp_path, as_limit, case):
     pytest.importorskip("habitat_sim")
     root = demo_copy(tmp_path / "demo", case, scenes=[0])
     scene = navmesh_of(root)[: -len(".navmesh")] + ".glb"
-    proc = run_bounded(["-m", "habitat_mosnav.sims.compare", scene, "--points", "40", "--pairs", "10"],
-                       as_limit, tmp_path)
+    proc = run_bounded(
+        ["-m", "habitat_mosnav.sims.compare", scene, "--points", "40", "--pairs", "10"],
+        as_limit,
+        tmp_path,
+    )
     assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
     assert _only_line(proc, navmesh_of(root)).startswith("error: ")
     assert "nan" not in proc.stdout.lower()

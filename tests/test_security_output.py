@@ -2,6 +2,7 @@
 spreadsheet would run as formulas get a leading ', Markdown cells are escaped (no raw HTML,
 no shifted columns), and control characters are escaped in every terminal line (an episode
 id cannot retitle the terminal or forge a second "failed" line)."""
+
 import csv
 import json
 import re
@@ -14,7 +15,9 @@ from habitat_mosnav.evaluation.report import main as report
 
 from mosnav_fixtures import quick_eval_args, write_room_variant
 
-HOSTILE_AGENT = '=HYPERLINK("http://evil.example","x") <img src=x onerror=alert(1)>|x\x1b]0;pwned\x07\nforged'
+HOSTILE_AGENT = (
+    '=HYPERLINK("http://evil.example","x") <img src=x onerror=alert(1)>|x\x1b]0;pwned\x07\nforged'
+)
 
 
 def _hostile_run(room_runs, root, name):
@@ -30,7 +33,9 @@ def _hostile_run(room_runs, root, name):
 @pytest.fixture(scope="module")
 def hostile_report(room_runs, tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
-    runs = [_hostile_run(room_runs, root, name) for name in ("=1+2", "@SUM(A1)", "+cmd|' -C calc'!A0")]
+    runs = [
+        _hostile_run(room_runs, root, name) for name in ("=1+2", "@SUM(A1)", "+cmd|' -C calc'!A0")
+    ]
     out = root / "report"
     import io
     from contextlib import redirect_stdout
@@ -81,8 +86,16 @@ def test_a_hostile_episode_id_cannot_forge_terminal_lines(capsys, open_room, tmp
     data = write_room_variant(tmp_path / "data", open_room, edit)
     agent = tmp_path / "boom.py"
     agent.write_text("class Boom:\n    def act(self, obs):\n        raise RuntimeError('no')\n")
-    rc = main(quick_eval_args(*data, "--agent", f"{agent}:Boom", "--log-episodes",
-                              "--output-dir", str(tmp_path / "run")))
+    rc = main(
+        quick_eval_args(
+            *data,
+            "--agent",
+            f"{agent}:Boom",
+            "--log-episodes",
+            "--output-dir",
+            str(tmp_path / "run"),
+        )
+    )
     captured = capsys.readouterr()
     printed = captured.out + captured.err
     assert rc == 0, printed

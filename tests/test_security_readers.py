@@ -1,6 +1,7 @@
 """Crafted records never crash the readers (issue #23): mosnav-report and mosnav-aggregate
 turn a malformed record (episode or metrics as a list, report_events [1], Infinity,
 10**400, 1e308 values whose mean overflows) into one line naming the file and line, exit 2."""
+
 import json
 import os
 
@@ -38,8 +39,12 @@ CRAFTED = {
     "episode as a list": lambda rec, text: json.dumps(dict(ERROR_RECORD, episode=[1, 2])),
     "metrics as a list": lambda rec, text: json.dumps(dict(ERROR_RECORD, metrics=[0.5])),
     "report_events [1]": lambda rec, text: json.dumps(dict(rec, report_events=[1])),
-    "Infinity": lambda rec, text: json.dumps(dict(rec, metrics=dict(rec["metrics"], required_target_count=float("inf")))),
-    "10**400": lambda rec, text: text.replace('"precision": 1.0', '"required_target_count": 1' + "0" * 400),
+    "Infinity": lambda rec, text: json.dumps(
+        dict(rec, metrics=dict(rec["metrics"], required_target_count=float("inf")))
+    ),
+    "10**400": lambda rec, text: text.replace(
+        '"precision": 1.0', '"required_target_count": 1' + "0" * 400
+    ),
 }
 
 

@@ -2,6 +2,7 @@
 ``mosnav-aggregate`` and the summary check every rank's run.json against the run's, an
 episode recorded by two ranks is an error, a done.json is recounted, run.json holds a
 digest of the agent's code, and a stale summary.json never speaks for a fresh run."""
+
 import json
 import shutil
 
@@ -16,8 +17,11 @@ ALL_MODES = ("--target-modes", "single,any,many,all")
 
 
 def _eval(open_room, out, *extra):
-    return main(quick_eval_args(*open_room, *ALL_MODES, "--max-steps", "5", "--output-dir", str(out),
-                                *extra))
+    return main(
+        quick_eval_args(
+            *open_room, *ALL_MODES, "--max-steps", "5", "--output-dir", str(out), *extra
+        )
+    )
 
 
 def _aggregate(capsys, out, *extra):
@@ -25,7 +29,11 @@ def _aggregate(capsys, out, *extra):
     rc = aggregate_cli.main([str(out), *extra])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
-    return rc, [line for line in captured.err.splitlines() if line.startswith("mosnav-aggregate")], captured.out
+    return (
+        rc,
+        [line for line in captured.err.splitlines() if line.startswith("mosnav-aggregate")],
+        captured.out,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +41,20 @@ def two_rank_run(open_room, tmp_path_factory):
     """A complete random run over 4 episodes written by two ranks (2 each)."""
     out = tmp_path_factory.mktemp("two_rank") / "run"
     for rank in (0, 1):
-        assert _eval(open_room, out, "--agent", "random", "--rank", str(rank), "--world-size", "2") == 0
+        assert (
+            _eval(open_room, out, "--agent", "random", "--rank", str(rank), "--world-size", "2")
+            == 0
+        )
     return out
 
 
-@pytest.mark.parametrize("flags, field", [(("--agent", "random", "--seed", "7"), "seed"),
-                                          (("--agent", "oracle"), "agent")])
-def test_a_rank_of_another_run_is_refused_naming_the_field(capsys, open_room, two_rank_run, tmp_path,
-                                                           flags, field):
+@pytest.mark.parametrize(
+    "flags, field",
+    [(("--agent", "random", "--seed", "7"), "seed"), (("--agent", "oracle"), "agent")],
+)
+def test_a_rank_of_another_run_is_refused_naming_the_field(
+    capsys, open_room, two_rank_run, tmp_path, flags, field
+):
     other = tmp_path / "other"
     assert _eval(open_room, other, "--rank", "1", "--world-size", "2", *flags) == 0
     mixed = tmp_path / "mixed"
@@ -56,8 +70,21 @@ def test_a_rank_of_another_run_is_refused_naming_the_field(capsys, open_room, tw
 def _with_rank_of_offset_2(open_room, two_rank_run, tmp_path):
     """The two-rank run with its rank 1 replaced by rank 1 of a run over --offset 2."""
     other = tmp_path / "other"
-    assert _eval(open_room, other, "--agent", "random", "--rank", "1", "--world-size", "2",
-                 "--offset", "2") == 0
+    assert (
+        _eval(
+            open_room,
+            other,
+            "--agent",
+            "random",
+            "--rank",
+            "1",
+            "--world-size",
+            "2",
+            "--offset",
+            "2",
+        )
+        == 0
+    )
     mixed = tmp_path / "mixed"
     shutil.copytree(two_rank_run, mixed)
     shutil.rmtree(mixed / "rank_00001")
@@ -98,8 +125,10 @@ def test_a_lying_done_json_is_not_believed(capsys, two_rank_run, tmp_path):
     assert rc == 1, (lines, out)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "incomplete" and summary["expected_episode_count"] == 4
-    assert any("done.json: field 'expected_count' says 1, the records say 2" in w
-               for w in summary["warnings"]), summary
+    assert any(
+        "done.json: field 'expected_count' says 1, the records say 2" in w
+        for w in summary["warnings"]
+    ), summary
     assert any("done.json not believed" in line for line in lines), lines
 
 
@@ -127,8 +156,9 @@ def test_a_stale_summary_in_a_fresh_directory_is_removed(capsys, open_room, tmp_
     assert not (out / "summary.json").exists()
 
 
-def test_a_copied_rank_with_a_forged_manifest_is_still_not_complete(capsys, open_room, two_rank_run,
-                                                                   tmp_path):
+def test_a_copied_rank_with_a_forged_manifest_is_still_not_complete(
+    capsys, open_room, two_rank_run, tmp_path
+):
     """Even with its run.json replaced by the run's, a rank over another selection leaves
     episodes without a record: the summary says incomplete and why."""
     mixed = _with_rank_of_offset_2(open_room, two_rank_run, tmp_path)
@@ -137,5 +167,6 @@ def test_a_copied_rank_with_a_forged_manifest_is_still_not_complete(capsys, open
     summary = json.loads((mixed / "summary.json").read_text())
     assert rc == 1 and summary["status"] == "incomplete", (lines, summary)
     assert summary["unique_record_count"] < summary["expected_episode_count"] == 4
-    assert any("done.json not believed" in w or "not the run's selection" in w
-               for w in summary["warnings"]), summary
+    assert any(
+        "done.json not believed" in w or "not the run's selection" in w for w in summary["warnings"]
+    ), summary

@@ -10,6 +10,7 @@ instances), grew to 21.7 GB (a node that is its own child), hung (``/dev/stdin``
 read until MemoryError (``/dev/zero``), read a file outside the scene folder, allocated
 3.35 GiB for an accessor without bufferView, or raised ValueError / RecursionError.
 """
+
 import base64
 import json
 import os
@@ -33,13 +34,14 @@ SCENE_DIR = f"00000-{SID}"
 #: seconds a hostile file may take to be refused
 TIME_LIMIT = 60
 #: address space a hostile file may add to the clean run's peak (``ulimit -v`` of the test)
-MEMORY_MARGIN = 2 ** 30
+MEMORY_MARGIN = 2**30
 #: lines of habitat's own start-up noise on stderr (magnum plugins, habitat's logger)
 _NOISE = re.compile(r"^(PluginManager::|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ )")
 
 
 def _set(**fields):
     """An edit that sets ``fields`` ("bufferViews.0.byteStride"-style keys, via ``__``)."""
+
     def change(doc, folder=None):
         for key, value in fields.items():
             *parents, last = key.split("__")
@@ -47,6 +49,7 @@ def _set(**fields):
             for p in parents:
                 obj = obj[int(p)] if isinstance(obj, list) else obj[p]
             obj[last] = value
+
     return change
 
 
@@ -78,22 +81,44 @@ def _deep(doc, folder):
 
 #: case -> (which file of the scene, the edit, the field the line must name)
 CASES = {
-    "negative byteStride": (".semantic.glb", _set(bufferViews__0__byteStride=-2 ** 40, accessors__0__count=2),
-                            "bufferViews[0].byteStride"),
-    "byteStride past the buffer": (".semantic.glb", _set(bufferViews__0__byteStride=252), "accessors[0]:"),
+    "negative byteStride": (
+        ".semantic.glb",
+        _set(bufferViews__0__byteStride=-(2**40), accessors__0__count=2),
+        "bufferViews[0].byteStride",
+    ),
+    "byteStride past the buffer": (
+        ".semantic.glb",
+        _set(bufferViews__0__byteStride=252),
+        "accessors[0]:",
+    ),
     "node its own child": (".semantic.glb", _set(nodes__0__children=[0]), "nodes[0].children"),
-    "20000 mesh instances": (".glb", _instances, "nodes: the node graph instantiates 97,000,000 triangles"),
-    "buffer uri /dev/stdin": (".semantic.glb", _set(buffers__0__uri="/dev/stdin"), "buffers[0].uri"),
+    "20000 mesh instances": (
+        ".glb",
+        _instances,
+        "nodes: the node graph instantiates 97,000,000 triangles",
+    ),
+    "buffer uri /dev/stdin": (
+        ".semantic.glb",
+        _set(buffers__0__uri="/dev/stdin"),
+        "buffers[0].uri",
+    ),
     "buffer uri /dev/zero": (".semantic.glb", _set(buffers__0__uri="/dev/zero"), "buffers[0].uri"),
-    "buffer uri ../ escape": (".semantic.glb", _set(buffers__0__uri="../../../../../../etc/hostname"),
-                              "buffers[0].uri"),
+    "buffer uri ../ escape": (
+        ".semantic.glb",
+        _set(buffers__0__uri="../../../../../../etc/hostname"),
+        "buffers[0].uri",
+    ),
     "buffer uri a link out": (".semantic.glb", _link_out, "buffers[0].uri"),
     "buffer uri a FIFO": (".semantic.glb", _fifo, "buffers[0].uri"),
     "zeros accessor count 1.5e8": (".semantic.glb", _zeros, "accessors[0].count"),
     "count 'many'": (".semantic.glb", _set(accessors__0__count="many"), "accessors[0].count"),
     "short matrix": (".semantic.glb", _set(nodes__0__matrix=[1, 0, 0]), "nodes[0].matrix"),
     "100k-deep JSON": (".semantic.glb", _deep, "JSON chunk"),
-    "render negative byteStride": (".glb", _set(bufferViews__1__byteStride=-2 ** 40), "bufferViews[1].byteStride"),
+    "render negative byteStride": (
+        ".glb",
+        _set(bufferViews__1__byteStride=-(2**40)),
+        "bufferViews[1].byteStride",
+    ),
     "render buffer uri /dev/zero": (".glb", _set(buffers__0__uri="/dev/zero"), "buffers[0].uri"),
 }
 
@@ -123,14 +148,25 @@ def _vm_peak(pid="self") -> int:
 def _run(argv, cwd, limit=None):
     """(rc, stderr, peak address space) of ``argv`` under RLIMIT_AS ``limit``, killed after
     TIME_LIMIT s; its stdin a pipe kept open (a terminal nobody types into)."""
+
     def preexec():
         if limit is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+            resource.setrlimit(
+                resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1])
+            )
 
     stdin_r, stdin_w = os.pipe()
     env = {**os.environ, "PYTHONPATH": REPO}
-    proc = subprocess.Popen(argv, stdin=stdin_r, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            cwd=str(cwd), env=env, preexec_fn=preexec)
+    proc = subprocess.Popen(
+        argv,
+        stdin=stdin_r,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(cwd),
+        env=env,
+        preexec_fn=preexec,
+    )
     os.close(stdin_r)
     chunks = []
     drain = threading.Thread(target=lambda: chunks.append(proc.stderr.read()), daemon=True)
@@ -157,7 +193,9 @@ def _assert_one_line(rc, err, prog, path, field):
     assert "Traceback" not in err, err[-3000:]
     lines = [ln for ln in err.splitlines() if ln.strip() and not _NOISE.match(ln)]
     assert len(lines) == 1, err[-3000:]
-    assert lines[0].startswith(f"{prog}: error: ") and path in lines[0] and field in lines[0], lines[0]
+    assert lines[0].startswith(f"{prog}: error: ") and path in lines[0] and field in lines[0], (
+        lines[0]
+    )
 
 
 # ----------------------------------------------------------------------------- the readers
@@ -222,7 +260,7 @@ def _bin_chunk(path):
     data = open(path, "rb").read()
     jlen = struct.unpack_from("<I", data, 12)[0]
     blen = struct.unpack_from("<I", data, 20 + jlen)[0]
-    return data[28 + jlen:28 + jlen + blen]
+    return data[28 + jlen : 28 + jlen + blen]
 
 
 def _same(a, b):
@@ -255,7 +293,9 @@ def test_a_data_uri_buffer_reads_and_its_length_is_checked(tmp_path):
     edit_glb(path, _set(buffers__0__uri=uri))
     _same(read_glb(path).primitives[0], clean)
     edit_glb(path, _set(buffers__0__byteLength=len(blob) + 64))
-    with pytest.raises(SceneFormatError, match=r"semantic\.glb: buffers\[0\]\.uri: .* byteLength is"):
+    with pytest.raises(
+        SceneFormatError, match=r"semantic\.glb: buffers\[0\]\.uri: .* byteLength is"
+    ):
         read_glb(path)
 
 
@@ -267,38 +307,85 @@ def test_a_strided_accessor_reads_its_rows(tmp_path):
     col = np.array([[1, 0, 0, 1], [0, 1, 0, 1], [0, 0, 1, 1]], np.float32)
     rows = np.concatenate([pos, col], axis=1).astype("<f4").tobytes()
     idx = np.array([0, 1, 2], "<u4").tobytes()
-    doc = {"asset": {"version": "2.0"}, "scenes": [{"nodes": [0]}], "nodes": [{"mesh": 0}],
-           "meshes": [{"primitives": [{"attributes": {"POSITION": 0, "COLOR_0": 1}, "indices": 2}]}],
-           "buffers": [{"byteLength": len(rows) + len(idx)}],
-           "bufferViews": [{"buffer": 0, "byteLength": len(rows), "byteStride": 28},
-                           {"buffer": 0, "byteOffset": len(rows), "byteLength": len(idx)}],
-           "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3"},
-                         {"bufferView": 0, "byteOffset": 12, "componentType": 5126, "count": 3, "type": "VEC4"},
-                         {"bufferView": 1, "componentType": 5125, "count": 3, "type": "SCALAR"}]}
+    doc = {
+        "asset": {"version": "2.0"},
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0, "COLOR_0": 1}, "indices": 2}]}],
+        "buffers": [{"byteLength": len(rows) + len(idx)}],
+        "bufferViews": [
+            {"buffer": 0, "byteLength": len(rows), "byteStride": 28},
+            {"buffer": 0, "byteOffset": len(rows), "byteLength": len(idx)},
+        ],
+        "accessors": [
+            {"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3"},
+            {"bufferView": 0, "byteOffset": 12, "componentType": 5126, "count": 3, "type": "VEC4"},
+            {"bufferView": 1, "componentType": 5125, "count": 3, "type": "SCALAR"},
+        ],
+    }
     path = str(tmp_path / "strided.glb")
-    glb(path, [{"positions": pos, "faces": [[0, 1, 2]]}])  # a valid file, then its JSON and BIN replaced
+    glb(
+        path, [{"positions": pos, "faces": [[0, 1, 2]]}]
+    )  # a valid file, then its JSON and BIN replaced
     js = json.dumps(doc).encode()
     js += b" " * (-len(js) % 4)
-    body = struct.pack("<I4s", len(js), b"JSON") + js + struct.pack("<I4s", len(rows + idx), b"BIN\x00") + rows + idx
+    body = (
+        struct.pack("<I4s", len(js), b"JSON")
+        + js
+        + struct.pack("<I4s", len(rows + idx), b"BIN\x00")
+        + rows
+        + idx
+    )
     with open(path, "wb") as f:
         f.write(struct.pack("<4sII", b"glTF", 2, 12 + len(body)) + body)
     p = read_glb(path).primitives[0]
     assert np.array_equal(p.positions, pos) and np.array_equal(p.color0, col)
 
 
-@pytest.mark.parametrize("change, field", [
-    (_set(nodes=[{"mesh": 0, "children": [1]}, {"children": [2]}, {"mesh": 0, "children": [1]}]),
-     "nodes[2].children: node 1 is an ancestor of node 2"),
-    (_set(nodes=[{"children": [2]}, {"children": [2]}, {"mesh": 0}], scenes=[{"nodes": [0, 1]}]),
-     "(glTF nodes have at most one parent)"),
-    (_set(accessors__1__count=8047), "meshes[0].primitives[0].attributes.COLOR_0: 8047 elements"),
-    (_set(buffers__0__uri="file:///etc/hostname"), "only data: URIs and relative paths"),
-    (_set(bufferViews__2__byteOffset=-4), "bufferViews[2].byteOffset: -4 is not >= 0"),
-    (_set(accessors__2__bufferView=True), "accessors[2].bufferView: index True out of range"),
-    (_set(nodes__0__rotation=[0, 0, 0, float("nan")]), "nodes[0].rotation: expected 4 finite numbers"),
-    (_set(extensionsRequired=5), "extensionsRequired: expected an array of extension names"),
-], ids=["cycle of three", "two parents", "attribute counts differ", "file: URI", "negative offset",
-        "bool index", "NaN rotation", "extensionsRequired 5"])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (
+            _set(
+                nodes=[
+                    {"mesh": 0, "children": [1]},
+                    {"children": [2]},
+                    {"mesh": 0, "children": [1]},
+                ]
+            ),
+            "nodes[2].children: node 1 is an ancestor of node 2",
+        ),
+        (
+            _set(
+                nodes=[{"children": [2]}, {"children": [2]}, {"mesh": 0}],
+                scenes=[{"nodes": [0, 1]}],
+            ),
+            "(glTF nodes have at most one parent)",
+        ),
+        (
+            _set(accessors__1__count=8047),
+            "meshes[0].primitives[0].attributes.COLOR_0: 8047 elements",
+        ),
+        (_set(buffers__0__uri="file:///etc/hostname"), "only data: URIs and relative paths"),
+        (_set(bufferViews__2__byteOffset=-4), "bufferViews[2].byteOffset: -4 is not >= 0"),
+        (_set(accessors__2__bufferView=True), "accessors[2].bufferView: index True out of range"),
+        (
+            _set(nodes__0__rotation=[0, 0, 0, float("nan")]),
+            "nodes[0].rotation: expected 4 finite numbers",
+        ),
+        (_set(extensionsRequired=5), "extensionsRequired: expected an array of extension names"),
+    ],
+    ids=[
+        "cycle of three",
+        "two parents",
+        "attribute counts differ",
+        "file: URI",
+        "negative offset",
+        "bool index",
+        "NaN rotation",
+        "extensionsRequired 5",
+    ],
+)
 def test_more_hostile_fields_are_named(tmp_path, change, field):
     from habitat_mosnav.scenes.gltf import read_glb
     from habitat_mosnav.scenes.io import SceneFormatError
@@ -313,14 +400,40 @@ def test_more_hostile_fields_are_named(tmp_path, change, field):
 
 # ----------------------------------------------------------------------------- the CLIs
 def _eval_argv(root, out):
-    return [sys.executable, "-m", "habitat_mosnav.eval", "--agent", "random", "--scene-root", root,
-            "--output-dir", str(out), "--num-episodes", "1", "--max-steps", "5",
-            "--space-coverage-samples", "0", "--no-progress"]
+    return [
+        sys.executable,
+        "-m",
+        "habitat_mosnav.eval",
+        "--agent",
+        "random",
+        "--scene-root",
+        root,
+        "--output-dir",
+        str(out),
+        "--num-episodes",
+        "1",
+        "--max-steps",
+        "5",
+        "--space-coverage-samples",
+        "0",
+        "--no-progress",
+    ]
 
 
 def _extract_argv(root, out):
-    return [sys.executable, "-m", "habitat_mosnav.dataset_building.cli", "extract", "--scenes", root,
-            "--out", str(out), "--scene-ids", SID, "--no-progress"]
+    return [
+        sys.executable,
+        "-m",
+        "habitat_mosnav.dataset_building.cli",
+        "extract",
+        "--scenes",
+        root,
+        "--out",
+        str(out),
+        "--scene-ids",
+        SID,
+        "--no-progress",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -329,8 +442,10 @@ def baselines(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("baseline")
     root = copy_demo_scenes(tmp / "scenes")
     out = {}
-    for name, argv in (("mosnav-eval", _eval_argv(root, tmp / "run")),
-                       ("mosnav-build extract", _extract_argv(root, tmp / "ds"))):
+    for name, argv in (
+        ("mosnav-eval", _eval_argv(root, tmp / "run")),
+        ("mosnav-build extract", _extract_argv(root, tmp / "ds")),
+    ):
         rc, err, peak = _run(argv, tmp)
         assert rc == 0 and peak > 0, err[-3000:]
         out[name] = peak
@@ -341,7 +456,9 @@ def baselines(tmp_path_factory):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_hostile_glb_stops_mosnav_eval_with_one_line(tmp_path, baselines, case):
     root, path = _hostile(tmp_path, case)
-    rc, err, _ = _run(_eval_argv(root, tmp_path / "run"), tmp_path, baselines["mosnav-eval"] + MEMORY_MARGIN)
+    rc, err, _ = _run(
+        _eval_argv(root, tmp_path / "run"), tmp_path, baselines["mosnav-eval"] + MEMORY_MARGIN
+    )
     _assert_one_line(rc, err, "mosnav-eval", path, CASES[case][2])
 
 
@@ -356,7 +473,9 @@ def test_a_hostile_glb_stops_mosnav_build_extract_with_one_line(tmp_path, baseli
 
 @pytest.mark.slow
 @pytest.mark.habitat_sim
-@pytest.mark.parametrize("case", ["negative byteStride", "20000 mesh instances", "render negative byteStride"])
+@pytest.mark.parametrize(
+    "case", ["negative byteStride", "20000 mesh instances", "render negative byteStride"]
+)
 def test_a_hostile_glb_never_reaches_habitat_sim(tmp_path, case):
     """habitat-sim loads the files natively (SIGABRT or a hang on these today): they are
     checked before it sees them."""
@@ -365,7 +484,9 @@ def test_a_hostile_glb_never_reaches_habitat_sim(tmp_path, case):
     rc, err, _ = _run(_eval_argv(root, tmp_path / "run") + ["--simulator", "habitat-sim"], tmp_path)
     _assert_one_line(rc, err, "mosnav-eval", path, CASES[case][2])
     if case.startswith("render"):
-        rc, err, _ = _run(_extract_argv(root, tmp_path / "ds") + ["--backend", "habitat-sim"], tmp_path)
+        rc, err, _ = _run(
+            _extract_argv(root, tmp_path / "ds") + ["--backend", "habitat-sim"], tmp_path
+        )
         _assert_one_line(rc, err, "mosnav-build extract", path, CASES[case][2])
 
 
@@ -378,7 +499,7 @@ def test_a_hostile_glb_in_the_second_scene_stops_the_run_and_keeps_the_records(t
     edit_glb(path, lambda doc: _set(nodes__0__children=[0])(doc))
     out = tmp_path / "run"
     argv = _eval_argv(root, out)
-    argv[argv.index("--num-episodes"):argv.index("--num-episodes") + 2] = []
+    argv[argv.index("--num-episodes") : argv.index("--num-episodes") + 2] = []
     rc, err, _ = _run(argv + ["--max-steps", "3"], tmp_path)
     _assert_one_line(rc, err, "mosnav-eval", path, "nodes[0].children")
     with open(out / "rank_00000" / "episodes.jsonl") as f:

@@ -2,6 +2,7 @@
 shapely free-space + visibility-graph reference (habitat_mosnav.sims.reference) on random
 pairs. Targets (issue 12): median |error| <= 0.5 %, p95 <= 2 %, the same pairs reachable,
 |d(a, b) - d(b, a)| <= 1 cm."""
+
 from __future__ import annotations
 
 import glob
@@ -25,25 +26,32 @@ DEMO = os.path.join(os.path.dirname(__file__), "..", "habitat_mosnav", "data", "
 def _grid_and_reference(boxes, tmp_path, name):
     glb = ts.export_boxes(str(tmp_path / f"{name}.glb"), boxes)
     tris = load_mesh(glb, "z").triangles
-    return NavGrid(tris, AGENT), ExactGeodesics(free_space(tris, R, AGENT.height, AGENT.max_climb, quad_segs=16))
+    return NavGrid(tris, AGENT), ExactGeodesics(
+        free_space(tris, R, AGENT.height, AGENT.max_climb, quad_segs=16)
+    )
 
 
 def _wall_end_scene():
     """A 6 m x 4 m room; a 0.1 m wall from the south wall up to z = 2.5 at x = 3."""
-    return ts.room_boxes(0.0, 0.0, 6.0, 4.0) + [((2.95, 0.0, 0.0), (3.05, ts.WALL_H, 2.5), (200, 90, 90, 255))]
+    return ts.room_boxes(0.0, 0.0, 6.0, 4.0) + [
+        ((2.95, 0.0, 0.0), (3.05, ts.WALL_H, 2.5), (200, 90, 90, 255))
+    ]
 
 
 def _around_wall_end(a, b, o1, o2, r):
     """Hand formula: tangent from a to the circle of radius r at wall corner o1, arc to its
     top, straight along the wall end to o2's circle, arc, tangent to b (symmetric case)."""
+
     def half(p, o):
         v = np.asarray(p, float) - o
         dist = float(np.hypot(*v))
         psi = math.acos(v[1] / dist)  # angle between (p - o) and +z, the wall-end normal
         alpha = math.acos(r / dist)
-        return math.sqrt(dist ** 2 - r ** 2) + r * (psi - alpha)
+        return math.sqrt(dist**2 - r**2) + r * (psi - alpha)
 
-    return half(a, np.asarray(o1)) + half(b, np.asarray(o2)) + float(np.hypot(*(np.subtract(o2, o1))))
+    return (
+        half(a, np.asarray(o1)) + half(b, np.asarray(o2)) + float(np.hypot(*(np.subtract(o2, o1))))
+    )
 
 
 def _compare(grid, ref, rng, n_pairs):
@@ -102,8 +110,12 @@ def test_random_pairs_match_the_exact_reference_on_a_furnished_flat(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scene", sorted(p for p in glob.glob(os.path.join(DEMO, "*", "*.glb"))
-                                         if not p.endswith(".semantic.glb")))
+@pytest.mark.parametrize(
+    "scene",
+    sorted(
+        p for p in glob.glob(os.path.join(DEMO, "*", "*.glb")) if not p.endswith(".semantic.glb")
+    ),
+)
 def test_random_pairs_match_the_exact_reference_on_the_demo_scenes(scene):
     tris = load_mesh(scene, scene_up_axis(scene)).triangles
     grid = NavGrid(tris, AGENT)
@@ -113,7 +125,6 @@ def test_random_pairs_match_the_exact_reference_on_the_demo_scenes(scene):
     assert mismatch == 0
     assert np.median(errs) <= 0.005 and np.percentile(errs, 95) <= 0.02
     assert asym.max() <= 0.01
-
 
 
 @pytest.mark.slow
@@ -130,8 +141,18 @@ def test_a_scan_like_flat_matches_the_exact_reference_of_its_own_noisy_mesh(tmp_
     v, f, _ = scan_like(mesh.vertices, mesh.faces, 0.3, 0.015, np.random.default_rng(0))
     tris = v[f]
     grid = NavGrid(tris, AGENT)
-    ref = ExactGeodesics(free_space(tris, R, AGENT.height, AGENT.max_climb, quad_segs=16, height_step=0.05,
-                                    grid_size=1e-6, fill_holes=0.01))
+    ref = ExactGeodesics(
+        free_space(
+            tris,
+            R,
+            AGENT.height,
+            AGENT.max_climb,
+            quad_segs=16,
+            height_step=0.05,
+            grid_size=1e-6,
+            fill_holes=0.01,
+        )
+    )
     errs, mismatch, asym = _compare(grid, ref, np.random.default_rng(5), 60)
     assert len(errs) >= 40
     assert mismatch == 0

@@ -1,4 +1,5 @@
 """sims/grid/clearance.py: signed clearance, line of sight, lifting onto the free space."""
+
 import numpy as np
 import pytest
 
@@ -6,7 +7,9 @@ from habitat_mosnav.sims import toy_scenes as ts
 from habitat_mosnav.sims.grid.cells import Location
 from habitat_mosnav.sims.grid.clearance import SDF_CAP
 
-PILLAR = ts.room_boxes(0.0, 0.0, 6.0, 4.0) + [((2.8, 0.0, 1.8), (3.2, ts.WALL_H, 2.2), (90, 90, 200, 255))]
+PILLAR = ts.room_boxes(0.0, 0.0, 6.0, 4.0) + [
+    ((2.8, 0.0, 1.8), (3.2, ts.WALL_H, 2.2), (90, 90, 200, 255))
+]
 
 
 def test_clearance_is_the_distance_to_the_nearest_obstacle(box_grid):
@@ -17,7 +20,9 @@ def test_clearance_is_the_distance_to_the_nearest_obstacle(box_grid):
     # capped at radius + SDF_CAP in the open; vectorised and scalar forms agree
     assert c.sdf_point(L, 1.5, 2.0) == pytest.approx(0.1 + SDF_CAP, abs=1e-6)
     xs, zs = np.array([0.5, 2.6, 1.5]), np.array([1.0, 2.0, 2.0])
-    assert c.sdf_at(L, xs, zs) == pytest.approx([c.sdf_point(L, x, z) for x, z in zip(xs, zs)], abs=1e-9)
+    assert c.sdf_at(L, xs, zs) == pytest.approx(
+        [c.sdf_point(L, x, z) for x, z in zip(xs, zs)], abs=1e-9
+    )
     assert c.sdf_point(L, 2.6, 2.0) == pytest.approx(0.2, abs=0.01)  # 0.2 m west of the pillar
 
 

@@ -1,5 +1,6 @@
 """sims/grid/corners.py: corner nodes at the radius round obstacle corners, visibility
 edges and polygons."""
+
 import math
 
 import numpy as np
@@ -8,7 +9,9 @@ import pytest
 from habitat_mosnav.sims import toy_scenes as ts
 from habitat_mosnav.sims.grid.corners import RAYS, reach_tables, sees_cols
 
-PILLAR = ts.room_boxes(0.0, 0.0, 6.0, 4.0) + [((2.8, 0.0, 1.8), (3.2, ts.WALL_H, 2.2), (90, 90, 200, 255))]
+PILLAR = ts.room_boxes(0.0, 0.0, 6.0, 4.0) + [
+    ((2.8, 0.0, 1.8), (3.2, ts.WALL_H, 2.2), (90, 90, 200, 255))
+]
 
 
 def test_a_convex_room_has_no_corner_nodes(box_grid):
@@ -62,8 +65,10 @@ def test_edges_do_not_depend_on_the_pair_block_and_have_no_length_cap(box_grid, 
     from habitat_mosnav.sims.grid.corners import CornerGraph
 
     # a 24 m hall with two pillars: corner pairs 20 m apart see each other along it
-    hall = ts.room_boxes(0.0, 0.0, 24.0, 4.0) + [((1.8, 0.0, 1.8), (2.2, ts.WALL_H, 2.2), (90, 90, 200, 255)),
-                                                  ((21.8, 0.0, 1.8), (22.2, ts.WALL_H, 2.2), (90, 90, 200, 255))]
+    hall = ts.room_boxes(0.0, 0.0, 24.0, 4.0) + [
+        ((1.8, 0.0, 1.8), (2.2, ts.WALL_H, 2.2), (90, 90, 200, 255)),
+        ((21.8, 0.0, 1.8), (22.2, ts.WALL_H, 2.2), (90, 90, 200, 255)),
+    ]
     grid = box_grid("hall24", hall)
     rows, cols, w = grid.graph.edges
     assert w.max() > 19.0  # no cap on an edge's length
@@ -79,9 +84,14 @@ def test_a_point_bin_lists_every_node_that_sees_it(box_grid):
     the patch's list (two rooms: a node in one does not see most of the other)."""
     from habitat_mosnav.sims.grid.corners import BIN_MARGIN
 
-    grid = box_grid("two_rooms_pillars", ts.two_rooms_boxes(door_width=0.8) + [
-        ((1.0, 0.0, 1.0), (1.4, ts.WALL_H, 1.3), (90, 90, 200, 255)),
-        ((5.5, 0.0, 2.5), (6.0, ts.WALL_H, 2.9), (90, 90, 200, 255))])
+    grid = box_grid(
+        "two_rooms_pillars",
+        ts.two_rooms_boxes(door_width=0.8)
+        + [
+            ((1.0, 0.0, 1.0), (1.4, ts.WALL_H, 1.3), (90, 90, 200, 255)),
+            ((5.5, 0.0, 2.5), (6.0, ts.WALL_H, 2.9), (90, 90, 200, 255)),
+        ],
+    )
     g = grid.graph
     tab = g.node_tables()
     rng = np.random.default_rng(3)
@@ -90,7 +100,9 @@ def test_a_point_bin_lists_every_node_that_sees_it(box_grid):
         x, _, z = grid.random_point(rng, grid.largest_island)
         loc = grid.snap([x, 0.0, z])
         idx = g.patch_nodes[loc.patch]
-        sees = idx[sees_cols(tab, idx * RAYS, g.node_xz[idx, 0], g.node_xz[idx, 1], x, z, BIN_MARGIN)[0]]
+        sees = idx[
+            sees_cols(tab, idx * RAYS, g.node_xz[idx, 0], g.node_xz[idx, 1], x, z, BIN_MARGIN)[0]
+        ]
         in_bin = g.bin_nodes(loc.patch, x, z)
         assert set(sees.tolist()) <= set(in_bin.tolist())
         assert (np.diff(in_bin) > 0).all()  # in node order

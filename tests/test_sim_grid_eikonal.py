@@ -1,5 +1,6 @@
 """sims/grid/eikonal.py: scikit-fmm where it installs (Python 3.10+), scipy's Dijkstra over
 the 16-neighbourhood where it does not (Python 3.9): both against exact distances."""
+
 import math
 import warnings
 
@@ -60,7 +61,9 @@ def test_scikit_fmm_and_dijkstra_agree_where_scikit_fmm_installs():
     phi, _ = _disc(wall=True)
     a, b = _solve(phi), _solve(phi, force_dijkstra=True)
     outside = np.ma.getdata(phi) > 0
-    assert np.array_equal(np.isfinite(a) & outside, np.isfinite(b) & outside)  # the same cells reached
+    assert np.array_equal(
+        np.isfinite(a) & outside, np.isfinite(b) & outside
+    )  # the same cells reached
     both = np.isfinite(a) & np.isfinite(b) & (np.ma.getdata(phi) > 0.2)
     assert np.abs(b[both] / a[both] - 1).max() < 0.03
 

@@ -1,4 +1,5 @@
 """sims/grid/geodesics.py and fastmarch.py: goal-set fields, look-ups, paths, fallback."""
+
 import math
 
 import numpy as np
@@ -6,7 +7,9 @@ import pytest
 
 from habitat_mosnav.sims import toy_scenes as ts
 
-PILLAR = ts.room_boxes(0.0, 0.0, 6.0, 4.0) + [((2.8, 0.0, 1.8), (3.2, ts.WALL_H, 2.2), (90, 90, 200, 255))]
+PILLAR = ts.room_boxes(0.0, 0.0, 6.0, 4.0) + [
+    ((2.8, 0.0, 1.8), (3.2, ts.WALL_H, 2.2), (90, 90, 200, 255))
+]
 
 
 def _round_pillar(a, b, r=0.1):
@@ -17,7 +20,7 @@ def _round_pillar(a, b, r=0.1):
     dist = float(np.hypot(*v))
     psi = math.acos(-v[1] / dist)  # between (a - o) and -z, the face normal
     alpha = math.acos(r / dist)
-    return 2 * (math.sqrt(dist ** 2 - r ** 2) + r * (psi - alpha)) + 0.4
+    return 2 * (math.sqrt(dist**2 - r**2) + r * (psi - alpha)) + 0.4
 
 
 def test_geodesic_round_the_pillar_matches_the_hand_value_and_its_path(box_grid):
@@ -69,7 +72,7 @@ def test_wide_tier_of_a_look_up_gives_the_same_distances(box_grid, monkeypatch):
     goals = [grid.random_point(rng, main) for _ in range(3)]
     pts = [grid.random_point(rng, main) for _ in range(300)]
     assert max(len(v) for v in grid.graph.patch_nodes.values()) > 64
-    monkeypatch.setattr(geodesics, "WIDE", 10 ** 9)  # never: all nodes after the first 48
+    monkeypatch.setattr(geodesics, "WIDE", 10**9)  # never: all nodes after the first 48
     ref = [geo.geodesic_distance(p, goals) for p in pts]
     monkeypatch.setattr(geodesics, "WIDE", 8)  # the 8 nearest next, then all
     assert [geo.geodesic_distance(p, goals) for p in pts] == ref

@@ -1,4 +1,5 @@
 """sims/grid/motion.py: snapping onto the walkable surface, stepping and sliding."""
+
 import numpy as np
 import pytest
 
@@ -35,5 +36,12 @@ def test_random_points_are_navigable_and_obstacle_distance_grows_inward(box_grid
     rng = np.random.default_rng(3)
     pts = [m.random_point(rng) for _ in range(50)]
     assert all(m.is_navigable(p) for p in pts)
-    assert m.distance_to_closest_obstacle([2.0, 0.0, 2.0]) > m.distance_to_closest_obstacle([0.4, 0.0, 2.0]) > 0
-    assert m.snap_to_island([2.0, 0.0, 2.0], 0).island == 0 and m.snap_to_island([2.0, 0.0, 2.0], 5) is None
+    assert (
+        m.distance_to_closest_obstacle([2.0, 0.0, 2.0])
+        > m.distance_to_closest_obstacle([0.4, 0.0, 2.0])
+        > 0
+    )
+    assert (
+        m.snap_to_island([2.0, 0.0, 2.0], 0).island == 0
+        and m.snap_to_island([2.0, 0.0, 2.0], 5) is None
+    )

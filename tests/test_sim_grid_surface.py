@@ -1,4 +1,5 @@
 """sims/grid/surface.py: mesh sampling, floor cells, layers, patches and islands."""
+
 import numpy as np
 import pytest
 
@@ -30,7 +31,7 @@ def test_a_long_thin_triangle_gets_few_rows_not_a_dense_lattice():
     strip = np.array([[[0, 0, 0], [10, 0, 0], [0, 0, 0.5]]], np.float32)
     pts = np.concatenate([p for p, _, _ in sample_surface(strip, 0.035)])
     area, perimeter = 2.5, 10 + 0.5 + float(np.hypot(10, 0.5))
-    assert len(pts) <= 1.5 * area / 0.035 ** 2 + perimeter / 0.035
+    assert len(pts) <= 1.5 * area / 0.035**2 + perimeter / 0.035
     from scipy.spatial import cKDTree
 
     w = np.random.default_rng(2).dirichlet(np.ones(3), 500)
@@ -43,7 +44,7 @@ def test_room_floor_is_one_island_eroded_by_the_radius(box_grid):
     # one navigable layer (the wall tops are standable pieces of their own, too narrow)
     assert (s.num_islands, s.num_patches, sum(bool(L.nav.any()) for L in s.layers)) == (1, 1, 1)
     # inner faces at 0.1 and 3.9, eroded by 0.1: 3.6 m x 3.6 m within a cell
-    assert 3.5 ** 2 <= float(s.island_area[0]) <= 3.7 ** 2
+    assert 3.5**2 <= float(s.island_area[0]) <= 3.7**2
     assert s.bounds[0][1] == pytest.approx(0.0) and s.bounds[1][1] == pytest.approx(0.0)
     top = s.topdown(0.1, 0.0)
     assert top.sum() == pytest.approx(36 * 36, rel=0.08)
@@ -66,10 +67,16 @@ def test_two_storeys_and_their_stair_are_one_island_in_several_layers(box_grid):
     lo, hi = s.bounds
     assert lo[1] == pytest.approx(0.0, abs=1e-3) and hi[1] == pytest.approx(2.6, abs=1e-3)
     # cell look-ups: the ground floor under the slab and the slab are different layers
-    ground = [li for li, L in enumerate(s.layers) if s.patch_at(li, 2.0, 2.0) >= 0
-              and s.height_at(li, 2.0, 2.0, np.nan) == pytest.approx(0.0)]
-    upper = [li for li, L in enumerate(s.layers) if s.patch_at(li, 2.0, 2.0) >= 0
-             and s.height_at(li, 2.0, 2.0, np.nan) == pytest.approx(2.6)]
+    ground = [
+        li
+        for li, L in enumerate(s.layers)
+        if s.patch_at(li, 2.0, 2.0) >= 0 and s.height_at(li, 2.0, 2.0, np.nan) == pytest.approx(0.0)
+    ]
+    upper = [
+        li
+        for li, L in enumerate(s.layers)
+        if s.patch_at(li, 2.0, 2.0) >= 0 and s.height_at(li, 2.0, 2.0, np.nan) == pytest.approx(2.6)
+    ]
     assert len(ground) == 1 and len(upper) == 1 and ground != upper
     pg, pu = s.patch_at(ground[0], 2.0, 2.0), s.patch_at(upper[0], 2.0, 2.0)
     assert s.patch_island[pg] == s.patch_island[pu] == main
@@ -85,7 +92,10 @@ def test_wall_samples_cover_steep_faces_in_lines():
         return [[o, o + u, o + u + v], [o, o + u + v, o + v]], (o, u, v)
 
     lean = np.tan(np.radians(15))
-    faces = [rect((0, 0, 0), (4, 0, 0), (0, 2.5, 0)), rect((0, 0, 1), (2, 0, 0), (0, 1.0, lean))]  # a wall; 15 deg off vertical
+    faces = [
+        rect((0, 0, 0), (4, 0, 0), (0, 2.5, 0)),
+        rect((0, 0, 1), (2, 0, 0), (0, 1.0, lean)),
+    ]  # a wall; 15 deg off vertical
     tris = np.asarray([t for f, _ in faces for t in f], np.float32)
     pts, tidx = [], []
     for p, t, _ in sample_walls(tris, 0.035, 0.1, max_points=3000):  # several chunks

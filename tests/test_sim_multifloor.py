@@ -1,5 +1,6 @@
 """Geodesics across floors: the generator's stair hall (habitat_mosnav.scenes.stairs) on
 its own against a hand value, and a generated two-storey apartment."""
+
 import math
 
 import numpy as np
@@ -20,8 +21,11 @@ def _hall_boxes(floors=2, stairs=True):
     the core wall on to the east wall (where lane A is the stair's top, out of reach from
     the ground)."""
     hall = StairHall(0.0, 0.0, floors, [0] * floors)
-    boxes = [(lo, hi, (200, 200, 200, 255)) for kind, lo, hi in hall.boxes()
-             if stairs or kind != "floor" or lo[1] < 0]
+    boxes = [
+        (lo, hi, (200, 200, 200, 255))
+        for kind, lo, hi in hall.boxes()
+        if stairs or kind != "floor" or lo[1] < 0
+    ]
     if not stairs:
         core = [b for b in boxes if b[0][0] == hall.run[0]][0]
         boxes.append(((core[0][0], 0.0, core[0][2]), (HALL_LENGTH, hall.top, core[1][2]), core[2]))
@@ -51,10 +55,14 @@ def test_path_up_the_flight_matches_the_hand_value(hall_grid, tmp_path):
     # FLOOR_PITCH
     _, flat = _hall_boxes(stairs=False)
     tris = load_mesh(ts.export_boxes(str(tmp_path / "flat.glb"), flat), "z").triangles
-    ref = ExactGeodesics(free_space(tris, AGENT.radius, AGENT.height, AGENT.max_climb, quad_segs=16))
+    ref = ExactGeodesics(
+        free_space(tris, AGENT.radius, AGENT.height, AGENT.max_climb, quad_segs=16)
+    )
     plan = ref.path((A[0], A[2]), (B[0], B[2]))[0]
     legs = np.linalg.norm(np.diff(plan, axis=0), axis=1)
-    assert len(plan) >= 4 and plan[-2][0] < a_run  # it bends round the core wall's end, before the flight
+    assert (
+        len(plan) >= 4 and plan[-2][0] < a_run
+    )  # it bends round the core wall's end, before the flight
     hand = float(legs[:-1].sum() + math.hypot(legs[-1], FLOOR_PITCH))
     assert d == pytest.approx(hand, rel=0.01)
     # longer than the straight line and than the plan-view geodesic: the climb counts
@@ -69,7 +77,9 @@ def test_path_up_the_flight_matches_the_hand_value(hall_grid, tmp_path):
 
 def test_three_storeys_switch_back(tmp_path):
     hall, boxes = _hall_boxes(floors=3)
-    grid = NavGrid(load_mesh(ts.export_boxes(str(tmp_path / "h3.glb"), boxes), "z").triangles, AGENT)
+    grid = NavGrid(
+        load_mesh(ts.export_boxes(str(tmp_path / "h3.glb"), boxes), "z").triangles, AGENT
+    )
     a_run, b_run = hall.run
     A = [0.9, 0.0, 0.7]  # ground, west end
     B = [0.9, 2 * FLOOR_PITCH, 0.7]  # level 2's landing, right above A
@@ -83,7 +93,9 @@ def test_three_storeys_switch_back(tmp_path):
     assert d_ab < 2 * run3d + 2 * (a_run - A[0]) + 2.0
     pts, _ = grid.find_path(A, [B])
     ys = [float(p[1]) for p in pts]
-    assert ys[-1] == pytest.approx(2 * FLOOR_PITCH, abs=1e-3) and all(y2 >= y1 - 1e-5 for y1, y2 in zip(ys, ys[1:]))
+    assert ys[-1] == pytest.approx(2 * FLOOR_PITCH, abs=1e-3) and all(
+        y2 >= y1 - 1e-5 for y1, y2 in zip(ys, ys[1:])
+    )
     assert max(float(p[0]) for p in pts) > b_run  # it turns on level 1's landing
 
 
@@ -114,6 +126,8 @@ def test_generated_two_storey_apartment_is_one_island_reached_up_its_stair(tmp_p
         cx, cz = hall["center"][0], hall["center"][2]
         assert d > 2 * math.hypot(p[0] - cx, p[2] - cz) - HALL_LENGTH and d > FLOOR_PITCH + 4.0
         mid = [x for x in pts if 0.3 < x[1] < FLOOR_PITCH - 0.3]
-        assert mid and all(abs(x[0] - cx) <= hall["size"][0] / 2 and abs(x[2] - cz) <= hall["size"][2] / 2
-                           for x in mid)
+        assert mid and all(
+            abs(x[0] - cx) <= hall["size"][0] / 2 and abs(x[2] - cz) <= hall["size"][2] / 2
+            for x in mid
+        )
         assert length == pytest.approx(d, rel=1e-4)

@@ -2,6 +2,7 @@
 paths, navigability, snapping, stepping and the grid's structure at random points and
 pairs (fixed seed), rounded to 0.1 mm. A refactor of ``sims/navgrid`` and its parts must
 keep it; a change of results must change the hash on purpose (and say why)."""
+
 from __future__ import annotations
 
 import glob
@@ -16,7 +17,9 @@ from habitat_mosnav.sims.geometry import load_mesh, scene_up_axis
 from habitat_mosnav.sims.navgrid import AgentShape, NavGrid
 
 DEMO = os.path.join(os.path.dirname(__file__), "..", "habitat_mosnav", "data", "demo", "scenes")
-SCENES = sorted(p for p in glob.glob(os.path.join(DEMO, "*", "*.glb")) if not p.endswith(".semantic.glb"))
+SCENES = sorted(
+    p for p in glob.glob(os.path.join(DEMO, "*", "*.glb")) if not p.endswith(".semantic.glb")
+)
 
 #: sha256 of :func:`scene_values` per demo scene. The split of the single-file NavGrid into
 #: sims/grid/ kept the hashes it had (7ef5b99f..., 19faea18..., 5accb685...). Changed on
@@ -48,24 +51,45 @@ EXPECTED = {
 
 def _r(v) -> list:
     a = np.asarray(v, np.float64).reshape(-1)
-    return [("inf" if x > 0 else "-inf") if np.isinf(x) else ("nan" if np.isnan(x) else round(float(x), 4))
-            for x in a.tolist()]
+    return [
+        ("inf" if x > 0 else "-inf")
+        if np.isinf(x)
+        else ("nan" if np.isnan(x) else round(float(x), 4))
+        for x in a.tolist()
+    ]
 
 
 def scene_values(grid: NavGrid, seed: int = 0) -> list:
     """What the hash covers, in a fixed order: structure, then queries at random points."""
     rng = np.random.default_rng(seed)
-    out = [("struct", grid.num_islands, grid.total_cells, grid.num_nodes, len(grid.graph.edges[0]),
-            _r(grid.island_area), _r(grid.bounds[0]), _r(grid.bounds[1]))]
+    out = [
+        (
+            "struct",
+            grid.num_islands,
+            grid.total_cells,
+            grid.num_nodes,
+            len(grid.graph.edges[0]),
+            _r(grid.island_area),
+            _r(grid.bounds[0]),
+            _r(grid.bounds[1]),
+        )
+    ]
     floor = [grid.random_point(rng) for _ in range(80)]
     lo, hi = grid.bounds
     y0 = float(grid.island_y[grid.largest_island])
-    anywhere = [np.array([rng.uniform(lo[0], hi[0]), y0, rng.uniform(lo[2], hi[2])]) for _ in range(60)]
+    anywhere = [
+        np.array([rng.uniform(lo[0], hi[0]), y0, rng.uniform(lo[2], hi[2])]) for _ in range(60)
+    ]
     out.append(("floor", [_r(p) for p in floor]))
     for p in anywhere:
         loc = grid.snap(p)
-        out.append(("snap", grid.is_navigable(p), None if loc is None else (loc.layer, loc.patch, loc.island,
-                                                                           _r(loc.xyz()))))
+        out.append(
+            (
+                "snap",
+                grid.is_navigable(p),
+                None if loc is None else (loc.layer, loc.patch, loc.island, _r(loc.xyz())),
+            )
+        )
         out.append(("obstacle", _r(grid.distance_to_closest_obstacle(p))))
     for a, b in zip(floor[0:40], floor[40:80]):
         out.append(("geo", _r(grid.geodesic_distance(a, [b])), _r(grid.geodesic_distance(b, [a]))))
@@ -78,7 +102,13 @@ def scene_values(grid: NavGrid, seed: int = 0) -> list:
     for i, p in enumerate(floor[:40]):
         ang = rng.uniform(0, 2 * np.pi)
         end = p + np.array([np.cos(ang), 0.0, np.sin(ang)]) * (0.25 if i % 2 else 1.5)
-        out.append(("step", _r(grid.try_step(p, end, sliding=True)), _r(grid.try_step(p, end, sliding=False))))
+        out.append(
+            (
+                "step",
+                _r(grid.try_step(p, end, sliding=True)),
+                _r(grid.try_step(p, end, sliding=False)),
+            )
+        )
     top = grid.topdown(0.1, y0)
     out.append(("topdown", top.shape, int(top.sum())))
     return out

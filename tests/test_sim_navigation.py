@@ -1,5 +1,6 @@
 """MosNavMeshSim-v0 navigation: navigability from meshes, fast-marching geodesics against
 hand-computed shortest paths, sliding collisions, the habitat config path. No rendering."""
+
 from __future__ import annotations
 
 import math
@@ -25,9 +26,17 @@ def make_sim(scene, start=None, rot=(0, 0, 0, 1), radius=0.1, sensors=None, seed
         agent.is_set_start_state = True
         agent.start_position = list(start)
         agent.start_rotation = list(rot)
-    cfg = OmegaConf.structured(MosNavMeshSimConfig(
-        scene=str(scene), seed=seed, agents_order=["main_agent"], agents={"main_agent": agent},
-        forward_step_size=0.25, turn_angle=30, mosnav_mesh=MosNavMeshOptions(**opts)))
+    cfg = OmegaConf.structured(
+        MosNavMeshSimConfig(
+            scene=str(scene),
+            seed=seed,
+            agents_order=["main_agent"],
+            agents={"main_agent": agent},
+            forward_step_size=0.25,
+            turn_angle=30,
+            mosnav_mesh=MosNavMeshOptions(**opts),
+        )
+    )
     return MosNavMeshSim(cfg), cfg
 
 
@@ -89,7 +98,9 @@ def test_geodesic_l_corridor_matches_analytic(scenes):
     pts = np.asarray(path.points)
     length = float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
     assert abs(length - expected) / expected < 0.03
-    assert np.allclose(pts[0][[0, 2]], a[::2], atol=0.05) and np.allclose(pts[-1][[0, 2]], b[::2], atol=0.05)
+    assert np.allclose(pts[0][[0, 2]], a[::2], atol=0.05) and np.allclose(
+        pts[-1][[0, 2]], b[::2], atol=0.05
+    )
     assert 3 <= len(pts) <= 6  # string-pulled: start, around the corner, end
     assert path.geodesic_distance == pytest.approx(d, rel=1e-6)
     mg = MultiGoalShortestPath()
@@ -152,7 +163,7 @@ def test_allow_sliding_false_stops_at_the_wall(scenes):
         sim.step("move_forward")
     pos = sim.get_agent_state().position
     assert pos[2] < 0.35 and sim.previous_step_collided
-    assert pos[0] - 1.0 < 0.5   # with sliding it travels > 1.27 m east (test above)
+    assert pos[0] - 1.0 < 0.5  # with sliding it travels > 1.27 m east (test above)
 
 
 def test_navigability_ignores_ceiling_and_reports_bounds(scenes):
@@ -164,17 +175,19 @@ def test_navigability_ignores_ceiling_and_reports_bounds(scenes):
     # eroded by about the radius (0.1) from the 0.1 m walls
     assert 0.15 <= lo[0] <= 0.3 and 3.7 <= hi[0] <= 3.85
     area = float(grid.island_area[0])
-    assert 3.45 ** 2 <= area <= 3.7 ** 2
+    assert 3.45**2 <= area <= 3.7**2
     assert grid.is_navigable([2.0, 0.0, 2.0]) and not grid.is_navigable([2.0, 2.5, 2.0])
     assert not grid.is_navigable([0.05, 0.0, 2.0])
 
 
 def test_scene_without_ceiling_keeps_its_floor(tmp_path):
     # nothing above the floor: the open-sky rule (drop roofs) must not drop the only floor
-    scene = ts.export_boxes(str(tmp_path / "open.glb"), ts.room_boxes(0.0, 0.0, 4.0, 4.0, ceiling=False))
+    scene = ts.export_boxes(
+        str(tmp_path / "open.glb"), ts.room_boxes(0.0, 0.0, 4.0, 4.0, ceiling=False)
+    )
     grid = NavGrid(load_mesh(scene, "z").triangles, AgentShape(1.5, 0.1, 0.2, 45.0), 0.05)
     assert grid.is_navigable([2.0, 0.0, 2.0])
-    assert 3.45 ** 2 <= float(grid.island_area.max()) <= 3.7 ** 2
+    assert 3.45**2 <= float(grid.island_area.max()) <= 3.7**2
 
 
 def test_snap_and_random_points_and_topdown(scenes):
@@ -192,7 +205,10 @@ def test_snap_and_random_points_and_topdown(scenes):
     assert all(sim.is_navigable(p) for p in a)
     lo, hi = pf.get_bounds()
     td = pf.get_topdown_view(0.1, 0.0)
-    assert td.dtype == bool and td.shape == (math.ceil((hi[2] - lo[2]) / 0.1), math.ceil((hi[0] - lo[0]) / 0.1))
+    assert td.dtype == bool and td.shape == (
+        math.ceil((hi[2] - lo[2]) / 0.1),
+        math.ceil((hi[0] - lo[0]) / 0.1),
+    )
     assert 0.8 < td.mean() <= 1.0
     assert not pf.get_topdown_view(0.1, 3.0).any()  # no floor at 3 m
 
@@ -288,9 +304,11 @@ def test_navmesh_file_defines_navigability(tmp_path):
 
     scene = ts.export_boxes(str(tmp_path / "room.glb"), ts.room_boxes(0.0, 0.0, 4.0, 4.0))
     y = 0.05  # Recast's detail mesh sits a little above the floor
-    polys = [np.array([[0.5, y, 0.5], [0.5, y, 1.5], [2.5, y, 1.5], [2.5, y, 0.5]]),
-             np.array([[2.5, y, 0.5], [2.5, y, 1.5], [3.5, y, 1.5], [3.5, y, 0.5]]),
-             np.array([[2.5, y, 1.5], [2.5, y, 3.5], [3.5, y, 3.5], [3.5, y, 1.5]])]
+    polys = [
+        np.array([[0.5, y, 0.5], [0.5, y, 1.5], [2.5, y, 1.5], [2.5, y, 0.5]]),
+        np.array([[2.5, y, 0.5], [2.5, y, 1.5], [3.5, y, 1.5], [3.5, y, 0.5]]),
+        np.array([[2.5, y, 1.5], [2.5, y, 3.5], [3.5, y, 3.5], [3.5, y, 1.5]]),
+    ]
     write_navmesh(str(tmp_path / "room.navmesh"), polys)
     tris = read_navmesh_triangles(str(tmp_path / "room.navmesh"))
     assert tris.shape == (6, 3, 3)
@@ -351,7 +369,9 @@ def test_up_axis_follows_habitat_sim_glb_convention(tmp_path):
     clear_scene_cache()
     sim_meta, _ = make_sim(yup, start=[2.0, 0.0, 2.0])
     assert sim_meta.is_navigable([2.0, 0.0, 2.0])
-    (tmp_path / "yup" / "yup.mosnav_meta.json").write_text(json.dumps({"units": "meters", "up_axis": "y"}))
+    (tmp_path / "yup" / "yup.mosnav_meta.json").write_text(
+        json.dumps({"units": "meters", "up_axis": "y"})
+    )
     clear_scene_cache()
     assert make_sim(yup, start=[2.0, 0.0, 2.0])[0].is_navigable([2.0, 0.0, 2.0])
     (tmp_path / "yup" / "yup.mosnav_meta.json").write_text(json.dumps({"up_axis": "sideways"}))
@@ -379,7 +399,9 @@ def test_forcing_up_axis_against_the_meta_file_warns_once_in_one_line(tmp_path, 
         make_sim(yup, start=[2.0, 0.0, 2.0], up_axis="z")  # once per scene and axis
     msgs = [r.getMessage() for r in caplog.records if "contradicts" in r.getMessage()]
     assert len(msgs) == 1 and "\n" not in msgs[0]
-    assert "up_axis=z" in msgs[0] and "room.mosnav_meta.json" in msgs[0] and "(up_axis y)" in msgs[0]
+    assert (
+        "up_axis=z" in msgs[0] and "room.mosnav_meta.json" in msgs[0] and "(up_axis y)" in msgs[0]
+    )
 
 
 def test_islands_snap_and_sample_like_habitat_sim(scenes):
@@ -392,7 +414,9 @@ def test_islands_snap_and_sample_like_habitat_sim(scenes):
     # from the west room onto the east island: its nearest point, just east of the wall
     p = pf.snap_point([3.0, 0.0, 2.0], island_index=east)
     assert 4.05 + 0.1 - 0.06 < p[0] < 4.05 + 0.1 + 0.06 and abs(p[2] - 2.0) < 0.06
-    assert np.allclose(pf.snap_point([3.0, 0.0, 2.0], island_index=west), [3.0, 0.0, 2.0], atol=1e-5)
+    assert np.allclose(
+        pf.snap_point([3.0, 0.0, 2.0], island_index=west), [3.0, 0.0, 2.0], atol=1e-5
+    )
     assert np.isnan(pf.snap_point([3.0, 0.0, 2.0], island_index=99)).all()
     pts = [pf.get_random_navigable_point(island_index=east) for _ in range(30)]
     assert all(pf.get_island(q) == east and q[0] > 4.05 for q in pts)
@@ -425,7 +449,9 @@ def test_generated_z_up_scene_loads_with_floor_at_y0(tmp_path):
     clear_scene_cache()
     entry = get_scene(info.glb)
     v = entry.mesh.vertices
-    assert v[:, 1].min() == pytest.approx(-0.05, abs=0.06) and v[:, 1].max() == pytest.approx(2.55, abs=0.06)
+    assert v[:, 1].min() == pytest.approx(-0.05, abs=0.06) and v[:, 1].max() == pytest.approx(
+        2.55, abs=0.06
+    )
     tri = entry.mesh.triangles
     n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
     n /= np.linalg.norm(n, axis=1, keepdims=True)

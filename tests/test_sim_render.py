@@ -1,5 +1,6 @@
 """MosNavMeshSim-v0 sensors: shapes, dtypes, ranges, metric depth, semantic ids, camera
 pose/tilt, determinism, and the no-EGL paths."""
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,10 @@ from habitat_mosnav.sims import toy_scenes as ts
 
 from test_sim_navigation import make_sim
 
-needs_egl = pytest.mark.skipif(not render.egl_available(),
-                               reason="no headless EGL (apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)")
+needs_egl = pytest.mark.skipif(
+    not render.egl_available(),
+    reason="no headless EGL (apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)",
+)
 
 # room_boxes order -> object ids: floor 1, north wall (z in [0, 0.1]) 2, south wall 3,
 # west wall 4, east wall 5, ceiling 6
@@ -25,22 +28,37 @@ FLOOR, NORTH = 1, 2
 @pytest.fixture(scope="module")
 def room(tmp_path_factory):
     d = tmp_path_factory.mktemp("renderscene")
-    return ts.export_scene_with_semantics(str(d / "00000-room"), "room", ts.room_boxes(0.0, 0.0, 4.0, 4.0))
+    return ts.export_scene_with_semantics(
+        str(d / "00000-room"), "room", ts.room_boxes(0.0, 0.0, 4.0, 4.0)
+    )
 
 
 def sensors(w=64, h=48, hfov=90, normalize=True, orientation=(0.0, 0.0, 0.0)):
     from habitat.config.default_structured_configs import (
-        HabitatSimDepthSensorConfig, HabitatSimRGBSensorConfig, HabitatSimSemanticSensorConfig)
+        HabitatSimDepthSensorConfig,
+        HabitatSimRGBSensorConfig,
+        HabitatSimSemanticSensorConfig,
+    )
 
     pos = [0.0, 1.25, 0.0]
     ori = list(orientation)
     return {
-        "rgb_sensor": HabitatSimRGBSensorConfig(width=w, height=h, hfov=hfov, position=pos, orientation=ori),
-        "depth_sensor": HabitatSimDepthSensorConfig(width=w, height=h, hfov=hfov, position=pos,
-                                                    orientation=ori, min_depth=0.5, max_depth=5.0,
-                                                    normalize_depth=normalize),
-        "semantic_sensor": HabitatSimSemanticSensorConfig(width=w, height=h, hfov=hfov, position=pos,
-                                                          orientation=ori),
+        "rgb_sensor": HabitatSimRGBSensorConfig(
+            width=w, height=h, hfov=hfov, position=pos, orientation=ori
+        ),
+        "depth_sensor": HabitatSimDepthSensorConfig(
+            width=w,
+            height=h,
+            hfov=hfov,
+            position=pos,
+            orientation=ori,
+            min_depth=0.5,
+            max_depth=5.0,
+            normalize_depth=normalize,
+        ),
+        "semantic_sensor": HabitatSimSemanticSensorConfig(
+            width=w, height=h, hfov=hfov, position=pos, orientation=ori
+        ),
     }
 
 
@@ -94,8 +112,11 @@ def test_tilt_and_sensor_orientation(room):
     assert obs["depth"][16, 16, 0] == pytest.approx(1.9 / math.cos(math.radians(30)), abs=0.03)
     assert obs["semantic"][16, 16, 0] == NORTH
     # a sensor mounted pitched down by the config's orientation (radians) sees the floor too
-    sim2, _ = make_sim(room, start=[2.0, 0.0, 2.0],
-                       sensors=sensors(33, 33, normalize=False, orientation=(-math.pi / 2, 0.0, 0.0)))
+    sim2, _ = make_sim(
+        room,
+        start=[2.0, 0.0, 2.0],
+        sensors=sensors(33, 33, normalize=False, orientation=(-math.pi / 2, 0.0, 0.0)),
+    )
     obs2 = sim2.reset()
     assert obs2["depth"][16, 16, 0] == pytest.approx(1.25, abs=0.02)
 
@@ -166,7 +187,9 @@ def _cull_cameras(size=48):
 
     from habitat_mosnav.sims.render import CameraSpec
 
-    cfg = SimpleNamespace(width=size, height=size, hfov=79, position=[0.0, 0.0, 0.0], orientation=[0.0, 0.0, 0.0])
+    cfg = SimpleNamespace(
+        width=size, height=size, hfov=79, position=[0.0, 0.0, 0.0], orientation=[0.0, 0.0, 0.0]
+    )
     return [CameraSpec("rgb", "rgb", cfg), CameraSpec("depth", "depth", cfg)]
 
 
@@ -199,8 +222,11 @@ def _culling_scenes(tmp_path_factory):
     d = tmp_path_factory.mktemp("cullscenes")
     scan = generate_scene(str(d), 0, 0, SceneOptions(rooms=4, scan_edge=0.4, clutter=10)).glb
     demo = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo", "scenes")
-    glbs = sorted(os.path.join(demo, s, s.split("-", 1)[1] + ".glb") for s in os.listdir(demo)
-                  if os.path.isdir(os.path.join(demo, s)))
+    glbs = sorted(
+        os.path.join(demo, s, s.split("-", 1)[1] + ".glb")
+        for s in os.listdir(demo)
+        if os.path.isdir(os.path.join(demo, s))
+    )
     return [scan] + glbs
 
 
@@ -229,13 +255,17 @@ def test_culling_gives_identical_frames(culling_scenes, which):
     poses = _cull_poses(mesh, 40, seed=which)
     try:
         layout = dict(cell=1.0, min_faces=0, occlusion_min_chunks=2)
-        ref, ref_stats = _frames(renderer, entry, cams, poses, render.Culling(frustum=False, occlusion=False, **layout))
+        ref, ref_stats = _frames(
+            renderer, entry, cams, poses, render.Culling(frustum=False, occlusion=False, **layout)
+        )
         assert all(s["drawn"] == s["chunks"] > 1 for s in ref_stats)
         for kw in (dict(occlusion=False), dict(frustum=False), {}):
             got, stats = _frames(renderer, entry, cams, poses, render.Culling(**kw, **layout))
             for i, (a, b) in enumerate(zip(got, ref)):
                 assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]), (kw, i)
-            assert sum(s["drawn"] for s in stats) < 0.8 * sum(s["chunks"] for s in stats), kw  # it culled
+            assert sum(s["drawn"] for s in stats) < 0.8 * sum(s["chunks"] for s in stats), (
+                kw
+            )  # it culled
         if which == 0:  # the occlusion test hid chunks that the frustum kept
             assert sum(s["frustum"] - s["drawn"] for s in stats) > 0
     finally:
@@ -253,16 +283,18 @@ def test_chunks_partition_faces_and_bound_them():
     ch = render_cull.Chunks(v, f, ft, cell=2.0)
     assert sorted(ch.order.tolist()) == list(range(len(f)))
     # pieces tile the buffer in order; each piece is one chunk and one texture
-    assert ch.piece_first[0] == 0 and np.array_equal(ch.piece_first[1:], np.cumsum(ch.piece_count)[:-1])
+    assert ch.piece_first[0] == 0 and np.array_equal(
+        ch.piece_first[1:], np.cumsum(ch.piece_count)[:-1]
+    )
     assert ch.piece_count.sum() == 3 * len(f)
     for c, t, a, n in zip(ch.piece_chunk, ch.piece_tex, ch.piece_first, ch.piece_count):
-        faces = ch.order[a // 3:(a + n) // 3]
+        faces = ch.order[a // 3 : (a + n) // 3]
         assert (ft[faces] == t).all()
         tris = v[f[faces]].reshape(-1, 3)
         assert (tris >= ch.lo[c] - 1e-12).all() and (tris <= ch.hi[c] + 1e-12).all()
     # within a (chunk, texture) piece the file's order is kept
     for a, n in zip(ch.piece_first, ch.piece_count):
-        faces = ch.order[a // 3:(a + n) // 3]
+        faces = ch.order[a // 3 : (a + n) // 3]
         assert (np.diff(faces) > 0).all()
     one = render_cull.Chunks(v, f, ft, cell=0.0)  # one chunk: textures in the file's order
     assert one.num_chunks == 1 and np.array_equal(one.order, np.argsort(ft, kind="stable"))
@@ -277,7 +309,7 @@ def test_frustum_keeps_every_chunk_with_a_vertex_in_view():
     ch = render_cull.Chunks(v, f, None, cell=1.5)
     chunk_of = np.empty(len(f), np.int64)
     for c, a, n in zip(ch.piece_chunk, ch.piece_first, ch.piece_count):
-        chunk_of[ch.order[a // 3:(a + n) // 3]] = c
+        chunk_of[ch.order[a // 3 : (a + n) // 3]] = c
     for _ in range(20):
         pos = rng.uniform(-3, 3, 3)
         rot = render._ry(rng.uniform(0, 6.3)) @ render._rx(rng.uniform(-1, 1))

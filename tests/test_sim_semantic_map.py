@@ -1,6 +1,7 @@
 """habitat's own top_down_map measure (draw_goal_aabbs) and habitat.utils.visualizations.maps
 on MosNavMeshSim-v0, through a real habitat.Env on a MultiObjectNav-v1 episode: the
 semantic scene has habitat-sim's HM3D layout, so the goal boxes land on the right cells."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,25 +26,43 @@ def env(tmp_path_factory):
     chair_id, table_id = 7, 8  # box i is semantic object i + 1
     ts.export_scene_with_semantics(str(root / "scenes" / f"00000-{SCENE}"), SCENE, boxes, cats)
     docs = base_documents()
-    docs["goals.json"]["goals"] = [goal(chair_id, "chair", [1.25, 0.0, -0.5]),
-                                   goal(table_id, "table", [-1.5, 0.0, 1.8])]
-    docs["queries.json"]["queries"] = [{
-        "query_id": "q0", "query_program": {"select": "object", "where": []},
-        "instruction": "Find the chair and the table.", "matched_object_ids": [chair_id, table_id]}]
-    docs["episodes.json"]["episodes"] = [{
-        "episode_id": "q0-all-0", "query_id": "q0", "target_mode": "all",
-        "target_object_ids": [chair_id, table_id], "start_position": [0.0, 0.0, 0.0],
-        "start_rotation": [0, 0, 0, 1]}]
+    docs["goals.json"]["goals"] = [
+        goal(chair_id, "chair", [1.25, 0.0, -0.5]),
+        goal(table_id, "table", [-1.5, 0.0, 1.8]),
+    ]
+    docs["queries.json"]["queries"] = [
+        {
+            "query_id": "q0",
+            "query_program": {"select": "object", "where": []},
+            "instruction": "Find the chair and the table.",
+            "matched_object_ids": [chair_id, table_id],
+        }
+    ]
+    docs["episodes.json"]["episodes"] = [
+        {
+            "episode_id": "q0-all-0",
+            "query_id": "q0",
+            "target_mode": "all",
+            "target_object_ids": [chair_id, table_id],
+            "start_position": [0.0, 0.0, 0.0],
+            "start_rotation": [0, 0, 0, 1],
+        }
+    ]
     data, scenes = write_dataset(root, docs)
-    cfg = habitat_mosnav.get_config("benchmark/nav/mosnav/mos_demo.yaml", [
-        f"habitat.dataset.data_path={data}", f"habitat.dataset.scenes_dir={scenes}",
-        "habitat.dataset.target_modes=[]", "habitat.task.mosnav_space_coverage_samples=0",
-        "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
-        "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
-        "+habitat/task/measurements@habitat.task.measurements.top_down_map=top_down_map",
-        "habitat.task.measurements.top_down_map.draw_goal_aabbs=True",
-        "habitat.task.measurements.top_down_map.map_resolution=256",
-    ])
+    cfg = habitat_mosnav.get_config(
+        "benchmark/nav/mosnav/mos_demo.yaml",
+        [
+            f"habitat.dataset.data_path={data}",
+            f"habitat.dataset.scenes_dir={scenes}",
+            "habitat.dataset.target_modes=[]",
+            "habitat.task.mosnav_space_coverage_samples=0",
+            "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
+            "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
+            "+habitat/task/measurements@habitat.task.measurements.top_down_map=top_down_map",
+            "habitat.task.measurements.top_down_map.draw_goal_aabbs=True",
+            "habitat.task.measurements.top_down_map.map_resolution=256",
+        ],
+    )
     e = habitat.Env(cfg)
     yield e
     e.close()
@@ -51,8 +70,10 @@ def env(tmp_path_factory):
 
 def _cells(sim, shape, lo, hi):
     """Map cells of a box's four corners, by habitat's own world-to-map conversion."""
-    return [maps.to_grid(z, x, shape, sim=sim) for x, z in
-            ((lo[0], lo[2]), (lo[0], hi[2]), (hi[0], hi[2]), (hi[0], lo[2]))]
+    return [
+        maps.to_grid(z, x, shape, sim=sim)
+        for x, z in ((lo[0], lo[2]), (lo[0], hi[2]), (hi[0], hi[2]), (hi[0], lo[2]))
+    ]
 
 
 def test_top_down_map_draws_the_goal_boxes_where_the_objects_are(env):
@@ -88,7 +109,9 @@ def test_maps_helpers_run_on_the_cpu_simulator(env):
     top = maps.get_topdown_map_from_sim(sim, map_resolution=128)
     lo, hi = sim.pathfinder.get_bounds()
     # the room is 6 m with 0.1 m walls; the agent radius (0.18) erodes the navigable area
-    assert lo[0] == pytest.approx(-3.0 + 0.1 + 0.18, abs=0.06) and hi[2] == pytest.approx(3.0 - 0.1 - 0.18, abs=0.06)
+    assert lo[0] == pytest.approx(-3.0 + 0.1 + 0.18, abs=0.06) and hi[2] == pytest.approx(
+        3.0 - 0.1 - 0.18, abs=0.06
+    )
     r, c = maps.to_grid(0.0, 0.0, top.shape, sim=sim)
     assert top[r, c] == maps.MAP_VALID_POINT
     r, c = maps.to_grid(-1.25, 1.25, top.shape, sim=sim)  # under the chair

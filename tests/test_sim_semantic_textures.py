@@ -7,6 +7,7 @@ Camera used throughout: 64 x 64, hfov 90, 1 m above the agent's feet; the agent 
 origin facing -z sees the wall (z = -2) at 16 px per metre; the picture's texels (columns
 24..39, rows 10..21 of 64 x 40 over 4 m x 2.5 m) cover x -0.5..0.5, y 1.125..1.875.
 Tests marked ``habitat_sim`` compare with habitat-sim's ``Sim-v0`` (gpu_device_id=-1)."""
+
 from __future__ import annotations
 
 import os
@@ -52,8 +53,9 @@ def _make(backend, scene_glb, sdc):
 
 
 def _frame(sim, pos, yaw):
-    obs = sim.get_observations_at(position=np.asarray(pos, np.float32), rotation=_quat(yaw),
-                                  keep_agent_at_new_pose=False)
+    obs = sim.get_observations_at(
+        position=np.asarray(pos, np.float32), rotation=_quat(yaw), keep_agent_at_new_pose=False
+    )
     return np.asarray(obs["semantic"]).reshape(H, W).astype(np.int64)
 
 
@@ -62,9 +64,13 @@ def scene(tmp_path_factory):
     root = tmp_path_factory.mktemp("semtex")
     d, sid = textured_semantic_scene(root)
     rel = [f"{os.path.basename(d)}/{sid}.glb"]
-    return {"glb": os.path.join(d, sid + ".glb"), "dir": d, "sid": sid,
-            "textures": write_scene_dataset_config(root / "tex.scene_dataset_config.json", rel, True),
-            "vertices": write_scene_dataset_config(root / "vert.scene_dataset_config.json", rel, False)}
+    return {
+        "glb": os.path.join(d, sid + ".glb"),
+        "dir": d,
+        "sid": sid,
+        "textures": write_scene_dataset_config(root / "tex.scene_dataset_config.json", rel, True),
+        "vertices": write_scene_dataset_config(root / "vert.scene_dataset_config.json", rel, False),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +109,14 @@ def test_boxes_come_from_the_largest_vertex_piece_and_texels_give_none(cpu):
     largest box; the chair's 0.2 m cube at (-2, 2) does not stretch its box. The picture has
     no vertex: no box (obb centre 0, sizes 0, as habitat-sim's)."""
     objs = {o.semantic_id: o for o in cpu["textures"].semantic_annotations().objects}
-    assert [objs[i].id for i in range(6)] == ["Unknown_0", "floor_1", "wall_2", "picture_3", "chair_4", "lamp_5"]
+    assert [objs[i].id for i in range(6)] == [
+        "Unknown_0",
+        "floor_1",
+        "wall_2",
+        "picture_3",
+        "chair_4",
+        "lamp_5",
+    ]
     chair = objs[4]
     np.testing.assert_allclose(chair.aabb.min, [0.5, 0.0, -1.3], atol=1e-6)
     np.testing.assert_allclose(chair.aabb.max, [1.0, 0.9, -0.8], atol=1e-6)
@@ -113,7 +126,11 @@ def test_boxes_come_from_the_largest_vertex_piece_and_texels_give_none(cpu):
     np.testing.assert_allclose(objs[2].obb.sizes, [4.0, 2.5, 0.0], atol=1e-6)
     for oid in (3, 5):
         assert objs[oid].aabb is None
-        assert objs[oid].obb.sizes.tolist() == [0, 0, 0] and objs[oid].obb.center.tolist() == [0, 0, 0]
+        assert objs[oid].obb.sizes.tolist() == [0, 0, 0] and objs[oid].obb.center.tolist() == [
+            0,
+            0,
+            0,
+        ]
 
 
 @needs_egl
@@ -151,8 +168,17 @@ def _habitat_sim_or_skip():
         pytest.skip(f"needs habitat-sim ({exc})")
 
 
-DEMO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "habitat_mosnav", "data", "demo", "scenes")
-GOALS = [(4, [0.75, 0.0, -1.05]), (2, [0.0, 0.0, -2.0])]  # chair and wall: habitat's goal (object_id, position)
+DEMO = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    "habitat_mosnav",
+    "data",
+    "demo",
+    "scenes",
+)
+GOALS = [
+    (4, [0.75, 0.0, -1.05]),
+    (2, [0.0, 0.0, -2.0]),
+]  # chair and wall: habitat's goal (object_id, position)
 
 
 def _demo_scenes(root):
@@ -165,9 +191,15 @@ def _demo_scenes(root):
 
     from glb_fixtures import glb
 
-    unlit = {"pbrMetallicRoughness": {"baseColorFactor": [0.6, 0.6, 0.6, 1.0]}, "extensions": {"KHR_materials_unlit": {}}}
-    floor = {"positions": [[-20, -20, 0], [20, -20, 0], [20, 20, 0], [-20, 20, 0]], "faces": [[0, 1, 2], [0, 2, 3]],
-             "material": 0}
+    unlit = {
+        "pbrMetallicRoughness": {"baseColorFactor": [0.6, 0.6, 0.6, 1.0]},
+        "extensions": {"KHR_materials_unlit": {}},
+    }
+    floor = {
+        "positions": [[-20, -20, 0], [20, -20, 0], [20, 20, 0], [-20, 20, 0]],
+        "faces": [[0, 1, 2], [0, 2, 3]],
+        "material": 0,
+    }
     out = []
     for name in sorted(n for n in os.listdir(DEMO) if os.path.isdir(os.path.join(DEMO, n))):
         sid = name.split("-", 1)[1]
@@ -175,12 +207,24 @@ def _demo_scenes(root):
         os.makedirs(d)
         for ext in (".semantic.glb", ".semantic.txt"):
             shutil.copy(os.path.join(DEMO, name, sid + ext), d)
-        glb(os.path.join(d, sid + ".glb"), [floor], materials=[unlit], extensions_used=["KHR_materials_unlit"])
-        sdc = write_scene_dataset_config(os.path.join(str(root), f"{sid}.scene_dataset_config.json"),
-                                         [f"{name}/{sid}.glb"], False)
+        glb(
+            os.path.join(d, sid + ".glb"),
+            [floor],
+            materials=[unlit],
+            extensions_used=["KHR_materials_unlit"],
+        )
+        sdc = write_scene_dataset_config(
+            os.path.join(str(root), f"{sid}.scene_dataset_config.json"),
+            [f"{name}/{sid}.glb"],
+            False,
+        )
         with open(os.path.join(DEMO, name, sid + ".mosnav_meta.json")) as fh:
             regions = json.load(fh)["regions"]
-        poses = [([r["aabb"]["center"][0], 0.0, r["aabb"]["center"][2]], yaw) for r in regions for yaw in (0.0, -90.0)]
+        poses = [
+            ([r["aabb"]["center"][0], 0.0, r["aabb"]["center"][2]], yaw)
+            for r in regions
+            for yaw in (0.0, -90.0)
+        ]
         out.append({"scene": os.path.join(d, sid + ".glb"), "dataset": sdc, "poses": poses})
     return out
 
@@ -197,15 +241,35 @@ def hsim(scene, tmp_path_factory):
     _habitat_sim_or_skip()
     tmp = tmp_path_factory.mktemp("hsim")
     demo = _demo_scenes(tmp_path_factory.mktemp("demo"))
-    runs = [{"scene": scene["glb"], "dataset": scene["textures"], "poses": POSES},
-            {"scene": scene["glb"], "dataset": scene["vertices"], "poses": POSES, "goals": GOALS,
-             "map_resolution": 128}] + demo
+    runs = [
+        {"scene": scene["glb"], "dataset": scene["textures"], "poses": POSES},
+        {
+            "scene": scene["glb"],
+            "dataset": scene["vertices"],
+            "poses": POSES,
+            "goals": GOALS,
+            "map_resolution": 128,
+        },
+    ] + demo
     job = {"width": W, "height": H, "hfov": 90, "sensor_height": 1.0, "runs": runs}
     (tmp / "job.json").write_text(json.dumps(job))
     here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(here), here, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, os.path.join(here, "habitat_sim_probe.py"), str(tmp / "job.json"),
-                           str(tmp / "out.json")], env=env, capture_output=True, text=True, timeout=600)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([os.path.dirname(here), here, os.environ.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(here, "habitat_sim_probe.py"),
+            str(tmp / "job.json"),
+            str(tmp / "out.json"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = json.loads((tmp / "out.json").read_text())
     for r in res:
@@ -217,7 +281,10 @@ def hsim(scene, tmp_path_factory):
 @needs_egl
 def test_semantic_ids_agree_with_habitat_sim_vertex_semantics(cpu, hsim):
     for pos, yaw in POSES:
-        a, b = hsim["vertices"]["frames"][POSES.index((pos, yaw))], _frame(cpu["vertices"], pos, yaw)
+        a, b = (
+            hsim["vertices"]["frames"][POSES.index((pos, yaw))],
+            _frame(cpu["vertices"], pos, yaw),
+        )
         assert len(np.unique(a)) >= 3, (pos, yaw)  # the view holds several objects
         assert (a == b).mean() >= 0.99, (pos, yaw, (a == b).mean())
 
@@ -236,17 +303,25 @@ def test_object_boxes_agree_with_habitat_sim(cpu, hsim):
         np.testing.assert_allclose(theirs[name]["sizes"], o.obb.sizes, atol=1e-4, err_msg=name)
     chair = theirs["chair_4"]
     assert chair["aabb_has_sizes"] is False
-    np.testing.assert_allclose(chair["aabb_min"], [0.0, 0.0, -1.3], atol=1e-4)  # joined with the origin
+    np.testing.assert_allclose(
+        chair["aabb_min"], [0.0, 0.0, -1.3], atol=1e-4
+    )  # joined with the origin
     np.testing.assert_allclose(chair["aabb_max"], [1.0, 0.9, 0.0], atol=1e-4)
 
 
 @pytest.mark.habitat_sim
 @needs_egl
-@pytest.mark.xfail(strict=True, reason="habitat-sim 0.3.3 here (llvmpipe) renders has_semantic_textures scenes "
-                                       "as all 0 and builds no boxes (cf. habitat-sim#2524)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="habitat-sim 0.3.3 here (llvmpipe) renders has_semantic_textures scenes "
+    "as all 0 and builds no boxes (cf. habitat-sim#2524)",
+)
 def test_semantic_ids_agree_with_habitat_sim_texture_semantics(cpu, hsim):
     for pos, yaw in POSES:
-        a, b = hsim["textures"]["frames"][POSES.index((pos, yaw))], _frame(cpu["textures"], pos, yaw)
+        a, b = (
+            hsim["textures"]["frames"][POSES.index((pos, yaw))],
+            _frame(cpu["textures"], pos, yaw),
+        )
         assert (a == b).mean() >= 0.99, (pos, yaw, (a == b).mean())
 
 
@@ -273,9 +348,15 @@ def test_demo_scenes_semantic_ids_and_boxes_agree_with_habitat_sim(hsim):
             sim.close()
         assert sorted(ours) == sorted(theirs["objects"]) and len(ours) > 10
         for name, o in ours.items():
-            np.testing.assert_allclose(theirs["objects"][name]["center"], o.obb.center, atol=1e-4, err_msg=name)
-            np.testing.assert_allclose(theirs["objects"][name]["sizes"], o.obb.sizes, atol=1e-4, err_msg=name)
-    print(f"demo semantic frames: {equal / total:.4%} of {total} pixels equal, worst frame {worst:.2%}")
+            np.testing.assert_allclose(
+                theirs["objects"][name]["center"], o.obb.center, atol=1e-4, err_msg=name
+            )
+            np.testing.assert_allclose(
+                theirs["objects"][name]["sizes"], o.obb.sizes, atol=1e-4, err_msg=name
+            )
+    print(
+        f"demo semantic frames: {equal / total:.4%} of {total} pixels equal, worst frame {worst:.2%}"
+    )
     assert equal / total >= 0.995
 
 
@@ -301,9 +382,22 @@ def test_top_down_map_goal_boxes(cpu, hsim):
     for oid, _ in GOALS:
         box = hsim["vertices"]["objects"][{4: "chair_4", 2: "wall_2"}[oid]]
         c, half = np.asarray(box["center"]), np.asarray(box["sizes"]) / 2
-        corners = [c + np.array([x, 0, z]) for x, z in ((-half[0], -half[2]), (-half[0], half[2]),
-                                                       (half[0], half[2]), (half[0], -half[2]), (-half[0], -half[2]))]
-        maps.draw_path(expected, [maps.to_grid(p[2], p[0], expected.shape, sim=sim) for p in corners], 1, thickness)
+        corners = [
+            c + np.array([x, 0, z])
+            for x, z in (
+                (-half[0], -half[2]),
+                (-half[0], half[2]),
+                (half[0], half[2]),
+                (half[0], -half[2]),
+                (-half[0], -half[2]),
+            )
+        ]
+        maps.draw_path(
+            expected,
+            [maps.to_grid(p[2], p[0], expected.shape, sim=sim) for p in corners],
+            1,
+            thickness,
+        )
     drawn = ours == maps.MAP_TARGET_BOUNDING_BOX
     assert drawn.sum() > 20 and np.array_equal(drawn, expected.astype(bool))
 
@@ -315,10 +409,15 @@ def test_colour_to_id_rules_are_habitat_sims():
     from habitat_mosnav.scenes.io import SemanticObject
     from habitat_mosnav.sims.geometry import _id_texture, _semantic_ids
 
-    table = {0x112233: SemanticObject(3, "112233", "chair", 0), 0x445566: SemanticObject(7, "445566", "bed", 1)}
+    table = {
+        0x112233: SemanticObject(3, "112233", "chair", 0),
+        0x445566: SemanticObject(7, "445566", "bed", 1),
+    }
     packed = np.array([0x445566, 0x000000, 0xABCDEF, 0x112233, 0x010101, 0xABCDEF, 0x445566])
     ids, extra = _semantic_ids(packed, table)
     assert ids.tolist() == [7, 0, 8, 3, 9, 8, 7] and extra == {0xABCDEF: 8, 0x010101: 9}
     keys = np.array(sorted([0x112233, 0x445566, 0xABCDEF]))
-    img = np.array([[[0x11, 0x22, 0x33], [0xAB, 0xCD, 0xEF], [0x00, 0x00, 0x00], [0x12, 0x34, 0x56]]], np.uint8)
+    img = np.array(
+        [[[0x11, 0x22, 0x33], [0xAB, 0xCD, 0xEF], [0x00, 0x00, 0x00], [0x12, 0x34, 0x56]]], np.uint8
+    )
     assert _id_texture(img, (keys, np.array([3, 7, 8], np.float32))).tolist() == [[3, 8, 0, 0]]

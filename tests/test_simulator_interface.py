@@ -1,6 +1,7 @@
 """The simulator interface (``habitat_mosnav/simulators.py``, issue 31): both simulators
 offer ``NavSimulator``; one table of choices; a simulator that cannot be built leaves the
 output directory as it was."""
+
 import os
 import subprocess
 import sys
@@ -58,9 +59,12 @@ def test_a_built_cpu_simulator_is_an_instance_and_states_its_path_requests(open_
     from habitat.sims import make_sim
 
     data, scenes = open_room
-    cfg = get_config("benchmark/nav/mosnav/mos_demo.yaml",
-                     ["habitat.simulator.mosnav_mesh.render=False"]).habitat.simulator
-    scene = next(os.path.join(r, f) for r, _, fs in os.walk(scenes) for f in fs if f.endswith(".glb"))
+    cfg = get_config(
+        "benchmark/nav/mosnav/mos_demo.yaml", ["habitat.simulator.mosnav_mesh.render=False"]
+    ).habitat.simulator
+    scene = next(
+        os.path.join(r, f) for r, _, fs in os.walk(scenes) for f in fs if f.endswith(".glb")
+    )
     from habitat.config import read_write
 
     with read_write(cfg):
@@ -91,8 +95,20 @@ def test_one_table_feeds_the_overrides_and_the_builder():
 def test_simulator_mosnav_on_an_hm3d_config_takes_its_options(capsys):
     from habitat_mosnav.evaluation.cli import main
 
-    assert main(["--config", "benchmark/nav/mosnav/mos_hm3d.yaml", "--simulator", "mosnav",
-                 "--set", "habitat.simulator.mosnav_mesh.render=False", "--print-config"]) == 0
+    assert (
+        main(
+            [
+                "--config",
+                "benchmark/nav/mosnav/mos_hm3d.yaml",
+                "--simulator",
+                "mosnav",
+                "--set",
+                "habitat.simulator.mosnav_mesh.render=False",
+                "--print-config",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "type: MosNavMeshSim-v0" in out and "render: false" in out
 
@@ -108,22 +124,41 @@ BLOCKED = textwrap.dedent("""
 def _tree(path):
     if not os.path.exists(path):
         return None
-    return sorted((os.path.relpath(os.path.join(r, f), path), open(os.path.join(r, f), "rb").read())
-                  for r, _, fs in os.walk(path) for f in fs)
+    return sorted(
+        (os.path.relpath(os.path.join(r, f), path), open(os.path.join(r, f), "rb").read())
+        for r, _, fs in os.walk(path)
+        for f in fs
+    )
 
 
 @pytest.mark.parametrize("existing", [False, True])
-def test_a_simulator_that_cannot_be_built_leaves_the_output_as_it_was(tmp_path, open_room, existing):
+def test_a_simulator_that_cannot_be_built_leaves_the_output_as_it_was(
+    tmp_path, open_room, existing
+):
     out = tmp_path / "run"
     if existing:
         out.mkdir()
         (out / "notes.txt").write_text("mine")
     before = _tree(str(out))
-    argv = ["--agent", "random", "--num-episodes", "1", "--max-steps", "2", "--output-dir", str(out),
-            *room_args(open_room, *NO_IMAGES)]
+    argv = [
+        "--agent",
+        "random",
+        "--num-episodes",
+        "1",
+        "--max-steps",
+        "2",
+        "--output-dir",
+        str(out),
+        *room_args(open_room, *NO_IMAGES),
+    ]
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-c", BLOCKED, "--simulator", "habitat-sim", *argv],
-                          capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCKED, "--simulator", "habitat-sim", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "needs habitat-sim" in proc.stderr and simulators.HABITAT_SIM_INSTALL in proc.stderr
     assert _tree(str(out)) == before
@@ -148,9 +183,34 @@ def test_a_scene_that_cannot_be_loaded_leaves_no_directory(tmp_path, open_room, 
     out = tmp_path / "run"
     from habitat_mosnav.evaluation.cli import main
 
-    rc = main(["--agent", "random", "--num-episodes", "1", "--max-steps", "2", "--output-dir", str(out),
-               *room_args((data, str(broken)), *NO_IMAGES)])
+    rc = main(
+        [
+            "--agent",
+            "random",
+            "--num-episodes",
+            "1",
+            "--max-steps",
+            "2",
+            "--output-dir",
+            str(out),
+            *room_args((data, str(broken)), *NO_IMAGES),
+        ]
+    )
     assert rc == 2, capsys.readouterr().err
     assert not out.exists()
-    assert main(["--agent", "random", "--num-episodes", "1", "--max-steps", "2", "--output-dir", str(out),
-                 *room_args(open_room, *NO_IMAGES)]) == 0
+    assert (
+        main(
+            [
+                "--agent",
+                "random",
+                "--num-episodes",
+                "1",
+                "--max-steps",
+                "2",
+                "--output-dir",
+                str(out),
+                *room_args(open_room, *NO_IMAGES),
+            ]
+        )
+        == 0
+    )

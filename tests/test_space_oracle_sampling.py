@@ -1,6 +1,7 @@
 """The space oracle's samples (SPEC's space coverage): uniform over the start's island on
 its floor, drawn with an RNG of the episode key (not the simulator's), no geodesic query
 spent on them."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -3,14 +3,18 @@
 Every figure here is measured on both simulators in the test and compared; none is stored.
 Needs habitat-sim (skipped in one line without it; CI installs ../shared/wheels' build).
 """
+
 import math
 import os
 
 import numpy as np
 import pytest
 
-pytest.importorskip("habitat_sim", reason="needs habitat-sim (conda install habitat-sim=0.3.3 withbullet headless "
-                                          "-c conda-forge -c aihabitat)")
+pytest.importorskip(
+    "habitat_sim",
+    reason="needs habitat-sim (conda install habitat-sim=0.3.3 withbullet headless "
+    "-c conda-forge -c aihabitat)",
+)
 import habitat_sim  # noqa: E402
 
 import habitat_mosnav  # noqa: E402,F401
@@ -21,12 +25,18 @@ from habitat_mosnav.sims.navmesh_query import NavMeshQuery  # noqa: E402
 pytestmark = pytest.mark.habitat_sim
 
 SCENES = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo", "scenes")
-DEMO_GLBS = sorted(os.path.join(SCENES, d, d.split("-", 1)[1] + ".glb")
-                   for d in os.listdir(SCENES) if os.path.isdir(os.path.join(SCENES, d)))
+DEMO_GLBS = sorted(
+    os.path.join(SCENES, d, d.split("-", 1)[1] + ".glb")
+    for d in os.listdir(SCENES)
+    if os.path.isdir(os.path.join(SCENES, d))
+)
 #: tiny cameras: the runs below test navigation, not images (habitat-sim 0.3.3 crashes in
 #: close() on a scene change when the agent has no sensor at all)
-SMALL_IMAGES = [f"habitat.simulator.agents.main_agent.sim_sensors.{s}.{k}=32"
-                for s in ("rgb_sensor", "depth_sensor") for k in ("width", "height")]
+SMALL_IMAGES = [
+    f"habitat.simulator.agents.main_agent.sim_sensors.{s}.{k}=32"
+    for s in ("rgb_sensor", "depth_sensor")
+    for k in ("width", "height")
+]
 
 
 def _v(p):
@@ -62,9 +72,11 @@ def test_hand_written_navmesh_gives_the_same_answers_in_both(tmp_path):
     hand-derived geodesic 2 * hypot(1.5, 0.5) around the inner corner (2.5, 1.5), the same
     steps (sliding and not), projections, navigability and top-down view."""
     y = 0.05
-    polys = [np.array([[0.5, y, 0.5], [0.5, y, 1.5], [2.5, y, 1.5], [2.5, y, 0.5]]),
-             np.array([[2.5, y, 0.5], [2.5, y, 1.5], [3.5, y, 1.5], [3.5, y, 0.5]]),
-             np.array([[2.5, y, 1.5], [2.5, y, 3.5], [3.5, y, 3.5], [3.5, y, 1.5]])]
+    polys = [
+        np.array([[0.5, y, 0.5], [0.5, y, 1.5], [2.5, y, 1.5], [2.5, y, 0.5]]),
+        np.array([[2.5, y, 0.5], [2.5, y, 1.5], [3.5, y, 1.5], [3.5, y, 0.5]]),
+        np.array([[2.5, y, 1.5], [2.5, y, 3.5], [3.5, y, 3.5], [3.5, y, 1.5]]),
+    ]
     path = str(tmp_path / "l.navmesh")
     write_navmesh(path, polys)
     hs = habitat_sim.PathFinder()
@@ -86,9 +98,14 @@ def test_hand_written_navmesh_gives_the_same_answers_in_both(tmp_path):
         np.testing.assert_allclose(cpu.nearest(p).xyz(), np.asarray(hs.snap_point(p)), atol=1e-5)
         start = hs.snap_point(p)
         end = _v(np.asarray(start) + [rng.uniform(-1, 1), 0, rng.uniform(-1, 1)])
-        np.testing.assert_allclose(cpu.try_step(start, end, True), np.asarray(hs.try_step(start, end)), atol=1e-5)
-        np.testing.assert_allclose(cpu.try_step(start, end, False),
-                                   np.asarray(hs.try_step_no_sliding(start, end)), atol=1e-5)
+        np.testing.assert_allclose(
+            cpu.try_step(start, end, True), np.asarray(hs.try_step(start, end)), atol=1e-5
+        )
+        np.testing.assert_allclose(
+            cpu.try_step(start, end, False),
+            np.asarray(hs.try_step_no_sliding(start, end)),
+            atol=1e-5,
+        )
     assert (cpu.topdown(0.05, y) == hs.get_topdown_view(0.05, y)).mean() > 0.999
     assert not cpu.is_navigable([1.0, y, 3.0]) and not hs.is_navigable(_v([1.0, y, 3.0]))
 
@@ -99,10 +116,15 @@ def _env(config_name, simulator, extra=()):
     from habitat_mosnav import get_config
     from habitat_mosnav.config.simulator import simulator_overrides
 
-    cfg = get_config(f"benchmark/nav/mosnav/{config_name}",
-                     ["habitat.task.mosnav_space_coverage_samples=0",
-                      "habitat.simulator.habitat_sim_v0.allow_sliding=False",
-                      *simulator_overrides(simulator), *extra])
+    cfg = get_config(
+        f"benchmark/nav/mosnav/{config_name}",
+        [
+            "habitat.task.mosnav_space_coverage_samples=0",
+            "habitat.simulator.habitat_sim_v0.allow_sliding=False",
+            *simulator_overrides(simulator),
+            *extra,
+        ],
+    )
     return habitat.Env(cfg)
 
 
@@ -111,8 +133,20 @@ def test_episodes_get_the_same_bounds_and_the_same_trajectories_on_both():
     """Every MOS/MOC demo episode: optimal_subset_distance within 1 %; one scripted action
     sequence (turns, forward steps into walls without sliding, claims, FINISH) moves the
     agent to the same places and ends with the same metrics on both simulators."""
-    script = ([1] * 5 + [2] + [4, 1, 5] + [1] * 5 + [6] + [3, 3] + [5, 5, 4, 4] + [1] * 8 + [6]
-              + [2] * 2 + [1] * 10 + [6, 0])  # 4/5: look_up/look_down (habitat-lab's fail on 0.3.3)
+    script = (
+        [1] * 5
+        + [2]
+        + [4, 1, 5]
+        + [1] * 5
+        + [6]
+        + [3, 3]
+        + [5, 5, 4, 4]
+        + [1] * 8
+        + [6]
+        + [2] * 2
+        + [1] * 10
+        + [6, 0]
+    )  # 4/5: look_up/look_down (habitat-lab's fail on 0.3.3)
     out = {}
     for sim in ("mosnav", "habitat-sim"):
         rows = {}
@@ -121,7 +155,10 @@ def test_episodes_get_the_same_bounds_and_the_same_trajectories_on_both():
             try:
                 for _ in range(len(env.episodes)):
                     env.reset()
-                    key = (os.path.basename(env.current_episode.scene_id), env.current_episode.episode_id)
+                    key = (
+                        os.path.basename(env.current_episode.scene_id),
+                        env.current_episode.episode_id,
+                    )
                     bound = env.get_metrics()["optimal_subset_distance"]
                     trace = [np.asarray(env.sim.get_agent_state().position, np.float64)]
                     for a in script:
@@ -130,9 +167,20 @@ def test_episodes_get_the_same_bounds_and_the_same_trajectories_on_both():
                         env.step(a)
                         trace.append(np.asarray(env.sim.get_agent_state().position, np.float64))
                     m = env.get_metrics()
-                    rows[key] = (bound, np.asarray(trace), {k: m[k] for k in
-                                                            ("mos_success", "mos_precision", "mos_recall",
-                                                             "trajectory_length", "mos_targets_found")})
+                    rows[key] = (
+                        bound,
+                        np.asarray(trace),
+                        {
+                            k: m[k]
+                            for k in (
+                                "mos_success",
+                                "mos_precision",
+                                "mos_recall",
+                                "trajectory_length",
+                                "mos_targets_found",
+                            )
+                        },
+                    )
             finally:
                 env.close()
         out[sim] = rows
@@ -159,15 +207,27 @@ def test_oracle_solves_mos_and_moc_without_sliding_on_both(tmp_path):
     for sim in ("mosnav", "habitat-sim"):
         got = []
         for name in ("mos_demo.yaml", "moc_demo.yaml"):
-            cfg = get_config(f"benchmark/nav/mosnav/{name}",
-                             ["habitat.task.mosnav_space_coverage_samples=0",
-                              "habitat.simulator.habitat_sim_v0.allow_sliding=False",
-                              *simulator_overrides(sim), *SMALL_IMAGES])
-            Evaluator(OracleAgent(), cfg, output_dir=str(tmp_path / sim / name), progress=False,
-                      on_record=got.append).run()
+            cfg = get_config(
+                f"benchmark/nav/mosnav/{name}",
+                [
+                    "habitat.task.mosnav_space_coverage_samples=0",
+                    "habitat.simulator.habitat_sim_v0.allow_sliding=False",
+                    *simulator_overrides(sim),
+                    *SMALL_IMAGES,
+                ],
+            )
+            Evaluator(
+                OracleAgent(),
+                cfg,
+                output_dir=str(tmp_path / sim / name),
+                progress=False,
+                on_record=got.append,
+            ).run()
         assert len(got) == 12 and all(r["status"] == "ok" for r in got), sim
-        assert all(r["metrics"]["success"] for r in got), (sim, [r["episode_key"] for r in got
-                                                                 if not r["metrics"]["success"]])
+        assert all(r["metrics"]["success"] for r in got), (
+            sim,
+            [r["episode_key"] for r in got if not r["metrics"]["success"]],
+        )
         spl[sim] = float(np.mean([r["metrics"]["spl_multi"] for r in got]))
     assert spl["mosnav"] >= 0.85 and spl["habitat-sim"] >= 0.85, spl
     assert abs(spl["mosnav"] - spl["habitat-sim"]) <= 0.02, spl
@@ -185,14 +245,31 @@ def test_ppo_trains_and_evaluates_on_habitat_sim(tmp_path):
     from habitat_mosnav.config.simulator import simulator_overrides
     from habitat_mosnav.evaluation.results import summarize
 
-    common = [*simulator_overrides("habitat-sim"), *SMALL_IMAGES, "habitat.environment.max_episode_steps=20",
-              "habitat.task.mosnav_space_coverage_samples=0", "mosnav_output_dir=exp",
-              "habitat_baselines.num_environments=1", "habitat_baselines.test_episode_count=2"]
+    common = [
+        *simulator_overrides("habitat-sim"),
+        *SMALL_IMAGES,
+        "habitat.environment.max_episode_steps=20",
+        "habitat.task.mosnav_space_coverage_samples=0",
+        "mosnav_output_dir=exp",
+        "habitat_baselines.num_environments=1",
+        "habitat_baselines.test_episode_count=2",
+    ]
 
     def run(*extra):
-        proc = subprocess.run([sys.executable, "-m", "habitat_mosnav.run", "--config-name=ppo_mos_demo",
-                               *common, *extra], cwd=str(tmp_path), capture_output=True, text=True,
-                              timeout=900)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "habitat_mosnav.run",
+                "--config-name=ppo_mos_demo",
+                *common,
+                *extra,
+            ],
+            cwd=str(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         return proc.returncode, proc.stdout + proc.stderr
 
     rc, log = run("habitat_baselines.num_updates=2", "habitat_baselines.rl.ppo.num_steps=8")
@@ -226,19 +303,37 @@ def test_dataset_builder_on_both_backends(tmp_path):
         out = tmp_path / backend
         # one process per backend (the command line, as users run it): habitat-sim's GL teardown
         # would break the CPU renderer's context in a shared process
-        proc = subprocess.run([sys.executable, "-m", "habitat_mosnav.dataset_building.cli", "extract",
-                               "--scenes", str(scenes), "--out", str(out), "--backend", backend,
-                               "--no-progress", "--image-size", "96"], capture_output=True, text=True,
-                              timeout=900)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "habitat_mosnav.dataset_building.cli",
+                "extract",
+                "--scenes",
+                str(scenes),
+                "--out",
+                str(out),
+                "--backend",
+                backend,
+                "--no-progress",
+                "--image-size",
+                "96",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         (sid,) = [d for d in os.listdir(out) if (out / d / "goals.json").is_file()]
         with open(out / sid / "goals.json") as fh:
-            goals[backend] = {g["object_id"]: {tuple(np.round(v["position"], 2))
-                                               for v in g["view_points"]} for g in json.load(fh)["goals"]}
+            goals[backend] = {
+                g["object_id"]: {tuple(np.round(v["position"], 2)) for v in g["view_points"]}
+                for g in json.load(fh)["goals"]
+            }
     cpu, hs = goals["mosnav"], goals["habitat-sim"]
     assert len(cpu) >= 20
     both = set(cpu) & set(hs)
-    assert len(both) >= 0.9 * max(len(cpu), len(hs)), (sorted(set(cpu) ^ set(hs)))
+    assert len(both) >= 0.9 * max(len(cpu), len(hs)), sorted(set(cpu) ^ set(hs))
     shared = sum(len(cpu[o] & hs[o]) for o in both)
     union = sum(len(cpu[o] | hs[o]) for o in both)
     assert shared >= 0.8 * union, (shared, union)

@@ -1,6 +1,7 @@
 """What produced a result (issue 24): run.json and summary.json record the package version,
 the git commit of the checkout, habitat-lab's and habitat-sim's versions; every command
 prints them with --version."""
+
 import importlib
 import importlib.metadata
 import json
@@ -26,7 +27,9 @@ COMMANDS = [  # (module with main(argv), prog)
 ]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: the package runs from this checkout (3.11 lane, editable), not from an installed wheel (3.9 lane)
-FROM_CHECKOUT = os.path.dirname(os.path.abspath(versions.__file__)) == os.path.join(REPO, "habitat_mosnav")
+FROM_CHECKOUT = os.path.dirname(os.path.abspath(versions.__file__)) == os.path.join(
+    REPO, "habitat_mosnav"
+)
 
 
 def _expected_software():
@@ -55,8 +58,21 @@ def test_run_and_summary_record_the_software(tmp_path, open_room):
     from habitat_mosnav.evaluation.cli import main
 
     out = tmp_path / "run"
-    assert main(room_args(open_room, *NO_IMAGES, "--num-episodes", "1", "--max-steps", "3",
-                          "--output-dir", str(out))) == 0
+    assert (
+        main(
+            room_args(
+                open_room,
+                *NO_IMAGES,
+                "--num-episodes",
+                "1",
+                "--max-steps",
+                "3",
+                "--output-dir",
+                str(out),
+            )
+        )
+        == 0
+    )
     expected = _expected_software()
     for name in ("run.json", "summary.json"):
         software = json.loads((out / name).read_text())["software"]
@@ -75,15 +91,18 @@ def test_resume_after_an_upgrade_is_allowed_and_keeps_the_first_start(tmp_path, 
     from habitat_mosnav.evaluation.cli import main
 
     out = tmp_path / "run"
-    args = room_args(open_room, *NO_IMAGES, "--num-episodes", "1", "--max-steps", "3",
-                     "--output-dir", str(out))
+    args = room_args(
+        open_room, *NO_IMAGES, "--num-episodes", "1", "--max-steps", "3", "--output-dir", str(out)
+    )
     assert main(args) == 0
     manifest = json.loads((out / "run.json").read_text())
     manifest["software"]["habitat_mosnav"] = "0.0.1"  # as if started by an older version
     (out / "run.json").write_text(json.dumps(manifest))
     assert main(args + ["--resume"]) == 0
     assert json.loads((out / "run.json").read_text())["software"]["habitat_mosnav"] == "0.0.1"
-    assert json.loads((out / "summary.json").read_text())["software"]["habitat_mosnav"] == __version__
+    assert (
+        json.loads((out / "summary.json").read_text())["software"]["habitat_mosnav"] == __version__
+    )
 
 
 def test_no_commit_for_a_copy_outside_this_checkout(tmp_path, monkeypatch):
@@ -98,9 +117,13 @@ def test_the_baselines_entry_point_has_our_version_not_hydras():
     import importlib.util
 
     if importlib.util.find_spec("habitat_baselines") is None:  # not imported here: torch
-        pytest.skip("needs the [baselines] extra")                # after EGL can crash a process
-    proc = subprocess.run([sys.executable, "-m", "habitat_mosnav.run", "--version"],
-                          capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=REPO))
+        pytest.skip("needs the [baselines] extra")  # after EGL can crash a process
+    proc = subprocess.run(
+        [sys.executable, "-m", "habitat_mosnav.run", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=REPO),
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith(f"python -m habitat_mosnav.run {__version__}")

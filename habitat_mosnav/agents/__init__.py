@@ -3,6 +3,7 @@
 Nothing here imports torch or habitat; the oracle touches the simulator only through the
 ``habitat.Env`` handed to its ``bind_env``.
 """
+
 from habitat_mosnav.agents.legacy import LegacyAgentAdapter, adapt_agent, has_legacy_act
 from habitat_mosnav.agents.loading import (
     AGENT_ALIASES,

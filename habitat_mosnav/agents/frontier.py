@@ -38,6 +38,7 @@ reads the semantic camera (``env.sim.get_observations_at()["semantic"]``, needs
 Replace it with an open-vocabulary model by passing ``detector=`` (anything with
 ``detect(observation) -> list[Detection]``).
 """
+
 from __future__ import annotations
 
 import math
@@ -62,9 +63,10 @@ __all__ = [
 #: The Hydra override that adds a semantic camera with the depth camera's geometry
 #: (``habitat/simulator/sim_sensors/mosnav_semantic_sensor.yaml``); pass it to
 #: ``mosnav-eval --set`` for the ground-truth detector.
-SEMANTIC_SENSOR_OVERRIDE = ("+habitat/simulator/sim_sensors@habitat.simulator.agents.main_agent"
-                            ".sim_sensors.semantic_sensor=mosnav_semantic_sensor")
-
+SEMANTIC_SENSOR_OVERRIDE = (
+    "+habitat/simulator/sim_sensors@habitat.simulator.agents.main_agent"
+    ".sim_sensors.semantic_sensor=mosnav_semantic_sensor"
+)
 
 
 # ----------------------------------------------------------------------------- camera
@@ -101,8 +103,12 @@ class CameraModel:
             agent_height=float(agent.get("height", base.agent_height)),
         )
         if depth is not None:
-            values.update(hfov_deg=float(depth.hfov), sensor_height=float(depth.position[1]),
-                          min_depth=float(depth.min_depth), max_depth=float(depth.max_depth))
+            values.update(
+                hfov_deg=float(depth.hfov),
+                sensor_height=float(depth.position[1]),
+                min_depth=float(depth.min_depth),
+                max_depth=float(depth.max_depth),
+            )
         return cls(**values)
 
 
@@ -160,15 +166,18 @@ class GroundTruthDetector(Detector):
 
     def detect(self, observation: Observation) -> List[Detection]:
         if self.env is None:
-            raise RuntimeError("GroundTruthDetector needs bind_env(env); run it with mosnav-eval "
-                               "or Evaluator, which bind the environment")
+            raise RuntimeError(
+                "GroundTruthDetector needs bind_env(env); run it with mosnav-eval "
+                "or Evaluator, which bind the environment"
+            )
         if self._targets is None:
             self._targets = {int(i) for i in self.env.current_episode.target_object_ids}
         obs = self.env.sim.get_observations_at()
         if obs is None or self.uuid not in obs:
             raise RuntimeError(
                 f"GroundTruthDetector: the config has no '{self.uuid}' sensor; add it with "
-                f"--set {SEMANTIC_SENSOR_OVERRIDE} (mosnav-eval adds it for FrontierAgent)")
+                f"--set {SEMANTIC_SENSOR_OVERRIDE} (mosnav-eval adds it for FrontierAgent)"
+            )
         sem = np.asarray(obs[self.uuid])
         if sem.ndim == 3:
             sem = sem[..., 0]
@@ -214,8 +223,8 @@ class OccupancyMap:
     def _disk(self, xz: Sequence[float], radius: float):
         r0, c0 = self.cell(xz)
         k = int(math.ceil(max(radius, 0.0) / self.cs))
-        rr, cc = np.mgrid[-k:k + 1, -k:k + 1]
-        keep = (rr ** 2 + cc ** 2) * self.cs ** 2 <= radius ** 2 + 1e-9
+        rr, cc = np.mgrid[-k : k + 1, -k : k + 1]
+        keep = (rr**2 + cc**2) * self.cs**2 <= radius**2 + 1e-9
         return np.clip(r0 + rr[keep], 0, self.n - 1), np.clip(c0 + cc[keep], 0, self.n - 1)
 
     def mark_disk(self, layer: np.ndarray, xz: Sequence[float], radius: float) -> None:
@@ -232,8 +241,10 @@ class OccupancyMap:
         if rows.size == 0:
             c = self.n // 2
             return slice(c - margin, c + margin), slice(c - margin, c + margin)
-        return (slice(max(rows[0] - margin, 0), min(rows[-1] + margin + 1, self.n)),
-                slice(max(cols[0] - margin, 0), min(cols[-1] + margin + 1, self.n)))
+        return (
+            slice(max(rows[0] - margin, 0), min(rows[-1] + margin + 1, self.n)),
+            slice(max(cols[0] - margin, 0), min(cols[-1] + margin + 1, self.n)),
+        )
 
 
 def _pixel_geometry(shape: Tuple[int, int], hfov_deg: float, stride: int):
@@ -271,11 +282,20 @@ class FrontierAgent:
     #: lacks (``{sim_sensors key: the Hydra override that adds it}``).
     required_sim_sensors = {"semantic_sensor": SEMANTIC_SENSOR_OVERRIDE}
 
-    def __init__(self, detector: Optional[Detector] = None, camera: Optional[CameraModel] = None,
-                 claim_radius: float = 0.9, approach_radius: float = 0.55,
-                 cell_size: float = 0.05, map_size: float = 40.0, lookahead: float = 0.6,
-                 min_frontier_cells: int = 6, pixel_stride: int = 2,
-                 spin_at_start: bool = True, approach_budget: int = 150) -> None:
+    def __init__(
+        self,
+        detector: Optional[Detector] = None,
+        camera: Optional[CameraModel] = None,
+        claim_radius: float = 0.9,
+        approach_radius: float = 0.55,
+        cell_size: float = 0.05,
+        map_size: float = 40.0,
+        lookahead: float = 0.6,
+        min_frontier_cells: int = 6,
+        pixel_stride: int = 2,
+        spin_at_start: bool = True,
+        approach_budget: int = 150,
+    ) -> None:
         self.detector = detector if detector is not None else GroundTruthDetector()
         self._fixed_camera = camera
         self.camera = camera or CameraModel()
@@ -340,8 +360,11 @@ class FrontierAgent:
         self._integrate_detections(self.detector.detect(observation), observation, pos, heading)
 
         if mode in MULTI_MODES:
-            if mode == "many" and observation.target_count is not None \
-                    and len(self._claimed) >= int(observation.target_count):
+            if (
+                mode == "many"
+                and observation.target_count is not None
+                and len(self._claimed) >= int(observation.target_count)
+            ):
                 return self._finish("target_count reached")
             if observation.step_count >= observation.max_steps - 1:
                 return self._finish("step budget")
@@ -384,8 +407,10 @@ class FrontierAgent:
         cam = self.camera
         key = (depth.shape, cam.hfov_deg, self.pixel_stride)
         if key != self._geom_key:
-            self._geom_key, self._geom = key, _pixel_geometry(depth.shape, cam.hfov_deg,
-                                                             self.pixel_stride)
+            self._geom_key, self._geom = (
+                key,
+                _pixel_geometry(depth.shape, cam.hfov_deg, self.pixel_stride),
+            )
         vs, us, lat, up = self._geom
         d = depth[np.ix_(vs, us)].astype(np.float64)  # (V, U)
         eps = 1e-3
@@ -421,13 +446,19 @@ class FrontierAgent:
         if r1 <= r0 or c1 <= c0:
             return
         canvas = np.zeros((r1 - r0, c1 - c0), dtype=np.uint8)
-        pts = np.stack([(poly[:, 0] - self.map.origin) / self.map.cs - c0,
-                        (poly[:, 1] - self.map.origin) / self.map.cs - r0], axis=1)
+        pts = np.stack(
+            [
+                (poly[:, 0] - self.map.origin) / self.map.cs - c0,
+                (poly[:, 1] - self.map.origin) / self.map.cs - r0,
+            ],
+            axis=1,
+        )
         cv2.fillPoly(canvas, [np.round(pts * 8).astype(np.int32)], 1, shift=3)
         self.map.free[r0:r1, c0:c1] |= canvas.astype(bool)
 
-    def _integrate_detections(self, detections: List[Detection], observation: Observation,
-                              pos: np.ndarray, heading: float) -> None:
+    def _integrate_detections(
+        self, detections: List[Detection], observation: Observation, pos: np.ndarray, heading: float
+    ) -> None:
         depth = observation.depth
         cam = self.camera
         for det in detections:
@@ -465,8 +496,13 @@ class FrontierAgent:
         if not inst.cells:
             return math.inf
         cells = np.array(list(inst.cells), dtype=np.float64)
-        xz = np.stack([self.map.origin + (cells[:, 1] + 0.5) * self.map.cs,
-                       self.map.origin + (cells[:, 0] + 0.5) * self.map.cs], axis=1)
+        xz = np.stack(
+            [
+                self.map.origin + (cells[:, 1] + 0.5) * self.map.cs,
+                self.map.origin + (cells[:, 0] + 0.5) * self.map.cs,
+            ],
+            axis=1,
+        )
         return float(np.min(np.linalg.norm(xz - pos[None, :], axis=1)))
 
     # ------------------------------------------------------------------ planning
@@ -487,8 +523,9 @@ class FrontierAgent:
 
         def field(scale):
             if scale not in fields:
-                fields[scale] = self._distances(free, clearance, agent,
-                                                scale * self.camera.agent_radius)
+                fields[scale] = self._distances(
+                    free, clearance, agent, scale * self.camera.agent_radius
+                )
             return fields[scale]
 
         # a seen instance first (tighter squeezes allowed than for exploring), then frontiers
@@ -508,13 +545,16 @@ class FrontierAgent:
                     break
                 stand, seen = frontier
                 if float(np.linalg.norm(m.centre(*stand) - pos)) > 0.3:
-                    return self._steer(dist, (stand[0] - rs.start, stand[1] - cs_.start), rs,
-                                       cs_, pos, heading)
+                    return self._steer(
+                        dist, (stand[0] - rs.start, stand[1] - cs_.start), rs, cs_, pos, heading
+                    )
                 # arrived: look at the frontier, then retire it (whatever is still unknown
                 # there cannot be seen from here)
                 err = self._heading_error(m.centre(*seen) - pos, heading)
-                if abs(err) > math.radians(self.camera.turn_angle_deg) / 2.0 + 1e-6 \
-                        and self._facing_turns < 12:
+                if (
+                    abs(err) > math.radians(self.camera.turn_angle_deg) / 2.0 + 1e-6
+                    and self._facing_turns < 12
+                ):
                     self._facing_turns += 1
                     return int(Action.TURN_LEFT if err > 0 else Action.TURN_RIGHT)
                 self.map.mark_disk(self._blocked_frontier, m.centre(*seen), 0.6)
@@ -608,8 +648,12 @@ class FrontierAgent:
             (sr, sc), (fr, fc) = self._frontier
             sr, sc, fr, fc = sr - rs.start, sc - cs_.start, fr - rs.start, fc - cs_.start
             h, w = frontier.shape
-            if 0 <= sr < h and 0 <= sc < w and np.isfinite(dist[sr, sc]) \
-                    and frontier[max(fr - 1, 0):fr + 2, max(fc - 1, 0):fc + 2].any():
+            if (
+                0 <= sr < h
+                and 0 <= sc < w
+                and np.isfinite(dist[sr, sc])
+                and frontier[max(fr - 1, 0) : fr + 2, max(fc - 1, 0) : fc + 2].any()
+            ):
                 return self._frontier
         near = ndimage.binary_dilation(frontier, structure=eight, iterations=reach)
         flat = np.where(near & np.isfinite(dist), dist, np.inf)
@@ -619,8 +663,10 @@ class FrontierAgent:
         # the frontier cell this stand point looks at: the nearest one
         fr_rows, fr_cols = np.nonzero(frontier)
         k = int(np.argmin((fr_rows - stand[0]) ** 2 + (fr_cols - stand[1]) ** 2))
-        self._frontier = ((int(stand[0]) + rs.start, int(stand[1]) + cs_.start),
-                          (int(fr_rows[k]) + rs.start, int(fr_cols[k]) + cs_.start))
+        self._frontier = (
+            (int(stand[0]) + rs.start, int(stand[1]) + cs_.start),
+            (int(fr_rows[k]) + rs.start, int(fr_cols[k]) + cs_.start),
+        )
         self._facing_turns = 0
         self.stats["frontier_goals"] += 1
         return self._frontier

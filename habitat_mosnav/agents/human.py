@@ -2,6 +2,7 @@
 
 Used to play an episode by hand, check that a task is solvable and see what agents see.
 """
+
 from __future__ import annotations
 
 import sys
@@ -71,8 +72,10 @@ class HumanAgent:
         episode = (observation.scene_id, observation.episode_id)
         if self._prompt_shown_for != episode:
             self._prompt_shown_for = episode
-            self._say(f"\n=== {observation.scene_id} / {observation.episode_id} "
-                      f"({observation.target_mode}) ===")
+            self._say(
+                f"\n=== {observation.scene_id} / {observation.episode_id} "
+                f"({observation.target_mode}) ==="
+            )
             self._say(f"goal: {observation.goal_text}")
             self._say(KEY_HELP)
         gps = observation.gps

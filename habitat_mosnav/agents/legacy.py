@@ -4,6 +4,7 @@
 :func:`has_legacy_act` recognises the old signature, so the agent is never silently handed
 the whole ``Observation`` as ``rgb`` (see :func:`adapt_agent`).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -61,13 +62,13 @@ def has_legacy_act(agent) -> bool:
         params = list(inspect.signature(act).parameters.values())
     except (TypeError, ValueError):
         return False
-    positional = [p for p in params
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    positional = [
+        p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
     return bool(positional) and positional[0].name in LEGACY_ACT_PARAMETERS
 
 
-def adapt_agent(agent, legacy_api: bool = False,
-                note: Optional[Callable[[str], None]] = None):
+def adapt_agent(agent, legacy_api: bool = False, note: Optional[Callable[[str], None]] = None):
     """The agent as the evaluator calls it: wrapped in :class:`LegacyAgentAdapter` with
     ``legacy_api`` (``--legacy-agent-api``) or when :func:`has_legacy_act` recognises the
     old signature (then ``note`` gets one line saying so)."""
@@ -77,9 +78,11 @@ def adapt_agent(agent, legacy_api: bool = False,
         return LegacyAgentAdapter(agent)
     if has_legacy_act(agent):
         if note is not None:
-            note(f"note: {type(agent).__name__}.act has the legacy signature act(rgb, depth, "
-                 "prompt): calling it as with --legacy-agent-api. Its action ids are read "
-                 "with --action-protocol (default goat); add --action-protocol legacy if it "
-                 "claims with 0 and finishes with 9 in many/all.")
+            note(
+                f"note: {type(agent).__name__}.act has the legacy signature act(rgb, depth, "
+                "prompt): calling it as with --legacy-agent-api. Its action ids are read "
+                "with --action-protocol (default goat); add --action-protocol legacy if it "
+                "claims with 0 and finishes with 9 in many/all."
+            )
         return LegacyAgentAdapter(agent)
     return agent

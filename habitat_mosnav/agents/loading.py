@@ -3,6 +3,7 @@
 Errors are :class:`AgentLoadError` with a one-line message naming the spec, so the CLI can
 print it and exit 2 instead of showing an import traceback.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -12,7 +13,14 @@ import os
 import sys
 from typing import Any, Callable, Optional
 
-__all__ = ["AGENT_ALIASES", "AgentLoadError", "agent_code_digest", "resolve_agent", "instantiate_agent", "load_agent"]
+__all__ = [
+    "AGENT_ALIASES",
+    "AgentLoadError",
+    "agent_code_digest",
+    "resolve_agent",
+    "instantiate_agent",
+    "load_agent",
+]
 
 AGENT_ALIASES = {
     "random": "habitat_mosnav.agents.random_agent:RandomAgent",
@@ -53,7 +61,9 @@ def _import_file(path: str, spec: str):
     except BaseException as exc:  # noqa: B902 - the user's module failed while importing
         # (SystemExit included: sys.exit() in an agent's module never sets our exit code)
         sys.modules.pop(name, None)
-        raise AgentLoadError(f"--agent {spec}: importing {path!r} failed: {_one_line(exc)}") from exc
+        raise AgentLoadError(
+            f"--agent {spec}: importing {path!r} failed: {_one_line(exc)}"
+        ) from exc
     return module
 
 
@@ -68,7 +78,8 @@ def _import_module(module_name: str, spec: str):
     except ModuleNotFoundError as exc:
         missing = exc.name or module_name
         if module_name in ORIGINAL_TEMPLATES and (
-                missing == module_name or module_name.startswith(missing + ".")):
+            missing == module_name or module_name.startswith(missing + ".")
+        ):
             return importlib.import_module(ORIGINAL_TEMPLATES[module_name])
         if missing == module_name or module_name.startswith(missing + "."):
             raise AgentLoadError(
@@ -81,7 +92,9 @@ def _import_module(module_name: str, spec: str):
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: B902 - SystemExit too: never our exit code
-        raise AgentLoadError(f"--agent {spec}: importing {module_name!r} failed: {_one_line(exc)}") from exc
+        raise AgentLoadError(
+            f"--agent {spec}: importing {module_name!r} failed: {_one_line(exc)}"
+        ) from exc
 
 
 def agent_code_digest(agent: Any) -> Optional[str]:
@@ -107,7 +120,9 @@ def agent_code_digest(agent: Any) -> Optional[str]:
 def resolve_agent(spec: str) -> Callable[..., Any]:
     """Return the agent class (or factory) named by ``spec``, without instantiating it."""
     if not isinstance(spec, str) or not spec.strip():
-        raise AgentLoadError("--agent is empty: expected random, human, api, oracle or package.module:Class")
+        raise AgentLoadError(
+            "--agent is empty: expected random, human, api, oracle or package.module:Class"
+        )
     spec = spec.strip()
     target = AGENT_ALIASES.get(spec, spec)
     if ":" not in target:
@@ -125,7 +140,9 @@ def resolve_agent(spec: str) -> Callable[..., Any]:
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise AgentLoadError(f"--agent {spec}: module {module_part!r} has no attribute {attr!r}")
+            raise AgentLoadError(
+                f"--agent {spec}: module {module_part!r} has no attribute {attr!r}"
+            )
         obj = getattr(obj, part)
     if not callable(obj):
         raise AgentLoadError(f"--agent {spec}: {attr!r} is not a class or factory")
@@ -142,14 +159,20 @@ def instantiate_agent(factory: Callable[..., Any], spec: str, args: Optional[Any
     except (AgentLoadError, KeyboardInterrupt):
         raise
     except BaseException as exc:  # noqa: B902 - SystemExit too: never our exit code
-        raise AgentLoadError(f"--agent {spec}: constructing the agent failed: {_one_line(exc)}") from exc
+        raise AgentLoadError(
+            f"--agent {spec}: constructing the agent failed: {_one_line(exc)}"
+        ) from exc
     if not callable(getattr(agent, "act", None)):
         raise AgentLoadError(f"--agent {spec}: {type(agent).__name__} has no act() method")
     return agent
 
 
-def load_agent(spec: str, args: Optional[Any] = None, legacy_api: bool = False,
-               note: Optional[Callable[[str], None]] = None):
+def load_agent(
+    spec: str,
+    args: Optional[Any] = None,
+    legacy_api: bool = False,
+    note: Optional[Callable[[str], None]] = None,
+):
     """Resolve and build the agent; ``legacy_api`` (or an ``act(rgb, depth, prompt)``
     signature, see :func:`~habitat_mosnav.agents.legacy.adapt_agent`) wraps it for the
     old call."""

@@ -16,6 +16,7 @@ per step: nearness is the task's cached ``distance_to_nearest_unclaimed``.
 with path length): it first turns away from its first target and walks that many forward
 steps, then proceeds as the oracle.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,6 +29,7 @@ from habitat_mosnav.pose import wrap_angle, yaw_of
 from habitat_mosnav.simulators import path_request_types
 
 __all__ = ["OracleAgent"]
+
 
 def _polyline_distance(p: np.ndarray, pts: Sequence[np.ndarray]) -> float:
     """Horizontal distance from ``p`` to the polyline ``pts`` ((x, z) points)."""
@@ -49,9 +51,15 @@ class OracleAgent:
     ``replan_distance``: a planned path is followed until the agent is this far (m) off it.
     """
 
-    def __init__(self, waypoint_tolerance: float = 0.1, claim_margin: float = 1e-3,
-                 max_stuck: int = 6, detour_steps: int = 0, max_view_points: int = 64,
-                 replan_distance: float = 0.5) -> None:
+    def __init__(
+        self,
+        waypoint_tolerance: float = 0.1,
+        claim_margin: float = 1e-3,
+        max_stuck: int = 6,
+        detour_steps: int = 0,
+        max_view_points: int = 64,
+        replan_distance: float = 0.5,
+    ) -> None:
         self.detour_steps = int(detour_steps)
         self.replan_distance = float(replan_distance)
         self.max_view_points = int(max_view_points)
@@ -83,8 +91,10 @@ class OracleAgent:
     @property
     def _state(self):
         if self.env is None:
-            raise RuntimeError("OracleAgent needs bind_env(env) before act(); run it with "
-                               "mosnav-eval or Evaluator, which bind the environment")
+            raise RuntimeError(
+                "OracleAgent needs bind_env(env) before act(); run it with "
+                "mosnav-eval or Evaluator, which bind the environment"
+            )
         state = getattr(self.env.task, "mos_state", None)
         if state is None:
             raise RuntimeError("OracleAgent: the task has no mos_state (not MultiObjectNav-v1?)")
@@ -108,9 +118,13 @@ class OracleAgent:
     def _choose_view_points(self, state, sim, order: Sequence[int]) -> Dict[int, np.ndarray]:
         """One view point per target of ``order`` minimising the geodesic length of
         start -> vp_1 -> vp_2 ... (exact over the view points: a layered shortest path)."""
+
         def geo(a, b) -> float:
-            d = float(sim.geodesic_distance(np.asarray(a, dtype=np.float32),
-                                            [np.asarray(b, dtype=np.float32)], episode=None))
+            d = float(
+                sim.geodesic_distance(
+                    np.asarray(a, dtype=np.float32), [np.asarray(b, dtype=np.float32)], episode=None
+                )
+            )
             return d if math.isfinite(d) else math.inf
 
         layers = [self._ends(state, oid)[: self.max_view_points] for oid in order]
@@ -138,8 +152,9 @@ class OracleAgent:
     def _ends(self, state, oid: int) -> List[np.ndarray]:
         """The view points of ``oid`` still worth walking to (all, at first)."""
         if oid not in self._goal_points:
-            self._goal_points[oid] = [np.asarray(p, dtype=np.float64)
-                                      for p in state.goals[oid].near_points]
+            self._goal_points[oid] = [
+                np.asarray(p, dtype=np.float64) for p in state.goals[oid].near_points
+            ]
         return self._goal_points[oid]
 
     def _find_path(self, sim, start: np.ndarray, ends: Sequence[np.ndarray]):
@@ -217,14 +232,20 @@ class OracleAgent:
             return int(Action.TURN_LEFT if diff > 0 else Action.TURN_RIGHT)
         return int(Action.MOVE_FORWARD)
 
-    def _greedy_step(self, sim, pos: np.ndarray, rotation, goals: Sequence[np.ndarray]) -> Optional[int]:
+    def _greedy_step(
+        self, sim, pos: np.ndarray, rotation, goals: Sequence[np.ndarray]
+    ) -> Optional[int]:
         """habitat's greedy geodesic follower in one step: of the headings one or more turns
         away, the one whose forward step (as the simulator moves it: with or without
         sliding) ends geodesically nearest to ``goals``; forward when it is the current
         heading, else the turn toward it. None when no heading gets nearer."""
         cfg = getattr(sim, "habitat_config", None)
         step = float(getattr(cfg, "forward_step_size", 0.25))
-        sliding = bool(cfg.get("habitat_sim_v0", {}).get("allow_sliding", True)) if cfg is not None else True
+        sliding = (
+            bool(cfg.get("habitat_sim_v0", {}).get("allow_sliding", True))
+            if cfg is not None
+            else True
+        )
         move = sim.pathfinder.try_step if sliding else sim.pathfinder.try_step_no_sliding
         turn = math.radians(self._turn_angle_deg())
         n = max(1, int(round(2 * math.pi / turn)))
@@ -264,7 +285,8 @@ class OracleAgent:
         if self._plan is None:
             self._plan = self._make_plan(state)
             self._via = self._choose_view_points(
-                state, sim, self._plan[:min(int(state.required_count), len(self._plan))])
+                state, sim, self._plan[: min(int(state.required_count), len(self._plan))]
+            )
         claimed = set(state.claimed)
         if multi and len(claimed) >= state.required_count:
             return int(Action.FINISH)
@@ -299,8 +321,9 @@ class OracleAgent:
             return self._remember(int(Action.TARGET_FOUND))
 
         if self._detour is None:
-            self._detour = self._detour_actions(state, agent_state.rotation) \
-                if self.detour_steps > 0 else []
+            self._detour = (
+                self._detour_actions(state, agent_state.rotation) if self.detour_steps > 0 else []
+            )
         if self._detour:
             return self._remember(self._detour.pop(0))
 
@@ -316,8 +339,10 @@ class OracleAgent:
                 via, looping = None, False
             if via is not None:
                 path = self._committed_path(sim, pos, oid, via)
-                if path is not None and math.hypot(*(path[-1] - pos)[[0, 2]]) \
-                        > self.waypoint_tolerance:
+                if (
+                    path is not None
+                    and math.hypot(*(path[-1] - pos)[[0, 2]]) > self.waypoint_tolerance
+                ):
                     return self._remember(self._follow(sim, path, pos, agent_state.rotation, [via]))
                 del self._via[oid]  # unreachable, or reached without being near
             ends = self._ends(state, oid)

@@ -4,6 +4,7 @@ The evaluator never interprets an action itself: it maps the id through the prot
 hands the Habitat action name to ``env.step``; the plugin's task does the rest (claims,
 episode end). An id outside the protocol is the agent's error (``InvalidAction``).
 """
+
 from __future__ import annotations
 
 import numbers

@@ -1,4 +1,5 @@
 """A random agent: the floor every evaluated agent must beat."""
+
 from __future__ import annotations
 
 from typing import Optional

@@ -29,6 +29,7 @@ What ``act`` returns (``habitat_mosnav.api.Action``, or the plain int):
   it registers one instance and the episode goes on; in single/any it ends the episode.
   0 FINISH: "the whole task is done" (ends the episode; in all/MOC success requires it).
 """
+
 from __future__ import annotations
 
 from habitat_mosnav.api import Action, Observation
@@ -60,7 +61,7 @@ class SimpleAgent:
             depth = observation.depth
             if depth is not None and depth.size:
                 h, w = depth.shape[:2]
-                ahead = depth[h // 3: 2 * h // 3, w // 3: 2 * w // 3]
+                ahead = depth[h // 3 : 2 * h // 3, w // 3 : 2 * w // 3]
                 if float(ahead.min()) < 0.6:  # an obstacle right ahead: turn instead
                     action = Action.TURN_LEFT
         elif observation.target_mode in ("many", "all"):

@@ -15,6 +15,7 @@
 Importing this package itself stays light (no habitat-baselines), because the VectorEnv
 workers import :mod:`habitat_mosnav.baselines.envs` and need nothing more.
 """
+
 from __future__ import annotations
 
 import habitat_mosnav  # noqa: F401  (must come before habitat / habitat_baselines)
@@ -41,8 +42,10 @@ def register() -> None:
 
 def __getattr__(name):
     lazy = {
-        "MosNavEvaluator": "evaluator", "MosNavPPOTrainer": "trainer",
-        "MosNavTextGoalEncoder": "text_goal", "MosNavVectorEnvFactory": "factory",
+        "MosNavEvaluator": "evaluator",
+        "MosNavPPOTrainer": "trainer",
+        "MosNavTextGoalEncoder": "text_goal",
+        "MosNavVectorEnvFactory": "factory",
         "load_checkpoint": "checkpoint",
     }
     if name in lazy:
@@ -53,5 +56,12 @@ def __getattr__(name):
     raise AttributeError(f"module 'habitat_mosnav.baselines' has no attribute {name!r}")
 
 
-__all__ = ["NON_SCALAR_MEASURES", "MosNavEvaluator", "MosNavPPOTrainer",
-           "MosNavTextGoalEncoder", "MosNavVectorEnvFactory", "load_checkpoint", "register"]
+__all__ = [
+    "NON_SCALAR_MEASURES",
+    "MosNavEvaluator",
+    "MosNavPPOTrainer",
+    "MosNavTextGoalEncoder",
+    "MosNavVectorEnvFactory",
+    "load_checkpoint",
+    "register",
+]

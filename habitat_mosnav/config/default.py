@@ -4,6 +4,7 @@ Like ``habitat_baselines.config.default.get_config``: registers the search-path 
 passes this package's config directory as ``configs_dir``, so
 ``get_config("benchmark/nav/mosnav/mos_demo.yaml")`` works wherever Python runs.
 """
+
 from __future__ import annotations
 
 import os.path as osp
@@ -45,8 +46,9 @@ def register_configs() -> None:
         OmegaConf.register_new_resolver("mosnav_gpu_device", default_gpu_device_id)
 
 
-def get_config(config_path: str, overrides: Optional[List[str]] = None,
-               configs_dir: str = MOSNAV_CONFIG_DIR) -> DictConfig:
+def get_config(
+    config_path: str, overrides: Optional[List[str]] = None, configs_dir: str = MOSNAV_CONFIG_DIR
+) -> DictConfig:
     """Compose ``config_path`` (absolute, cwd-relative, or relative to this package's
     config directory) with Hydra ``overrides`` such as ``["habitat.seed=1"]``."""
     register_configs()

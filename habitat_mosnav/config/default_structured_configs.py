@@ -7,6 +7,7 @@ lab_sensors``, ``habitat/task/actions``, ``habitat/dataset``, ``habitat/simulato
 ``SearchPathPlugin`` so that YAML ``defaults:`` lists find ``pkg://habitat_mosnav/config``.
 Every plugin-specific option starts with ``mosnav_`` where it sits inside a habitat node.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -118,9 +119,19 @@ def _measure(type_name: str, doc: str):
     """A ``MeasurementConfig`` subclass for a measure without options. It is bound as a
     module attribute so that configs pickle (VectorEnv sends them to worker processes)."""
     name = f"{type_name}MeasurementConfig"
-    cls = dataclass(type(name, (MeasurementConfig,), {
-        "__annotations__": {"type": str}, "type": type_name, "__doc__": doc,
-        "__module__": __name__, "__qualname__": name}))
+    cls = dataclass(
+        type(
+            name,
+            (MeasurementConfig,),
+            {
+                "__annotations__": {"type": str},
+                "type": type_name,
+                "__doc__": doc,
+                "__module__": __name__,
+                "__qualname__": name,
+            },
+        )
+    )
     globals()[name] = cls
     return cls
 
@@ -151,18 +162,34 @@ class MosNavConfigPlugin(SearchPathPlugin):
 
 def _store() -> None:
     cs = ConfigStore.instance()
-    cs.store(group="habitat/dataset", name="mosnav_dataset_schema", package="habitat.dataset",
-             node=MultiObjectNavDatasetConfig)
-    cs.store(group="habitat/task", name="mosnav_task_config_base", package="habitat.task",
-             node=MultiObjectNavTaskConfig)
-    cs.store(group="habitat/simulator", name="mosnav_mesh_sim", package="habitat.simulator",
-             node=MosNavMeshSimConfig)
+    cs.store(
+        group="habitat/dataset",
+        name="mosnav_dataset_schema",
+        package="habitat.dataset",
+        node=MultiObjectNavDatasetConfig,
+    )
+    cs.store(
+        group="habitat/task",
+        name="mosnav_task_config_base",
+        package="habitat.task",
+        node=MultiObjectNavTaskConfig,
+    )
+    cs.store(
+        group="habitat/simulator",
+        name="mosnav_mesh_sim",
+        package="habitat.simulator",
+        node=MosNavMeshSimConfig,
+    )
     actions = {
         "target_found": TargetFoundActionConfig,
     }
     for name, node in actions.items():
-        cs.store(group="habitat/task/actions", name=name,
-                 package=f"habitat.task.actions.{name}", node=node)
+        cs.store(
+            group="habitat/task/actions",
+            name=name,
+            package=f"habitat.task.actions.{name}",
+            node=node,
+        )
     sensors = {
         "mosnav_goal_text": GoalTextSensorConfig,
         "mosnav_objectgoal": MosNavObjectGoalSensorConfig,
@@ -170,11 +197,19 @@ def _store() -> None:
         "mosnav_target_count": TargetCountSensorConfig,
     }
     for name, node in sensors.items():
-        cs.store(group="habitat/task/lab_sensors", name=name,
-                 package=f"habitat.task.lab_sensors.{name}", node=node)
+        cs.store(
+            group="habitat/task/lab_sensors",
+            name=name,
+            package=f"habitat.task.lab_sensors.{name}",
+            node=node,
+        )
     for name, node in {**_MEASURE_CONFIGS, "mos_reward": MosRewardMeasurementConfig}.items():
-        cs.store(group="habitat/task/measurements", name=name,
-                 package=f"habitat.task.measurements.{name}", node=node)
+        cs.store(
+            group="habitat/task/measurements",
+            name=name,
+            package=f"habitat.task.measurements.{name}",
+            node=node,
+        )
 
 
 _store()

@@ -1,4 +1,5 @@
 """Structured config of the CPU simulator ``MosNavMeshSim-v0`` (``habitat.simulator``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,7 +9,12 @@ from habitat.config.default_structured_configs import SimulatorConfig
 
 from habitat_mosnav.simulators import default_gpu_device_id, simulator_choice
 
-__all__ = ["MosNavMeshOptions", "MosNavMeshSimConfig", "default_gpu_device_id", "simulator_overrides"]
+__all__ = [
+    "MosNavMeshOptions",
+    "MosNavMeshSimConfig",
+    "default_gpu_device_id",
+    "simulator_overrides",
+]
 
 
 @dataclass

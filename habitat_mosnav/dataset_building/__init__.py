@@ -9,10 +9,21 @@ Stages: ``run_extract``, ``run_attributes``, ``run_normalize``, ``run_queries``,
 ``run_language``, ``run_episodes``, ``run_show``, ``run_all``. Geometry goes through
 :mod:`.geometry` only, so the CPU simulator and habitat-sim are interchangeable.
 """
+
 from habitat_mosnav.dataset_building.common import BuildError  # noqa: F401
 
-_PIPELINE = ("BuildConfig", "run_all", "run_extract", "run_attributes", "run_normalize",
-             "run_queries", "run_language", "run_episodes", "run_show", "STAGE_FUNCS")
+_PIPELINE = (
+    "BuildConfig",
+    "run_all",
+    "run_extract",
+    "run_attributes",
+    "run_normalize",
+    "run_queries",
+    "run_language",
+    "run_episodes",
+    "run_show",
+    "STAGE_FUNCS",
+)
 __all__ = ["BuildError", *_PIPELINE]
 
 

@@ -7,6 +7,7 @@ interrupted run resumes where it stopped and a goal that failed is retried next 
 Offline (``--offline``): attributes come from the scene's ``<id>.mosnav_meta.json``
 (generated scenes have it), so the pipeline runs without network.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,15 +31,21 @@ from habitat_mosnav.dataset_building.common import (
 def read_meta_attributes(scene: SceneFiles) -> Dict[int, Dict[str, Any]]:
     """object_id -> {color, material, feature[, caption]} from ``<id>.mosnav_meta.json``."""
     if scene.meta is None:
-        raise BuildError(f"{scene.directory}: --offline needs {scene.scene_id}.mosnav_meta.json "
-                         "(only generated scenes have it; run without --offline to ask a VLM)")
+        raise BuildError(
+            f"{scene.directory}: --offline needs {scene.scene_id}.mosnav_meta.json "
+            "(only generated scenes have it; run without --offline to ask a VLM)"
+        )
     doc = read_json(scene.meta)
     objs = doc.get("objects") if isinstance(doc, dict) else doc
     if not isinstance(objs, list):
         raise BuildError(f"{scene.meta}: expected a list of objects (or an 'objects' list)")
     out: Dict[int, Dict[str, Any]] = {}
     for i, o in enumerate(objs):
-        if not isinstance(o, dict) or isinstance(o.get("object_id"), bool) or not isinstance(o.get("object_id"), int):
+        if (
+            not isinstance(o, dict)
+            or isinstance(o.get("object_id"), bool)
+            or not isinstance(o.get("object_id"), int)
+        ):
             raise BuildError(f"{scene.meta}: object #{i}: field 'object_id' must be an integer")
         rec: Dict[str, Any] = {}
         for k in ATTRIBUTE_FIELDS:
@@ -46,7 +53,9 @@ def read_meta_attributes(scene: SceneFiles) -> Dict[int, Dict[str, Any]]:
             if isinstance(v, str):
                 v = [v]
             if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-                raise BuildError(f"{scene.meta}: object {o['object_id']}: field '{k}' must be a list of strings")
+                raise BuildError(
+                    f"{scene.meta}: object {o['object_id']}: field '{k}' must be a list of strings"
+                )
             rec[k] = list(v)
         if isinstance(o.get("caption"), str):
             rec["caption"] = o["caption"]
@@ -54,7 +63,9 @@ def read_meta_attributes(scene: SceneFiles) -> Dict[int, Dict[str, Any]]:
     return out
 
 
-def offline_attributes(goals: List[Dict[str, Any]], scene: SceneFiles, counts: Counter) -> List[Dict[str, Any]]:
+def offline_attributes(
+    goals: List[Dict[str, Any]], scene: SceneFiles, counts: Counter
+) -> List[Dict[str, Any]]:
     meta = read_meta_attributes(scene)
     out = []
     for g in goals:
@@ -73,7 +84,9 @@ def offline_attributes(goals: List[Dict[str, Any]], scene: SceneFiles, counts: C
 
 
 # ----------------------------------------------------------------------------- online
-def crop_object(rgb: np.ndarray, mask: np.ndarray, pad: float = 0.3, min_side: int = 48) -> Optional[np.ndarray]:
+def crop_object(
+    rgb: np.ndarray, mask: np.ndarray, pad: float = 0.3, min_side: int = 48
+) -> Optional[np.ndarray]:
     """The part of the image around the object's pixels, padded; None if it is not seen."""
     ys, xs = np.nonzero(mask)
     if len(xs) == 0:
@@ -102,16 +115,28 @@ def cache_path(work: Path, scene_id: str, object_id: int) -> Path:
     return Path(work) / scene_id / "attributes" / f"{object_id}.json"
 
 
-def online_attributes(goals: List[Dict[str, Any]], scene_id: str, work: Path, client, geo_factory,
-                      n_views: int, counts: Counter, overwrite: bool = False,
-                      progress=None) -> List[Dict[str, Any]]:
+def online_attributes(
+    goals: List[Dict[str, Any]],
+    scene_id: str,
+    work: Path,
+    client,
+    geo_factory,
+    n_views: int,
+    counts: Counter,
+    overwrite: bool = False,
+    progress=None,
+) -> List[Dict[str, Any]]:
     """Ask the VLM for every goal without a successful cached answer.
 
     ``geo_factory()`` opens the scene only when some goal needs rendering. A goal whose
     request fails (after retries) is cached as failed with its attempts and kept with empty
     attributes; the stage goes on and the next run retries it.
     """
-    from habitat_mosnav.dataset_building.llm import APIError, attribute_messages, parse_attribute_reply
+    from habitat_mosnav.dataset_building.llm import (
+        APIError,
+        attribute_messages,
+        parse_attribute_reply,
+    )
 
     geo = None
     out = []
@@ -131,35 +156,55 @@ def online_attributes(goals: List[Dict[str, Any]], scene_id: str, work: Path, cl
                 crops = render_crops(geo, g, n_views)
                 attempts: List[Dict[str, Any]] = []
                 if not crops:
-                    cached = {"status": "failed", "error": "object not visible in any rendered view",
-                              "attempts": []}
+                    cached = {
+                        "status": "failed",
+                        "error": "object not visible in any rendered view",
+                        "attempts": [],
+                    }
                 else:
                     try:
-                        result = client.chat(attribute_messages(g["category"], crops), client.s.vlm_model,
-                                             parse=parse_attribute_reply)
+                        result = client.chat(
+                            attribute_messages(g["category"], crops),
+                            client.s.vlm_model,
+                            parse=parse_attribute_reply,
+                        )
                         parsed, attempts = result.value, result.attempt_log
-                        cached = {"status": "ok", "attributes": {k: parsed[k] for k in ATTRIBUTE_FIELDS},
-                                  "caption": parsed.get("caption", ""), "model": client.s.vlm_model,
-                                  "attempts": attempts}
+                        cached = {
+                            "status": "ok",
+                            "attributes": {k: parsed[k] for k in ATTRIBUTE_FIELDS},
+                            "caption": parsed.get("caption", ""),
+                            "model": client.s.vlm_model,
+                            "attempts": attempts,
+                        }
                     except APIError as e:
                         attempts = e.attempt_log
-                        cached = {"status": "failed", "error": str(e), "model": client.s.vlm_model,
-                                  "attempts": attempts}
+                        cached = {
+                            "status": "failed",
+                            "error": str(e),
+                            "model": client.s.vlm_model,
+                            "attempts": attempts,
+                        }
                 cached["object_id"] = g["object_id"]
                 cached["category"] = g["category"]
                 write_json(path, cached)
                 counts["requested"] += 1
-                counts["malformed_replies"] += sum(1 for a in attempts if a.get("error") == "malformed")
+                counts["malformed_replies"] += sum(
+                    1 for a in attempts if a.get("error") == "malformed"
+                )
             else:
                 counts["cached"] += 1
             if cached.get("status") == "ok":
-                g["attributes"] = {k: list(cached["attributes"].get(k, [])) for k in ATTRIBUTE_FIELDS}
+                g["attributes"] = {
+                    k: list(cached["attributes"].get(k, [])) for k in ATTRIBUTE_FIELDS
+                }
                 g["caption"] = cached.get("caption") or ""
                 counts["ok"] += 1
             else:
                 g["attributes"] = {k: [] for k in ATTRIBUTE_FIELDS}
                 counts["failed"] += 1
-                log.warning("attributes: %s object %s: %s", scene_id, g["object_id"], cached.get("error"))
+                log.warning(
+                    "attributes: %s object %s: %s", scene_id, g["object_id"], cached.get("error")
+                )
             out.append(g)
             if progress is not None:
                 progress.update(1)

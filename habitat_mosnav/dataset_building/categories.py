@@ -21,6 +21,7 @@ order, for a raw name lower-cased with single spaces:
 The vocabulary maps each clean category to its mpcat40 class (:meth:`mpcat40`); names
 outside it pass through cleaned (counted as ``kept_unlisted``).
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,13 @@ CATEGORIES_FILE = "categories.json"
 class CategoryNormalizer:
     """``normalize(raw) -> (clean name or None, reason)``; see the module docstring."""
 
-    def __init__(self, table: Optional[Dict[str, Any]] = None, user_map: Optional[Dict[str, Optional[str]]] = None,
-                 drop: Iterable[str] = (), table_path: str = str(DEFAULT_TABLE)):
+    def __init__(
+        self,
+        table: Optional[Dict[str, Any]] = None,
+        user_map: Optional[Dict[str, Optional[str]]] = None,
+        drop: Iterable[str] = (),
+        table_path: str = str(DEFAULT_TABLE),
+    ):
         t = table if table is not None else load_table(table_path)
         self.vocabulary: Dict[str, str] = dict(t.get("vocabulary", {}))
         self.synonyms = {norm_text(k): norm_text(v) for k, v in t.get("synonyms", {}).items()}
@@ -105,10 +111,18 @@ def load_table(path: str) -> Dict[str, Any]:
     doc = read_json(Path(path))
     if not isinstance(doc, dict):
         raise BuildError(f"{path}: top level must be an object")
-    for key, kind in (("vocabulary", dict), ("synonyms", dict), ("structural", list),
-                      ("structural_heads", list), ("notes", list), ("unknown", list)):
+    for key, kind in (
+        ("vocabulary", dict),
+        ("synonyms", dict),
+        ("structural", list),
+        ("structural_heads", list),
+        ("notes", list),
+        ("unknown", list),
+    ):
         if not isinstance(doc.get(key, kind()), kind):
-            raise BuildError(f"{path}: field '{key}' must be a{'n object' if kind is dict else ' list'}")
+            raise BuildError(
+                f"{path}: field '{key}' must be a{'n object' if kind is dict else ' list'}"
+            )
     return doc
 
 
@@ -119,7 +133,9 @@ def read_category_map(path: Path) -> Dict[str, Optional[str]]:
         raise BuildError(f"{path}: expected a JSON object {{raw category: clean name or null}}")
     for k, v in doc.items():
         if not isinstance(v, (str, type(None))):
-            raise BuildError(f"{path}: entry {k!r}: expected a string or null, got {json.dumps(v)[:40]}")
+            raise BuildError(
+                f"{path}: entry {k!r}: expected a string or null, got {json.dumps(v)[:40]}"
+            )
     return {norm_text(k): v for k, v in doc.items()}
 
 
@@ -172,6 +188,14 @@ def default_categories_path(out: Path) -> Path:
     return Path(out) / CATEGORIES_FILE
 
 
-__all__ = ["CategoryNormalizer", "DEFAULT_TABLE", "load_table", "read_category_map",
-           "read_categories", "update_categories", "dataset_categories", "CATEGORIES_FILE",
-           "default_categories_path"]
+__all__ = [
+    "CategoryNormalizer",
+    "DEFAULT_TABLE",
+    "load_table",
+    "read_category_map",
+    "read_categories",
+    "update_categories",
+    "dataset_categories",
+    "CATEGORIES_FILE",
+    "default_categories_path",
+]

@@ -10,6 +10,7 @@ gives the same output for the same ``--seed``. Exit status: 0 done; 2 bad input 
 that cannot be read or written (a full disk: one line naming the file; every file is
 written atomically, so the finished ones stay whole); 130 interrupted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,86 +44,184 @@ def _csv(s: str) -> List[str]:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
     g = common.add_argument_group("common")
-    g.add_argument("--scenes", type=Path, help="scene root in HM3D layout (<root>/<NNNNN-id>/<id>.semantic.txt ...)")
+    g.add_argument(
+        "--scenes",
+        type=Path,
+        help="scene root in HM3D layout (<root>/<NNNNN-id>/<id>.semantic.txt ...)",
+    )
     g.add_argument("--out", type=Path, required=True, help="dataset directory (dataset_semantic/)")
-    g.add_argument("--work", type=Path, default=None,
-                   help="intermediates: stage markers, attribute cache, renders (default <out>.build)")
-    g.add_argument("--scene-ids", type=_csv, default=None, help="only these scene ids (comma-separated)")
+    g.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="intermediates: stage markers, attribute cache, renders (default <out>.build)",
+    )
+    g.add_argument(
+        "--scene-ids", type=_csv, default=None, help="only these scene ids (comma-separated)"
+    )
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--overwrite", action="store_true", help="redo scenes/goals already finished")
-    g.add_argument("--offline", action="store_true",
-                   help="attributes from <id>.mosnav_meta.json instead of a VLM (no network)")
-    g.add_argument("--backend", choices=("mosnav", "habitat-sim"), default="mosnav",
-                   help="simulator for geometry: the CPU MosNavMeshSim-v0 or habitat-sim's Sim-v0")
-    g.add_argument("--scene-dataset", default="default",
-                   help="habitat-sim scene dataset config (HM3D: hm3d_annotated_basis.scene_dataset_config.json)")
+    g.add_argument(
+        "--offline",
+        action="store_true",
+        help="attributes from <id>.mosnav_meta.json instead of a VLM (no network)",
+    )
+    g.add_argument(
+        "--backend",
+        choices=("mosnav", "habitat-sim"),
+        default="mosnav",
+        help="simulator for geometry: the CPU MosNavMeshSim-v0 or habitat-sim's Sim-v0",
+    )
+    g.add_argument(
+        "--scene-dataset",
+        default="default",
+        help="habitat-sim scene dataset config (HM3D: hm3d_annotated_basis.scene_dataset_config.json)",
+    )
     g.add_argument("--no-progress", action="store_true")
     g.add_argument("-v", "--verbose", action="store_true")
 
     ex = common.add_argument_group("extract")
-    ex.add_argument("--category-map", type=Path, default=None,
-                    help="JSON {raw category: clean name or null to drop}; overrides the category table")
-    ex.add_argument("--category-table", type=Path, default=None,
-                    help="raw -> clean category table replacing the default "
-                         "(habitat_mosnav/dataset_building/data/hm3d_categories.json)")
-    ex.add_argument("--drop", type=_csv, default=None,
-                    help="extra clean category names to drop (comma-separated); structure, placeholders "
-                         "and annotator notes are dropped by the category table")
-    ex.add_argument("--categories", type=Path, default=None,
-                    help="the dataset-wide categories.json to extend (default <out>/categories.json); "
-                         "give train and val builds the same file so objectgoal ids agree")
-    ex.add_argument("--objectnav-goals", type=Path, default=None,
-                    help="habitat ObjectNav HM3D v2 data (a content/<scene>.json.gz file or its directory): "
-                         "use its goals' view points for the objects it lists")
-    ex.add_argument("--min-size", type=float, default=0.15, help="drop objects whose largest side is below this (m)")
-    ex.add_argument("--max-size", type=float, default=None, help="drop objects whose largest side is above this (m)")
-    ex.add_argument("--view-radius", type=float, default=1.0,
-                    help="view points: navigable grid points within this of the object's box (m)")
+    ex.add_argument(
+        "--category-map",
+        type=Path,
+        default=None,
+        help="JSON {raw category: clean name or null to drop}; overrides the category table",
+    )
+    ex.add_argument(
+        "--category-table",
+        type=Path,
+        default=None,
+        help="raw -> clean category table replacing the default "
+        "(habitat_mosnav/dataset_building/data/hm3d_categories.json)",
+    )
+    ex.add_argument(
+        "--drop",
+        type=_csv,
+        default=None,
+        help="extra clean category names to drop (comma-separated); structure, placeholders "
+        "and annotator notes are dropped by the category table",
+    )
+    ex.add_argument(
+        "--categories",
+        type=Path,
+        default=None,
+        help="the dataset-wide categories.json to extend (default <out>/categories.json); "
+        "give train and val builds the same file so objectgoal ids agree",
+    )
+    ex.add_argument(
+        "--objectnav-goals",
+        type=Path,
+        default=None,
+        help="habitat ObjectNav HM3D v2 data (a content/<scene>.json.gz file or its directory): "
+        "use its goals' view points for the objects it lists",
+    )
+    ex.add_argument(
+        "--min-size",
+        type=float,
+        default=0.15,
+        help="drop objects whose largest side is below this (m)",
+    )
+    ex.add_argument(
+        "--max-size",
+        type=float,
+        default=None,
+        help="drop objects whose largest side is above this (m)",
+    )
+    ex.add_argument(
+        "--view-radius",
+        type=float,
+        default=1.0,
+        help="view points: navigable grid points within this of the object's box (m)",
+    )
     ex.add_argument("--view-spacing", type=float, default=0.25, help="view point grid spacing (m)")
-    ex.add_argument("--min-pixels", type=int, default=30, help="object pixels for a view point to see it")
-    ex.add_argument("--max-view-points", type=int, default=None,
-                    help="keep only the best N view points per goal (default: all)")
-    ex.add_argument("--image-size", type=int, default=160, help="render size for visibility checks and crops")
-    ex.add_argument("--up-axis", choices=("auto", "y", "z"), default="auto",
-                    help="up axis of the scene meshes (render and semantic .glb). auto: the up_axis of "
-                         "<id>.mosnav_meta.json when present, else Z up as habitat-sim reads a .glb "
-                         "(right for HM3D/MP3D and for mosnav-make-scenes output)")
+    ex.add_argument(
+        "--min-pixels", type=int, default=30, help="object pixels for a view point to see it"
+    )
+    ex.add_argument(
+        "--max-view-points",
+        type=int,
+        default=None,
+        help="keep only the best N view points per goal (default: all)",
+    )
+    ex.add_argument(
+        "--image-size", type=int, default=160, help="render size for visibility checks and crops"
+    )
+    ex.add_argument(
+        "--up-axis",
+        choices=("auto", "y", "z"),
+        default="auto",
+        help="up axis of the scene meshes (render and semantic .glb). auto: the up_axis of "
+        "<id>.mosnav_meta.json when present, else Z up as habitat-sim reads a .glb "
+        "(right for HM3D/MP3D and for mosnav-make-scenes output)",
+    )
 
     at = common.add_argument_group("attributes / language (OpenAI-compatible API)")
-    at.add_argument("--env-file", type=Path, default=None, help=".env with MOSNAV_API_KEY etc. (default ./.env)")
-    at.add_argument("--views", type=int, default=2, help="view points rendered per goal for the VLM")
+    at.add_argument(
+        "--env-file", type=Path, default=None, help=".env with MOSNAV_API_KEY etc. (default ./.env)"
+    )
+    at.add_argument(
+        "--views", type=int, default=2, help="view points rendered per goal for the VLM"
+    )
     at.add_argument("--rpm", type=float, default=None, help="at most this many requests per minute")
     at.add_argument("--max-retries", type=int, default=None)
     at.add_argument("--backoff", type=float, default=None, help="first retry delay (s), doubling")
     at.add_argument("--timeout", type=float, default=None, help="per request (s)")
-    at.add_argument("--llm", action="store_true", help="language: instructions from the LLM, not templates")
+    at.add_argument(
+        "--llm", action="store_true", help="language: instructions from the LLM, not templates"
+    )
 
     qe = common.add_argument_group("queries / episodes")
-    qe.add_argument("--max-queries", type=int, default=None, help="at most this many queries per scene")
-    qe.add_argument("--keep-redundant", action="store_true",
-                    help="keep queries whose extra condition selects nothing less than their parent")
-    qe.add_argument("--no-combos", action="store_true", help="no colour+material / colour+feature queries")
+    qe.add_argument(
+        "--max-queries", type=int, default=None, help="at most this many queries per scene"
+    )
+    qe.add_argument(
+        "--keep-redundant",
+        action="store_true",
+        help="keep queries whose extra condition selects nothing less than their parent",
+    )
+    qe.add_argument(
+        "--no-combos", action="store_true", help="no colour+material / colour+feature queries"
+    )
     qe.add_argument("--modes", type=_csv, default=list(TARGET_MODES))
     qe.add_argument("--episodes-per-query", type=int, default=1, help="per query and target mode")
-    qe.add_argument("--max-per-group", type=int, default=None,
-                    help="per scene, at most this many episodes per (pure-category or not, target mode)")
+    qe.add_argument(
+        "--max-per-group",
+        type=int,
+        default=None,
+        help="per scene, at most this many episodes per (pure-category or not, target mode)",
+    )
     qe.add_argument("--min-start-distance", type=float, default=1.5)
-    qe.add_argument("--min-distance", type=float, default=2.0, help="min optimal_subset_distance (m)")
-    qe.add_argument("--max-distance", type=float, default=25.0, help="max optimal_subset_distance (m)")
+    qe.add_argument(
+        "--min-distance", type=float, default=2.0, help="min optimal_subset_distance (m)"
+    )
+    qe.add_argument(
+        "--max-distance", type=float, default=25.0, help="max optimal_subset_distance (m)"
+    )
     qe.add_argument("--max-targets", type=int, default=12)
-    qe.add_argument("--success-distance", type=float, default=None,
-                    help="d of SPEC §4 for info.optimal_subset_distance (default "
-                         f"{SUCCESS_DISTANCE:g} m, the task's default mosnav_success_distance); "
-                         "info names the value used")
+    qe.add_argument(
+        "--success-distance",
+        type=float,
+        default=None,
+        help="d of SPEC §4 for info.optimal_subset_distance (default "
+        f"{SUCCESS_DISTANCE:g} m, the task's default mosnav_success_distance); "
+        "info names the value used",
+    )
 
     sh = common.add_argument_group("show")
-    sh.add_argument("--object-ids", type=int, nargs="*", default=None, help="goals to render (default all)")
-    sh.add_argument("--show-dir", type=Path, default=None, help="default <work>/rendered_viewpoints")
+    sh.add_argument(
+        "--object-ids", type=int, nargs="*", default=None, help="goals to render (default all)"
+    )
+    sh.add_argument(
+        "--show-dir", type=Path, default=None, help="default <work>/rendered_viewpoints"
+    )
 
     # --help shows plain text: the docstring's reST ``literals`` without their backticks
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="mosnav-build",
-                                description=__doc__.split("\n\n")[0].replace("``", ""),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        allow_abbrev=False,
+        prog="mosnav-build",
+        description=__doc__.split("\n\n")[0].replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_version_argument(p)
     sub = p.add_subparsers(dest="stage", metavar="stage", required=True)
     for name, text in STAGE_HELP.items():
@@ -135,7 +234,11 @@ def config_from_args(args):
     from habitat_mosnav.dataset_building.extract import ExtractOptions
     from habitat_mosnav.dataset_building.geometry import CameraSpec
     from habitat_mosnav.dataset_building.pipeline import BuildConfig
-    from habitat_mosnav.dataset_building.categories import DEFAULT_TABLE, load_table, read_category_map
+    from habitat_mosnav.dataset_building.categories import (
+        DEFAULT_TABLE,
+        load_table,
+        read_category_map,
+    )
     from habitat_mosnav.dataset_building.semantic import DEFAULT_DROP
 
     cmap = read_category_map(args.category_map) if args.category_map is not None else {}
@@ -143,40 +246,70 @@ def config_from_args(args):
     load_table(table)  # a bad table fails now, with its one-line message
     bad = [m for m in args.modes if m not in TARGET_MODES]
     if bad:
-        raise BuildError(f"--modes: unknown target mode {bad[0]!r} (expected {', '.join(TARGET_MODES)})")
-    api = {"max_retries": args.max_retries, "backoff_s": args.backoff, "timeout_s": args.timeout,
-           "min_interval_s": (60.0 / args.rpm) if args.rpm else None}
+        raise BuildError(
+            f"--modes: unknown target mode {bad[0]!r} (expected {', '.join(TARGET_MODES)})"
+        )
+    api = {
+        "max_retries": args.max_retries,
+        "backoff_s": args.backoff,
+        "timeout_s": args.timeout,
+        "min_interval_s": (60.0 / args.rpm) if args.rpm else None,
+    }
     return BuildConfig(
-        out=args.out, scenes=args.scenes, work=args.work, seed=args.seed, overwrite=args.overwrite,
-        scene_ids=args.scene_ids, offline=args.offline, backend=args.backend,
+        out=args.out,
+        scenes=args.scenes,
+        work=args.work,
+        seed=args.seed,
+        overwrite=args.overwrite,
+        scene_ids=args.scene_ids,
+        offline=args.offline,
+        backend=args.backend,
         scene_dataset=args.scene_dataset,
         camera=CameraSpec(width=args.image_size, height=args.image_size),
-        categories=args.categories, objectnav_goals=args.objectnav_goals,
-        extract=ExtractOptions(category_map=cmap, drop=tuple(args.drop) if args.drop is not None else DEFAULT_DROP,
-                               category_table=table,
-                               min_size=args.min_size, max_size=args.max_size,
-                               view_radius=args.view_radius, view_spacing=args.view_spacing,
-                               min_pixels=args.min_pixels, max_view_points=args.max_view_points,
-                               up_axis=args.up_axis),
-        attribute_views=args.views, env_file=args.env_file,
+        categories=args.categories,
+        objectnav_goals=args.objectnav_goals,
+        extract=ExtractOptions(
+            category_map=cmap,
+            drop=tuple(args.drop) if args.drop is not None else DEFAULT_DROP,
+            category_table=table,
+            min_size=args.min_size,
+            max_size=args.max_size,
+            view_radius=args.view_radius,
+            view_spacing=args.view_spacing,
+            min_pixels=args.min_pixels,
+            max_view_points=args.max_view_points,
+            up_axis=args.up_axis,
+        ),
+        attribute_views=args.views,
+        env_file=args.env_file,
         api_overrides={k: v for k, v in api.items() if v is not None},
-        max_queries=args.max_queries, drop_redundant=not args.keep_redundant,
-        query_combos=not args.no_combos, llm_language=args.llm,
-        episodes=EpisodeOptions(modes=tuple(args.modes), episodes_per_query=args.episodes_per_query,
-                                max_per_group=args.max_per_group,
-                                min_start_distance=args.min_start_distance,
-                                min_optimal_distance=args.min_distance,
-                                max_optimal_distance=args.max_distance, max_targets=args.max_targets,
-                                **({} if args.success_distance is None
-                                   else {"success_distance": args.success_distance})),
-        progress=not args.no_progress, show_object_ids=args.object_ids, show_dir=args.show_dir,
+        max_queries=args.max_queries,
+        drop_redundant=not args.keep_redundant,
+        query_combos=not args.no_combos,
+        llm_language=args.llm,
+        episodes=EpisodeOptions(
+            modes=tuple(args.modes),
+            episodes_per_query=args.episodes_per_query,
+            max_per_group=args.max_per_group,
+            min_start_distance=args.min_start_distance,
+            min_optimal_distance=args.min_distance,
+            max_optimal_distance=args.max_distance,
+            max_targets=args.max_targets,
+            **(
+                {} if args.success_distance is None else {"success_distance": args.success_distance}
+            ),
+        ),
+        progress=not args.no_progress,
+        show_object_ids=args.object_ids,
+        show_dir=args.show_dir,
     )
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
+    )
     mask_log_handlers()  # a key echoed in a warning is masked there too
     try:
         from habitat_mosnav.dataset_building import pipeline
@@ -191,12 +324,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     except OSError as e:  # a full disk, no permission: one line naming the file, never a traceback
         where = f"{e.filename}: " if e.filename else ""
-        print(safe_line(f"mosnav-build {args.stage}: error: {where}{e.strerror or e}; the scenes "
-                        "finished so far are kept: fix this, then rerun the same command"),
-              file=sys.stderr)
+        print(
+            safe_line(
+                f"mosnav-build {args.stage}: error: {where}{e.strerror or e}; the scenes "
+                "finished so far are kept: fix this, then rerun the same command"
+            ),
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
-        print(f"mosnav-build {args.stage}: interrupted; rerun the same command to resume", file=sys.stderr)
+        print(
+            f"mosnav-build {args.stage}: interrupted; rerun the same command to resume",
+            file=sys.stderr,
+        )
         return 130
     for r in reports:
         print(r.summary())

@@ -10,6 +10,7 @@ Layout the stages agree on:
 - ``<work>/<id>/``: build intermediates (stage markers, attribute cache, rendered views);
   ``<work>`` defaults to ``<out>.build`` next to the dataset.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -78,8 +79,15 @@ def scene_files(directory: Path) -> SceneFiles:
             navmesh = directory / name
             break
     meta = directory / f"{sid}.mosnav_meta.json"
-    return SceneFiles(sid, directory, directory / f"{sid}.semantic.txt", sem_glb, render,
-                      navmesh, meta if meta.is_file() else None)
+    return SceneFiles(
+        sid,
+        directory,
+        directory / f"{sid}.semantic.txt",
+        sem_glb,
+        render,
+        navmesh,
+        meta if meta.is_file() else None,
+    )
 
 
 def fingerprint(scene: SceneFiles) -> str:
@@ -118,7 +126,11 @@ def discover_scenes(root: Path, only: Optional[Sequence[str]] = None) -> List[Sc
 def dataset_scene_ids(out: Path, only: Optional[Sequence[str]] = None) -> List[str]:
     """Scene ids already present in a dataset directory (those with goals.json)."""
     out = Path(out)
-    ids = sorted(p.name for p in out.iterdir() if (p / "goals.json").is_file()) if out.is_dir() else []
+    ids = (
+        sorted(p.name for p in out.iterdir() if (p / "goals.json").is_file())
+        if out.is_dir()
+        else []
+    )
     if only:
         ids = [i for i in ids if i in set(only)]
     return ids
@@ -154,7 +166,9 @@ def read_doc(path: Path, key: str, scene_id: Optional[str] = None) -> Dict[str, 
     if not isinstance(doc.get(key), list):
         raise BuildError(f"{path}: field '{key}' must be a list")
     if scene_id is not None and doc.get("scene_id") != scene_id:
-        raise BuildError(f"{path}: field 'scene_id' is {doc.get('scene_id')!r}, expected {scene_id!r}")
+        raise BuildError(
+            f"{path}: field 'scene_id' is {doc.get('scene_id')!r}, expected {scene_id!r}"
+        )
     return doc
 
 
@@ -193,7 +207,7 @@ class StageMarkers:
         write_json(self.path, self.data)
 
     def invalidate_after(self, stage: str) -> None:
-        later = STAGES[STAGES.index(stage) + 1:]
+        later = STAGES[STAGES.index(stage) + 1 :]
         changed = False
         for s in later:
             if s in self.data:
@@ -249,7 +263,9 @@ class StageReport:
     notes: List[str] = field(default_factory=list)  # dataset-wide lines (e.g. categories.json)
 
     def summary(self) -> str:
-        parts = [f"{self.stage}: {len(self.done)} scene(s) built, {len(self.skipped)} skipped (already done)"]
+        parts = [
+            f"{self.stage}: {len(self.done)} scene(s) built, {len(self.skipped)} skipped (already done)"
+        ]
         for sid, c in self.counts.items():
             parts.append(f"  {sid}: " + ", ".join(f"{k}={v}" for k, v in c.items()))
         parts += [f"  {n}" for n in self.notes]

@@ -15,6 +15,7 @@ claim regions (:mod:`habitat_mosnav.metrics.legs`), with ``success_distance`` d 
 to it; ``geodesic_to_targets`` g_j(start), the geodesic from the start to each target's
 nearest view point; ``optimal_target_order``.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -38,12 +39,12 @@ from habitat_mosnav.metrics import (
 @dataclass
 class EpisodeOptions:
     modes: Sequence[str] = TARGET_MODES
-    episodes_per_query: int = 1          # per (query, mode)
+    episodes_per_query: int = 1  # per (query, mode)
     max_per_group: Optional[int] = None  # per scene and (pure-category?, mode)
-    min_start_distance: float = 1.5      # start -> nearest view point of any target
+    min_start_distance: float = 1.5  # start -> nearest view point of any target
     min_optimal_distance: float = 2.0
     max_optimal_distance: float = 25.0
-    max_targets: int = 12                # exact solver stays fast up to here
+    max_targets: int = 12  # exact solver stays fast up to here
     start_tries: int = 300
     success_distance: float = SUCCESS_DISTANCE  # d of the legs behind info's l
 
@@ -69,20 +70,32 @@ class _Distances:
 
     def __init__(self, geo, goals: Dict[int, Dict[str, Any]]):
         self.geo = geo
-        self.points = {oid: [v["position"] for v in g.get("view_points") or []]
-                       or [g["navigable_position"]] for oid, g in goals.items()}
+        self.points = {
+            oid: [v["position"] for v in g.get("view_points") or []] or [g["navigable_position"]]
+            for oid, g in goals.items()
+        }
         self._pair: Dict[Any, float] = {}
 
     def pair_geodesics(self, ids: Sequence[int]) -> np.ndarray:
         """min over view point pairs, (n, n), inf where two goals do not reach each other."""
-        return pair_geodesics(self.geo.geodesic_to_nearest, [self.points[i] for i in ids], self._pair)
+        return pair_geodesics(
+            self.geo.geodesic_to_nearest, [self.points[i] for i in ids], self._pair
+        )
 
     def start_geodesics(self, p, ids: Sequence[int]) -> np.ndarray:
         return start_geodesics(self.geo.geodesic_to_nearest, p, [self.points[i] for i in ids])
 
 
-def build_episodes(geo, scene_id: str, goals: List[Dict[str, Any]], queries: List[Dict[str, Any]],
-                   opts: EpisodeOptions, seed: int, counts: Counter, progress=None) -> List[Dict[str, Any]]:
+def build_episodes(
+    geo,
+    scene_id: str,
+    goals: List[Dict[str, Any]],
+    queries: List[Dict[str, Any]],
+    opts: EpisodeOptions,
+    seed: int,
+    counts: Counter,
+    progress=None,
+) -> List[Dict[str, Any]]:
     """Episodes of one scene, deterministic for a given seed."""
     by_id = {int(g["object_id"]): g for g in goals}
     dist = _Distances(geo, by_id)
@@ -113,35 +126,58 @@ def build_episodes(geo, scene_id: str, goals: List[Dict[str, Any]], queries: Lis
                 n = len(ids)
                 target_count = int(rng.integers(2, n)) if mode == "many" else None
                 k = solver_k(mode, n, target_count)
-                found = _sample_start(geo, dist, ids, pair_legs(pair_g, opts.success_distance), k,
-                                      opts, stable_seed("start", seed, scene_id, q["query_id"], mode, e))
+                found = _sample_start(
+                    geo,
+                    dist,
+                    ids,
+                    pair_legs(pair_g, opts.success_distance),
+                    k,
+                    opts,
+                    stable_seed("start", seed, scene_id, q["query_id"], mode, e),
+                )
                 if found is None:
                     counts[f"no_start_{mode}"] += 1
                     continue
                 start, start_d, length, order_idx = found
                 yaw = float(rng.uniform(-np.pi, np.pi))
-                ep = {"episode_id": f"{q['query_id']}-{mode}-{e}", "query_id": q["query_id"],
-                      "target_mode": mode}
+                ep = {
+                    "episode_id": f"{q['query_id']}-{mode}-{e}",
+                    "query_id": q["query_id"],
+                    "target_mode": mode,
+                }
                 if mode == "many":
                     ep["target_count"] = target_count
-                ep.update({
-                    "target_object_ids": ids,
-                    "start_position": rounded(start),
-                    "start_rotation": yaw_to_quat(yaw),
-                    "info": {"optimal_subset_distance": round(float(length), 4),
-                             "success_distance": opts.success_distance,
-                             "geodesic_to_targets": [round(float(d), 4) for d in start_d],
-                             "optimal_target_order": [ids[i] for i in order_idx]},
-                })
+                ep.update(
+                    {
+                        "target_object_ids": ids,
+                        "start_position": rounded(start),
+                        "start_rotation": yaw_to_quat(yaw),
+                        "info": {
+                            "optimal_subset_distance": round(float(length), 4),
+                            "success_distance": opts.success_distance,
+                            "geodesic_to_targets": [round(float(d), 4) for d in start_d],
+                            "optimal_target_order": [ids[i] for i in order_idx],
+                        },
+                    }
+                )
                 episodes.append(ep)
                 group_count[group] += 1
                 counts[f"episodes_{mode}"] += 1
-    episodes.sort(key=lambda ep: (ep["query_id"], TARGET_MODES.index(ep["target_mode"]), ep["episode_id"]))
+    episodes.sort(
+        key=lambda ep: (ep["query_id"], TARGET_MODES.index(ep["target_mode"]), ep["episode_id"])
+    )
     return episodes
 
 
-def _sample_start(geo, dist: _Distances, ids: List[int], pair: np.ndarray, k: Optional[int],
-                  opts: EpisodeOptions, seed: int):
+def _sample_start(
+    geo,
+    dist: _Distances,
+    ids: List[int],
+    pair: np.ndarray,
+    k: Optional[int],
+    opts: EpisodeOptions,
+    seed: int,
+):
     """First sampled navigable start meeting every constraint, or None. ``pair``: the pair
     legs c_ij of ``ids``; returns (start, g_j(start), l, solver order)."""
     geo.seed(seed)

@@ -14,6 +14,7 @@ pixels against the unoccluded box's silhouette) is informative and orders the vi
 best first. An object without a single view point cannot be found by looking and is
 dropped (counted).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -47,14 +48,14 @@ class ExtractOptions:
     category_map: Dict[str, Optional[str]] = field(default_factory=dict)  # user overrides
     drop: Sequence[str] = DEFAULT_DROP  # extra clean names to drop
     category_table: str = str(DEFAULT_TABLE)  # raw -> clean normalisation (categories.py)
-    min_size: float = 0.15          # largest AABB side below this: too small
+    min_size: float = 0.15  # largest AABB side below this: too small
     max_size: Optional[float] = None  # largest AABB side above this: too big (None: no limit)
-    view_radius: float = 1.0        # view points within this (horizontal) of the AABB
-    view_spacing: float = 0.25      # grid spacing of the view point candidates
-    min_pixels: int = 30            # object pixels for a view to count as seeing it
+    view_radius: float = 1.0  # view points within this (horizontal) of the AABB
+    view_spacing: float = 0.25  # grid spacing of the view point candidates
+    min_pixels: int = 30  # object pixels for a view to count as seeing it
     max_view_points: Optional[int] = None  # keep only the best this many (None: all)
-    max_snap_offset: float = 0.05   # a grid point must itself be navigable (within this)
-    max_drop: float = 2.0           # view point floor at most this far below the object
+    max_snap_offset: float = 0.05  # a grid point must itself be navigable (within this)
+    max_drop: float = 2.0  # view point floor at most this far below the object
     min_island_radius: float = 1.5  # ignore navmesh islands smaller than this (furniture tops)
     up_axis: str = "auto"  # of the scene meshes: auto (meta file, else Z up as HM3D), y or z
 
@@ -75,8 +76,9 @@ def _file_digest(path: str) -> str:
         return f"missing:{path}"
 
 
-def parse_objects(scene: SceneFiles, opts: ExtractOptions,
-                  progress: bool = False) -> Tuple[List[AnnotatedObject], Counter]:
+def parse_objects(
+    scene: SceneFiles, opts: ExtractOptions, progress: bool = False
+) -> Tuple[List[AnnotatedObject], Counter]:
     """Objects of the scene that survive category normalisation and size limits, with their
     boxes from the semantic mesh (texels or vertex colours); drops counted per reason."""
     counts: Counter = Counter()
@@ -93,8 +95,13 @@ def parse_objects(scene: SceneFiles, opts: ExtractOptions,
         counts[f"category_{reason}"] += 1
         o.category = cat
         named.append(o)
-    geo = attach_geometry(objects, scene.semantic_glb, resolve_up_axis(scene.render_glb, opts.up_axis),
-                          wanted={o.object_id for o in named}, progress=progress)
+    geo = attach_geometry(
+        objects,
+        scene.semantic_glb,
+        resolve_up_axis(scene.render_glb, opts.up_axis),
+        wanted={o.object_id for o in named},
+        progress=progress,
+    )
     for k, v in geo.items():
         counts[k] = v
     kept = []
@@ -113,7 +120,9 @@ def parse_objects(scene: SceneFiles, opts: ExtractOptions,
     return kept, counts
 
 
-def grid_candidates(lo: np.ndarray, hi: np.ndarray, radius: float, spacing: float) -> List[np.ndarray]:
+def grid_candidates(
+    lo: np.ndarray, hi: np.ndarray, radius: float, spacing: float
+) -> List[np.ndarray]:
     """(x, z) points of the world grid of ``spacing`` within ``radius`` (horizontal) of the
     box footprint [lo, hi] (inside the footprint included)."""
     if spacing <= 0 or radius < 0:
@@ -156,10 +165,14 @@ def projected_box_mask(corners: np.ndarray, cam_pos: np.ndarray, yaw: float, cam
 
 
 def _corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    return np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    return np.array(
+        [[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]
+    )
 
 
-def view_points_of(geo: SceneGeometry, obj: AnnotatedObject, opts: ExtractOptions) -> List[Dict[str, Any]]:
+def view_points_of(
+    geo: SceneGeometry, obj: AnnotatedObject, opts: ExtractOptions
+) -> List[Dict[str, Any]]:
     """Dense view points of one object (SPEC §3), best (highest IoU) first."""
     lo, hi = obj.aabb_min, obj.aabb_max
     center = (lo + hi) / 2.0
@@ -197,13 +210,20 @@ def view_points_of(geo: SceneGeometry, obj: AnnotatedObject, opts: ExtractOption
         # IoU of the visible pixels with the whole projected box (also the part outside the
         # frame): high when the object is in view, unoccluded and not cut by the border.
         iou = min(1.0, inter / (box_area + pixels - inter))
-        found.append({"position": rounded(q), "rotation": rot, "iou": round(iou, 4), "_pixels": pixels})
+        found.append(
+            {"position": rounded(q), "rotation": rot, "iou": round(iou, 4), "_pixels": pixels}
+        )
     found.sort(key=lambda v: (-v["iou"], -v["_pixels"], v["position"]))
     return found
 
 
-def extract_goals(geo: SceneGeometry, objects: List[AnnotatedObject], opts: ExtractOptions,
-                  counts: Counter, progress=None) -> List[Dict[str, Any]]:
+def extract_goals(
+    geo: SceneGeometry,
+    objects: List[AnnotatedObject],
+    opts: ExtractOptions,
+    counts: Counter,
+    progress=None,
+) -> List[Dict[str, Any]]:
     """goals.json records for the objects that have view points."""
     goals = []
     for obj in objects:
@@ -220,12 +240,16 @@ def extract_goals(geo: SceneGeometry, objects: List[AnnotatedObject], opts: Extr
         nav = _navigable_position(geo, obj, vps, opts)
         for v in vps:
             v.pop("_pixels", None)
-        goals.append(goal_record(obj, nav, vps[: opts.max_view_points] if opts.max_view_points else vps))
+        goals.append(
+            goal_record(obj, nav, vps[: opts.max_view_points] if opts.max_view_points else vps)
+        )
         counts["goals"] += 1
     return goals
 
 
-def goal_record(obj: AnnotatedObject, nav: Sequence[float], view_points: List[Dict[str, Any]]) -> Dict[str, Any]:
+def goal_record(
+    obj: AnnotatedObject, nav: Sequence[float], view_points: List[Dict[str, Any]]
+) -> Dict[str, Any]:
     """The goals.json record of ``obj`` with its navigable position and view points (no
     attributes or caption yet: later stages fill them)."""
     lo, hi = obj.aabb_min, obj.aabb_max
@@ -243,9 +267,13 @@ def goal_record(obj: AnnotatedObject, nav: Sequence[float], view_points: List[Di
     }
 
 
-def nearest_view_point(view_points: List[Dict[str, Any]], lo: np.ndarray, hi: np.ndarray) -> Dict[str, Any]:
+def nearest_view_point(
+    view_points: List[Dict[str, Any]], lo: np.ndarray, hi: np.ndarray
+) -> Dict[str, Any]:
     """The view point nearest the box footprint [lo, hi] (ties: the smaller position)."""
-    return min(view_points, key=lambda v: (footprint_distance(v["position"], lo, hi), v["position"]))
+    return min(
+        view_points, key=lambda v: (footprint_distance(v["position"], lo, hi), v["position"])
+    )
 
 
 def footprint_distance(p: Sequence[float], lo: np.ndarray, hi: np.ndarray) -> float:
@@ -255,8 +283,12 @@ def footprint_distance(p: Sequence[float], lo: np.ndarray, hi: np.ndarray) -> fl
     return float(np.hypot(dx, dz))
 
 
-def _navigable_position(geo: SceneGeometry, obj: AnnotatedObject, view_points: List[Dict[str, Any]],
-                        opts: ExtractOptions) -> np.ndarray:
+def _navigable_position(
+    geo: SceneGeometry,
+    obj: AnnotatedObject,
+    view_points: List[Dict[str, Any]],
+    opts: ExtractOptions,
+) -> np.ndarray:
     """The navigable point nearest the object's footprint, on its view points' island.
 
     Snapping the footprint centre can land on the wrong side of a wall, on another floor or
@@ -268,8 +300,11 @@ def _navigable_position(geo: SceneGeometry, obj: AnnotatedObject, view_points: L
     best = np.asarray(view_points[0]["position"], dtype=np.float64)
     q = geo.snap([center[0], lo[1], center[2]])
     if q is not None:
-        if (footprint_distance(q, lo, hi) <= 1.0 and lo[1] - opts.max_drop <= q[1] <= lo[1] + 0.5
-                and geo.island_radius(q) >= opts.min_island_radius
-                and np.isfinite(geo.geodesic(q, best))):
+        if (
+            footprint_distance(q, lo, hi) <= 1.0
+            and lo[1] - opts.max_drop <= q[1] <= lo[1] + 0.5
+            and geo.island_radius(q) >= opts.min_island_radius
+            and np.isfinite(geo.geodesic(q, best))
+        ):
             return q
     return np.asarray(nearest_view_point(view_points, lo, hi)["position"], dtype=np.float64)

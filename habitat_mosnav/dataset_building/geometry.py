@@ -8,6 +8,7 @@ simulator ``MosNavMeshSim-v0``; ``backend="habitat-sim"`` builds habitat-lab's `
 (habitat-sim installed; for HM3D pass the annotated ``scene_dataset`` config so the
 semantic sensor reports the semantic.txt object ids). Nothing else differs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,8 +42,14 @@ class CameraSpec:
     rgb: bool = True
 
 
-def make_sim_config(scene_path: Path, backend: str = "mosnav", camera: Optional[CameraSpec] = None,
-                    scene_dataset: str = "default", navmesh: Optional[Path] = None, up_axis: str = "auto"):
+def make_sim_config(
+    scene_path: Path,
+    backend: str = "mosnav",
+    camera: Optional[CameraSpec] = None,
+    scene_dataset: str = "default",
+    navmesh: Optional[Path] = None,
+    up_axis: str = "auto",
+):
     """A habitat ``SimulatorConfig`` node (OmegaConf) for the chosen backend; ``up_axis``
     (auto/y/z) is the scene files' up axis, handed to the CPU simulator so that it and
     ``extract`` read the meshes in the same frame (habitat-sim itself reads a .glb as Z up)."""
@@ -57,17 +64,24 @@ def make_sim_config(scene_path: Path, backend: str = "mosnav", camera: Optional[
 
     cam = camera or CameraSpec()
     pos = [0.0, cam.sensor_height, 0.0]
-    sensors = {"semantic_sensor": HabitatSimSemanticSensorConfig(
-        width=cam.width, height=cam.height, hfov=int(round(cam.hfov)), position=pos)}
+    sensors = {
+        "semantic_sensor": HabitatSimSemanticSensorConfig(
+            width=cam.width, height=cam.height, hfov=int(round(cam.hfov)), position=pos
+        )
+    }
     if cam.rgb:
         sensors["rgb_sensor"] = HabitatSimRGBSensorConfig(
-            width=cam.width, height=cam.height, hfov=int(round(cam.hfov)), position=pos)
+            width=cam.width, height=cam.height, hfov=int(round(cam.hfov)), position=pos
+        )
     agent = AgentConfig(height=cam.agent_height, radius=cam.agent_radius, sim_sensors=sensors)
     choice = SIMULATORS.get(backend)
     if choice is None:
         raise BuildError(f"unknown simulator backend {backend!r} (expected one of {BACKENDS})")
     cfg = OmegaConf.structured(choice.structured_config())
-    for key, value in choice.config_values().items():  # type; habitat-sim: Mesa without an NVIDIA GPU
+    for (
+        key,
+        value,
+    ) in choice.config_values().items():  # type; habitat-sim: Mesa without an NVIDIA GPU
         OmegaConf.update(cfg, key, value)
     cfg.scene_dataset = scene_dataset
     if choice.options_key == "mosnav_mesh":  # the CPU simulator's own options
@@ -109,7 +123,7 @@ class SceneGeometry:
         return float(self.pf.island_radius(np.asarray(p, dtype=np.float32)))
 
     def seed(self, seed: int) -> None:
-        self.pf.seed(int(seed) % (2 ** 31))
+        self.pf.seed(int(seed) % (2**31))
 
     def random_point(self) -> np.ndarray:
         return np.asarray(self.pf.get_random_navigable_point(), dtype=np.float64)
@@ -120,8 +134,11 @@ class SceneGeometry:
 
     def geodesic_to_nearest(self, a: Sequence[float], points: Sequence[Sequence[float]]) -> float:
         """Geodesic distance from a to the nearest of ``points`` (inf when none is reachable)."""
-        d = float(self.sim.geodesic_distance(np.asarray(a, dtype=np.float32),
-                                             np.asarray(points, dtype=np.float32)))
+        d = float(
+            self.sim.geodesic_distance(
+                np.asarray(a, dtype=np.float32), np.asarray(points, dtype=np.float32)
+            )
+        )
         return d if np.isfinite(d) else float("inf")
 
     def bounds(self):
@@ -131,9 +148,14 @@ class SceneGeometry:
     # -- rendering -------------------------------------------------------------------
     def _obs(self, position, rotation):
 
-        q = np.quaternion(float(rotation[3]), float(rotation[0]), float(rotation[1]), float(rotation[2]))
-        return self.sim.get_observations_at(position=np.asarray(position, dtype=np.float32),
-                                            rotation=q, keep_agent_at_new_pose=False)
+        q = np.quaternion(
+            float(rotation[3]), float(rotation[0]), float(rotation[1]), float(rotation[2])
+        )
+        return self.sim.get_observations_at(
+            position=np.asarray(position, dtype=np.float32),
+            rotation=q,
+            keep_agent_at_new_pose=False,
+        )
 
     def semantic(self, position, rotation) -> np.ndarray:
         """(H, W) int object ids seen from an agent standing at ``position``."""
@@ -152,8 +174,13 @@ class SceneGeometry:
             pass
 
 
-def open_scene(scene: SceneFiles, backend: str = "mosnav", camera: Optional[CameraSpec] = None,
-               scene_dataset: str = "default", up_axis: str = "auto") -> SceneGeometry:
+def open_scene(
+    scene: SceneFiles,
+    backend: str = "mosnav",
+    camera: Optional[CameraSpec] = None,
+    scene_dataset: str = "default",
+    up_axis: str = "auto",
+) -> SceneGeometry:
     """Build the simulator for one scene; a clear error when the backend is unavailable."""
     import habitat_mosnav  # noqa: F401
 
@@ -166,7 +193,9 @@ def open_scene(scene: SceneFiles, backend: str = "mosnav", camera: Optional[Came
     except SimulatorUnavailable as e:
         raise BuildError(f"--backend {backend}: {e}") from None
     scene_path = scene.render_glb
-    if backend == "habitat-sim":  # it reads the files natively: hostile glTF checked first (issue #30)
+    if (
+        backend == "habitat-sim"
+    ):  # it reads the files natively: hostile glTF checked first (issue #30)
         from habitat_mosnav.scenes.gltf import check_scene_files
         from habitat_mosnav.scenes.io import SceneFormatError
 
@@ -174,9 +203,14 @@ def open_scene(scene: SceneFiles, backend: str = "mosnav", camera: Optional[Came
             check_scene_files(str(scene_path))
         except SceneFormatError as e:
             raise BuildError(str(e)) from None
-    cfg = make_sim_config(scene_path, backend, cam, scene_dataset,
-                          navmesh=scene.navmesh if choice.options_key == "mosnav_mesh" else None,
-                          up_axis=up_axis)
+    cfg = make_sim_config(
+        scene_path,
+        backend,
+        cam,
+        scene_dataset,
+        navmesh=scene.navmesh if choice.options_key == "mosnav_mesh" else None,
+        up_axis=up_axis,
+    )
     from habitat.sims import make_sim
 
     try:
@@ -184,5 +218,7 @@ def open_scene(scene: SceneFiles, backend: str = "mosnav", camera: Optional[Came
     except BuildError:
         raise
     except Exception as e:
-        raise BuildError(f"{scene_path}: cannot load the scene in {cfg.type} ({type(e).__name__}: {e})") from None
+        raise BuildError(
+            f"{scene_path}: cannot load the scene in {cfg.type} ({type(e).__name__}: {e})"
+        ) from None
     return SceneGeometry(sim, cam, scene.scene_id)

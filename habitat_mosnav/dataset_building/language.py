@@ -6,6 +6,7 @@ instruction names every condition of the program and never a count: the agent is
 how many targets there are (SPEC §1), so a query matching one object reads "the brown
 chair" and one matching several reads "brown chairs" whatever the target mode.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,16 +32,65 @@ PLURAL_TEMPLATES = (
 )
 
 MATERIAL_ADJ = {"wood": "wooden", "wool": "woolen", "gold": "golden"}
-_IRREGULAR = {"shelf": "shelves", "bookshelf": "bookshelves", "knife": "knives",
-              "leaf": "leaves", "person": "people", "foot": "feet", "mouse": "mice",
-              "tv": "tvs", "couch": "couches", "fish": "fish", "sheep": "sheep",
-              "series": "series", "scissors": "scissors", "clothes": "clothes",
-              "glasses": "glasses", "stairs": "stairs", "drawers": "drawers"}
-_ADJ_WORDS = {"round", "square", "rectangular", "oval", "tall", "short", "small", "large",
-              "big", "long", "low", "high", "wide", "narrow", "open", "closed", "modern",
-              "vintage", "antique", "plain", "striped", "patterned", "floral", "folding",
-              "cushioned", "padded", "upholstered", "glossy", "matte", "shiny", "soft",
-              "hanging", "framed", "empty", "full", "double", "single", "wall-mounted"}
+_IRREGULAR = {
+    "shelf": "shelves",
+    "bookshelf": "bookshelves",
+    "knife": "knives",
+    "leaf": "leaves",
+    "person": "people",
+    "foot": "feet",
+    "mouse": "mice",
+    "tv": "tvs",
+    "couch": "couches",
+    "fish": "fish",
+    "sheep": "sheep",
+    "series": "series",
+    "scissors": "scissors",
+    "clothes": "clothes",
+    "glasses": "glasses",
+    "stairs": "stairs",
+    "drawers": "drawers",
+}
+_ADJ_WORDS = {
+    "round",
+    "square",
+    "rectangular",
+    "oval",
+    "tall",
+    "short",
+    "small",
+    "large",
+    "big",
+    "long",
+    "low",
+    "high",
+    "wide",
+    "narrow",
+    "open",
+    "closed",
+    "modern",
+    "vintage",
+    "antique",
+    "plain",
+    "striped",
+    "patterned",
+    "floral",
+    "folding",
+    "cushioned",
+    "padded",
+    "upholstered",
+    "glossy",
+    "matte",
+    "shiny",
+    "soft",
+    "hanging",
+    "framed",
+    "empty",
+    "full",
+    "double",
+    "single",
+    "wall-mounted",
+}
 
 
 def pluralize(noun: str) -> str:
@@ -83,7 +133,7 @@ def with_article(phrase: str) -> str:
 
 
 def _feature_phrase(feature: str, plural: bool) -> str:
-    """"glass door" -> "with a glass door" / "with glass doors"; "on a stand" unchanged."""
+    """ "glass door" -> "with a glass door" / "with glass doors"; "on a stand" unchanged."""
     if feature.startswith(("with ", "on ", "in ", "without ")):
         return feature
     if _is_plural(feature):
@@ -95,11 +145,12 @@ _DISPLAY = {"tv": "TV", "tvs": "TVs"}
 
 
 def noun_phrase(program: Dict[str, Any], plural: bool) -> str:
-    """"brown wooden chairs with armrests" from a query program."""
+    """ "brown wooden chairs with armrests" from a query program."""
     cats, colors, materials, features = [], [], [], []
     for c in program.get("where") or []:
-        {"category": cats, "color": colors, "material": materials,
-         "feature": features}[c["field"]].append(c["value"])
+        {"category": cats, "color": colors, "material": materials, "feature": features}[
+            c["field"]
+        ].append(c["value"])
     noun = cats[0] if cats else "object"
     # A feature naming a kind of the category ("table lamp" of a lamp) replaces the noun.
     for f in list(features):
@@ -125,16 +176,20 @@ def template_instruction(query: Dict[str, Any], seed: int = 0, scene_id: str = "
     return templates[i].format(np=noun_phrase(query["query_program"], plural))
 
 
-LLM_SYSTEM = ("You write short instructions for a household robot that searches for objects. "
-              "Reply with one imperative sentence only.")
+LLM_SYSTEM = (
+    "You write short instructions for a household robot that searches for objects. "
+    "Reply with one imperative sentence only."
+)
 
 
 def llm_prompt(query: Dict[str, Any]) -> str:
     plural = len(query.get("matched_object_ids") or []) != 1
     conds = "; ".join(f"{c['field']} is {c['value']}" for c in query["query_program"]["where"])
-    return (f"Write one natural instruction asking the robot to find {'objects' if plural else 'the object'} "
-            f"with these properties: {conds}. Mention every property, do not mention how many "
-            f"there are, and use {'the plural' if plural else 'the singular'}.")
+    return (
+        f"Write one natural instruction asking the robot to find {'objects' if plural else 'the object'} "
+        f"with these properties: {conds}. Mention every property, do not mention how many "
+        f"there are, and use {'the plural' if plural else 'the singular'}."
+    )
 
 
 def clean_llm_instruction(text: Optional[str]) -> Optional[str]:
@@ -142,7 +197,7 @@ def clean_llm_instruction(text: Optional[str]) -> Optional[str]:
     if not text:
         return None
     for line in str(text).strip().splitlines():
-        line = line.strip().strip('"\'` ').strip()
+        line = line.strip().strip("\"'` ").strip()
         if line:
             if len(line) > 200:
                 return None
@@ -150,8 +205,14 @@ def clean_llm_instruction(text: Optional[str]) -> Optional[str]:
     return None
 
 
-def build_instructions(queries: List[Dict[str, Any]], *, seed: int = 0, scene_id: str = "",
-                       client=None, counts: Optional[Dict[str, int]] = None) -> List[Dict[str, Any]]:
+def build_instructions(
+    queries: List[Dict[str, Any]],
+    *,
+    seed: int = 0,
+    scene_id: str = "",
+    client=None,
+    counts: Optional[Dict[str, int]] = None,
+) -> List[Dict[str, Any]]:
     """Fill ``instruction`` of every query: LLM when ``client`` is given (falling back to the
     template when a reply is unusable), else templates."""
     out = []
@@ -159,10 +220,15 @@ def build_instructions(queries: List[Dict[str, Any]], *, seed: int = 0, scene_id
         q = dict(q)
         text = None
         if client is not None:
-            text = clean_llm_instruction(client.complete_text(LLM_SYSTEM, llm_prompt(q),
-                                                              cache_key=f"{scene_id}-{q['query_id']}"))
+            text = clean_llm_instruction(
+                client.complete_text(
+                    LLM_SYSTEM, llm_prompt(q), cache_key=f"{scene_id}-{q['query_id']}"
+                )
+            )
             if counts is not None:
-                counts["llm" if text else "llm_fallback"] = counts.get("llm" if text else "llm_fallback", 0) + 1
+                counts["llm" if text else "llm_fallback"] = (
+                    counts.get("llm" if text else "llm_fallback", 0) + 1
+                )
         q["instruction"] = text or template_instruction(q, seed, scene_id)
         out.append(q)
     return out

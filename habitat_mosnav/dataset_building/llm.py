@@ -13,6 +13,7 @@ Failures are retried with exponential back-off (HTTP 429, 5xx, timeouts, connect
 errors, malformed replies); requests are spaced by a minimum interval (rate limit). A bad
 key (401/403) stops the stage with a clear message, since every request would fail.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,15 @@ from habitat_mosnav.chat import (
 )
 from habitat_mosnav.dataset_building.common import ATTRIBUTE_FIELDS, BuildError, log
 
-__all__ = ["APIError", "ApiAuthError", "ApiSettings", "MalformedReply", "StageClient",
-           "attribute_messages", "parse_attribute_reply"]
+__all__ = [
+    "APIError",
+    "ApiAuthError",
+    "ApiSettings",
+    "MalformedReply",
+    "StageClient",
+    "attribute_messages",
+    "parse_attribute_reply",
+]
 
 DEFAULT_BASE = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -64,10 +72,14 @@ class ApiSettings:
             return env_value(*names, env_file=env_file, default=default)
 
         model = get("OPENAI_MODEL", default=DEFAULT_MODEL)
-        s = cls(base_url=get("MOSNAV_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE", default=DEFAULT_BASE),
-                api_key=get("MOSNAV_API_KEY", "OPENAI_API_KEY"),
-                vlm_model=get("MOSNAV_VLM_MODEL", default=model),
-                llm_model=get("MOSNAV_LLM_MODEL", default=model))
+        s = cls(
+            base_url=get(
+                "MOSNAV_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE", default=DEFAULT_BASE
+            ),
+            api_key=get("MOSNAV_API_KEY", "OPENAI_API_KEY"),
+            vlm_model=get("MOSNAV_VLM_MODEL", default=model),
+            llm_model=get("MOSNAV_LLM_MODEL", default=model),
+        )
         for k, v in overrides.items():
             if v is not None:
                 setattr(s, k, v)
@@ -84,25 +96,41 @@ class StageClient:
 
     def __init__(self, settings: ApiSettings, sleep: Callable[[float], None] = time.sleep):
         if not settings.api_key:
-            raise BuildError("no API key: set MOSNAV_API_KEY (or OPENAI_API_KEY) in the environment "
-                             "or a .env file, or run with --offline")
+            raise BuildError(
+                "no API key: set MOSNAV_API_KEY (or OPENAI_API_KEY) in the environment "
+                "or a .env file, or run with --offline"
+            )
         self.s = settings
-        self.client = ChatClient(settings.base_url, settings.api_key, timeout=settings.timeout_s,
-                                 retries=settings.max_retries, backoff=settings.backoff_s,
-                                 min_interval=settings.min_interval_s, sleep=sleep,
-                                 user_agent="habitat_mosnav-build")
+        self.client = ChatClient(
+            settings.base_url,
+            settings.api_key,
+            timeout=settings.timeout_s,
+            retries=settings.max_retries,
+            backoff=settings.backoff_s,
+            min_interval=settings.min_interval_s,
+            sleep=sleep,
+            user_agent="habitat_mosnav-build",
+        )
 
     @property
     def requests_sent(self) -> int:
         return self.client.requests_sent
 
-    def chat(self, messages: List[Dict[str, Any]], model: str,
-             parse: Optional[Callable[[str], Any]] = None) -> ChatResult:
+    def chat(
+        self,
+        messages: List[Dict[str, Any]],
+        model: str,
+        parse: Optional[Callable[[str], Any]] = None,
+    ) -> ChatResult:
         """Send the messages; ``result.value`` is ``parse(content)``. A reply that fails
         ``parse`` (:class:`MalformedReply`) is retried; after every retry an
         :class:`APIError` is raised (its ``attempt_log`` lists the failed attempts)."""
-        payload = {"model": model, "messages": messages, "temperature": 0,
-                   "max_tokens": self.s.max_tokens}
+        payload = {
+            "model": model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": self.s.max_tokens,
+        }
         try:
             return self.client.complete(payload, parse=parse)
         except APIAuthError as e:
@@ -111,9 +139,11 @@ class StageClient:
     def complete_text(self, system: str, user: str, cache_key: str = "") -> Optional[str]:
         """A text-only completion (language stage); None when it fails."""
         try:
-            return self.chat([{"role": "system", "content": system},
-                              {"role": "user", "content": user}], self.s.llm_model,
-                             parse=_nonempty).value
+            return self.chat(
+                [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                self.s.llm_model,
+                parse=_nonempty,
+            ).value
         except ApiAuthError:
             raise
         except APIError as e:
@@ -127,17 +157,21 @@ def _nonempty(text: Optional[str]) -> str:
     return text
 
 
-ATTRIBUTE_SYSTEM = ("You describe household objects in images for a navigation benchmark. "
-                    "Answer with a single JSON object and nothing else.")
+ATTRIBUTE_SYSTEM = (
+    "You describe household objects in images for a navigation benchmark. "
+    "Answer with a single JSON object and nothing else."
+)
 
 
 def attribute_prompt(category: str) -> str:
-    return (f"The images show the same {category} (outlined in the centre of each crop). "
-            "Give its visible attributes as JSON: "
-            '{"color": [main colours, 1-2 words each], "material": [main materials], '
-            '"feature": [distinctive visible parts or properties, short phrases], '
-            '"caption": "one short sentence describing it"}. '
-            "Use simple common words. Use [] when unsure.")
+    return (
+        f"The images show the same {category} (outlined in the centre of each crop). "
+        "Give its visible attributes as JSON: "
+        '{"color": [main colours, 1-2 words each], "material": [main materials], '
+        '"feature": [distinctive visible parts or properties, short phrases], '
+        '"caption": "one short sentence describing it"}. '
+        "Use simple common words. Use [] when unsure."
+    )
 
 
 def parse_attribute_reply(text: str) -> Dict[str, Any]:

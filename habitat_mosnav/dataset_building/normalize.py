@@ -5,6 +5,7 @@ metal" or "white/black". Queries only work when the same thing is spelled the sa
 every value is mapped onto a small canonical vocabulary; values that map to nothing are
 dropped (and counted) rather than inventing a query nobody can phrase.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,47 +14,142 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from habitat_mosnav.dataset_building.common import ATTRIBUTE_FIELDS, norm_text
 
-COLORS = ("black", "white", "gray", "brown", "beige", "red", "orange", "yellow", "green",
-          "blue", "purple", "pink", "gold", "silver")
+COLORS = (
+    "black",
+    "white",
+    "gray",
+    "brown",
+    "beige",
+    "red",
+    "orange",
+    "yellow",
+    "green",
+    "blue",
+    "purple",
+    "pink",
+    "gold",
+    "silver",
+)
 
 COLOR_SYNONYMS = {
-    "grey": "gray", "dark gray": "gray", "light gray": "gray", "charcoal": "gray",
-    "slate": "gray", "ash": "gray",
-    "dark brown": "brown", "light brown": "brown", "walnut": "brown", "chocolate": "brown",
-    "mahogany": "brown", "chestnut": "brown", "oak": "brown", "espresso": "brown",
-    "coffee": "brown", "tan": "beige", "cream": "beige", "ivory": "beige", "khaki": "beige",
-    "off white": "white", "off-white": "white", "eggshell": "white",
-    "crimson": "red", "maroon": "red", "burgundy": "red", "scarlet": "red",
-    "navy": "blue", "navy blue": "blue", "teal": "blue", "turquoise": "blue", "cyan": "blue",
-    "sky blue": "blue", "light blue": "blue", "dark blue": "blue",
-    "olive": "green", "lime": "green", "dark green": "green", "light green": "green",
-    "mint": "green", "violet": "purple", "lavender": "purple", "magenta": "pink",
-    "rose": "pink", "golden": "gold", "brass": "gold", "chrome": "silver",
-    "metallic": "silver", "ebony": "black", "jet black": "black",
+    "grey": "gray",
+    "dark gray": "gray",
+    "light gray": "gray",
+    "charcoal": "gray",
+    "slate": "gray",
+    "ash": "gray",
+    "dark brown": "brown",
+    "light brown": "brown",
+    "walnut": "brown",
+    "chocolate": "brown",
+    "mahogany": "brown",
+    "chestnut": "brown",
+    "oak": "brown",
+    "espresso": "brown",
+    "coffee": "brown",
+    "tan": "beige",
+    "cream": "beige",
+    "ivory": "beige",
+    "khaki": "beige",
+    "off white": "white",
+    "off-white": "white",
+    "eggshell": "white",
+    "crimson": "red",
+    "maroon": "red",
+    "burgundy": "red",
+    "scarlet": "red",
+    "navy": "blue",
+    "navy blue": "blue",
+    "teal": "blue",
+    "turquoise": "blue",
+    "cyan": "blue",
+    "sky blue": "blue",
+    "light blue": "blue",
+    "dark blue": "blue",
+    "olive": "green",
+    "lime": "green",
+    "dark green": "green",
+    "light green": "green",
+    "mint": "green",
+    "violet": "purple",
+    "lavender": "purple",
+    "magenta": "pink",
+    "rose": "pink",
+    "golden": "gold",
+    "brass": "gold",
+    "chrome": "silver",
+    "metallic": "silver",
+    "ebony": "black",
+    "jet black": "black",
 }
 
-MATERIALS = ("wood", "metal", "glass", "fabric", "leather", "plastic", "stone", "ceramic",
-             "paper", "rubber", "wicker")
+MATERIALS = (
+    "wood",
+    "metal",
+    "glass",
+    "fabric",
+    "leather",
+    "plastic",
+    "stone",
+    "ceramic",
+    "paper",
+    "rubber",
+    "wicker",
+)
 
 MATERIAL_SYNONYMS = {
-    "timber": "wood", "wooden": "wood", "oak": "wood", "pine": "wood", "walnut": "wood",
-    "plywood": "wood", "mdf": "wood", "bamboo": "wood", "hardwood": "wood",
-    "steel": "metal", "iron": "metal", "aluminum": "metal", "aluminium": "metal",
-    "brass": "metal", "chrome": "metal", "metallic": "metal", "stainless steel": "metal",
+    "timber": "wood",
+    "wooden": "wood",
+    "oak": "wood",
+    "pine": "wood",
+    "walnut": "wood",
+    "plywood": "wood",
+    "mdf": "wood",
+    "bamboo": "wood",
+    "hardwood": "wood",
+    "steel": "metal",
+    "iron": "metal",
+    "aluminum": "metal",
+    "aluminium": "metal",
+    "brass": "metal",
+    "chrome": "metal",
+    "metallic": "metal",
+    "stainless steel": "metal",
     "copper": "metal",
-    "cloth": "fabric", "textile": "fabric", "cotton": "fabric", "linen": "fabric",
-    "velvet": "fabric", "upholstery": "fabric", "upholstered": "fabric", "wool": "fabric",
-    "polyester": "fabric", "canvas": "fabric", "suede": "leather", "faux leather": "leather",
-    "vinyl": "plastic", "acrylic": "plastic", "resin": "plastic",
-    "marble": "stone", "granite": "stone", "concrete": "stone", "slate": "stone",
-    "porcelain": "ceramic", "tile": "ceramic", "clay": "ceramic", "terracotta": "ceramic",
-    "cardboard": "paper", "rattan": "wicker",
-    "mirror": "glass", "glassy": "glass",
+    "cloth": "fabric",
+    "textile": "fabric",
+    "cotton": "fabric",
+    "linen": "fabric",
+    "velvet": "fabric",
+    "upholstery": "fabric",
+    "upholstered": "fabric",
+    "wool": "fabric",
+    "polyester": "fabric",
+    "canvas": "fabric",
+    "suede": "leather",
+    "faux leather": "leather",
+    "vinyl": "plastic",
+    "acrylic": "plastic",
+    "resin": "plastic",
+    "marble": "stone",
+    "granite": "stone",
+    "concrete": "stone",
+    "slate": "stone",
+    "porcelain": "ceramic",
+    "tile": "ceramic",
+    "clay": "ceramic",
+    "terracotta": "ceramic",
+    "cardboard": "paper",
+    "rattan": "wicker",
+    "mirror": "glass",
+    "glassy": "glass",
 }
 
 _SPLIT = re.compile(r"\s*(?:,|/|;|\band\b|\bor\b|\bwith\b|&|\+)\s*")
-_FILLER = re.compile(r"\b(?:mostly|mainly|partly|some|a|an|the|colou?red|toned?|painted|"
-                     r"finish|shade|of|made)\b")
+_FILLER = re.compile(
+    r"\b(?:mostly|mainly|partly|some|a|an|the|colou?red|toned?|painted|"
+    r"finish|shade|of|made)\b"
+)
 
 
 def _pieces(value: Any) -> List[str]:
@@ -122,7 +218,9 @@ def normalize_attributes(attrs: Any, dropped: Optional[Counter] = None) -> Dict[
     return {k: normalize_values(attrs.get(k), k, dropped) for k in ATTRIBUTE_FIELDS}
 
 
-def normalize_goals(goals: Iterable[Dict[str, Any]], dropped: Optional[Counter] = None) -> List[Dict[str, Any]]:
+def normalize_goals(
+    goals: Iterable[Dict[str, Any]], dropped: Optional[Counter] = None
+) -> List[Dict[str, Any]]:
     """Copies of the goals with normalized attributes (idempotent)."""
     out = []
     for g in goals:

@@ -14,6 +14,7 @@ those view points (position, rotation, iou) for the goals with the same ``object
 own ``navigable_position`` and box stay), and adds as goals the objects our view-point
 search dropped but ObjectNav lists.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -43,7 +44,7 @@ def find_objectnav_file(path: Path, scene_id: str) -> Optional[Path]:
 
 #: The most an ObjectNav goals file may hold once decompressed (HM3D v2's largest scene
 #: file is a few MB): a gzip bomb is refused in one line instead of ending in MemoryError.
-MAX_GOALS_BYTES = 512 * 2 ** 20
+MAX_GOALS_BYTES = 512 * 2**20
 
 
 def _load(path: Path) -> Any:
@@ -52,8 +53,10 @@ def _load(path: Path) -> Any:
         with opener(path, "rb") as f:
             data = f.read(MAX_GOALS_BYTES + 1)
         if len(data) > MAX_GOALS_BYTES:
-            raise BuildError(f"{path}: more than {MAX_GOALS_BYTES // 2 ** 20} MiB once decompressed; "
-                             "not an ObjectNav goals file (a gzip bomb?)")
+            raise BuildError(
+                f"{path}: more than {MAX_GOALS_BYTES // 2**20} MiB once decompressed; "
+                "not an ObjectNav goals file (a gzip bomb?)"
+            )
         return json.loads(data.decode("utf-8"))
     except (OSError, EOFError) as e:
         raise BuildError(f"{path}: cannot read ({e})") from None
@@ -75,7 +78,9 @@ def read_objectnav_goals(path: Path, scene_id: str) -> Dict[int, Dict[str, Any]]
         if mesh_stem(scene) != scene_id:
             continue
         if not category:
-            raise BuildError(f"{path}: goals_by_category key {key!r}: expected '<scene>_<category>'")
+            raise BuildError(
+                f"{path}: goals_by_category key {key!r}: expected '<scene>_<category>'"
+            )
         if not isinstance(goals, list):
             raise BuildError(f"{path}: goals_by_category[{key!r}]: expected a list of goals")
         for i, g in enumerate(goals):
@@ -90,11 +95,22 @@ def read_objectnav_goals(path: Path, scene_id: str) -> Dict[int, Dict[str, Any]]
                     pos = vector(state, "position", 3, fpath, f"{vrec}.agent_state")
                     rot = quaternion(state, "rotation", fpath, f"{vrec}.agent_state")
                     iou = vp.get("iou")  # its own message: ObjectNav files say NaN, as JSON does
-                    if isinstance(iou, bool) or not isinstance(iou, (int, float)) or not math.isfinite(iou):
-                        raise BuildError(f"{fpath}: {vrec}: field 'iou': expected a finite number, got {json.dumps(iou)}")
+                    if (
+                        isinstance(iou, bool)
+                        or not isinstance(iou, (int, float))
+                        or not math.isfinite(iou)
+                    ):
+                        raise BuildError(
+                            f"{fpath}: {vrec}: field 'iou': expected a finite number, got {json.dumps(iou)}"
+                        )
                     norm = math.sqrt(sum(x * x for x in rot))
-                    parsed.append({"position": rounded(pos), "rotation": rounded([x / norm for x in rot], 6),
-                                   "iou": round(float(iou), 4)})
+                    parsed.append(
+                        {
+                            "position": rounded(pos),
+                            "rotation": rounded([x / norm for x in rot], 6),
+                            "iou": round(float(iou), 4),
+                        }
+                    )
             except DatasetFormatError as e:
                 raise BuildError(str(e)) from None
             if oid in out:
@@ -104,8 +120,13 @@ def read_objectnav_goals(path: Path, scene_id: str) -> Dict[int, Dict[str, Any]]
     return out
 
 
-def apply_objectnav(goals: List[Dict[str, Any]], imported: Dict[int, Dict[str, Any]],
-                    annotated_ids: set, counts: Counter, objects: Optional[list] = None) -> List[Dict[str, Any]]:
+def apply_objectnav(
+    goals: List[Dict[str, Any]],
+    imported: Dict[int, Dict[str, Any]],
+    annotated_ids: set,
+    counts: Counter,
+    objects: Optional[list] = None,
+) -> List[Dict[str, Any]]:
     """Our goals with ObjectNav's view points where it lists the same object.
 
     ``objects``: the annotated objects that passed our category and size filters

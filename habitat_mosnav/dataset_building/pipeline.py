@@ -4,6 +4,7 @@ Each takes a :class:`BuildConfig`, works scene by scene with a progress bar, ski
 previous run already finished with the same parameters (unless ``overwrite``), and returns
 a :class:`StageReport`. Results depend only on the inputs and ``seed``.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -39,7 +40,7 @@ class BuildConfig:
 
     out: Path
     scenes: Optional[Path] = None
-    work: Optional[Path] = None          # default: <out>.build next to the dataset
+    work: Optional[Path] = None  # default: <out>.build next to the dataset
     seed: int = 0
     overwrite: bool = False
     scene_ids: Optional[Sequence[str]] = None
@@ -59,15 +60,19 @@ class BuildConfig:
     progress: bool = True
     show_object_ids: Optional[Sequence[int]] = None
     show_dir: Optional[Path] = None
-    categories: Optional[Path] = None     # categories.json to extend (default <out>/categories.json)
-    objectnav_goals: Optional[Path] = None  # habitat ObjectNav HM3D v2 data to take view points from
+    categories: Optional[Path] = None  # categories.json to extend (default <out>/categories.json)
+    objectnav_goals: Optional[Path] = (
+        None  # habitat ObjectNav HM3D v2 data to take view points from
+    )
 
     def __post_init__(self):
         self.out = Path(self.out)
         if self.scenes is not None:
             self.scenes = Path(self.scenes)
         self.work = Path(self.work) if self.work else self.out.parent / (self.out.name + ".build")
-        self.categories = Path(self.categories) if self.categories else default_categories_path(self.out)
+        self.categories = (
+            Path(self.categories) if self.categories else default_categories_path(self.out)
+        )
         if self.objectnav_goals is not None:
             self.objectnav_goals = Path(self.objectnav_goals)
 
@@ -80,14 +85,18 @@ class BuildConfig:
     def output_scene_ids(self) -> List[str]:
         ids = dataset_scene_ids(self.out, self.scene_ids)
         if not ids:
-            raise BuildError(f"{self.out}: no scene with goals.json (run `mosnav-build extract` first)")
+            raise BuildError(
+                f"{self.out}: no scene with goals.json (run `mosnav-build extract` first)"
+            )
         return ids
 
     def scene_dir(self, scene_id: str) -> Path:
         return self.out / scene_id
 
     def bar(self, total: int, desc: str):
-        return tqdm(total=total, desc=desc, disable=not self.progress, leave=False, dynamic_ncols=True)
+        return tqdm(
+            total=total, desc=desc, disable=not self.progress, leave=False, dynamic_ncols=True
+        )
 
     def open_geometry(self, scene: SceneFiles, rgb: bool = True):
         """The scene in the simulator; ``rgb=False`` renders only the semantic sensor."""
@@ -95,8 +104,13 @@ class BuildConfig:
 
         from habitat_mosnav.dataset_building.geometry import open_scene
 
-        return open_scene(scene, self.backend, replace(self.camera, rgb=rgb), self.resolved_scene_dataset(scene),
-                          up_axis=self.extract.up_axis)
+        return open_scene(
+            scene,
+            self.backend,
+            replace(self.camera, rgb=rgb),
+            self.resolved_scene_dataset(scene),
+            up_axis=self.extract.up_axis,
+        )
 
     def resolved_scene_dataset(self, scene: SceneFiles) -> str:
         """``--scene-dataset``; for habitat-sim left at 'default', the one
@@ -108,12 +122,16 @@ class BuildConfig:
             return self.scene_dataset
         if getattr(self, "_found_scene_dataset", None) is None:
             roots = [self.scenes, self.scenes.parent] if self.scenes is not None else []
-            found = sorted({str(p) for r in roots if r.is_dir() for p in r.glob("*.scene_dataset_config.json")})
+            found = sorted(
+                {str(p) for r in roots if r.is_dir() for p in r.glob("*.scene_dataset_config.json")}
+            )
             if len(found) != 1:
                 what = "none" if not found else ", ".join(found)
-                raise BuildError(f"{self.scenes}: --backend habitat-sim needs --scene-dataset "
-                                 f"(HM3D: hm3d_annotated_basis.scene_dataset_config.json; generated scenes: "
-                                 f"python -m habitat_mosnav.sims.habitat_sim_assets ROOT; found {what} next to the scenes)")
+                raise BuildError(
+                    f"{self.scenes}: --backend habitat-sim needs --scene-dataset "
+                    f"(HM3D: hm3d_annotated_basis.scene_dataset_config.json; generated scenes: "
+                    f"python -m habitat_mosnav.sims.habitat_sim_assets ROOT; found {what} next to the scenes)"
+                )
             log.info("habitat-sim scene dataset: %s", found[0])
             self._found_scene_dataset = found[0]
         return self._found_scene_dataset
@@ -124,9 +142,14 @@ class BuildConfig:
         return StageClient(ApiSettings.from_env(self.env_file, **self.api_overrides))
 
 
-def _per_scene(cfg: BuildConfig, stage: str, scene_ids: List[str],
-               params: Union[Dict[str, Any], Callable[[str], Dict[str, Any]]],
-               outputs: Callable[[str], List[Path]], work: Callable[[str, Counter], Any]) -> StageReport:
+def _per_scene(
+    cfg: BuildConfig,
+    stage: str,
+    scene_ids: List[str],
+    params: Union[Dict[str, Any], Callable[[str], Dict[str, Any]]],
+    outputs: Callable[[str], List[Path]],
+    work: Callable[[str, Counter], Any],
+) -> StageReport:
     """Run ``work`` for each scene not already done with the same params.
 
     ``params`` is one dict for all scenes, or a function of the scene id.
@@ -137,7 +160,11 @@ def _per_scene(cfg: BuildConfig, stage: str, scene_ids: List[str],
     for sid in tqdm(scene_ids, desc=stage, disable=not cfg.progress, dynamic_ncols=True):
         scene_params = params_of(sid)
         markers = StageMarkers(cfg.work, sid)
-        if not cfg.overwrite and markers.done(stage, scene_params) and all(p.is_file() for p in outputs(sid)):
+        if (
+            not cfg.overwrite
+            and markers.done(stage, scene_params)
+            and all(p.is_file() for p in outputs(sid))
+        ):
             report.skipped.append(sid)
             continue
         counts: Counter = Counter()
@@ -166,9 +193,13 @@ def _load_goals(cfg, sid) -> List[Dict[str, Any]]:
         raise BuildError(str(e)) from None
     for i, g in enumerate(doc["goals"]):
         attrs = g.get("attributes", {})
-        if not isinstance(attrs, dict) or not all(isinstance(attrs.get(k, []), list) for k in ATTRIBUTE_FIELDS):
-            raise BuildError(f"{path}: goal {g.get('object_id', i)}: field 'attributes' must map "
-                             "color/material/feature to lists")
+        if not isinstance(attrs, dict) or not all(
+            isinstance(attrs.get(k, []), list) for k in ATTRIBUTE_FIELDS
+        ):
+            raise BuildError(
+                f"{path}: goal {g.get('object_id', i)}: field 'attributes' must map "
+                "color/material/feature to lists"
+            )
     return doc["goals"]
 
 
@@ -190,9 +221,15 @@ def run_extract(cfg: BuildConfig) -> StageReport:
 
     def params_of(sid: str) -> Dict[str, Any]:
         onav = objectnav.get(sid)
-        return {"backend": cfg.backend, "camera": {k: v for k, v in cfg.camera.__dict__.items() if k != "rgb"},
-                "extract": cfg.extract.params(), "input": fingerprint(scenes[sid]),
-                "objectnav": None if onav is None else [str(onav), onav.stat().st_size, onav.stat().st_mtime_ns]}
+        return {
+            "backend": cfg.backend,
+            "camera": {k: v for k, v in cfg.camera.__dict__.items() if k != "rgb"},
+            "extract": cfg.extract.params(),
+            "input": fingerprint(scenes[sid]),
+            "objectnav": None
+            if onav is None
+            else [str(onav), onav.stat().st_size, onav.stat().st_mtime_ns],
+        }
 
     def work(sid: str, counts: Counter) -> None:
         scene = scenes[sid]
@@ -212,12 +249,19 @@ def run_extract(cfg: BuildConfig) -> StageReport:
         finally:
             geo.close()
         if counts.get("dropped_no_view_point"):
-            log.warning("extract: %s: %d object(s) dropped without any view point", sid,
-                        counts["dropped_no_view_point"])
+            log.warning(
+                "extract: %s: %d object(s) dropped without any view point",
+                sid,
+                counts["dropped_no_view_point"],
+            )
             if objects and counts["dropped_no_view_point"] > 0.8 * len(objects):
-                log.warning("extract: %s: most objects are never seen; the scene meshes were read "
-                            "%s-up (--up-axis %s): if that is wrong, rerun with --up-axis y or z", sid,
-                            resolve_up_axis(scene.render_glb, cfg.extract.up_axis).upper(), cfg.extract.up_axis)
+                log.warning(
+                    "extract: %s: most objects are never seen; the scene meshes were read "
+                    "%s-up (--up-axis %s): if that is wrong, rerun with --up-axis y or z",
+                    sid,
+                    resolve_up_axis(scene.render_glb, cfg.extract.up_axis).upper(),
+                    cfg.extract.up_axis,
+                )
         if imported is not None:
             from habitat_mosnav.dataset_building.semantic import read_annotations
 
@@ -225,7 +269,9 @@ def run_extract(cfg: BuildConfig) -> StageReport:
             goals = apply_objectnav(goals, imported, annotated, counts, objects)
         write_json(_goals_path(cfg, sid), make_doc(sid, "goals", goals))
 
-    report = _per_scene(cfg, "extract", sorted(scenes), params_of, lambda s: [_goals_path(cfg, s)], work)
+    report = _per_scene(
+        cfg, "extract", sorted(scenes), params_of, lambda s: [_goals_path(cfg, s)], work
+    )
     write_categories(cfg, report)
     return report
 
@@ -236,7 +282,9 @@ def write_categories(cfg: BuildConfig, report: StageReport) -> None:
     from habitat_mosnav.dataset_building.categories import dataset_categories, update_categories
 
     cats, new = update_categories(cfg.categories, dataset_categories(cfg.out))
-    report.notes.append(f"categories: {len(cats)} in {cfg.categories}" + (f" ({len(new)} new)" if new else ""))
+    report.notes.append(
+        f"categories: {len(cats)} in {cfg.categories}" + (f" ({len(new)} new)" if new else "")
+    )
 
 
 def run_attributes(cfg: BuildConfig) -> StageReport:
@@ -246,11 +294,18 @@ def run_attributes(cfg: BuildConfig) -> StageReport:
     scenes = {s.scene_id: s for s in cfg.input_scenes()} if (cfg.scenes is not None) else {}
     missing = [s for s in ids if s not in scenes]
     if missing:
-        raise BuildError(f"{cfg.scenes}: scene(s) {', '.join(missing)} of {cfg.out} not found "
-                         "(attributes needs the scene files: --scenes)")
+        raise BuildError(
+            f"{cfg.scenes}: scene(s) {', '.join(missing)} of {cfg.out} not found "
+            "(attributes needs the scene files: --scenes)"
+        )
+
     def params(sid: str) -> Dict[str, Any]:
-        return {"offline": cfg.offline, "views": cfg.attribute_views,
-                "input": fingerprint(scenes[sid]) if cfg.offline else None}
+        return {
+            "offline": cfg.offline,
+            "views": cfg.attribute_views,
+            "input": fingerprint(scenes[sid]) if cfg.offline else None,
+        }
+
     client_box: List[Any] = []
 
     def work(sid: str, counts: Counter) -> None:
@@ -261,9 +316,17 @@ def run_attributes(cfg: BuildConfig) -> StageReport:
             if not client_box:
                 client_box.append(cfg.api_client())
             with cfg.bar(len(goals), f"attributes {sid}") as bar:
-                goals = online_attributes(goals, sid, cfg.work, client_box[0],
-                                          lambda: cfg.open_geometry(scenes[sid]),
-                                          cfg.attribute_views, counts, cfg.overwrite, bar)
+                goals = online_attributes(
+                    goals,
+                    sid,
+                    cfg.work,
+                    client_box[0],
+                    lambda: cfg.open_geometry(scenes[sid]),
+                    cfg.attribute_views,
+                    counts,
+                    cfg.overwrite,
+                    bar,
+                )
         write_json(_goals_path(cfg, sid), make_doc(sid, "goals", goals))
         return counts.get("failed", 0) == 0
 
@@ -283,11 +346,16 @@ def run_normalize(cfg: BuildConfig) -> StageReport:
         counts["goals"] = len(goals)
         counts["values_dropped"] = sum(dropped.values())
         if dropped:
-            log.info("normalize: %s: values outside the vocabularies dropped: %s", sid,
-                     ", ".join(f"{k} x{v}" for k, v in dropped.most_common(10)))
+            log.info(
+                "normalize: %s: values outside the vocabularies dropped: %s",
+                sid,
+                ", ".join(f"{k} x{v}" for k, v in dropped.most_common(10)),
+            )
         write_json(_goals_path(cfg, sid), make_doc(sid, "goals", goals))
 
-    return _per_scene(cfg, "normalize", cfg.output_scene_ids(), {}, lambda s: [_goals_path(cfg, s)], work)
+    return _per_scene(
+        cfg, "normalize", cfg.output_scene_ids(), {}, lambda s: [_goals_path(cfg, s)], work
+    )
 
 
 def _caption_phrase(goal: Dict[str, Any], noun_phrase) -> str:
@@ -320,20 +388,31 @@ def run_queries(cfg: BuildConfig) -> StageReport:
     from habitat_mosnav.dataset_building.language import template_instruction
     from habitat_mosnav.dataset_building.queries import build_queries
 
-    params = {"seed": cfg.seed, "max_queries": cfg.max_queries, "drop_redundant": cfg.drop_redundant,
-              "combos": cfg.query_combos}
+    params = {
+        "seed": cfg.seed,
+        "max_queries": cfg.max_queries,
+        "drop_redundant": cfg.drop_redundant,
+        "combos": cfg.query_combos,
+    }
 
     def work(sid: str, counts: Counter) -> None:
-        queries, c = build_queries(_load_goals(cfg, sid), seed=cfg.seed, scene_id=sid,
-                                   max_queries=cfg.max_queries, drop_redundant=cfg.drop_redundant,
-                                   combos=cfg.query_combos)
+        queries, c = build_queries(
+            _load_goals(cfg, sid),
+            seed=cfg.seed,
+            scene_id=sid,
+            max_queries=cfg.max_queries,
+            drop_redundant=cfg.drop_redundant,
+            combos=cfg.query_combos,
+        )
         counts.update(c)
         counts["pure_category"] = sum(q["pure_category"] for q in queries)
         for q in queries:  # a usable default until the language stage runs
             q["instruction"] = template_instruction(q, cfg.seed, sid)
         write_json(_queries_path(cfg, sid), make_doc(sid, "queries", queries))
 
-    return _per_scene(cfg, "queries", cfg.output_scene_ids(), params, lambda s: [_queries_path(cfg, s)], work)
+    return _per_scene(
+        cfg, "queries", cfg.output_scene_ids(), params, lambda s: [_queries_path(cfg, s)], work
+    )
 
 
 def run_language(cfg: BuildConfig) -> StageReport:
@@ -349,11 +428,15 @@ def run_language(cfg: BuildConfig) -> StageReport:
             if not client_box:
                 client_box.append(cfg.api_client())
             client = client_box[0]
-        queries = build_instructions(queries, seed=cfg.seed, scene_id=sid, client=client, counts=counts)
+        queries = build_instructions(
+            queries, seed=cfg.seed, scene_id=sid, client=client, counts=counts
+        )
         counts["queries"] = len(queries)
         write_json(_queries_path(cfg, sid), make_doc(sid, "queries", queries))
 
-    return _per_scene(cfg, "language", cfg.output_scene_ids(), params, lambda s: [_queries_path(cfg, s)], work)
+    return _per_scene(
+        cfg, "language", cfg.output_scene_ids(), params, lambda s: [_queries_path(cfg, s)], work
+    )
 
 
 def run_episodes(cfg: BuildConfig) -> StageReport:
@@ -363,8 +446,10 @@ def run_episodes(cfg: BuildConfig) -> StageReport:
     ids = cfg.output_scene_ids()
     missing = [s for s in ids if s not in scenes]
     if missing:
-        raise BuildError(f"{cfg.scenes}: scene(s) {', '.join(missing)} of {cfg.out} not found "
-                         "(episodes needs the scene files: --scenes)")
+        raise BuildError(
+            f"{cfg.scenes}: scene(s) {', '.join(missing)} of {cfg.out} not found "
+            "(episodes needs the scene files: --scenes)"
+        )
     params = {"seed": cfg.seed, "backend": cfg.backend, "episodes": cfg.episodes.params()}
 
     def work(sid: str, counts: Counter) -> None:
@@ -397,7 +482,9 @@ def run_show(cfg: BuildConfig) -> StageReport:
             wanted = set(int(i) for i in cfg.show_object_ids)
             unknown = wanted - {int(g["object_id"]) for g in goals}
             if unknown and len(cfg.output_scene_ids()) == 1:
-                raise BuildError(f"{_goals_path(cfg, sid)}: no goal with object_id {sorted(unknown)[0]}")
+                raise BuildError(
+                    f"{_goals_path(cfg, sid)}: no goal with object_id {sorted(unknown)[0]}"
+                )
             goals = [g for g in goals if int(g["object_id"]) in wanted]
         if not goals:
             continue
@@ -426,5 +513,7 @@ STAGE_FUNCS = {
 
 def run_all(cfg: BuildConfig) -> List[StageReport]:
     """extract -> attributes -> normalize -> queries -> language -> episodes."""
-    return [STAGE_FUNCS[s](cfg) for s in ("extract", "attributes", "normalize", "queries",
-                                          "language", "episodes")]
+    return [
+        STAGE_FUNCS[s](cfg)
+        for s in ("extract", "attributes", "normalize", "queries", "language", "episodes")
+    ]

@@ -7,6 +7,7 @@ are executed against goals.json to fill ``matched_object_ids``; a program matchi
 is dropped. ``pure_category`` marks the programs usable for object-goal (GOAT-style)
 episodes: exactly one condition, ``category == <name>`` (SPEC §1).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -70,7 +71,9 @@ def _key(conds: Sequence[Tuple[str, str]]) -> Tuple[Tuple[str, str], ...]:
     return tuple(sorted(conds, key=lambda c: (order[c[0]], c[1])))
 
 
-def candidate_programs(goals: Sequence[Dict[str, Any]], combos: bool = True) -> List[Tuple[Tuple[str, str], ...]]:
+def candidate_programs(
+    goals: Sequence[Dict[str, Any]], combos: bool = True
+) -> List[Tuple[Tuple[str, str], ...]]:
     """Condition tuples: pure category; category + one attribute value; category + colour +
     material (combinations that occur on some goal)."""
     cands = set()
@@ -84,17 +87,28 @@ def candidate_programs(goals: Sequence[Dict[str, Any]], combos: bool = True) -> 
             for v in attrs.get(f) or []:
                 cands.add(_key([("category", cat), (f, v)]))
         if combos:
-            for col, mat in itertools.product(attrs.get("color") or [], attrs.get("material") or []):
+            for col, mat in itertools.product(
+                attrs.get("color") or [], attrs.get("material") or []
+            ):
                 cands.add(_key([("category", cat), ("color", col), ("material", mat)]))
-            for col, feat in itertools.product(attrs.get("color") or [], attrs.get("feature") or []):
+            for col, feat in itertools.product(
+                attrs.get("color") or [], attrs.get("feature") or []
+            ):
                 cands.add(_key([("category", cat), ("color", col), ("feature", feat)]))
     return sorted(cands)
 
 
-def build_queries(goals: Sequence[Dict[str, Any]], *, seed: int = 0, scene_id: str = "",
-                  max_queries: Optional[int] = None, drop_redundant: bool = True,
-                  combos: bool = True, min_matches: int = 1,
-                  max_matches: Optional[int] = None) -> Tuple[List[Dict[str, Any]], Dict[str, int]]:
+def build_queries(
+    goals: Sequence[Dict[str, Any]],
+    *,
+    seed: int = 0,
+    scene_id: str = "",
+    max_queries: Optional[int] = None,
+    drop_redundant: bool = True,
+    combos: bool = True,
+    min_matches: int = 1,
+    max_matches: Optional[int] = None,
+) -> Tuple[List[Dict[str, Any]], Dict[str, int]]:
     """Queries (without instructions) for one scene, and counts of what was dropped.
 
     ``drop_redundant``: a program whose matched set equals that of a program with fewer
@@ -134,9 +148,15 @@ def build_queries(goals: Sequence[Dict[str, Any]], *, seed: int = 0, scene_id: s
     queries = []
     for i, conds in enumerate(kept):
         program = {"select": "object", "where": [condition(f, v) for f, v in conds]}
-        queries.append({"query_id": f"q{i:04d}", "query_program": program, "instruction": "",
-                        "matched_object_ids": list(matched[conds]),
-                        "pure_category": is_pure_category(program)})
+        queries.append(
+            {
+                "query_id": f"q{i:04d}",
+                "query_program": program,
+                "instruction": "",
+                "matched_object_ids": list(matched[conds]),
+                "pure_category": is_pure_category(program),
+            }
+        )
     counts["kept"] = len(queries)
     return queries, counts
 
@@ -148,7 +168,9 @@ def _balanced_subset(kept, matched, n, rng: np.random.Generator):
         buckets.setdefault((len(conds) == 1, size), []).append(conds)
     for b in buckets.values():
         rng.shuffle(b)
-    order = sorted(buckets, key=lambda k: (-k[1], not k[0]))  # >=3 matches first: many/all need them
+    order = sorted(
+        buckets, key=lambda k: (-k[1], not k[0])
+    )  # >=3 matches first: many/all need them
     chosen = []
     while len(chosen) < n and any(buckets[k] for k in order):
         for k in order:
@@ -171,7 +193,9 @@ def validate_queries(queries: Sequence[Dict[str, Any]], goal_ids: set, path: str
         check_program(q.get("query_program"), f"{where}: query_program")
         ids = q.get("matched_object_ids")
         if not isinstance(ids, list) or not ids or not all(isinstance(x, int) for x in ids):
-            raise BuildError(f"{where}: field 'matched_object_ids' must be a non-empty list of ints")
+            raise BuildError(
+                f"{where}: field 'matched_object_ids' must be a non-empty list of ints"
+            )
         bad = [x for x in ids if x not in goal_ids]
         if bad:
             raise BuildError(f"{where}: matched object {bad[0]} is not in goals.json")

@@ -18,6 +18,7 @@ colour, in one of two ways (both read here, per primitive):
   Both readings are tried and the one that matches more vertices to ``semantic.txt`` is
   used (reported as ``color_encoding``).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -67,7 +68,9 @@ def read_annotations(path: Path) -> List[AnnotatedObject]:
         records = scene_io.read_semantic_txt(str(path))
     except scene_io.SceneFormatError as e:
         raise BuildError(str(e)) from None
-    return [AnnotatedObject(r.object_id, r.color_hex, r.category.strip(), r.region_id) for r in records]
+    return [
+        AnnotatedObject(r.object_id, r.color_hex, r.category.strip(), r.region_id) for r in records
+    ]
 
 
 def resolve_up_axis(render_glb: Path, option: str = "auto") -> str:
@@ -81,7 +84,9 @@ def resolve_up_axis(render_glb: Path, option: str = "auto") -> str:
     except scene_io.SceneFormatError as e:
         raise BuildError(str(e)) from None
     except ValueError:
-        raise BuildError(f"--up-axis must be one of {', '.join(UP_AXIS_CHOICES)}, got {option!r}") from None
+        raise BuildError(
+            f"--up-axis must be one of {', '.join(UP_AXIS_CHOICES)}, got {option!r}"
+        ) from None
 
 
 class _Boxes:
@@ -161,8 +166,16 @@ def _scanlines(px: np.ndarray):
     return tri[keep], y[keep], x0[keep], n[keep], a1[keep], b1[keep], a2[keep], b2[keep]
 
 
-def _rasterise_primitive(world: np.ndarray, faces: np.ndarray, uv: np.ndarray, tex_index: np.ndarray,
-                         boxes: _Boxes, wanted: np.ndarray, bar, counts: Counter) -> None:
+def _rasterise_primitive(
+    world: np.ndarray,
+    faces: np.ndarray,
+    uv: np.ndarray,
+    tex_index: np.ndarray,
+    boxes: _Boxes,
+    wanted: np.ndarray,
+    bar,
+    counts: Counter,
+) -> None:
     """Add the surface points of every texel centre covered by the primitive's triangles
     to the boxes of the objects whose colour the texel has (``tex_index``: (H, W) object
     index per texel, -1 none). UVs outside [0, 1] wrap (glTF's default sampler).
@@ -177,7 +190,9 @@ def _rasterise_primitive(world: np.ndarray, faces: np.ndarray, uv: np.ndarray, t
     counts["triangles_zero_uv_area"] += int(np.count_nonzero(~ok))
     tri_ids = np.nonzero(ok)[0]
     px = px[ok]
-    rows_per_tri = np.maximum(np.floor(px[:, :, 1].max(1) - 0.5) - np.ceil(px[:, :, 1].min(1) - 0.5) + 1, 0)
+    rows_per_tri = np.maximum(
+        np.floor(px[:, :, 1].max(1) - 0.5) - np.ceil(px[:, :, 1].min(1) - 0.5) + 1, 0
+    )
     if bar is not None:
         bar.update(int(np.count_nonzero(~ok)))
     for t0, t1 in _chunks(rows_per_tri, ROW_CHUNK):
@@ -218,7 +233,9 @@ def _rasterise_primitive(world: np.ndarray, faces: np.ndarray, uv: np.ndarray, t
             ro = obj[starts]
             sel = ro >= 0
             sel[sel] = wanted[ro[sel]]
-            boxes.n += np.bincount(ro[sel], weights=run_len[sel], minlength=len(boxes.n)).astype(np.int64)
+            boxes.n += np.bincount(ro[sel], weights=run_len[sel], minlength=len(boxes.n)).astype(
+                np.int64
+            )
         if bar is not None:
             bar.update(t1 - t0)
 
@@ -228,12 +245,17 @@ def _texture_index(img: np.ndarray, keys: np.ndarray, block: int = 256) -> np.nd
     semantic.txt; computed in row blocks to keep memory at a few bytes per texel."""
     out = np.empty(img.shape[:2], dtype=np.int32)
     for r in range(0, img.shape[0], block):
-        out[r:r + block] = gltf.lookup_colors(gltf.pack_rgb(img[r:r + block]), keys)
+        out[r : r + block] = gltf.lookup_colors(gltf.pack_rgb(img[r : r + block]), keys)
     return out
 
 
-def attach_geometry(objects: List[AnnotatedObject], path: Path, up_axis: str = "z",
-                    wanted: Optional[set] = None, progress: bool = False) -> Counter:
+def attach_geometry(
+    objects: List[AnnotatedObject],
+    path: Path,
+    up_axis: str = "z",
+    wanted: Optional[set] = None,
+    progress: bool = False,
+) -> Counter:
     """Give each object (of ``wanted`` ids; default all) its world AABB from the semantic
     mesh ``path`` (texels of textured primitives, ``COLOR_0`` vertices of the others).
 
@@ -254,22 +276,35 @@ def attach_geometry(objects: List[AnnotatedObject], path: Path, up_axis: str = "
     counts: Counter = Counter()
     keys = np.array(sorted(int(o.color_hex, 16) for o in objects), dtype=np.int64)
     by_key = {int(o.color_hex, 16): o for o in objects}
-    want = np.array([wanted is None or by_key[int(k)].object_id in wanted for k in keys], dtype=bool)
+    want = np.array(
+        [wanted is None or by_key[int(k)].object_id in wanted for k in keys], dtype=bool
+    )
     boxes = _Boxes(len(keys))
     colour_prims = [p for p in glb.primitives if p.color0 is not None]
     encoding = None
     if colour_prims:
-        encoding, stats = gltf.decide_color_encoding(np.concatenate([p.color0 for p in colour_prims]), keys)
+        encoding, stats = gltf.decide_color_encoding(
+            np.concatenate([p.color0 for p in colour_prims]), keys
+        )
         counts.update(stats)
         counts["color_encoding"] = encoding or "none"
     to8 = gltf.raw8 if encoding == "srgb" else gltf.linear_to_srgb8
     try:
         total = sum(len(p.faces) for p in glb.primitives if p.image is not None)
-        with tqdm(total=total, desc=f"texels {path.name}", unit="triangle", unit_scale=True,
-                  disable=not progress or total == 0, leave=False, dynamic_ncols=True) as bar:
+        with tqdm(
+            total=total,
+            desc=f"texels {path.name}",
+            unit="triangle",
+            unit_scale=True,
+            disable=not progress or total == 0,
+            leave=False,
+            dynamic_ncols=True,
+        ) as bar:
             # one texture decoded at a time (HM3D has several large ones per scene)
-            order = sorted(range(len(glb.primitives)), key=lambda i: (glb.primitives[i].image is None,
-                                                                      glb.primitives[i].image or 0, i))
+            order = sorted(
+                range(len(glb.primitives)),
+                key=lambda i: (glb.primitives[i].image is None, glb.primitives[i].image or 0, i),
+            )
             current, tex_index = None, None
             for i in order:
                 p = glb.primitives[i]
@@ -292,12 +327,18 @@ def attach_geometry(objects: List[AnnotatedObject], path: Path, up_axis: str = "
                     counts["primitives_unlabelled"] += 1
     except scene_io.SceneFormatError as e:
         raise BuildError(str(e)) from None
-    matched = (counts["texels"] - counts["texels_unmatched"]) + (counts["vertices"] - counts["vertices_unmatched"])
+    matched = (counts["texels"] - counts["texels_unmatched"]) + (
+        counts["vertices"] - counts["vertices_unmatched"]
+    )
     if matched == 0:
         if not glb.primitives or not (colour_prims or counts["primitives_textured"]):
-            raise BuildError(f"{path}: no semantic colours: no primitive has COLOR_0 or a base colour texture")
-        raise BuildError(f"{path}: no texel or vertex colour matches a colour of its semantic.txt "
-                         "(COLOR_0 read as linear, as habitat-sim does, and as sRGB)")
+            raise BuildError(
+                f"{path}: no semantic colours: no primitive has COLOR_0 or a base colour texture"
+            )
+        raise BuildError(
+            f"{path}: no texel or vertex colour matches a colour of its semantic.txt "
+            "(COLOR_0 read as linear, as habitat-sim does, and as sRGB)"
+        )
     for i, k in enumerate(keys):
         if boxes.n[i] > 0:
             o = by_key[int(k)]

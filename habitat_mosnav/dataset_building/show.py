@@ -3,6 +3,7 @@
 Each PNG is the RGB view from one view point with the goal's semantic pixels tinted, and
 its IoU in the file name: ``<dir>/<scene>/<object_id>/vp00_iou0.42.png``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +12,9 @@ from typing import Any, Dict, List
 import numpy as np
 
 
-def overlay(rgb: np.ndarray, mask: np.ndarray, color=(255, 0, 255), alpha: float = 0.45) -> np.ndarray:
+def overlay(
+    rgb: np.ndarray, mask: np.ndarray, color=(255, 0, 255), alpha: float = 0.45
+) -> np.ndarray:
     out = rgb[..., :3].astype(np.float32).copy()
     out[mask] = (1 - alpha) * out[mask] + alpha * np.asarray(color, dtype=np.float32)
     return out.clip(0, 255).astype(np.uint8)

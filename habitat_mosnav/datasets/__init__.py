@@ -1,4 +1,5 @@
 """The MultiObjectNav-v1 dataset (importing registers it)."""
+
 import habitat  # noqa: F401,I001  (first: importing habitat registers the plugin)
 from habitat_mosnav.datasets.episode import MultiObjectGoal, MultiObjectNavEpisode  # noqa
 from habitat_mosnav.datasets.multi_object_nav_dataset import (  # noqa: F401

@@ -3,6 +3,7 @@
 ``MultiObjectGoal`` subclasses habitat's ``ObjectGoal`` so habitat's own ObjectNav measures
 (``DistanceToGoal`` with ``VIEW_POINTS``, ``Success``, ``SPL``) also work on our episodes.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional

@@ -6,14 +6,21 @@ per file so that a mismatch can name the file that differs, and combined into on
 over the sorted ``(relative path, file digest)`` pairs. Pure stdlib: the evaluation layer,
 the run manifest and the benchmark settings all use this one definition.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
 from typing import Dict, List, Mapping, Optional
 
-__all__ = ["DATASET_FILES", "dataset_file_digests", "combine_digests", "dataset_fingerprint",
-           "file_digest", "fingerprint_differences"]
+__all__ = [
+    "DATASET_FILES",
+    "dataset_file_digests",
+    "combine_digests",
+    "dataset_fingerprint",
+    "file_digest",
+    "fingerprint_differences",
+]
 
 #: The files of a scene folder that define its episodes (SPEC §6).
 DATASET_FILES = ("goals.json", "queries.json", "episodes.json")
@@ -59,8 +66,11 @@ def dataset_file_digests(data_path: str, scenes: Optional[List[str]] = None) -> 
         path = os.path.join(data_path, name)
         if os.path.isfile(path):
             digests[name] = _sha256(path)
-    names = sorted(scenes) if scenes is not None else sorted(
-        d for d in os.listdir(data_path) if os.path.isdir(os.path.join(data_path, d)))
+    names = (
+        sorted(scenes)
+        if scenes is not None
+        else sorted(d for d in os.listdir(data_path) if os.path.isdir(os.path.join(data_path, d)))
+    )
     for scene in names:
         for name in DATASET_FILES:
             path = os.path.join(data_path, scene, name)

@@ -11,6 +11,7 @@ must exist, while with ``content_scenes: ["*"]`` a missing scene file is recorde
 (:meth:`MultiObjectNavDatasetV1.check_scene_files` raises the one-line error for the scenes
 an evaluation selects), so one downloaded HM3D scene is enough to smoke-test.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,19 +42,26 @@ def list_scene_ids(data_path: str) -> List[str]:
     starting with ``.``. A folder without ``episodes.json`` and a directory without any
     scene folder are errors (never a silently smaller dataset)."""
     if not os.path.isdir(data_path):
-        raise DatasetFormatError(f"{data_path}: dataset directory not found "
-                                 "(habitat.dataset.data_path)")
-    scenes = sorted(d for d in os.listdir(data_path)
-                    if not d.startswith(".") and os.path.isdir(os.path.join(data_path, d)))
+        raise DatasetFormatError(
+            f"{data_path}: dataset directory not found (habitat.dataset.data_path)"
+        )
+    scenes = sorted(
+        d
+        for d in os.listdir(data_path)
+        if not d.startswith(".") and os.path.isdir(os.path.join(data_path, d))
+    )
     for d in scenes:
         if not os.path.isfile(os.path.join(data_path, d, "episodes.json")):
             raise DatasetFormatError(
                 f"{os.path.join(data_path, d)}: scene folder without episodes.json (each "
                 "folder of the dataset directory is a scene: <scene_id>/{goals,queries,"
-                "episodes}.json)")
+                "episodes}.json)"
+            )
     if not scenes:
-        raise DatasetFormatError(f"{data_path}: no scene folder in the dataset directory "
-                                 "(expected <scene_id>/{goals,queries,episodes}.json)")
+        raise DatasetFormatError(
+            f"{data_path}: no scene folder in the dataset directory "
+            "(expected <scene_id>/{goals,queries,episodes}.json)"
+        )
     return scenes
 
 
@@ -74,7 +82,8 @@ def resolve_scene_dataset_config(value: str, split: str, scenes_dir: str) -> str
         raise DatasetFormatError(
             f"{path}: scene dataset config not found (habitat.dataset.scene_dataset_config, "
             "mosnav-eval --scene-dataset-config FILE; HM3D: hm3d_annotated_basis.scene_dataset_config.json "
-            "of the semantic download, beside the split folders given to --scene-root)")
+            "of the semantic download, beside the split folders given to --scene-root)"
+        )
     return path
 
 
@@ -83,19 +92,25 @@ def find_scene_file(scenes_dir: str, scene_id: str) -> str:
     generated scenes); also ``<scenes_dir>/<id>/`` and files directly in ``scenes_dir``."""
     candidates = []
     if os.path.isdir(scenes_dir):
-        dirs = [d for d in sorted(os.listdir(scenes_dir))
-                if d == scene_id or d.endswith("-" + scene_id)]
+        dirs = [
+            d for d in sorted(os.listdir(scenes_dir)) if d == scene_id or d.endswith("-" + scene_id)
+        ]
         for d in dirs:
-            candidates += [os.path.join(scenes_dir, d, f"{scene_id}.basis.glb"),
-                           os.path.join(scenes_dir, d, f"{scene_id}.glb")]
-    candidates += [os.path.join(scenes_dir, f"{scene_id}.basis.glb"),
-                   os.path.join(scenes_dir, f"{scene_id}.glb")]
+            candidates += [
+                os.path.join(scenes_dir, d, f"{scene_id}.basis.glb"),
+                os.path.join(scenes_dir, d, f"{scene_id}.glb"),
+            ]
+    candidates += [
+        os.path.join(scenes_dir, f"{scene_id}.basis.glb"),
+        os.path.join(scenes_dir, f"{scene_id}.glb"),
+    ]
     for c in candidates:
         if os.path.isfile(c):
             return os.path.abspath(c)
     raise DatasetFormatError(
         f"{scenes_dir}: scene '{scene_id}' not found (expected <scenes_dir>/NNNNN-{scene_id}/"
-        f"{scene_id}.basis.glb or {scene_id}.glb; habitat.dataset.scenes_dir)")
+        f"{scene_id}.basis.glb or {scene_id}.glb; habitat.dataset.scenes_dir)"
+    )
 
 
 def categories_path(data_path: str, template: Optional[str] = None) -> Optional[str]:
@@ -149,13 +164,15 @@ class MultiObjectNavDatasetV1(Dataset):
         if goal_type not in GOAL_TYPES:
             raise DatasetFormatError(
                 f"habitat.dataset.goal_type: unknown goal type '{goal_type}' "
-                f"(expected one of {', '.join(GOAL_TYPES)})")
+                f"(expected one of {', '.join(GOAL_TYPES)})"
+            )
         modes = list(config.target_modes) or list(TARGET_MODES)
         for m in modes:
             if m not in TARGET_MODES:
                 raise DatasetFormatError(
                     f"habitat.dataset.target_modes: unknown target mode '{m}' "
-                    f"(expected {', '.join(TARGET_MODES)})")
+                    f"(expected {', '.join(TARGET_MODES)})"
+                )
         scene_ids = list_scene_ids(self.data_path)
         wanted = set(config.content_scenes)
         if ALL_SCENES_MASK not in wanted:
@@ -163,13 +180,15 @@ class MultiObjectNavDatasetV1(Dataset):
             if missing:
                 raise DatasetFormatError(
                     f"{self.data_path}: content_scenes {missing} not in the dataset "
-                    "(habitat.dataset.content_scenes)")
+                    "(habitat.dataset.content_scenes)"
+                )
             scene_ids = [s for s in scene_ids if s in wanted]
         self._categories_file = categories_path(self.data_path, config.data_path)
         self.categories = load_categories(self.data_path, self._categories_file)
         self.category_to_task_category_id = {c: i for i, c in enumerate(self.categories)}
         self.scene_dataset_config = resolve_scene_dataset_config(
-            str(config.get("scene_dataset_config", "default") or "default"), split, self.scenes_dir)
+            str(config.get("scene_dataset_config", "default") or "default"), split, self.scenes_dir
+        )
         #: scene name -> one-line error, for scenes whose files are not on disk
         self.missing_scene_files: Dict[str, str] = {}
         self._explicit_scenes = ALL_SCENES_MASK not in wanted
@@ -201,7 +220,8 @@ class MultiObjectNavDatasetV1(Dataset):
                 if g["category"] not in self.category_to_task_category_id:
                     raise DatasetFormatError(
                         f"{gpath}: goal {oid}: field 'category': '{g['category']}' is not in "
-                        f"{self._categories_file} (rebuild it with mosnav-build extract)")
+                        f"{self._categories_file} (rebuild it with mosnav-build extract)"
+                    )
         goal_objs = {oid: _make_goal(g) for oid, g in goals.items()}
         scene_categories = {g["category"] for g in goals.values()}
         for e in wanted:
@@ -217,30 +237,33 @@ class MultiObjectNavDatasetV1(Dataset):
             targets = e["target_object_ids"]
             if category is None:
                 category = goals[targets[0]]["category"]
-            self.episodes.append(MultiObjectNavEpisode(
-                episode_id=e["episode_id"],
-                scene_id=scene_path,
-                scene_dataset_config=self.scene_dataset_config,
-                scene_name=scene_id,
-                split=split,
-                episode_key=episode_key(split, scene_id, e["episode_id"]),
-                start_position=e["start_position"],
-                start_rotation=e["start_rotation"],
-                goals=[goal_objs[t] for t in targets],
-                target_mode=e["target_mode"],
-                target_count=e["target_count"],
-                target_object_ids=list(targets),
-                goal_text=goal_text,
-                goal_type=goal_type,
-                query_id=e["query_id"],
-                object_category=category,
-                info=dict(e["info"]),
-            ))
+            self.episodes.append(
+                MultiObjectNavEpisode(
+                    episode_id=e["episode_id"],
+                    scene_id=scene_path,
+                    scene_dataset_config=self.scene_dataset_config,
+                    scene_name=scene_id,
+                    split=split,
+                    episode_key=episode_key(split, scene_id, e["episode_id"]),
+                    start_position=e["start_position"],
+                    start_rotation=e["start_rotation"],
+                    goals=[goal_objs[t] for t in targets],
+                    target_mode=e["target_mode"],
+                    target_count=e["target_count"],
+                    target_object_ids=list(targets),
+                    goal_text=goal_text,
+                    goal_type=goal_type,
+                    query_id=e["query_id"],
+                    object_category=category,
+                    info=dict(e["info"]),
+                )
+            )
 
     @staticmethod
     def check_config_paths_exist(config) -> bool:
         return os.path.isdir(config.data_path.replace("{split}", config.split)) and (
-            os.path.isdir(config.scenes_dir.replace("{split}", config.split)))
+            os.path.isdir(config.scenes_dir.replace("{split}", config.split))
+        )
 
     @staticmethod
     def scene_from_scene_path(scene_path: str) -> str:
@@ -259,9 +282,10 @@ def _make_goal(g) -> MultiObjectGoal:
         object_name=g["caption"],
         room_id=None if g["region_id"] is None else str(g["region_id"]),
         view_points=[
-            ObjectViewLocation(agent_state=AgentState(position=vp["position"],
-                                                      rotation=vp["rotation"]),
-                               iou=vp["iou"])
+            ObjectViewLocation(
+                agent_state=AgentState(position=vp["position"], rotation=vp["rotation"]),
+                iou=vp["iou"],
+            )
             for vp in g["view_points"]
         ],
         navigable_position=g["navigable_position"],

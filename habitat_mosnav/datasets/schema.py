@@ -4,6 +4,7 @@ Every problem becomes one :class:`DatasetFormatError` line naming the file, the 
 (goal / query / episode id) and the field (SPEC §6). No habitat import: the dataset
 building pipeline validates its own output with these functions too.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,23 +64,37 @@ def read_json(path: str) -> Any:
     except _Unreadable as e:
         raise DatasetFormatError(f"{path}: not a dataset file: {e}") from None
     except RecursionError:
-        raise DatasetFormatError(f"{path}: not a dataset file: JSON nested deeper than Python "
-                                 f"reads (a dataset nests a few levels)") from None
+        raise DatasetFormatError(
+            f"{path}: not a dataset file: JSON nested deeper than Python "
+            f"reads (a dataset nests a few levels)"
+        ) from None
 
 
 def _type_name(types) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", list: "a list",
-             dict: "an object", bool: "a boolean"}
+    names = {
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+        bool: "a boolean",
+    }
     types = types if isinstance(types, tuple) else (types,)
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
-def field(obj: Dict[str, Any], name: str, types, path: str, record: str,
-          optional: bool = False, default: Any = None) -> Any:
+def field(
+    obj: Dict[str, Any],
+    name: str,
+    types,
+    path: str,
+    record: str,
+    optional: bool = False,
+    default: Any = None,
+) -> Any:
     """``obj[name]`` checked against ``types`` (bool is never accepted as a number)."""
     if not isinstance(obj, dict):
-        raise DatasetFormatError(f"{path}: {record}: expected an object, got "
-                                 f"{type(obj).__name__}")
+        raise DatasetFormatError(f"{path}: {record}: expected an object, got {type(obj).__name__}")
     if name not in obj or (optional and obj[name] is None):
         if optional:
             return default
@@ -87,8 +102,10 @@ def field(obj: Dict[str, Any], name: str, types, path: str, record: str,
     value = obj[name]
     types_t = types if isinstance(types, tuple) else (types,)
     numeric = float in types_t and isinstance(value, int)
-    if isinstance(value, bool) and bool not in types_t or not (
-        isinstance(value, types_t) or numeric
+    if (
+        isinstance(value, bool)
+        and bool not in types_t
+        or not (isinstance(value, types_t) or numeric)
     ):
         _fail(path, record, name, f"expected {_type_name(types)}, got {json.dumps(value)[:60]}")
     if isinstance(value, float) and not math.isfinite(value):  # JSON's NaN / Infinity
@@ -101,22 +118,38 @@ def field(obj: Dict[str, Any], name: str, types, path: str, record: str,
 MAX_COORDINATE = 1e6
 
 
-def vector(obj: Dict[str, Any], name: str, size: int, path: str, record: str,
-           optional: bool = False) -> Optional[List[float]]:
+def vector(
+    obj: Dict[str, Any], name: str, size: int, path: str, record: str, optional: bool = False
+) -> Optional[List[float]]:
     value = field(obj, name, list, path, record, optional=optional)
     if value is None:
         return None
     if len(value) != size or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        and abs(v) <= MAX_COORDINATE for v in value
+        isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+        and abs(v) <= MAX_COORDINATE
+        for v in value
     ):
-        _fail(path, record, name, f"expected {size} finite numbers within ±{MAX_COORDINATE:g}, "
-                                  f"got {json.dumps(value)[:80]}")
+        _fail(
+            path,
+            record,
+            name,
+            f"expected {size} finite numbers within ±{MAX_COORDINATE:g}, "
+            f"got {json.dumps(value)[:80]}",
+        )
     return [float(v) for v in value]
 
 
-def free_form(obj: Dict[str, Any], name: str, types, path: str, record: str,
-              optional: bool = False, default: Any = None) -> Any:
+def free_form(
+    obj: Dict[str, Any],
+    name: str,
+    types,
+    path: str,
+    record: str,
+    optional: bool = False,
+    default: Any = None,
+) -> Any:
     """``obj[name]`` checked as :func:`field`, and, inside it, every number finite (SPEC §6)
     and at most :data:`MAX_NESTING` levels (an episode's ``info``, a goal's
     ``attributes``); a problem names the value's place (``info.a[2]``)."""
@@ -139,8 +172,13 @@ def quaternion(obj: Dict[str, Any], name: str, path: str, record: str) -> List[f
     """A rotation ``[x, y, z, w]``: 4 finite numbers, not of zero length."""
     q = vector(obj, name, 4, path, record)
     if math.sqrt(sum(v * v for v in q)) < 1e-6:
-        _fail(path, record, name, f"a zero-length quaternion {json.dumps(obj[name])} is no "
-                                  "rotation (the identity is [0, 0, 0, 1])")
+        _fail(
+            path,
+            record,
+            name,
+            f"a zero-length quaternion {json.dumps(obj[name])} is no "
+            "rotation (the identity is [0, 0, 0, 1])",
+        )
     return q
 
 
@@ -169,22 +207,29 @@ def parse_goals(path: str, scene_id: str) -> Dict[int, Dict[str, Any]]:
         position = vector(g, "position", 3, path, rec)
         nav = vector(g, "navigable_position", 3, path, rec)
         view_points = []
-        for j, vp in enumerate(field(g, "view_points", list, path, rec, optional=True,
-                                     default=[])):
+        for j, vp in enumerate(field(g, "view_points", list, path, rec, optional=True, default=[])):
             vrec = f"{rec} view_points[{j}]"
-            view_points.append({
-                "position": vector(vp, "position", 3, path, vrec),
-                "rotation": quaternion(vp, "rotation", path, vrec),
-                "iou": field(vp, "iou", float, path, vrec, optional=True),
-            })
+            view_points.append(
+                {
+                    "position": vector(vp, "position", 3, path, vrec),
+                    "rotation": quaternion(vp, "rotation", path, vrec),
+                    "iou": field(vp, "iou", float, path, vrec, optional=True),
+                }
+            )
         aabb = field(g, "aabb", dict, path, rec, optional=True)
         if aabb is not None:
-            aabb = {"center": vector(aabb, "center", 3, path, f"{rec} aabb"),
-                    "size": vector(aabb, "size", 3, path, f"{rec} aabb")}
+            aabb = {
+                "center": vector(aabb, "center", 3, path, f"{rec} aabb"),
+                "size": vector(aabb, "size", 3, path, f"{rec} aabb"),
+            }
         attributes = free_form(g, "attributes", dict, path, rec, optional=True, default={})
         goals[oid] = {
-            "object_id": oid, "category": category, "position": position,
-            "navigable_position": nav, "view_points": view_points, "aabb": aabb,
+            "object_id": oid,
+            "category": category,
+            "position": position,
+            "navigable_position": nav,
+            "view_points": view_points,
+            "aabb": aabb,
             "region_id": field(g, "region_id", int, path, rec, optional=True),
             "attributes": attributes,
             "caption": field(g, "caption", str, path, rec, optional=True),
@@ -201,7 +246,9 @@ def parse_categories(path: str) -> List[str]:
     seen = set()
     for i, c in enumerate(doc):
         if not isinstance(c, str) or not c.strip():
-            raise DatasetFormatError(f"{path}: entry [{i}]: expected a non-empty string, got {json.dumps(c)[:60]}")
+            raise DatasetFormatError(
+                f"{path}: entry [{i}]: expected a non-empty string, got {json.dumps(c)[:60]}"
+            )
         if c in seen:
             raise DatasetFormatError(f"{path}: entry [{i}]: duplicate category '{c}'")
         seen.add(c)
@@ -219,12 +266,18 @@ def parse_queries(path: str, scene_id: str) -> Dict[str, Dict[str, Any]]:
         conditions = []
         for j, c in enumerate(where):
             crec = f"{rec} query_program.where[{j}]"
-            conditions.append((field(c, "field", str, path, crec),
-                               field(c, "op", str, path, crec),
-                               free_form(c, "value", (str, int, float, bool, list, dict), path, crec,
-                                         optional=True)))
+            conditions.append(
+                (
+                    field(c, "field", str, path, crec),
+                    field(c, "op", str, path, crec),
+                    free_form(
+                        c, "value", (str, int, float, bool, list, dict), path, crec, optional=True
+                    ),
+                )
+            )
         queries[qid] = {
-            "query_id": qid, "where": conditions,
+            "query_id": qid,
+            "where": conditions,
             "instruction": field(q, "instruction", str, path, rec),
             "matched_object_ids": field(q, "matched_object_ids", list, path, rec),
         }
@@ -234,8 +287,11 @@ def parse_queries(path: str, scene_id: str) -> Dict[str, Dict[str, Any]]:
 def pure_category(query: Dict[str, Any]) -> Optional[str]:
     """The category of a pure-category query (one condition ``category == name``)."""
     where: Sequence[Tuple[str, str, Any]] = query["where"]
-    if len(where) == 1 and where[0][0] == "category" and where[0][1] == "==" and isinstance(
-        where[0][2], str
+    if (
+        len(where) == 1
+        and where[0][0] == "category"
+        and where[0][1] == "=="
+        and isinstance(where[0][2], str)
     ):
         return where[0][2]
     return None
@@ -249,8 +305,9 @@ def query_category(query: Dict[str, Any]) -> Optional[str]:
     return None
 
 
-def parse_episodes(path: str, scene_id: str, goals: Dict[int, Dict[str, Any]],
-                   queries: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+def parse_episodes(
+    path: str, scene_id: str, goals: Dict[int, Dict[str, Any]], queries: Dict[str, Dict[str, Any]]
+) -> List[Dict[str, Any]]:
     """episodes.json -> validated episode dicts (targets in goals, counts in range)."""
     episodes = []
     seen = set()
@@ -259,9 +316,13 @@ def parse_episodes(path: str, scene_id: str, goals: Dict[int, Dict[str, Any]],
         if not eid.strip():
             _fail(path, f"episode #{i}", "episode_id", "empty")
         if KEY_SEP in eid:
-            _fail(path, f"episode '{eid}'", "episode_id",
-                  f"must not contain '{KEY_SEP}' (keys are <split>{KEY_SEP}<scene_id>"
-                  f"{KEY_SEP}<episode_id>)")
+            _fail(
+                path,
+                f"episode '{eid}'",
+                "episode_id",
+                f"must not contain '{KEY_SEP}' (keys are <split>{KEY_SEP}<scene_id>"
+                f"{KEY_SEP}<episode_id>)",
+            )
         rec = f"episode '{eid}'"
         if eid in seen:
             _fail(path, rec, "episode_id", "duplicate episode id")
@@ -271,8 +332,12 @@ def parse_episodes(path: str, scene_id: str, goals: Dict[int, Dict[str, Any]],
             _fail(path, rec, "query_id", f"'{qid}' is not in queries.json")
         mode = field(e, "target_mode", str, path, rec)
         if mode not in TARGET_MODES:
-            _fail(path, rec, "target_mode", f"unknown mode '{mode}' (expected one of "
-                                            f"{', '.join(TARGET_MODES)})")
+            _fail(
+                path,
+                rec,
+                "target_mode",
+                f"unknown mode '{mode}' (expected one of {', '.join(TARGET_MODES)})",
+            )
         targets = field(e, "target_object_ids", list, path, rec)
         if not targets:
             _fail(path, rec, "target_object_ids", "empty")
@@ -288,30 +353,47 @@ def parse_episodes(path: str, scene_id: str, goals: Dict[int, Dict[str, Any]],
             if count is None:
                 _fail(path, rec, "target_count", "missing (required for target_mode 'many')")
             if not 1 <= count <= len(targets):
-                _fail(path, rec, "target_count",
-                      f"{count} is out of range 1..{len(targets)} (number of targets)")
+                _fail(
+                    path,
+                    rec,
+                    "target_count",
+                    f"{count} is out of range 1..{len(targets)} (number of targets)",
+                )
         elif mode == "single" and len(targets) != 1:
-            _fail(path, rec, "target_object_ids",
-                  f"target_mode 'single' needs exactly 1 target, got {len(targets)}")
+            _fail(
+                path,
+                rec,
+                "target_object_ids",
+                f"target_mode 'single' needs exactly 1 target, got {len(targets)}",
+            )
         # The exact solver computes the optimal path at every reset (after len(targets)**2
         # geodesics): an episode it refuses is refused here.
         refusal = solver_refusal(len(targets), {"all": len(targets), "many": count}.get(mode, 1))
         if refusal is not None:
-            _fail(path, rec, "target_object_ids", f"{len(targets)} targets in a '{mode}' episode: "
-                                                  f"{refusal}")
-        episodes.append({
-            "episode_id": eid, "query_id": qid, "target_mode": mode,
-            "target_count": count if mode == "many" else None,
-            "target_object_ids": targets,
-            "start_position": vector(e, "start_position", 3, path, rec),
-            "start_rotation": quaternion(e, "start_rotation", path, rec),
-            "info": free_form(e, "info", dict, path, rec, optional=True, default={}),
-        })
+            _fail(
+                path,
+                rec,
+                "target_object_ids",
+                f"{len(targets)} targets in a '{mode}' episode: {refusal}",
+            )
+        episodes.append(
+            {
+                "episode_id": eid,
+                "query_id": qid,
+                "target_mode": mode,
+                "target_count": count if mode == "many" else None,
+                "target_object_ids": targets,
+                "start_position": vector(e, "start_position", 3, path, rec),
+                "start_rotation": quaternion(e, "start_rotation", path, rec),
+                "info": free_form(e, "info", dict, path, rec, optional=True, default={}),
+            }
+        )
     return episodes
 
 
-def load_scene_dir(scene_dir: str) -> Tuple[Dict[int, Dict[str, Any]],
-                                            Dict[str, Dict[str, Any]], List[Dict[str, Any]]]:
+def load_scene_dir(
+    scene_dir: str,
+) -> Tuple[Dict[int, Dict[str, Any]], Dict[str, Dict[str, Any]], List[Dict[str, Any]]]:
     """Validate and parse the three files of one ``dataset_semantic/<scene_id>/``."""
     scene_id = os.path.basename(os.path.normpath(scene_dir))
     goals = parse_goals(os.path.join(scene_dir, "goals.json"), scene_id)
@@ -320,8 +402,11 @@ def load_scene_dir(scene_dir: str) -> Tuple[Dict[int, Dict[str, Any]],
     for q in queries.values():
         for oid in q["matched_object_ids"]:
             if oid not in goals:
-                _fail(qpath, f"query '{q['query_id']}'", "matched_object_ids",
-                      f"object {oid} is not in goals.json")
-    episodes = parse_episodes(os.path.join(scene_dir, "episodes.json"), scene_id, goals,
-                              queries)
+                _fail(
+                    qpath,
+                    f"query '{q['query_id']}'",
+                    "matched_object_ids",
+                    f"object {oid} is not in goals.json",
+                )
+    episodes = parse_episodes(os.path.join(scene_dir, "episodes.json"), scene_id, goals, queries)
     return goals, queries, episodes

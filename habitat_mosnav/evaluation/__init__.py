@@ -7,6 +7,7 @@ and numpy.
 ``habitat.Env``) are imported lazily from :mod:`habitat_mosnav.evaluation.evaluator` on
 first use, so importing this package stays cheap.
 """
+
 from habitat_mosnav.evaluation.policy import EpisodeContext, PolicyAdapter, PolicyStep
 from habitat_mosnav.evaluation.results import (
     RankWriter,
@@ -34,8 +35,24 @@ def __getattr__(name):
 
 
 __all__ = [
-    "EpisodeContext", "PolicyAdapter", "PolicyStep",
-    "EvaluationConfig", "EvaluationSetupError", "Evaluator", "RankWriter", "ResultFileError", "episode_key",
-    "episode_seed", "error_info", "format_summary", "launcher_rank_world", "make_record",
-    "read_jsonl", "select_episodes", "split_key", "summarize", "write_done", "write_summary",
+    "EpisodeContext",
+    "PolicyAdapter",
+    "PolicyStep",
+    "EvaluationConfig",
+    "EvaluationSetupError",
+    "Evaluator",
+    "RankWriter",
+    "ResultFileError",
+    "episode_key",
+    "episode_seed",
+    "error_info",
+    "format_summary",
+    "launcher_rank_world",
+    "make_record",
+    "read_jsonl",
+    "select_episodes",
+    "split_key",
+    "summarize",
+    "write_done",
+    "write_summary",
 ]

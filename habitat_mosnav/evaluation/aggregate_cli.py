@@ -6,6 +6,7 @@ failed or the run is incomplete; 2 a missing or invalid output directory or reco
 line naming file:line, e.g. a metric given as the string "0.5" or as true); 3 summary.json
 cannot be written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,16 +29,23 @@ PROG = "mosnav-aggregate"
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="mosnav-aggregate", allow_abbrev=False,
+        prog="mosnav-aggregate",
+        allow_abbrev=False,
         description="Aggregate the per-rank results of a mosnav-eval run into summary.json.",
     )
     add_version_argument(p)
     p.add_argument("output_dir", help="the --output-dir of the mosnav-eval run(s)")
-    p.add_argument("--fail-on-episode-error", action="store_true",
-                   help="exit with status 1 if any episode record has status 'error' or the "
-                        "run is incomplete")
-    p.add_argument("--expected-count", type=int, default=None,
-                   help="number of episodes the run should hold (default: from the ranks' done.json)")
+    p.add_argument(
+        "--fail-on-episode-error",
+        action="store_true",
+        help="exit with status 1 if any episode record has status 'error' or the run is incomplete",
+    )
+    p.add_argument(
+        "--expected-count",
+        type=int,
+        default=None,
+        help="number of episodes the run should hold (default: from the ranks' done.json)",
+    )
     return p
 
 
@@ -57,11 +65,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for warning in summary.get("warnings", ()):
         print(safe_line(f"{PROG}: warning: {warning}"), file=sys.stderr)
     if summary["status"] == "incomplete":
-        print(f"{PROG}: warning: the run is incomplete (a rank has not finished or "
-              "records are missing)", file=sys.stderr)
+        print(
+            f"{PROG}: warning: the run is incomplete (a rank has not finished or "
+            "records are missing)",
+            file=sys.stderr,
+        )
     if args.fail_on_episode_error and summary["error_episode_count"]:
-        print(f"{PROG}: {summary['error_episode_count']} episode(s) failed",
-              file=sys.stderr)
+        print(f"{PROG}: {summary['error_episode_count']} episode(s) failed", file=sys.stderr)
         return 1
     if args.fail_on_episode_error and summary["status"] == "incomplete":
         return 1  # episodes without a record count as not passed

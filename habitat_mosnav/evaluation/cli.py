@@ -15,6 +15,7 @@ record left); 130 / 143 interrupted by SIGINT / SIGTERM (one line: continue with
 An agent class may add its own flags: a classmethod ``add_arguments(parser)`` is called
 before parsing and ``from_args(args)`` builds the agent (used by ``--agent api``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,14 +29,26 @@ from contextlib import contextmanager
 from typing import List, Optional, Sequence
 
 from habitat_mosnav.simulators import SIMULATORS, SimulatorUnavailable, choice_for_type
-from habitat_mosnav.agents.loading import AGENT_ALIASES, AgentLoadError, instantiate_agent, resolve_agent
+from habitat_mosnav.agents.loading import (
+    AGENT_ALIASES,
+    AgentLoadError,
+    instantiate_agent,
+    resolve_agent,
+)
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation import interrupts
 from habitat_mosnav.evaluation.interrupts import Terminated
 from habitat_mosnav.safety import mask_secrets, safe_line
 from habitat_mosnav.versions import add_version_argument
 
-__all__ = ["DEFAULT_CONFIG", "DEFAULT_TARGET_MODES", "UsageError", "build_parser", "build_overrides", "main"]
+__all__ = [
+    "DEFAULT_CONFIG",
+    "DEFAULT_TARGET_MODES",
+    "UsageError",
+    "build_parser",
+    "build_overrides",
+    "main",
+]
 
 PROG = "mosnav-eval"
 #: The demo MOS+MOC configuration: bundled scenes, CPU simulator, many/all episodes.
@@ -86,7 +99,8 @@ def _target_modes(text: str) -> List[str]:
     if bad or not modes:
         raise argparse.ArgumentTypeError(
             f"unknown mode {', '.join(bad) or repr(text)}; use a comma list of "
-            "single, any, many, all")
+            "single, any, many, all"
+        )
     return list(dict.fromkeys(modes))
 
 
@@ -100,137 +114,272 @@ def _key_value(text: str) -> str:
 
 def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     p = _Parser(
-        prog=PROG, allow_abbrev=False,  # --api-key must never be taken for --api-key-env
+        prog=PROG,
+        allow_abbrev=False,  # --api-key must never be taken for --api-key-env
         add_help=add_help,
         description="Evaluate an agent on the multi-object navigation benchmark (MOS/MOC) "
-                    "through habitat.Env, writing per-episode JSONL records and summary.json.",
+        "through habitat.Env, writing per-episode JSONL records and summary.json.",
     )
     add_version_argument(p)
     g = p.add_argument_group("task and data")
-    g.add_argument("--benchmark", default=None, metavar="SETTING",
-                   help="a versioned benchmark setting (e.g. demo/official, mosnav-v1/val/mini; "
-                        "list: python -m habitat_mosnav.evaluation.settings list): it fixes the "
-                        "config, split, target modes, goal type, success distance, space oracle "
-                        "and episodes, and checks the dataset's fingerprint; --num-episodes or "
-                        "--max-steps mark the run as not official")
-    g.add_argument("--config", default=None,
-                   help="a mosnav habitat YAML (a path, or relative to the package's config "
-                        f"directory); default: {DEFAULT_CONFIG} with target modes many,all "
-                        "(the bundled demo scenes on the CPU simulator)")
-    g.add_argument("--goal-type", choices=("description", "object"), default=None,
-                   help="description: the natural-language instruction; object: the category "
-                        "name, pure-category queries only (default: the config's, description)")
-    g.add_argument("--dataset-dir", default=None,
-                   help="the dataset_semantic directory (<dir>/<scene_id>/{goals,queries,episodes}.json)")
-    g.add_argument("--scene-root", default=None,
-                   help="scene directory holding <NNNNN-id>/<id>.basis.glb (e.g. /data/hm3d/val); "
-                        "the HM3D configs then read the scene dataset config beside it "
-                        "(/data/hm3d/hm3d_annotated_basis.scene_dataset_config.json)")
-    g.add_argument("--scene-dataset-config", default=None, metavar="FILE",
-                   help="habitat-sim's scene dataset config for the scenes (default: the config's; "
-                        "HM3D: hm3d_annotated_basis.scene_dataset_config.json beside --scene-root)")
-    g.add_argument("--simulator", choices=tuple(SIMULATORS), default=None,
-                   help="run on habitat-sim (Sim-v0; GPU 0 when there is one, else Mesa on the CPU) "
-                        "or on the CPU simulator MosNavMeshSim-v0 (default: the config's; the demo "
-                        "configs use mosnav, the HM3D ones habitat-sim)")
+    g.add_argument(
+        "--benchmark",
+        default=None,
+        metavar="SETTING",
+        help="a versioned benchmark setting (e.g. demo/official, mosnav-v1/val/mini; "
+        "list: python -m habitat_mosnav.evaluation.settings list): it fixes the "
+        "config, split, target modes, goal type, success distance, space oracle "
+        "and episodes, and checks the dataset's fingerprint; --num-episodes or "
+        "--max-steps mark the run as not official",
+    )
+    g.add_argument(
+        "--config",
+        default=None,
+        help="a mosnav habitat YAML (a path, or relative to the package's config "
+        f"directory); default: {DEFAULT_CONFIG} with target modes many,all "
+        "(the bundled demo scenes on the CPU simulator)",
+    )
+    g.add_argument(
+        "--goal-type",
+        choices=("description", "object"),
+        default=None,
+        help="description: the natural-language instruction; object: the category "
+        "name, pure-category queries only (default: the config's, description)",
+    )
+    g.add_argument(
+        "--dataset-dir",
+        default=None,
+        help="the dataset_semantic directory (<dir>/<scene_id>/{goals,queries,episodes}.json)",
+    )
+    g.add_argument(
+        "--scene-root",
+        default=None,
+        help="scene directory holding <NNNNN-id>/<id>.basis.glb (e.g. /data/hm3d/val); "
+        "the HM3D configs then read the scene dataset config beside it "
+        "(/data/hm3d/hm3d_annotated_basis.scene_dataset_config.json)",
+    )
+    g.add_argument(
+        "--scene-dataset-config",
+        default=None,
+        metavar="FILE",
+        help="habitat-sim's scene dataset config for the scenes (default: the config's; "
+        "HM3D: hm3d_annotated_basis.scene_dataset_config.json beside --scene-root)",
+    )
+    g.add_argument(
+        "--simulator",
+        choices=tuple(SIMULATORS),
+        default=None,
+        help="run on habitat-sim (Sim-v0; GPU 0 when there is one, else Mesa on the CPU) "
+        "or on the CPU simulator MosNavMeshSim-v0 (default: the config's; the demo "
+        "configs use mosnav, the HM3D ones habitat-sim)",
+    )
     g.add_argument("--split", default=None, help="dataset split, part of every episode key")
-    g.add_argument("--target-modes", type=_target_modes, default=None,
-                   help="comma list of single,any,many,all (default: the config's; many,all "
-                        "with the default config)")
-    g.add_argument("--max-steps", type=_int_at_least(1, "--max-steps"), default=None,
-                   help="actions per episode (default: the config's "
-                        "habitat.environment.max_episode_steps)")
-    g.add_argument("--space-coverage-samples", type=_int_at_least(0, "--space-coverage-samples"),
-                   default=None, help="navigable samples of the space oracle; 0 disables OER-space "
-                                      "(default: the config's habitat.task.mosnav_space_coverage_samples)")
-    g.add_argument("--space-coverage-radius", type=_float_positive("--space-coverage-radius"),
-                   default=None, help="metres within which the agent explores a sample (default: "
-                                      "the config's habitat.task.mosnav_space_coverage_radius)")
-    g.add_argument("--set", dest="overrides", action="append", type=_key_value, default=[],
-                   metavar="KEY=VALUE",
-                   help="habitat config override (Hydra syntax), repeatable: KEY=VALUE, +KEY=VALUE "
-                        "or ~KEY (e.g. habitat.simulator.turn_angle=15)")
-    g.add_argument("--print-config", action="store_true",
-                   help="print the resolved habitat config and exit")
+    g.add_argument(
+        "--target-modes",
+        type=_target_modes,
+        default=None,
+        help="comma list of single,any,many,all (default: the config's; many,all "
+        "with the default config)",
+    )
+    g.add_argument(
+        "--max-steps",
+        type=_int_at_least(1, "--max-steps"),
+        default=None,
+        help="actions per episode (default: the config's habitat.environment.max_episode_steps)",
+    )
+    g.add_argument(
+        "--space-coverage-samples",
+        type=_int_at_least(0, "--space-coverage-samples"),
+        default=None,
+        help="navigable samples of the space oracle; 0 disables OER-space "
+        "(default: the config's habitat.task.mosnav_space_coverage_samples)",
+    )
+    g.add_argument(
+        "--space-coverage-radius",
+        type=_float_positive("--space-coverage-radius"),
+        default=None,
+        help="metres within which the agent explores a sample (default: "
+        "the config's habitat.task.mosnav_space_coverage_radius)",
+    )
+    g.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="habitat config override (Hydra syntax), repeatable: KEY=VALUE, +KEY=VALUE "
+        "or ~KEY (e.g. habitat.simulator.turn_angle=15)",
+    )
+    g.add_argument(
+        "--print-config", action="store_true", help="print the resolved habitat config and exit"
+    )
 
     g = p.add_argument_group("selection and sharding")
-    g.add_argument("--limit", type=_int_at_least(0, "--limit"), default=None,
-                   help="number of scenes (sorted by scene id); default all")
-    g.add_argument("--episode-limit", type=_int_at_least(0, "--episode-limit"), default=None,
-                   help="episodes per scene (first by key); default all")
-    g.add_argument("--offset", type=_int_at_least(0, "--offset"), default=0,
-                   help="skip this many episodes of the key-sorted selection (default: 0)")
-    g.add_argument("--num-episodes", type=_int_at_least(-1, "--num-episodes"), default=-1,
-                   help="episodes after --offset: -1 all, 0 none (default: -1)")
-    g.add_argument("--rank", type=_int_at_least(0, "--rank"), default=None,
-                   help="this worker's rank (default: RANK or SLURM_PROCID, else 0)")
-    g.add_argument("--world-size", type=_int_at_least(1, "--world-size"), default=None,
-                   help="number of workers (default: WORLD_SIZE or SLURM_NTASKS, else 1)")
-    g.add_argument("--rank-timeout", type=_float_positive("--rank-timeout", allow_zero=True),
-                   default=None, metavar="SECONDS",
-                   help="with several ranks: how long rank 0 waits after its own shard for "
-                        "the others to finish before writing an incomplete summary (the last "
-                        "rank to finish rewrites it); 0: no wait (default: 3600 when torchrun "
-                        "or SLURM set the ranks, 0 with --rank/--world-size)")
-    g.add_argument("--seed", type=int, default=0,
-                   help="base seed; each episode's seed is a stable hash of (seed, key) (default: 0)")
+    g.add_argument(
+        "--limit",
+        type=_int_at_least(0, "--limit"),
+        default=None,
+        help="number of scenes (sorted by scene id); default all",
+    )
+    g.add_argument(
+        "--episode-limit",
+        type=_int_at_least(0, "--episode-limit"),
+        default=None,
+        help="episodes per scene (first by key); default all",
+    )
+    g.add_argument(
+        "--offset",
+        type=_int_at_least(0, "--offset"),
+        default=0,
+        help="skip this many episodes of the key-sorted selection (default: 0)",
+    )
+    g.add_argument(
+        "--num-episodes",
+        type=_int_at_least(-1, "--num-episodes"),
+        default=-1,
+        help="episodes after --offset: -1 all, 0 none (default: -1)",
+    )
+    g.add_argument(
+        "--rank",
+        type=_int_at_least(0, "--rank"),
+        default=None,
+        help="this worker's rank (default: RANK or SLURM_PROCID, else 0)",
+    )
+    g.add_argument(
+        "--world-size",
+        type=_int_at_least(1, "--world-size"),
+        default=None,
+        help="number of workers (default: WORLD_SIZE or SLURM_NTASKS, else 1)",
+    )
+    g.add_argument(
+        "--rank-timeout",
+        type=_float_positive("--rank-timeout", allow_zero=True),
+        default=None,
+        metavar="SECONDS",
+        help="with several ranks: how long rank 0 waits after its own shard for "
+        "the others to finish before writing an incomplete summary (the last "
+        "rank to finish rewrites it); 0: no wait (default: 3600 when torchrun "
+        "or SLURM set the ranks, 0 with --rank/--world-size)",
+    )
+    g.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="base seed; each episode's seed is a stable hash of (seed, key) (default: 0)",
+    )
 
     g = p.add_argument_group("agent")
-    g.add_argument("--agent", default="random",
-                   help=f"{', '.join(AGENT_ALIASES)}, package.module:Class or path/to/file.py:Class "
-                        "(default: random)")
-    g.add_argument("--action-protocol", choices=ACTION_PROTOCOLS, default="goat",
-                   help="goat: 6 claims, 0 finishes; legacy: in many/all 0 claims, 9 finishes; "
-                        "compat: 0 and 6 claim, 9 finishes (default: goat)")
-    g.add_argument("--legacy-agent-api", action="store_true",
-                   help="call act(rgb=..., depth=..., prompt=...) instead of act(observation)")
+    g.add_argument(
+        "--agent",
+        default="random",
+        help=f"{', '.join(AGENT_ALIASES)}, package.module:Class or path/to/file.py:Class "
+        "(default: random)",
+    )
+    g.add_argument(
+        "--action-protocol",
+        choices=ACTION_PROTOCOLS,
+        default="goat",
+        help="goat: 6 claims, 0 finishes; legacy: in many/all 0 claims, 9 finishes; "
+        "compat: 0 and 6 claim, 9 finishes (default: goat)",
+    )
+    g.add_argument(
+        "--legacy-agent-api",
+        action="store_true",
+        help="call act(rgb=..., depth=..., prompt=...) instead of act(observation)",
+    )
 
     g = p.add_argument_group("output")
-    g.add_argument("--output-dir", default=None,
-                   help="where results go (default: mosnav_results/<agent>-<UTC time>; required "
-                        "with several ranks)")
-    g.add_argument("--resume", action="store_true",
-                   help="continue a run in an existing --output-dir, skipping recorded episodes "
-                        "(error records count as recorded)")
-    g.add_argument("--retry-errors", action="store_true",
-                   help="with --resume: run again the episodes whose last record is an error "
-                        "(e.g. after a model server outage); the new record is appended and the "
-                        "summary keeps each episode's last record")
-    g.add_argument("--fail-fast", action="store_true",
-                   help="stop after the first failed episode (its error record is written)")
-    g.add_argument("--max-unavailable-episodes", type=_int_at_least(0, "--max-unavailable-episodes"),
-                   default=3, metavar="N",
-                   help="stop (exit 1, resumable) after N consecutive episodes failed because the "
-                        "model server stayed unavailable (APIUnavailableError, --agent api); "
-                        "0: never (default: 3)")
-    g.add_argument("--fail-on-episode-error", action="store_true",
-                   help="exit with status 1 at the end if any episode failed")
-    g.add_argument("--step-timeout", type=_float_positive("--step-timeout"), default=None,
-                   metavar="SECONDS",
-                   help="seconds one agent act() may take; a slower step ends that episode "
-                        "with a StepTimeout error record and the run goes on (the hung call "
-                        "is left in a daemon thread; default: no limit)")
-    g.add_argument("--no-action-trace", dest="action_trace", action="store_false",
-                   help="leave action_trace out of the records")
-    g.add_argument("--no-progress", dest="progress", action="store_false",
-                   help="no progress bar")
+    g.add_argument(
+        "--output-dir",
+        default=None,
+        help="where results go (default: mosnav_results/<agent>-<UTC time>; required "
+        "with several ranks)",
+    )
+    g.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a run in an existing --output-dir, skipping recorded episodes "
+        "(error records count as recorded)",
+    )
+    g.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="with --resume: run again the episodes whose last record is an error "
+        "(e.g. after a model server outage); the new record is appended and the "
+        "summary keeps each episode's last record",
+    )
+    g.add_argument(
+        "--fail-fast",
+        action="store_true",
+        help="stop after the first failed episode (its error record is written)",
+    )
+    g.add_argument(
+        "--max-unavailable-episodes",
+        type=_int_at_least(0, "--max-unavailable-episodes"),
+        default=3,
+        metavar="N",
+        help="stop (exit 1, resumable) after N consecutive episodes failed because the "
+        "model server stayed unavailable (APIUnavailableError, --agent api); "
+        "0: never (default: 3)",
+    )
+    g.add_argument(
+        "--fail-on-episode-error",
+        action="store_true",
+        help="exit with status 1 at the end if any episode failed",
+    )
+    g.add_argument(
+        "--step-timeout",
+        type=_float_positive("--step-timeout"),
+        default=None,
+        metavar="SECONDS",
+        help="seconds one agent act() may take; a slower step ends that episode "
+        "with a StepTimeout error record and the run goes on (the hung call "
+        "is left in a daemon thread; default: no limit)",
+    )
+    g.add_argument(
+        "--no-action-trace",
+        dest="action_trace",
+        action="store_false",
+        help="leave action_trace out of the records",
+    )
+    g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 
     g = p.add_argument_group("debugging")
-    g.add_argument("--log-prompts", action="store_true",
-                   help="an agent with set_log_path() (--agent api) logs every request and "
-                        "reply to rank_XXXXX/prompts.jsonl in the output directory; any other "
-                        "agent gets each episode's task prompt printed instead")
-    g.add_argument("--log-positions", action="store_true", help="print the agent position at every step")
-    g.add_argument("--log-episodes", action="store_true", help="print one line per finished episode")
-    g.add_argument("--render-live", action="store_true",
-                   help="show the agent's view in an OpenCV window (keys for --agent human); needs a display")
-    g.add_argument("--save-video", nargs="?", const="mp4", choices=("mp4", "gif"), default=None,
-                   help="write one video per episode to <output-dir>/videos (mp4 by default): "
-                        "RGB | depth | the growing top-down map, with step, claims so far and action")
-    g.add_argument("--save-maps", action="store_true",
-                   help="draw each episode's top-down map to <output-dir>/maps/<episode>.png "
-                        "(trajectory, targets and view points, claims, FINISH; see "
-                        "docs/EVALUATION.md)")
+    g.add_argument(
+        "--log-prompts",
+        action="store_true",
+        help="an agent with set_log_path() (--agent api) logs every request and "
+        "reply to rank_XXXXX/prompts.jsonl in the output directory; any other "
+        "agent gets each episode's task prompt printed instead",
+    )
+    g.add_argument(
+        "--log-positions", action="store_true", help="print the agent position at every step"
+    )
+    g.add_argument(
+        "--log-episodes", action="store_true", help="print one line per finished episode"
+    )
+    g.add_argument(
+        "--render-live",
+        action="store_true",
+        help="show the agent's view in an OpenCV window (keys for --agent human); needs a display",
+    )
+    g.add_argument(
+        "--save-video",
+        nargs="?",
+        const="mp4",
+        choices=("mp4", "gif"),
+        default=None,
+        help="write one video per episode to <output-dir>/videos (mp4 by default): "
+        "RGB | depth | the growing top-down map, with step, claims so far and action",
+    )
+    g.add_argument(
+        "--save-maps",
+        action="store_true",
+        help="draw each episode's top-down map to <output-dir>/maps/<episode>.png "
+        "(trajectory, targets and view points, claims, FINISH; see "
+        "docs/EVALUATION.md)",
+    )
     return p
 
 
@@ -242,9 +391,15 @@ def build_overrides(args, default_config: bool) -> List[str]:
         ov.append(f"{key}={value}")
 
     for flag, value, key, is_dir in (
-            ("--dataset-dir", args.dataset_dir, "habitat.dataset.data_path", True),
-            ("--scene-root", args.scene_root, "habitat.dataset.scenes_dir", True),
-            ("--scene-dataset-config", args.scene_dataset_config, "habitat.dataset.scene_dataset_config", False)):
+        ("--dataset-dir", args.dataset_dir, "habitat.dataset.data_path", True),
+        ("--scene-root", args.scene_root, "habitat.dataset.scenes_dir", True),
+        (
+            "--scene-dataset-config",
+            args.scene_dataset_config,
+            "habitat.dataset.scene_dataset_config",
+            False,
+        ),
+    ):
         if value is None:
             continue
         path = os.path.abspath(os.path.expanduser(value))
@@ -275,10 +430,17 @@ def build_overrides(args, default_config: bool) -> List[str]:
 
 
 #: Flags a benchmark setting fixes: giving one with --benchmark is refused.
-SETTING_FIXED_FLAGS = (("config", "--config"), ("split", "--split"), ("target_modes", "--target-modes"),
-                       ("goal_type", "--goal-type"), ("space_coverage_samples", "--space-coverage-samples"),
-                       ("space_coverage_radius", "--space-coverage-radius"), ("limit", "--limit"),
-                       ("episode_limit", "--episode-limit"), ("offset", "--offset"))
+SETTING_FIXED_FLAGS = (
+    ("config", "--config"),
+    ("split", "--split"),
+    ("target_modes", "--target-modes"),
+    ("goal_type", "--goal-type"),
+    ("space_coverage_samples", "--space-coverage-samples"),
+    ("space_coverage_radius", "--space-coverage-radius"),
+    ("limit", "--limit"),
+    ("episode_limit", "--episode-limit"),
+    ("offset", "--offset"),
+)
 
 
 def _given_flags(argv: Optional[Sequence[str]]) -> set:
@@ -301,8 +463,10 @@ def _load_setting(args, argv: Optional[Sequence[str]]):
     given = _given_flags(argv)
     for attr, flag in SETTING_FIXED_FLAGS:
         if attr in given:
-            raise UsageError(f"{flag} contradicts --benchmark {setting.name}, which fixes it "
-                             f"({setting.path}); drop {flag}")
+            raise UsageError(
+                f"{flag} contradicts --benchmark {setting.name}, which fixes it "
+                f"({setting.path}); drop {flag}"
+            )
     return setting
 
 
@@ -340,7 +504,11 @@ def _absolute_paths(args, cwd: str) -> None:
         if isinstance(value, str) and value:
             setattr(args, name, os.path.join(cwd, os.path.expanduser(value)))
     config = args.config_given = getattr(args, "config", None)  # run.json keeps it as typed
-    if isinstance(config, str) and not os.path.isabs(config) and os.path.exists(os.path.join(cwd, config)):
+    if (
+        isinstance(config, str)
+        and not os.path.isabs(config)
+        and os.path.exists(os.path.join(cwd, config))
+    ):
         args.config = os.path.join(cwd, config)
 
 
@@ -385,11 +553,15 @@ def _mosnav_configs_hint() -> str:
     from habitat_mosnav.config.default import MOSNAV_CONFIG_DIR
 
     pattern = os.path.join(MOSNAV_CONFIG_DIR, "benchmark", "nav", "mosnav", "*.yaml")
-    names = sorted(os.path.relpath(f, MOSNAV_CONFIG_DIR).replace(os.sep, "/")
-                   for f in glob.glob(pattern))
-    return ("use a mosnav config (relative to the package's config directory): "
-            + ", ".join(names) + "; for HM3D e.g. --config benchmark/nav/mosnav/mos_hm3d.yaml "
-            "--dataset-dir dataset_semantic --scene-root /path/to/hm3d/val")
+    names = sorted(
+        os.path.relpath(f, MOSNAV_CONFIG_DIR).replace(os.sep, "/") for f in glob.glob(pattern)
+    )
+    return (
+        "use a mosnav config (relative to the package's config directory): "
+        + ", ".join(names)
+        + "; for HM3D e.g. --config benchmark/nav/mosnav/mos_hm3d.yaml "
+        "--dataset-dir dataset_semantic --scene-root /path/to/hm3d/val"
+    )
 
 
 def _config_exists(path: str) -> bool:
@@ -408,19 +580,27 @@ def _config_exists(path: str) -> bool:
 def _load_config(args, setting=None, extra: Sequence[str] = ()):
     default_config = args.config is None and setting is None
     path = setting.config if setting is not None else (args.config or DEFAULT_CONFIG)
-    shown = setting.config if setting is not None else (  # messages name it as typed
-        getattr(args, "config_given", args.config) or DEFAULT_CONFIG)
+    shown = (
+        setting.config
+        if setting is not None
+        # messages name it as typed
+        else (getattr(args, "config_given", args.config) or DEFAULT_CONFIG)
+    )
     overrides = build_overrides(args, default_config) + list(extra)
     if setting is not None:
         overrides = setting.habitat_overrides() + overrides
     from habitat_mosnav import get_config
 
     if os.path.basename(path) == ORIGINAL_CONFIG_NAME:
-        raise UsageError(f"--config {shown}: the original benchmark's Habitat-Sim config is not "
-                         f"used by mosnav-eval; {_mosnav_configs_hint()}")
+        raise UsageError(
+            f"--config {shown}: the original benchmark's Habitat-Sim config is not "
+            f"used by mosnav-eval; {_mosnav_configs_hint()}"
+        )
     if not _config_exists(path):
-        raise UsageError(f"--config {shown}: no such file (a path, or relative to the package's "
-                         f"config directory); {_mosnav_configs_hint()}")
+        raise UsageError(
+            f"--config {shown}: no such file (a path, or relative to the package's "
+            f"config directory); {_mosnav_configs_hint()}"
+        )
     try:
         config = get_config(path, overrides)
     except Exception as exc:
@@ -434,14 +614,18 @@ def _load_config(args, setting=None, extra: Sequence[str] = ()):
 
     task_type = OmegaConf.select(config, "habitat.task.type")
     if task_type != MultiObjectNavTaskConfig.type:
-        raise UsageError(f"--config {shown}: task type {task_type!r} is not "
-                         f"{MultiObjectNavTaskConfig.type}; {_mosnav_configs_hint()}")
+        raise UsageError(
+            f"--config {shown}: task type {task_type!r} is not "
+            f"{MultiObjectNavTaskConfig.type}; {_mosnav_configs_hint()}"
+        )
     choice = choice_for_type(OmegaConf.select(config, "habitat.simulator.type"))
     try:  # installed, importable and registered: checked before anything is written
         if choice is not None:
             choice.check()
     except SimulatorUnavailable as exc:
-        raise UsageError(f"--config {path}: {exc} (or run on the CPU simulator: --simulator mosnav)") from None
+        raise UsageError(
+            f"--config {path}: {exc} (or run on the CPU simulator: --simulator mosnav)"
+        ) from None
     return config, overrides
 
 
@@ -462,17 +646,26 @@ def _with_required_sensors(args, setting, factory, config, overrides):
         return config, overrides
     cannot = [key for key in missing if not needed[key]]
     if cannot:
-        raise UsageError(f"--agent {args.agent} needs the sim sensor(s) {', '.join(cannot)} "
-                         "(habitat.simulator.agents.main_agent.sim_sensors), which the config "
-                         "lacks; add them with --set")
+        raise UsageError(
+            f"--agent {args.agent} needs the sim sensor(s) {', '.join(cannot)} "
+            "(habitat.simulator.agents.main_agent.sim_sensors), which the config "
+            "lacks; add them with --set"
+        )
     extra = [needed[key] for key in missing]
     config, overrides = _load_config(args, setting, extra)
     still = _missing_sim_sensors(config, missing)
     if still:
-        raise UsageError(f"--agent {args.agent}: adding the sim sensor(s) {', '.join(still)} "
-                         f"with {'; '.join(extra)} did not add them")
-    print(safe_line(f"{PROG}: --agent {args.agent} needs the sim sensor(s) {', '.join(missing)}: "
-                    f"added ({'; '.join(extra)})"), file=sys.stderr)
+        raise UsageError(
+            f"--agent {args.agent}: adding the sim sensor(s) {', '.join(still)} "
+            f"with {'; '.join(extra)} did not add them"
+        )
+    print(
+        safe_line(
+            f"{PROG}: --agent {args.agent} needs the sim sensor(s) {', '.join(missing)}: "
+            f"added ({'; '.join(extra)})"
+        ),
+        file=sys.stderr,
+    )
     return config, overrides
 
 
@@ -482,8 +675,11 @@ def _manifest_fields(args, overrides: Sequence[str], config_path: str) -> dict:
     local = ("habitat.dataset.data_path=", "habitat.dataset.scenes_dir=")
     agent = recorded_agent_spec(args.agent, getattr(args, "start_dir", None))
     agent += " (legacy agent api)" if args.legacy_agent_api else ""
-    return {"agent": agent, "config": config_path,
-            "config_overrides": [o for o in overrides if not o.startswith(local)]}
+    return {
+        "agent": agent,
+        "config": config_path,
+        "config_overrides": [o for o in overrides if not o.startswith(local)],
+    }
 
 
 def recorded_agent_spec(spec: str, cwd: Optional[str] = None) -> str:
@@ -508,7 +704,9 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
         except DisplayUnavailable as exc:
             raise UsageError(str(exc)) from None
     if args.retry_errors and not args.resume:
-        raise UsageError("--retry-errors needs --resume (it re-runs failed episodes of an existing run)")
+        raise UsageError(
+            "--retry-errors needs --resume (it re-runs failed episodes of an existing run)"
+        )
     if args.rank is not None and args.world_size is not None and args.rank >= args.world_size:
         raise UsageError(f"--rank {args.rank} must be < --world-size {args.world_size}")
 
@@ -516,15 +714,22 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     config, overrides = _load_config(args, setting)
     config, overrides = _with_required_sensors(args, setting, factory, config, overrides)
     interrupts.check()  # a signal noted while the config was composed
-    ctx["config_path"] = setting.config if setting is not None else (
-        getattr(args, "config_given", args.config) or DEFAULT_CONFIG)
+    ctx["config_path"] = (
+        setting.config
+        if setting is not None
+        else (getattr(args, "config_given", args.config) or DEFAULT_CONFIG)
+    )
     if args.print_config:
         from omegaconf import OmegaConf
 
         print(OmegaConf.to_yaml(config))
         return 0
 
-    from habitat_mosnav.evaluation.evaluator import EvaluationConfig, EvaluationSetupError, Evaluator
+    from habitat_mosnav.evaluation.evaluator import (
+        EvaluationConfig,
+        EvaluationSetupError,
+        Evaluator,
+    )
     from habitat_mosnav.evaluation.results import format_summary
     from habitat_mosnav.evaluation.ranks import rank_timeout
     from habitat_mosnav.evaluation.selection import launcher_rank_world
@@ -563,17 +768,29 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
         agent = LegacyAgentAdapter(agent)
 
     eval_cfg = EvaluationConfig(
-        output_dir=output_dir, offset=args.offset, num_episodes=args.num_episodes,
-        scene_limit=args.limit, episode_limit=args.episode_limit, rank=rank, world_size=world,
-        rank_timeout=rank_timeout(args.rank_timeout,
-                                  args.rank is None and args.world_size is None),
-        seed=args.seed, action_protocol=args.action_protocol, resume=args.resume,
+        output_dir=output_dir,
+        offset=args.offset,
+        num_episodes=args.num_episodes,
+        scene_limit=args.limit,
+        episode_limit=args.episode_limit,
+        rank=rank,
+        world_size=world,
+        rank_timeout=rank_timeout(args.rank_timeout, args.rank is None and args.world_size is None),
+        seed=args.seed,
+        action_protocol=args.action_protocol,
+        resume=args.resume,
         retry_errors=args.retry_errors,
-        fail_fast=args.fail_fast, max_unavailable_episodes=args.max_unavailable_episodes,
+        fail_fast=args.fail_fast,
+        max_unavailable_episodes=args.max_unavailable_episodes,
         record_actions=args.action_trace,
-        log_prompts=args.log_prompts, log_positions=args.log_positions,
-        log_episodes=args.log_episodes, video=args.save_video, maps=args.save_maps,
-        render_live=args.render_live, progress=args.progress, benchmark=args.benchmark,
+        log_prompts=args.log_prompts,
+        log_positions=args.log_positions,
+        log_episodes=args.log_episodes,
+        video=args.save_video,
+        maps=args.save_maps,
+        render_live=args.render_live,
+        progress=args.progress,
+        benchmark=args.benchmark,
         step_timeout=args.step_timeout,
         manifest=_manifest_fields(args, overrides, ctx["config_path"]),
     )
@@ -587,31 +804,52 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
         done = summary["rank_done"]
         shown = ctx["output_dir"]
         if "summary_path" in summary:  # the last rank printed the summary
-            print(safe_line(f"rank {rank}: {done['record_count']} records ({done['error_count']} "
-                            f"errors) in {shown}; all ranks finished: {summary['summary_path']}"))
+            print(
+                safe_line(
+                    f"rank {rank}: {done['record_count']} records ({done['error_count']} "
+                    f"errors) in {shown}; all ranks finished: {summary['summary_path']}"
+                )
+            )
         else:
-            print(safe_line(f"rank {rank}: {done['record_count']} records ({done['error_count']} errors) in "
-                            f"{shown}; other ranks are still running: the last one to finish writes "
-                            f"summary.json (or run `mosnav-aggregate {shown}` when all have finished)"))
+            print(
+                safe_line(
+                    f"rank {rank}: {done['record_count']} records ({done['error_count']} errors) in "
+                    f"{shown}; other ranks are still running: the last one to finish writes "
+                    f"summary.json (or run `mosnav-aggregate {shown}` when all have finished)"
+                )
+            )
         errors = done["error_count"]
     else:
         print(format_summary(summary))
         print(safe_line(f"results: {os.path.join(ctx['output_dir'], 'summary.json')}"))
         errors = summary.get("error_episode_count", 0)
     if evaluator.stopped_by_unavailable:
-        print(safe_line(f"{PROG}: error: stopped after {evaluator.stopped_by_unavailable} consecutive "
-                        f"episodes failed with APIUnavailableError (the model server is down); "
-                        f"when it is back, continue with --resume --retry-errors --output-dir "
-                        f"{ctx['output_dir']}"), file=sys.stderr)
+        print(
+            safe_line(
+                f"{PROG}: error: stopped after {evaluator.stopped_by_unavailable} consecutive "
+                f"episodes failed with APIUnavailableError (the model server is down); "
+                f"when it is back, continue with --resume --retry-errors --output-dir "
+                f"{ctx['output_dir']}"
+            ),
+            file=sys.stderr,
+        )
         return 1
     if errors:
-        print(safe_line(f"{PROG}: {errors} episode(s) failed (status 'error' records in "
-                        f"{ctx['output_dir']})"), file=sys.stderr)
+        print(
+            safe_line(
+                f"{PROG}: {errors} episode(s) failed (status 'error' records in "
+                f"{ctx['output_dir']})"
+            ),
+            file=sys.stderr,
+        )
         if args.fail_on_episode_error:
             return 1
     if evaluator.stopped_by_fail_fast:
-        print(f"{PROG}: --fail-fast stopped the run after a failed episode (summary status "
-              "'incomplete')", file=sys.stderr)
+        print(
+            f"{PROG}: --fail-fast stopped the run after a failed episode (summary status "
+            "'incomplete')",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -620,12 +858,19 @@ def _interrupted(exc: KeyboardInterrupt, ctx: dict) -> int:
     name, code = ("SIGTERM", 143) if isinstance(exc, Terminated) else ("SIGINT", 130)
     out = ctx.get("output_dir")
     if out is None:
-        print(f"{PROG}: interrupted by {name} during start-up; nothing was written; run the "
-              "command again", file=sys.stderr)
+        print(
+            f"{PROG}: interrupted by {name} during start-up; nothing was written; run the "
+            "command again",
+            file=sys.stderr,
+        )
     else:
-        print(safe_line(f"{PROG}: interrupted by {name}; the records written so far are kept; "
-                        f"continue with the same command and --resume --output-dir {out}"),
-              file=sys.stderr)
+        print(
+            safe_line(
+                f"{PROG}: interrupted by {name}; the records written so far are kept; "
+                f"continue with the same command and --resume --output-dir {out}"
+            ),
+            file=sys.stderr,
+        )
     return code
 
 
@@ -668,13 +913,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _exit_past_agent_threads(code: int, before) -> None:
     """A non-daemon thread the agent left running would keep the process alive after the
     summary: flush and leave with ``os._exit`` then (the results are already on disk)."""
-    lingering = [t for t in threading.enumerate()
-                 if t not in before and t.is_alive() and not t.daemon and t is not threading.current_thread()]
+    lingering = [
+        t
+        for t in threading.enumerate()
+        if t not in before and t.is_alive() and not t.daemon and t is not threading.current_thread()
+    ]
     if lingering:
-        print(safe_line(f"{PROG}: warning: {len(lingering)} thread(s) started during the run are "
-                        f"still running ({', '.join(t.name for t in lingering[:3])}); the results "
-                        "are written, exiting without waiting for them"),
-              file=sys.stderr)
+        print(
+            safe_line(
+                f"{PROG}: warning: {len(lingering)} thread(s) started during the run are "
+                f"still running ({', '.join(t.name for t in lingering[:3])}); the results "
+                "are written, exiting without waiting for them"
+            ),
+            file=sys.stderr,
+        )
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

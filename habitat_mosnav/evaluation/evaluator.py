@@ -20,6 +20,7 @@ With an env the evaluator reads only its public API (``episodes``, ``current_epi
 ``reset``, ``step``, ``episode_over``, ``get_metrics``, ``sim``, ``task``).
 No torch is imported here; habitat is imported when the run starts.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,10 +39,19 @@ from habitat_mosnav.evaluation import results as res
 from habitat_mosnav.evaluation.manifest import RunManifest, check_or_write_manifest, keys_digest
 from habitat_mosnav.agents.legacy import adapt_agent
 from habitat_mosnav.agents.loading import agent_code_digest
-from habitat_mosnav.evaluation.observations import (ObservationBuilder, depth_in_metres, depth_limits,
-                                                    depth_normalization)
+from habitat_mosnav.evaluation.observations import (
+    ObservationBuilder,
+    depth_in_metres,
+    depth_limits,
+    depth_normalization,
+)
 from habitat_mosnav.evaluation.policy import EpisodeContext, public_episode_fields
-from habitat_mosnav.evaluation.ranks import missing_ranks, rank_timeout, wait_for_ranks, wait_for_summary
+from habitat_mosnav.evaluation.ranks import (
+    missing_ranks,
+    rank_timeout,
+    wait_for_ranks,
+    wait_for_summary,
+)
 from habitat_mosnav.evaluation.rollout import (
     AgentError,
     EpisodeRun,
@@ -55,14 +65,19 @@ from habitat_mosnav.evaluation.rollout import (
     trace_for_record,
 )
 from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
-from habitat_mosnav.keys import (episode_key as make_episode_key, episode_scene_name, episode_seed,
-                                 scene_name_from_path)
+from habitat_mosnav.keys import (
+    episode_key as make_episode_key,
+    episode_scene_name,
+    episode_seed,
+    scene_name_from_path,
+)
 from habitat_mosnav.metrics import aggregate
 from habitat_mosnav.safety import PlantedLinkError, mask_secrets, safe_line
 
 __all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
 
 _LOG = logging.getLogger("habitat_mosnav.evaluation")
+
 
 class EvaluationSetupError(ValueError):
     """The run cannot start (bad dataset, config, output directory); a one-line message."""
@@ -141,13 +156,19 @@ class EvaluationConfig:
     def __post_init__(self) -> None:
         if self.limit is not None:
             if self.num_episodes not in (-1, self.limit):
-                raise ValueError(f"EvaluationConfig: limit={self.limit} and num_episodes="
-                                 f"{self.num_episodes} disagree (they are the same setting)")
+                raise ValueError(
+                    f"EvaluationConfig: limit={self.limit} and num_episodes="
+                    f"{self.num_episodes} disagree (they are the same setting)"
+                )
             self.num_episodes = self.limit
-        if self.max_steps is not None and (isinstance(self.max_steps, bool)
-                                           or not isinstance(self.max_steps, int)
-                                           or self.max_steps < 1):
-            raise ValueError(f"EvaluationConfig: max_steps must be an integer >= 1, got {self.max_steps!r}")
+        if self.max_steps is not None and (
+            isinstance(self.max_steps, bool)
+            or not isinstance(self.max_steps, int)
+            or self.max_steps < 1
+        ):
+            raise ValueError(
+                f"EvaluationConfig: max_steps must be an integer >= 1, got {self.max_steps!r}"
+            )
 
 
 def _one_line(exc: BaseException) -> str:
@@ -198,9 +219,19 @@ class Evaluator:
     is read).
     """
 
-    def __init__(self, agent=None, habitat_config=None, config: Optional[EvaluationConfig] = None,
-                 *, env=None, environment=None, policy=None, stream=None,
-                 on_record: Optional[Callable[[dict], None]] = None, **options) -> None:
+    def __init__(
+        self,
+        agent=None,
+        habitat_config=None,
+        config: Optional[EvaluationConfig] = None,
+        *,
+        env=None,
+        environment=None,
+        policy=None,
+        stream=None,
+        on_record: Optional[Callable[[dict], None]] = None,
+        **options,
+    ) -> None:
         agent = _one_of("agent", agent, "policy", policy)
         env = _one_of("env", env, "environment", environment)
         if agent is None:
@@ -214,7 +245,8 @@ class Evaluator:
         if config.action_protocol not in ACTION_PROTOCOLS:
             raise EvaluationSetupError(
                 f"unknown action protocol {config.action_protocol!r}: expected one of "
-                f"{', '.join(ACTION_PROTOCOLS)}")
+                f"{', '.join(ACTION_PROTOCOLS)}"
+            )
         if config.retry_errors and not config.resume:
             raise EvaluationSetupError("retry_errors (--retry-errors) needs resume (--resume)")
         self.setting = None
@@ -293,7 +325,9 @@ class Evaluator:
             rank = env_rank if rank is None else rank
             world = env_world if world is None else world
         if world < 1 or not 0 <= rank < world:
-            raise EvaluationSetupError(f"rank {rank} is outside 0..{world - 1} (world size {world})")
+            raise EvaluationSetupError(
+                f"rank {rank} is outside 0..{world - 1} (world size {world})"
+            )
         return int(rank), int(world)
 
     def _episodes(self) -> List[Any]:
@@ -331,7 +365,8 @@ class Evaluator:
                 raise EvaluationSetupError(
                     f"split {wanted!r} differs from the environment's episodes (split "
                     f"{', '.join(map(repr, own))}): build the env with "
-                    f"habitat.dataset.split={wanted} or leave split unset")
+                    f"habitat.dataset.split={wanted} or leave split unset"
+                )
             return wanted
         if self._hcfg is not None:
             return str(self._hcfg.dataset.get("split", ""))
@@ -360,7 +395,8 @@ class Evaluator:
             if missing:
                 raise EvaluationSetupError(
                     f"benchmark {self.setting.name}: the dataset has no episode {missing[0]!r} "
-                    f"({len(missing)} of the setting's {len(wanted)} keys missing; {self.setting.path})")
+                    f"({len(missing)} of the setting's {len(wanted)} keys missing; {self.setting.path})"
+                )
             pool = {k: pool[k] for k in wanted}
         rank, world = self._rank_world()
         try:
@@ -386,14 +422,21 @@ class Evaluator:
         agent = type(getattr(self.agent, "agent", self.agent))
         return RunManifest(
             split=self._split_name,
-            offset=int(cfg.offset), limit=int(cfg.num_episodes), world_size=int(world),
-            seed=int(cfg.seed), max_steps=self._max_steps(), protocol=cfg.action_protocol,
-            agent=str(given.pop("agent", cfg.policy_id or f"{agent.__module__}:{agent.__qualname__}")),
+            offset=int(cfg.offset),
+            limit=int(cfg.num_episodes),
+            world_size=int(world),
+            seed=int(cfg.seed),
+            max_steps=self._max_steps(),
+            protocol=cfg.action_protocol,
+            agent=str(
+                given.pop("agent", cfg.policy_id or f"{agent.__module__}:{agent.__qualname__}")
+            ),
             agent_code_sha256=agent_code_digest(agent),
             config=given.pop("config", None),
             config_overrides=[str(o) for o in given.pop("config_overrides", [])],
             selection={
-                "scene_limit": cfg.scene_limit, "episode_limit": cfg.episode_limit,
+                "scene_limit": cfg.scene_limit,
+                "episode_limit": cfg.episode_limit,
                 "target_modes": [str(m) for m in (dcfg.get("target_modes") or [])],
                 "goal_type": dcfg.get("goal_type"),
                 "episode_count": len(self.selected_keys),
@@ -428,7 +471,9 @@ class Evaluator:
         configs = {str(getattr(ep, "scene_dataset_config", "") or "") for ep in episodes}
         for config in sorted(configs):
             if os.path.isfile(config):
-                key = "scene_dataset_config" + ("" if len(configs) == 1 else f" {os.path.basename(config)}")
+                key = "scene_dataset_config" + (
+                    "" if len(configs) == 1 else f" {os.path.basename(config)}"
+                )
                 files[key] = file_digest(config)
         categories = getattr(dataset, "_categories_file", None)
         if categories and os.path.isfile(categories):
@@ -462,7 +507,8 @@ class Evaluator:
             if wanted is None:
                 raise EvaluationSetupError(
                     "the environment does not tell its step budget (env.task.max_steps): pass "
-                    "EvaluationConfig(max_steps=...) or the habitat config")
+                    "EvaluationConfig(max_steps=...) or the habitat config"
+                )
             return int(wanted)
         if wanted is not None and int(wanted) != int(budget):
             # The rollout contract: max_steps caps the rollout (terminated_by max_steps, T =
@@ -477,13 +523,17 @@ class Evaluator:
                 raise EvaluationSetupError(
                     f"max_steps={wanted} differs from the environment's budget of {budget} steps "
                     f"({exc}): build the env with habitat.environment.max_episode_steps={wanted}, "
-                    "or leave max_steps unset") from None
+                    "or leave max_steps unset"
+                ) from None
             return int(wanted)
         return int(budget)
 
     def _depth_cfg(self):
-        sim_cfg = (self._hcfg.simulator if self._hcfg is not None
-                   else getattr(getattr(self.env, "sim", None), "habitat_config", None))
+        sim_cfg = (
+            self._hcfg.simulator
+            if self._hcfg is not None
+            else getattr(getattr(self.env, "sim", None), "habitat_config", None)
+        )
         try:
             return sim_cfg.agents.main_agent.sim_sensors.get("depth_sensor")
         except Exception:
@@ -550,12 +600,16 @@ class Evaluator:
             if writer.truncated_partial_line:
                 self._log(f"resume: dropped a partial last line of {writer.path}")
             if cfg.resume and len(todo) < len(selection):
-                self._log(f"resume: {len(selection) - len(todo)} of {len(selection)} episodes "
-                          "already recorded on this rank; skipping them")
+                self._log(
+                    f"resume: {len(selection) - len(todo)} of {len(selection)} episodes "
+                    "already recorded on this rank; skipping them"
+                )
             retried = sum(k in retry for _, k in selection)
             if retried:
-                self._log(f"resume: running {retried} episode(s) again whose last record is an "
-                          "error (--retry-errors)")
+                self._log(
+                    f"resume: running {retried} episode(s) again whose last record is an "
+                    "error (--retry-errors)"
+                )
             self._set_prompt_log(writer)
             if todo:
                 interrupted = self._run_episodes(todo, pool, writer, prior, len(selection))
@@ -570,7 +624,9 @@ class Evaluator:
             self._close_env()
         if interrupted:
             raise self._interrupt if self._interrupt is not None else KeyboardInterrupt()
-        done = writer.write_done(expected_count=len(selection), expected_keys=[k for _, k in selection])
+        done = writer.write_done(
+            expected_count=len(selection), expected_keys=[k for _, k in selection]
+        )
         return self._finish(rank, world, total, done)
 
     def _check_scene_files(self, episodes: Sequence[Any]) -> None:
@@ -604,14 +660,20 @@ class Evaluator:
         from habitat_mosnav.evaluation.settings import SettingError
 
         if self._hcfg is None:
-            raise EvaluationSetupError(f"benchmark {setting.name}: pass the habitat config "
-                                       "together with the env (habitat_config=...)")
-        for name, value, default in (("offset", cfg.offset, 0), ("scene_limit", cfg.scene_limit, None),
-                                     ("episode_limit", cfg.episode_limit, None)):
+            raise EvaluationSetupError(
+                f"benchmark {setting.name}: pass the habitat config "
+                "together with the env (habitat_config=...)"
+            )
+        for name, value, default in (
+            ("offset", cfg.offset, 0),
+            ("scene_limit", cfg.scene_limit, None),
+            ("episode_limit", cfg.episode_limit, None),
+        ):
             if value != default:
                 raise EvaluationSetupError(
                     f"benchmark {setting.name} fixes the episode selection: {name}={value} "
-                    "contradicts it (use num_episodes for a partial, non-reportable run)")
+                    "contradicts it (use num_episodes for a partial, non-reportable run)"
+                )
         try:
             deviations = setting.check_config(self._hcfg)
         except SettingError as exc:
@@ -625,19 +687,23 @@ class Evaluator:
             more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
             text = f"benchmark {setting.name}: the dataset differs from the setting: {differences[0]}{more}"
             if setting.reportable:
-                raise EvaluationSetupError(text + f"; {setting.kind} runs need the frozen dataset "
-                                                  f"({setting.path})")
+                raise EvaluationSetupError(
+                    text + f"; {setting.kind} runs need the frozen dataset ({setting.path})"
+                )
             self._warn(f"{text}; running the {setting.kind} setting anyway")
             deviations.append("dataset differs from the setting's fingerprint")
         return dict(setting.identity(), deviations=deviations)
+
     def _start_error(self, exc: StartNotNavigable) -> str:
         episode = self._current_episode
         dataset = self._load_dataset() if self._owns_env else None  # not a given env's
         data_path = getattr(dataset, "data_path", None) or "<dataset>"
         scene = episode_scene_name(episode)
-        return (f"{os.path.join(data_path, scene, 'episodes.json')}: episode "
-                f"'{episode.episode_id}': field 'start_position': {exc.position} is not on the "
-                f"navmesh of scene {scene} (checked at reset); fix the dataset")
+        return (
+            f"{os.path.join(data_path, scene, 'episodes.json')}: episode "
+            f"'{episode.episode_id}': field 'start_position': {exc.position} is not on the "
+            f"navmesh of scene {scene} (checked at reset); fix the dataset"
+        )
 
     def _set_prompt_log(self, writer) -> None:
         """``log_prompts``: point an agent that keeps its own prompt log at this rank's
@@ -665,8 +731,10 @@ class Evaluator:
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
-            self._warn(f"{key}: agent.episode_stats() left out of the record: "
-                      f"{type(exc).__name__}: {_one_line(exc)}")
+            self._warn(
+                f"{key}: agent.episode_stats() left out of the record: "
+                f"{type(exc).__name__}: {_one_line(exc)}"
+            )
             return None
 
     def _prior_records(self, path: str) -> "OrderedDict[str, Tuple[str, dict]]":
@@ -693,7 +761,9 @@ class Evaluator:
             self.env = habitat.Env(config=self._hcfg, dataset=dataset)
         except Exception as exc:
             interrupts.check()  # a signal noted meanwhile, not a setup error
-            raise EvaluationSetupError(f"cannot create the habitat environment: {_one_line(exc)}") from None
+            raise EvaluationSetupError(
+                f"cannot create the habitat environment: {_one_line(exc)}"
+            ) from None
         return self.env
 
     def _close_env(self) -> None:
@@ -730,9 +800,15 @@ class Evaluator:
             self._viewer = LiveViewer()
             if hasattr(self.agent, "key_source"):
                 self.agent.key_source = self._viewer.read_key
-        bar = tqdm(total=rank_total, initial=rank_total - len(todo), file=self.stream,
-                   disable=not cfg.progress, dynamic_ncols=True, unit="ep",
-                   desc=f"mosnav-eval rank {writer.rank}")
+        bar = tqdm(
+            total=rank_total,
+            initial=rank_total - len(todo),
+            file=self.stream,
+            disable=not cfg.progress,
+            dynamic_ncols=True,
+            unit="ep",
+            desc=f"mosnav-eval rank {writer.rank}",
+        )
         self._update_bar(bar, prior)
         unavailable = 0  # consecutive episodes lost to an unreachable model server
         steps = {"done": 0, "episode": 0}
@@ -744,22 +820,38 @@ class Evaluator:
         try:
             for index, key in todo:
                 if interrupts.requested() is not None:  # a safe point: between episodes
-                    return self._stopped(key, interrupts.exception_for(interrupts.requested()), started=False)
+                    return self._stopped(
+                        key, interrupts.exception_for(interrupts.requested()), started=False
+                    )
                 episode = pool[key]
                 seed = episode_seed(cfg.seed, key)
                 frames: List[np.ndarray] = []
                 hook = self._with_step_progress(bar, prior, self._make_hook(key, frames))
                 self._current_episode = episode
                 context = EpisodeContext(
-                    episode_key=key, episode_index=index, split=self._split_name,
-                    rank=writer.rank, world_size=self._rank_world()[1], max_steps=max_steps,
-                    seed=seed, episode=public_episode_fields(episode, self._split_name, max_steps),
-                    environment=env)
+                    episode_key=key,
+                    episode_index=index,
+                    split=self._split_name,
+                    rank=writer.rank,
+                    world_size=self._rank_world()[1],
+                    max_steps=max_steps,
+                    seed=seed,
+                    episode=public_episode_fields(episode, self._split_name, max_steps),
+                    environment=env,
+                )
                 try:
-                    run = run_episode(env, self.agent, episode, builder,
-                                      protocol=cfg.action_protocol, seed=seed,
-                                      record_trace=True, on_step=hook,
-                                      step_timeout=cfg.step_timeout, context=context)
+                    run = run_episode(
+                        env,
+                        self.agent,
+                        episode,
+                        builder,
+                        protocol=cfg.action_protocol,
+                        seed=seed,
+                        record_trace=True,
+                        on_step=hook,
+                        step_timeout=cfg.step_timeout,
+                        context=context,
+                    )
                 except KeyboardInterrupt as exc:
                     return self._stopped(key, exc)
                 if run.error is not None and interrupts.requested() is not None:
@@ -817,30 +909,61 @@ class Evaluator:
             return record
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             return res.make_record(
-                episode_key=key, episode_index=index, rank=rank, seed=seed,
-                episode=_episode_summary(episode, max_steps), steps_taken=run.steps_taken,
-                error="UnwritableRecord", benchmark=self._benchmark,
-                error_message=f"the episode's record cannot be written: {mask_secrets(_one_line(exc))[:200]}")
+                episode_key=key,
+                episode_index=index,
+                rank=rank,
+                seed=seed,
+                episode=_episode_summary(episode, max_steps),
+                steps_taken=run.steps_taken,
+                error="UnwritableRecord",
+                benchmark=self._benchmark,
+                error_message=f"the episode's record cannot be written: {mask_secrets(_one_line(exc))[:200]}",
+            )
 
-    def _build_record(self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps) -> dict:
+    def _build_record(
+        self, env, run: EpisodeRun, index, key, episode, seed, rank, max_steps
+    ) -> dict:
         summary = _episode_summary(episode, max_steps)
         trace = trace_for_record(run.action_trace) if self.config.record_actions else None
         extras = self._agent_extras(key)
         replay = self._replay_block(env, run)
         if run.error is not None:
             return res.make_record(
-                episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
-                steps_taken=run.steps_taken, initial_agent_state=run.initial_agent_state,
-                action_trace=trace, positions=run.positions, error=error_type_of(run.error),
-                error_message=error_message_of(run.error), extras=extras, benchmark=self._benchmark,
-                replay=replay)
+                episode_key=key,
+                episode_index=index,
+                rank=rank,
+                seed=seed,
+                episode=summary,
+                steps_taken=run.steps_taken,
+                initial_agent_state=run.initial_agent_state,
+                action_trace=trace,
+                positions=run.positions,
+                error=error_type_of(run.error),
+                error_message=error_message_of(run.error),
+                extras=extras,
+                benchmark=self._benchmark,
+                replay=replay,
+            )
         return res.make_record(
-            episode_key=key, episode_index=index, rank=rank, seed=seed, episode=summary,
-            status="ok", steps_taken=run.steps_taken, terminated_by=run.terminated_by,
-            initial_metrics=run.initial_metrics, metrics=run.metrics,
-            report_events=run.report_events, initial_agent_state=run.initial_agent_state,
-            final_agent_state=run.final_agent_state, action_trace=trace,
-            positions=run.positions, extras=extras, benchmark=self._benchmark, replay=replay)
+            episode_key=key,
+            episode_index=index,
+            rank=rank,
+            seed=seed,
+            episode=summary,
+            status="ok",
+            steps_taken=run.steps_taken,
+            terminated_by=run.terminated_by,
+            initial_metrics=run.initial_metrics,
+            metrics=run.metrics,
+            report_events=run.report_events,
+            initial_agent_state=run.initial_agent_state,
+            final_agent_state=run.final_agent_state,
+            action_trace=trace,
+            positions=run.positions,
+            extras=extras,
+            benchmark=self._benchmark,
+            replay=replay,
+        )
 
     def _replay_block(self, env, run: EpisodeRun) -> Optional[Dict[str, Any]]:
         """The record's ``replay`` block (actions, start, motion settings; always written,
@@ -848,8 +971,12 @@ class Evaluator:
         from habitat_mosnav.evaluation.replay_data import motion_settings, replay_block
 
         actions = [t["action"] for t in (run.action_trace or [])]
-        return replay_block(actions, self.config.action_protocol, run.initial_agent_state,
-                            motion_settings(env, self._hcfg))
+        return replay_block(
+            actions,
+            self.config.action_protocol,
+            run.initial_agent_state,
+            motion_settings(env, self._hcfg),
+        )
 
     def _map_grid(self, env, episode, height: float):
         """habitat's top-down grid of the episode's floor (cached per scene and floor)."""
@@ -903,18 +1030,21 @@ class Evaluator:
                 painter.clear()
                 try:
                     grid = self._map_grid(self.env, episode, pose["position"][1])
-                    painter.append(EpisodeMapPainter(grid, episode.goals, pose["position"],
-                                                     pose["rotation"]))
+                    painter.append(
+                        EpisodeMapPainter(grid, episode.goals, pose["position"], pose["rotation"])
+                    )
                 except Exception as exc:  # a map problem never loses the episode
-                    self._warn(f"{key}: no map in the video: {type(exc).__name__}: "
-                              f"{_one_line(exc)}")
+                    self._warn(
+                        f"{key}: no map in the video: {type(exc).__name__}: {_one_line(exc)}"
+                    )
                     painter.append(None)
             trail.append(pose["position"])
             events = [dict(ev) for ev in self.env.task.mos_state.events]
             if not painter or painter[0] is None:
                 return None, events
-            return painter[0].draw(trail, events, total_steps=self._max_steps(),
-                                   agent_rotation=pose["rotation"]), events
+            return painter[0].draw(
+                trail, events, total_steps=self._max_steps(), agent_rotation=pose["rotation"]
+            ), events
 
         def hook(info: Dict[str, Any]) -> None:
             step, pose, observation = info["step"], info["pose"], info["observation"]
@@ -925,17 +1055,26 @@ class Evaluator:
             if cfg.log_positions:
                 p = pose["position"]
                 act = "reset" if info["action"] is None else f"action {info['action']}"
-                self._log(f"{key} step {step:4d} {act:>9}: position "
-                          f"({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f})")
+                self._log(
+                    f"{key} step {step:4d} {act:>9}: position "
+                    f"({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f})"
+                )
             if cfg.video or self._viewer is not None:
                 from habitat_mosnav.evaluation.video import compose_frame
 
                 top_down, events = growing_map(info)  # the video and the live window alike
                 obs = dict(info["obs"])
                 obs["depth"] = depth_in_metres(obs.get("depth"), depth_scale[0])
-                frame = compose_frame(obs, info["episode"], step, info["action"],
-                                      self._max_steps(), top_down_map=top_down, events=events,
-                                      depth_range=depth_scale[1])
+                frame = compose_frame(
+                    obs,
+                    info["episode"],
+                    step,
+                    info["action"],
+                    self._max_steps(),
+                    top_down_map=top_down,
+                    events=events,
+                    depth_range=depth_scale[1],
+                )
                 if cfg.video:
                     frames.append(frame)
                 if self._viewer is not None:
@@ -978,11 +1117,15 @@ class Evaluator:
             return "null" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
         if record["status"] != "ok":
-            return (f"{record['episode_key']}: error {record.get('error_type')} after "
-                    f"{record['steps_taken']} steps")
-        return (f"{record['episode_key']}: {record['terminated_by']} after {record['steps_taken']} "
-                f"steps  success={f('success')} f1={f('f1')} spl_multi={f('spl_multi')} "
-                f"found={f('targets_found')}/{f('required_target_count')}")
+            return (
+                f"{record['episode_key']}: error {record.get('error_type')} after "
+                f"{record['steps_taken']} steps"
+            )
+        return (
+            f"{record['episode_key']}: {record['terminated_by']} after {record['steps_taken']} "
+            f"steps  success={f('success')} f1={f('f1')} spl_multi={f('spl_multi')} "
+            f"found={f('targets_found')}/{f('required_target_count')}"
+        )
 
     @staticmethod
     def _metrics_text(prior) -> str:
@@ -1019,32 +1162,44 @@ class Evaluator:
         and, when one never finishes, writes the summary of what exists (``incomplete``)
         and says which rank is missing."""
         out = self.config.output_dir
-        timeout = rank_timeout(self.config.rank_timeout,
-                               self.config.rank is None or self.config.world_size is None)
+        timeout = rank_timeout(
+            self.config.rank_timeout, self.config.rank is None or self.config.world_size is None
+        )
         waits = rank == 0 and world > 1 and timeout > 0
         started_waiting = waits and bool(missing_ranks(out, world))
-        missing = (wait_for_ranks(out, world, timeout, log=self._log, sleep=interrupts.sleep) if waits
-                   else missing_ranks(out, world))
+        missing = (
+            wait_for_ranks(out, world, timeout, log=self._log, sleep=interrupts.sleep)
+            if waits
+            else missing_ranks(out, world)
+        )
         if missing and not waits:
             return {"rank_done": done, "status": "rank_finished"}
         if started_waiting and not missing and wait_for_summary(out, world, sleep=interrupts.sleep):
             # The last rank to finish writes (and prints) the summary once its done.json is
             # there: this one, having waited, leaves it to that rank (one summary printed).
-            return {"rank_done": done, "status": "rank_finished",
-                    "summary_path": os.path.join(out, res.SUMMARY_FILE)}
+            return {
+                "rank_done": done,
+                "status": "rank_finished",
+                "summary_path": os.path.join(out, res.SUMMARY_FILE),
+            }
         try:
-            summary = res.summarize(out, expected_episode_count=total,
-                                    expected_keys=self.selected_keys)
+            summary = res.summarize(
+                out, expected_episode_count=total, expected_keys=self.selected_keys
+            )
             if self.config.policy_id is not None:
                 summary["policy_id"] = self.config.policy_id
             res.write_summary(out, summary)
         except res.ResultFileError as exc:  # ResultWriteError (exit 3) goes through
-            raise EvaluationSetupError(f"this rank finished, but the summary failed: {_one_line(exc)}") from None
+            raise EvaluationSetupError(
+                f"this rank finished, but the summary failed: {_one_line(exc)}"
+            ) from None
         if missing:
-            self._warn(f"rank(s) {', '.join(map(str, missing))} of {world} did not finish within "
-                      f"{timeout:g} s (no {res.DONE_FILE}): {out}/summary.json "
-                      f"is incomplete; it is rewritten when the last rank finishes, or run "
-                      f"`mosnav-aggregate {out}` then")
+            self._warn(
+                f"rank(s) {', '.join(map(str, missing))} of {world} did not finish within "
+                f"{timeout:g} s (no {res.DONE_FILE}): {out}/summary.json "
+                f"is incomplete; it is rewritten when the last rank finishes, or run "
+                f"`mosnav-aggregate {out}` then"
+            )
         return summary
 
 

@@ -24,6 +24,7 @@ came, still ends the command with 130/143).
 Outside the main thread (where Python never runs signal handlers) all of this is a no-op.
 Standard library only.
 """
+
 from __future__ import annotations
 
 import signal
@@ -32,8 +33,16 @@ import time
 from contextlib import contextmanager
 from typing import Dict, Iterator, Optional, Sequence
 
-__all__ = ["Terminated", "chained_interrupt", "check", "exception_for", "guarded", "interruptible",
-           "requested", "sleep"]
+__all__ = [
+    "Terminated",
+    "chained_interrupt",
+    "check",
+    "exception_for",
+    "guarded",
+    "interruptible",
+    "requested",
+    "sleep",
+]
 
 
 class Terminated(KeyboardInterrupt):
@@ -97,7 +106,9 @@ def guarded(signals: Optional[Sequence[int]] = None) -> Iterator[None]:
             _state.depth -= 1
         return
     if signals is None:
-        signals = [signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler else []
+        signals = (
+            [signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler else []
+        )
     _state.signum, _state.open, _state.depth = None, False, 1
     _state.previous = {s: signal.signal(s, _handler) for s in signals}
     try:

@@ -20,6 +20,7 @@ version, git commit, habitat-lab and habitat-sim) is recorded, not compared: a r
 an upgrade is allowed, and the summary records the versions that wrote it.
 Standard library only.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,28 +29,56 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from habitat_mosnav.evaluation.results import (ResultFileError, atomic_write_json, read_json_object,
-                                                write_failed)
+from habitat_mosnav.evaluation.results import (
+    ResultFileError,
+    atomic_write_json,
+    read_json_object,
+    write_failed,
+)
 from habitat_mosnav.safety import PlantedLinkError, refuse_link
 from habitat_mosnav.versions import software_versions
 
 MANIFEST_FILE = "run.json"
 MANIFEST_SCHEMA_VERSION = 1
 #: The compared fields, in the order a difference is reported.
-MANIFEST_FIELDS = ("split", "offset", "limit", "world_size", "seed", "max_steps", "protocol",
-                   "agent", "agent_code_sha256", "config", "config_overrides", "selection",
-                   "dataset_fingerprint", "input_files")
+MANIFEST_FIELDS = (
+    "split",
+    "offset",
+    "limit",
+    "world_size",
+    "seed",
+    "max_steps",
+    "protocol",
+    "agent",
+    "agent_code_sha256",
+    "config",
+    "config_overrides",
+    "selection",
+    "dataset_fingerprint",
+    "input_files",
+)
 #: The mosnav-eval flag behind each compared field, named in a refusal (the user typed
 #: ``--num-episodes``, not ``limit``).
 FIELD_FLAGS = {
-    "split": "--split", "offset": "--offset", "limit": "--num-episodes",
-    "world_size": "--world-size", "seed": "--seed", "max_steps": "--max-steps",
-    "protocol": "--action-protocol", "agent": "--agent", "agent_code_sha256": "--agent (its code changed)", "config": "--config",
+    "split": "--split",
+    "offset": "--offset",
+    "limit": "--num-episodes",
+    "world_size": "--world-size",
+    "seed": "--seed",
+    "max_steps": "--max-steps",
+    "protocol": "--action-protocol",
+    "agent": "--agent",
+    "agent_code_sha256": "--agent (its code changed)",
+    "config": "--config",
     "config_overrides": "--set or a flag that sets a config key",
-    "selection.scene_limit": "--limit", "selection.episode_limit": "--episode-limit",
-    "selection.target_modes": "--target-modes", "selection.goal_type": "--goal-type",
-    "selection.episode_count": "the episode selection", "selection.keys_sha256": "the episode selection",
-    "dataset_fingerprint": "the dataset's files (--dataset-dir)", "benchmark": "--benchmark",
+    "selection.scene_limit": "--limit",
+    "selection.episode_limit": "--episode-limit",
+    "selection.target_modes": "--target-modes",
+    "selection.goal_type": "--goal-type",
+    "selection.episode_count": "the episode selection",
+    "selection.keys_sha256": "the episode selection",
+    "dataset_fingerprint": "the dataset's files (--dataset-dir)",
+    "benchmark": "--benchmark",
     "input_files": "the scene files (--scene-root), the scene dataset config or categories.json",
 }
 #: Recorded at the first start, never compared.
@@ -161,8 +190,10 @@ def check_or_write_manifest(out_dir: str, manifest: Mapping[str, Any]) -> str:
         flag = FIELD_FLAGS.get(diff) or FIELD_FLAGS.get(where[0])
         raise ManifestMismatch(
             f"{path}: field '{diff}' differs: the run has {_show(_lookup(existing, where))}, "
-            f"this command {_show(_lookup(manifest, where))}" + (f" ({flag})" if flag else "")
-            + "; continue it with the same settings or choose a new --output-dir")
+            f"this command {_show(_lookup(manifest, where))}"
+            + (f" ({flag})" if flag else "")
+            + "; continue it with the same settings or choose a new --output-dir"
+        )
     return path
 
 
@@ -178,15 +209,20 @@ def check_rank_manifests(out_dir: str, ranks) -> Optional[Dict[str, Any]]:
     world = run.get("world_size")
     for rank, directory in ranks:
         if isinstance(world, int) and not isinstance(world, bool) and rank >= world:
-            raise ManifestMismatch(f"{directory}: rank {rank} is outside the run's world_size "
-                                   f"{world} ({path}): a rank of another run is never mixed in")
+            raise ManifestMismatch(
+                f"{directory}: rank {rank} is outside the run's world_size "
+                f"{world} ({path}): a rank of another run is never mixed in"
+            )
         mine = os.path.join(directory, MANIFEST_FILE)
         if not os.path.exists(mine):
             jsonl = os.path.join(directory, "episodes.jsonl")
             if (os.path.exists(jsonl) and os.path.getsize(jsonl)) or os.path.exists(
-                    os.path.join(directory, "done.json")):
-                raise ManifestMismatch(f"{directory}: records without the rank's {MANIFEST_FILE}: "
-                                       f"not written by this run (copied from another run?)")
+                os.path.join(directory, "done.json")
+            ):
+                raise ManifestMismatch(
+                    f"{directory}: records without the rank's {MANIFEST_FILE}: "
+                    f"not written by this run (copied from another run?)"
+                )
             continue
         other = read_manifest(mine)
         where = _difference_path(run, other)
@@ -195,7 +231,8 @@ def check_rank_manifests(out_dir: str, ranks) -> Optional[Dict[str, Any]]:
             raise ManifestMismatch(
                 f"{mine}: field '{diff}' differs from the run's {path}: the run has "
                 f"{_show(_lookup(run, where))}, this rank {_show(_lookup(other, where))}; a rank "
-                "of another run (other agent, seed or settings) is never mixed in")
+                "of another run (other agent, seed or settings) is never mixed in"
+            )
     return run
 
 

@@ -30,6 +30,7 @@ docs/EVALUATION.md) gives the trajectory and the claim positions; a record witho
 
     python -m habitat_mosnav.evaluation.maps RUN_DIR [--out DIR] [--config CFG] [--set K=V]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,10 +49,24 @@ from habitat_mosnav.pose import wrap_angle, yaw_of
 from habitat_mosnav.safety import mask_secrets, safe_line
 from habitat_mosnav.versions import add_version_argument
 
-__all__ = ["CLAIM_COLORS", "END_COLOR", "FINISH_COLOR", "OUTCOME_COLORS", "START_COLOR",
-           "MapGrid", "EpisodeMapPainter", "claim_groups", "claim_kind", "episode_file_stem",
-           "read_map_info", "record_header", "render_run_maps", "save_map_png", "save_record_map",
-           "trajectory_color"]
+__all__ = [
+    "CLAIM_COLORS",
+    "END_COLOR",
+    "FINISH_COLOR",
+    "OUTCOME_COLORS",
+    "START_COLOR",
+    "MapGrid",
+    "EpisodeMapPainter",
+    "claim_groups",
+    "claim_kind",
+    "episode_file_stem",
+    "read_map_info",
+    "record_header",
+    "render_run_maps",
+    "save_map_png",
+    "save_record_map",
+    "trajectory_color",
+]
 
 #: RGB colours of the claim markers by kind.
 CLAIM_COLORS = {"true": (40, 200, 40), "duplicate": (255, 150, 0), "false": (230, 30, 30)}
@@ -95,7 +110,7 @@ def episode_file_stem(key: str) -> str:
     if plain and len(stem) <= MAX_STEM and not stem.startswith("."):
         return stem
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
-    return stem[:MAX_STEM - 11] + "~" + digest
+    return stem[: MAX_STEM - 11] + "~" + digest
 
 
 def claim_kind(event: Mapping[str, Any]) -> str:
@@ -169,13 +184,17 @@ class _ExtentPathfinder:
     def get_bounds(self):
         return self._window[0].copy(), self._window[1].copy()
 
-    def get_topdown_view(self, meters_per_pixel: float, height: float, eps: float = 0.5) -> np.ndarray:
+    def get_topdown_view(
+        self, meters_per_pixel: float, height: float, eps: float = 0.5
+    ) -> np.ndarray:
         grid = getattr(self._pf, "grid", None)
         if grid is not None and getattr(grid, "extent", None) is not None:
             return grid.topdown(meters_per_pixel, height, eps, bounds=self._window)
         if _cells(self._full, meters_per_pixel) > MAX_MAP_CELLS:
-            raise MapTooLarge(f"the pathfinder's bounds {self._full[0].tolist()}..{self._full[1].tolist()} "
-                              f"are too wide for a top-down map at {meters_per_pixel:g} m per pixel")
+            raise MapTooLarge(
+                f"the pathfinder's bounds {self._full[0].tolist()}..{self._full[1].tolist()} "
+                f"are too wide for a top-down map at {meters_per_pixel:g} m per pixel"
+            )
         view = np.asarray(self._pf.get_topdown_view(meters_per_pixel, height))
         lo = self._full[0]
         c0 = max(int((float(self._window[0][0]) - lo[0]) / meters_per_pixel), 0)
@@ -183,7 +202,7 @@ class _ExtentPathfinder:
         nx = int((float(self._window[1][0]) - float(self._window[0][0])) / meters_per_pixel)
         nz = int((float(self._window[1][2]) - float(self._window[0][2])) / meters_per_pixel)
         out = np.zeros((max(nz, 0), max(nx, 0)), bool)
-        part = view[r0: r0 + nz, c0: c0 + nx]
+        part = view[r0 : r0 + nz, c0 : c0 + nx]
         out[: part.shape[0], : part.shape[1]] = part
         return out
 
@@ -200,8 +219,14 @@ class MapGrid:
     margin_px: int = 0
 
     @classmethod
-    def from_pathfinder(cls, pathfinder, height: float, meters_per_pixel: Optional[float] = None,
-                        longest_side_px: int = 512, margin_m: float = 0.75) -> "MapGrid":
+    def from_pathfinder(
+        cls,
+        pathfinder,
+        height: float,
+        meters_per_pixel: Optional[float] = None,
+        longest_side_px: int = 512,
+        margin_m: float = 0.75,
+    ) -> "MapGrid":
         """The navigable area at ``height`` (habitat's ``get_topdown_map``); by default the
         longer side of the scene bounds gets about ``longest_side_px`` pixels, with
         ``margin_m`` of empty border so that targets beyond the navigable bounds show whole."""
@@ -218,15 +243,23 @@ class MapGrid:
                 meters_per_pixel = _auto_meters_per_pixel(pathfinder.get_bounds(), longest_side_px)
             cells = _cells(pathfinder.get_bounds(), meters_per_pixel)
             if cells > MAX_MAP_CELLS:
-                raise MapTooLarge(f"a top-down map of the navigable surface {pathfinder.describe()} "
-                                  f"at {meters_per_pixel:g} m per pixel would have {cells:.3g} cells "
-                                  f"(over {MAX_MAP_CELLS})")
-        codes = maps.get_topdown_map(pathfinder, float(height),
-                                     meters_per_pixel=float(meters_per_pixel))
+                raise MapTooLarge(
+                    f"a top-down map of the navigable surface {pathfinder.describe()} "
+                    f"at {meters_per_pixel:g} m per pixel would have {cells:.3g} cells "
+                    f"(over {MAX_MAP_CELLS})"
+                )
+        codes = maps.get_topdown_map(
+            pathfinder, float(height), meters_per_pixel=float(meters_per_pixel)
+        )
         margin = int(math.ceil(max(0.0, margin_m) / float(meters_per_pixel)))
         codes = np.pad(codes, margin, mode="constant", constant_values=maps.MAP_INVALID_POINT)
-        return cls(codes=codes, pathfinder=pathfinder, meters_per_pixel=float(meters_per_pixel),
-                   height=float(height), margin_px=margin)
+        return cls(
+            codes=codes,
+            pathfinder=pathfinder,
+            meters_per_pixel=float(meters_per_pixel),
+            height=float(height),
+            margin_px=margin,
+        )
 
     @property
     def shape(self) -> Tuple[int, int]:
@@ -238,16 +271,20 @@ class MapGrid:
         """``(row, col)`` of a world point ``[x, y, z]`` (habitat's ``to_grid``)."""
         from habitat.utils.visualizations import maps
 
-        r, c = maps.to_grid(float(position[2]), float(position[0]), self.shape,
-                            pathfinder=self.pathfinder)
+        r, c = maps.to_grid(
+            float(position[2]), float(position[0]), self.shape, pathfinder=self.pathfinder
+        )
         return r + self.margin_px, c + self.margin_px
 
     def info(self) -> Dict[str, Any]:
         lo, hi = self.pathfinder.get_bounds()
-        return {"meters_per_pixel": self.meters_per_pixel, "map_shape": list(self.shape),
-                "margin_px": self.margin_px,
-                "bounds": [[float(v) for v in lo], [float(v) for v in hi]],
-                "height": self.height}
+        return {
+            "meters_per_pixel": self.meters_per_pixel,
+            "map_shape": list(self.shape),
+            "margin_px": self.margin_px,
+            "bounds": [[float(v) for v in lo], [float(v) for v in hi]],
+            "height": self.height,
+        }
 
 
 def _xy(pixel: Tuple[int, int]) -> Tuple[int, int]:
@@ -255,7 +292,9 @@ def _xy(pixel: Tuple[int, int]) -> Tuple[int, int]:
     return int(pixel[1]), int(pixel[0])
 
 
-def _goal_fields(goal) -> Tuple[int, Optional[Mapping[str, Any]], Sequence[float], List[Sequence[float]]]:
+def _goal_fields(
+    goal,
+) -> Tuple[int, Optional[Mapping[str, Any]], Sequence[float], List[Sequence[float]]]:
     """(object_id, aabb or None, position, view point positions) of a dataset goal object
     or a goals.json-style dict."""
     get = goal.get if isinstance(goal, Mapping) else (lambda k, d=None: getattr(goal, k, d))
@@ -277,8 +316,13 @@ class EpisodeMapPainter:
     points, start), then :meth:`draw` for any prefix of the trajectory (the video's growing
     map) or the whole episode (the saved map)."""
 
-    def __init__(self, grid: MapGrid, goals: Iterable[Any], start_position: Sequence[float],
-                 start_rotation: Optional[Sequence[float]] = None) -> None:
+    def __init__(
+        self,
+        grid: MapGrid,
+        goals: Iterable[Any],
+        start_position: Sequence[float],
+        start_rotation: Optional[Sequence[float]] = None,
+    ) -> None:
         self.grid = grid
         self.goals = [_goal_fields(g) for g in goals]
         self.start_position = [float(v) for v in start_position]
@@ -300,7 +344,9 @@ class EpisodeMapPainter:
             for v in views:
                 cv2.circle(img, _xy(self.grid.to_pixel(v)), 1, VIEW_POINT_COLOR, -1)
         for oid, aabb, position, views in self.goals:
-            color = TARGET_FOUND_COLOR if oid is not None and int(oid) in found else TARGET_MISSED_COLOR
+            color = (
+                TARGET_FOUND_COLOR if oid is not None and int(oid) in found else TARGET_MISSED_COLOR
+            )
             if aabb and aabb.get("center") is not None and aabb.get("size") is not None:
                 c, s = aabb["center"], aabb["size"]
                 a = self.grid.to_pixel([c[0] - s[0] / 2, 0.0, c[2] - s[2] / 2])
@@ -310,10 +356,16 @@ class EpisodeMapPainter:
                 cv2.circle(img, _xy(self.grid.to_pixel(position)), 4, color, -1)
         return img
 
-    def draw(self, positions: Sequence[Sequence[float]], events: Sequence[Mapping[str, Any]] = (),
-             *, total_steps: Optional[int] = None, end: Optional[str] = None,
-             end_position: Optional[Sequence[float]] = None,
-             agent_rotation: Optional[Sequence[float]] = None) -> np.ndarray:
+    def draw(
+        self,
+        positions: Sequence[Sequence[float]],
+        events: Sequence[Mapping[str, Any]] = (),
+        *,
+        total_steps: Optional[int] = None,
+        end: Optional[str] = None,
+        end_position: Optional[Sequence[float]] = None,
+        agent_rotation: Optional[Sequence[float]] = None,
+    ) -> np.ndarray:
         """The map after ``positions`` (``positions[k]`` = position after step k), with the
         claims of ``events`` whose step is reached. ``total_steps`` fixes the colour scale
         (default: this trajectory's length); ``end`` = ``"finish"`` or another termination
@@ -329,20 +381,26 @@ class EpisodeMapPainter:
         pixels = [self.grid.to_pixel(p) for p in positions]
         n = max(1, int(total_steps if total_steps else len(pixels) - 1))
         for k in range(1, len(pixels)):
-            maps.draw_path(img, [pixels[k - 1], pixels[k]], color=trajectory_color(k / n),
-                           thickness=2)
+            maps.draw_path(
+                img, [pixels[k - 1], pixels[k]], color=trajectory_color(k / n), thickness=2
+            )
         radius = max(4, int(round(0.2 / self.grid.meters_per_pixel)))
         start_px = self.grid.to_pixel(self.start_position)
         draw_start_marker(img, _xy(start_px), self._heading_px(), radius)
         if end is not None:
-            where = end_position if end_position is not None else (positions[-1] if positions else None)
+            where = (
+                end_position if end_position is not None else (positions[-1] if positions else None)
+            )
             if where is not None:
                 px = self.grid.to_pixel(where)
                 half = radius + 2
                 color = FINISH_COLOR if end == "finish" else END_COLOR
-                cv2.rectangle(img, (px[1] - half, px[0] - half), (px[1] + half, px[0] + half),
-                              color, 2)
-        self.claim_groups = claim_groups(pixels, events, reached_only=end is None) if positions else []
+                cv2.rectangle(
+                    img, (px[1] - half, px[0] - half), (px[1] + half, px[0] + half), color, 2
+                )
+        self.claim_groups = (
+            claim_groups(pixels, events, reached_only=end is None) if positions else []
+        )
         for group in self.claim_groups:
             draw_claim_group(img, group)
         if agent_rotation is not None and positions:
@@ -362,8 +420,9 @@ class EpisodeMapPainter:
         return (dx / norm, dy / norm) if norm > 0 else None
 
 
-def draw_start_marker(img: np.ndarray, center: Tuple[int, int],
-                      heading: Optional[Tuple[float, float]], radius: int) -> None:
+def draw_start_marker(
+    img: np.ndarray, center: Tuple[int, int], heading: Optional[Tuple[float, float]], radius: int
+) -> None:
     """The start pose: a blue disc ringed in white, a white tick toward its heading
     (``center`` and ``heading`` in image x/y)."""
     import cv2
@@ -371,12 +430,18 @@ def draw_start_marker(img: np.ndarray, center: Tuple[int, int],
     cv2.circle(img, center, radius + 2, (255, 255, 255), -1)
     cv2.circle(img, center, radius, START_COLOR, -1)
     if heading is not None:
-        tip = (int(round(center[0] + heading[0] * radius)), int(round(center[1] + heading[1] * radius)))
+        tip = (
+            int(round(center[0] + heading[0] * radius)),
+            int(round(center[1] + heading[1] * radius)),
+        )
         cv2.line(img, center, tip, (255, 255, 255), max(1, radius // 3))
 
 
-def claim_groups(pixels: Sequence[Tuple[int, int]], events: Sequence[Mapping[str, Any]],
-                 reached_only: bool = False) -> List[Dict[str, Any]]:
+def claim_groups(
+    pixels: Sequence[Tuple[int, int]],
+    events: Sequence[Mapping[str, Any]],
+    reached_only: bool = False,
+) -> List[Dict[str, Any]]:
     """Claims at one spot (within :data:`CLAIM_STACK_PX` pixels of a group's first claim)
     as ``{"row", "col", "kinds"}``; a claim after the last position sits at the last one
     (or, with ``reached_only``, is left out: the growing map)."""
@@ -404,8 +469,14 @@ def _claim_dot(img: np.ndarray, center: Tuple[int, int], color) -> None:
     cv2.circle(img, center, 4, color, -1)
 
 
-def _outlined_text(img: np.ndarray, text: str, org: Tuple[int, int], scale: float = 0.45,
-                   color=(0, 0, 0), outline=(255, 255, 255)) -> None:
+def _outlined_text(
+    img: np.ndarray,
+    text: str,
+    org: Tuple[int, int],
+    scale: float = 0.45,
+    color=(0, 0, 0),
+    outline=(255, 255, 255),
+) -> None:
     import cv2
 
     cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, outline, 3, cv2.LINE_AA)
@@ -424,13 +495,22 @@ def draw_claim_group(img: np.ndarray, group: Mapping[str, Any]) -> None:
     ring = int(min(18, max(7, math.ceil(len(shown) * 11 / (2 * math.pi)))))
     for i, kind in enumerate(shown):
         a = 2 * math.pi * i / len(shown) - math.pi / 2
-        _claim_dot(img, (col + int(round(ring * math.cos(a))), row + int(round(ring * math.sin(a)))),
-                   CLAIM_COLORS[kind])
+        _claim_dot(
+            img,
+            (col + int(round(ring * math.cos(a))), row + int(round(ring * math.sin(a)))),
+            CLAIM_COLORS[kind],
+        )
     _outlined_text(img, f"x{len(kinds)}", (col + ring + 6, row - ring + 4))
 
 
-def _text(img: np.ndarray, text: str, org: Tuple[int, int], scale: float = 0.4, color=(0, 0, 0),
-          thickness: int = 1) -> None:
+def _text(
+    img: np.ndarray,
+    text: str,
+    org: Tuple[int, int],
+    scale: float = 0.4,
+    color=(0, 0, 0),
+    thickness: int = 1,
+) -> None:
     import cv2
 
     cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, color, thickness, cv2.LINE_AA)
@@ -443,23 +523,31 @@ def scale_bar_length(meters_per_pixel: float, max_px: int) -> float:
     return float(fits[-1] if fits else SCALE_BAR_METERS[0])
 
 
-def _legend(height: int, banner: str, outcome: str, lines: Sequence[str],
-            meters_per_pixel: float, map_width: int) -> Tuple[np.ndarray, Dict[str, Any]]:
+def _legend(
+    height: int,
+    banner: str,
+    outcome: str,
+    lines: Sequence[str],
+    meters_per_pixel: float,
+    map_width: int,
+) -> Tuple[np.ndarray, Dict[str, Any]]:
     """The panel right of the map: outcome banner, header lines, marker legend, the
     trajectory colour bar and a scale bar at the map's own pixel size; with its layout
     (``legend`` labels, ``banner`` and ``scale_bar`` rows/columns in panel pixels)."""
     import cv2
 
-    items = [("start (white tick: heading)", "start", START_COLOR),
-             ("claim: true", "dot", CLAIM_COLORS["true"]),
-             ("claim: duplicate", "dot", CLAIM_COLORS["duplicate"]),
-             ("claim: false", "dot", CLAIM_COLORS["false"]),
-             ("xN: N claims at one spot (ring)", "ring", CLAIM_COLORS["false"]),
-             ("target (claimed)", "box", TARGET_FOUND_COLOR),
-             ("target (not claimed)", "box", TARGET_MISSED_COLOR),
-             ("view point", "small", VIEW_POINT_COLOR),
-             ("end: FINISH", "square", FINISH_COLOR),
-             ("end: max steps / other", "square", END_COLOR)]
+    items = [
+        ("start (white tick: heading)", "start", START_COLOR),
+        ("claim: true", "dot", CLAIM_COLORS["true"]),
+        ("claim: duplicate", "dot", CLAIM_COLORS["duplicate"]),
+        ("claim: false", "dot", CLAIM_COLORS["false"]),
+        ("xN: N claims at one spot (ring)", "ring", CLAIM_COLORS["false"]),
+        ("target (claimed)", "box", TARGET_FOUND_COLOR),
+        ("target (not claimed)", "box", TARGET_MISSED_COLOR),
+        ("view point", "small", VIEW_POINT_COLOR),
+        ("end: FINISH", "square", FINISH_COLOR),
+        ("end: max steps / other", "square", END_COLOR),
+    ]
     rows = max(height, BANNER_HEIGHT + 18 * (len(lines) + len(items)) + 110)
     panel = np.full((rows, LEGEND_WIDTH, 3), 255, np.uint8)
     cv2.rectangle(panel, (0, 0), (LEGEND_WIDTH - 1, BANNER_HEIGHT - 1), OUTCOME_COLORS[outcome], -1)
@@ -495,10 +583,16 @@ def _legend(height: int, banner: str, outcome: str, lines: Sequence[str],
     for x in (x0, x1 - 1):
         cv2.line(panel, (x, y - 4), (x, y + SCALE_BAR_THICKNESS + 3), SCALE_BAR_COLOR, 1)
     _text(panel, f"{meters:g} m", (x1 + 8, y + SCALE_BAR_THICKNESS + 1), 0.45)
-    layout = {"legend": [label for label, _, _ in items],
-              "banner": {"rows": [0, BANNER_HEIGHT], "color": list(OUTCOME_COLORS[outcome])},
-              "scale_bar": {"meters": meters, "pixels": length, "rows": [y, y + SCALE_BAR_THICKNESS],
-                            "cols": [x0, x1]}}
+    layout = {
+        "legend": [label for label, _, _ in items],
+        "banner": {"rows": [0, BANNER_HEIGHT], "color": list(OUTCOME_COLORS[outcome])},
+        "scale_bar": {
+            "meters": meters,
+            "pixels": length,
+            "rows": [y, y + SCALE_BAR_THICKNESS],
+            "cols": [x0, x1],
+        },
+    }
     return panel, layout
 
 
@@ -510,12 +604,16 @@ def _fmt(value) -> str:
     return str(value)
 
 
-_ENDS = {"finish": "FINISH", "target_found": "TARGET_FOUND (ends single/any)",
-         "max_steps": "max steps reached"}
+_ENDS = {
+    "finish": "FINISH",
+    "target_found": "TARGET_FOUND (ends single/any)",
+    "max_steps": "max steps reached",
+}
 
 
-def record_header(record: Mapping[str, Any], goal_text: Optional[str] = None
-                  ) -> Tuple[str, str, List[str]]:
+def record_header(
+    record: Mapping[str, Any], goal_text: Optional[str] = None
+) -> Tuple[str, str, List[str]]:
     """``(outcome, banner, lines)`` of a record's map: outcome ``success``/``failure``
     (SPEC §4's success) or ``error``; the banner says it in capitals with how the episode
     ended; the lines give the targets found, the metrics, the goal, mode and claims."""
@@ -534,24 +632,29 @@ def record_header(record: Mapping[str, Any], goal_text: Optional[str] = None
         outcome = "success" if m.get("success") == 1 else "failure"
         end = record.get("terminated_by")
         banner = outcome.upper()
-        lines = [f"{_ENDS.get(end, str(end))} at {at}",
-                 f"found {m.get('targets_found')} of {m.get('required_target_count')} required",
-                 f"f1 {_fmt(m.get('f1'))}  spl-multi {_fmt(m.get('spl_multi'))}  pe {_fmt(m.get('pe'))}"]
+        lines = [
+            f"{_ENDS.get(end, str(end))} at {at}",
+            f"found {m.get('targets_found')} of {m.get('required_target_count')} required",
+            f"f1 {_fmt(m.get('f1'))}  spl-multi {_fmt(m.get('spl_multi'))}  pe {_fmt(m.get('pe'))}",
+        ]
     if goal_text:
         wrapped = textwrap.wrap(f'goal: "{goal_text}"', 44)
         lines += wrapped[:3] + (["  ..."] if len(wrapped) > 3 else [])
-    lines += [f"mode {ep.get('target_mode')}  targets {len(ep.get('target_object_ids') or [])}"
-              + (f"  need {ep.get('target_count')}" if ep.get("target_mode") == "many" else ""),
-              f"{ep.get('scene_id', '')} / {ep.get('episode_id', record.get('episode_key', ''))}",
-              f"claims {len(kinds)}: {kinds.count('true')} true, "
-              f"{kinds.count('duplicate')} dup, {kinds.count('false')} false"]
+    lines += [
+        f"mode {ep.get('target_mode')}  targets {len(ep.get('target_object_ids') or [])}"
+        + (f"  need {ep.get('target_count')}" if ep.get("target_mode") == "many" else ""),
+        f"{ep.get('scene_id', '')} / {ep.get('episode_id', record.get('episode_key', ''))}",
+        f"claims {len(kinds)}: {kinds.count('true')} true, "
+        f"{kinds.count('duplicate')} dup, {kinds.count('false')} false",
+    ]
     if not record.get("positions"):
         lines.append("(no per-step positions in this record)")
     return outcome, banner, lines
 
 
-def render_record_map(grid: MapGrid, goals: Iterable[Any], record: Mapping[str, Any],
-                      goal_text: Optional[str] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
+def render_record_map(
+    grid: MapGrid, goals: Iterable[Any], record: Mapping[str, Any], goal_text: Optional[str] = None
+) -> Tuple[np.ndarray, Dict[str, Any]]:
     """The saved map of one record (map on the left in grid pixels, legend on the right)
     and what it shows (outcome, header lines, legend labels, scale bar, claim spots,
     start: PNG pixels), which :func:`save_record_map` stores in the PNG."""
@@ -560,26 +663,41 @@ def render_record_map(grid: MapGrid, goals: Iterable[Any], record: Mapping[str, 
     positions = record.get("positions") or []
     start_position = start.get("position") or (positions[0] if positions else None)
     if start_position is None:
-        raise ValueError(f"record {record.get('episode_key')}: field 'initial_agent_state.position' "
-                         "is missing (nothing to draw)")
+        raise ValueError(
+            f"record {record.get('episode_key')}: field 'initial_agent_state.position' "
+            "is missing (nothing to draw)"
+        )
     painter = EpisodeMapPainter(grid, goals, start_position, start.get("rotation"))
-    img = painter.draw(positions, record.get("report_events") or [],
-                       end=record.get("terminated_by"),
-                       end_position=final.get("position") or (positions[-1] if positions else None))
+    img = painter.draw(
+        positions,
+        record.get("report_events") or [],
+        end=record.get("terminated_by"),
+        end_position=final.get("position") or (positions[-1] if positions else None),
+    )
     outcome, banner, lines = record_header(record, goal_text)
-    legend, layout = _legend(img.shape[0], banner, outcome, lines, grid.meters_per_pixel, img.shape[1])
+    legend, layout = _legend(
+        img.shape[0], banner, outcome, lines, grid.meters_per_pixel, img.shape[1]
+    )
     if legend.shape[0] > img.shape[0]:
         pad = np.full((legend.shape[0] - img.shape[0], img.shape[1], 3), 255, np.uint8)
         img = np.concatenate([img, pad], axis=0)
     width = img.shape[1]
     bar = layout["scale_bar"]
-    meta = {"outcome": outcome, "header": [banner] + lines, "goal_text": goal_text,
-            "legend": layout["legend"], "legend_col": width,
-            "banner": {"rows": layout["banner"]["rows"], "cols": [width, width + LEGEND_WIDTH],
-                       "color": layout["banner"]["color"]},
-            "scale_bar": dict(bar, cols=[c + width for c in bar["cols"]]),
-            "start_px": list(grid.to_pixel(start_position)),
-            "claim_groups": painter.claim_groups}
+    meta = {
+        "outcome": outcome,
+        "header": [banner] + lines,
+        "goal_text": goal_text,
+        "legend": layout["legend"],
+        "legend_col": width,
+        "banner": {
+            "rows": layout["banner"]["rows"],
+            "cols": [width, width + LEGEND_WIDTH],
+            "color": layout["banner"]["color"],
+        },
+        "scale_bar": dict(bar, cols=[c + width for c in bar["cols"]]),
+        "start_px": list(grid.to_pixel(start_position)),
+        "claim_groups": painter.claim_groups,
+    }
     return np.concatenate([img, legend], axis=1), meta
 
 
@@ -592,7 +710,9 @@ def save_map_png(path: str, image: np.ndarray, info: Mapping[str, Any]) -> str:
     meta = PngImagePlugin.PngInfo()
     meta.add_text(MAP_INFO_KEY, json.dumps(dict(info)))
     with replacing(path, suffix=".png") as tmp:  # never through a planted link
-        Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(tmp, format="PNG", pnginfo=meta)
+        Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(
+            tmp, format="PNG", pnginfo=meta
+        )
     return path
 
 
@@ -607,8 +727,13 @@ def read_map_info(path: str) -> Dict[str, Any]:
     return json.loads(text)
 
 
-def save_record_map(path: str, grid: MapGrid, goals: Iterable[Any], record: Mapping[str, Any],
-                    goal_text: Optional[str] = None) -> Dict[str, Any]:
+def save_record_map(
+    path: str,
+    grid: MapGrid,
+    goals: Iterable[Any],
+    record: Mapping[str, Any],
+    goal_text: Optional[str] = None,
+) -> Dict[str, Any]:
     """Write the record's map; returns the ``mosnav_map`` JSON stored in it (the grid's
     :meth:`MapGrid.info`, the episode key and :func:`render_record_map`'s layout)."""
     image, meta = render_record_map(grid, goals, record, goal_text)
@@ -654,9 +779,16 @@ def _config_source(run_dir: str, config: Optional[str], overrides: Sequence[str]
     return path, [str(o) for o in ov] + list(overrides)
 
 
-def render_run_maps(run_dir: str, out_dir: Optional[str] = None, *, config: Optional[str] = None,
-                    overrides: Sequence[str] = (), keys: Optional[Iterable[str]] = None,
-                    progress: bool = True, stream=None) -> Dict[str, str]:
+def render_run_maps(
+    run_dir: str,
+    out_dir: Optional[str] = None,
+    *,
+    config: Optional[str] = None,
+    overrides: Sequence[str] = (),
+    keys: Optional[Iterable[str]] = None,
+    progress: bool = True,
+    stream=None,
+) -> Dict[str, str]:
     """Draw ``<out_dir>/<episode>.png`` (default ``<run_dir>/maps``) for every latest
     record of a run (or only ``keys``); returns key -> path. The scenes are loaded through
     ``habitat.Env`` with the run's config (``config``/``overrides`` win; else the
@@ -676,7 +808,9 @@ def render_run_maps(run_dir: str, out_dir: Optional[str] = None, *, config: Opti
     try:
         cfg = get_config(path, list(ov) + ["habitat.task.mosnav_space_coverage_samples=0"])
     except Exception as exc:  # Hydra/OmegaConf errors: one line naming the config
-        raise ValueError(f"config {path}: {type(exc).__name__}: {' '.join(mask_secrets(exc).split())[:300]}") from None
+        raise ValueError(
+            f"config {path}: {type(exc).__name__}: {' '.join(mask_secrets(exc).split())[:300]}"
+        ) from None
     import habitat
 
     hcfg = cfg.habitat if "habitat" in cfg else cfg
@@ -685,13 +819,20 @@ def render_run_maps(run_dir: str, out_dir: Optional[str] = None, *, config: Opti
         by_key = {getattr(ep, "episode_key", ""): ep for ep in env.episodes}
         missing = [k for k in records if k not in by_key]
         if missing:
-            raise ValueError(f"{run_dir}: record {missing[0]} is not an episode of config {path} "
-                             f"({len(missing)} missing); pass the run's --config/--set")
+            raise ValueError(
+                f"{run_dir}: record {missing[0]} is not an episode of config {path} "
+                f"({len(missing)} missing); pass the run's --config/--set"
+            )
         order = sorted(records, key=lambda k: (by_key[k].scene_id, k))
         written: Dict[str, str] = {}
         grid, scene, grid_height = None, None, None
-        for key in tqdm(order, desc="maps", unit="ep", disable=not progress,
-                        file=stream if stream is not None else sys.stderr):
+        for key in tqdm(
+            order,
+            desc="maps",
+            unit="ep",
+            disable=not progress,
+            file=stream if stream is not None else sys.stderr,
+        ):
             ep = by_key[key]
             rec = records[key]
             height = start_height(rec, ep)
@@ -713,16 +854,28 @@ def render_run_maps(run_dir: str, out_dir: Optional[str] = None, *, config: Opti
 def add_map_source_arguments(p: argparse.ArgumentParser, when: str = "") -> None:
     """``--config``, ``--set`` and ``--no-progress``: where a run's scenes come from when its
     maps are drawn (shared by this module's CLI and ``mosnav-report --maps``)."""
-    p.add_argument("--config", default=None,
-                   help=f"{when}the run's habitat config (default: from RUN_DIR/run.json, else the demo config)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help=f"{when}habitat config override, repeatable (e.g. the run's dataset paths)")
+    p.add_argument(
+        "--config",
+        default=None,
+        help=f"{when}the run's habitat config (default: from RUN_DIR/run.json, else the demo config)",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"{when}habitat config override, repeatable (e.g. the run's dataset paths)",
+    )
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m habitat_mosnav.evaluation.maps",
-                                description="Draw the top-down map of every episode of a mosnav-eval run.")
+    p = argparse.ArgumentParser(
+        allow_abbrev=False,
+        prog="python -m habitat_mosnav.evaluation.maps",
+        description="Draw the top-down map of every episode of a mosnav-eval run.",
+    )
     add_version_argument(p)
     p.add_argument("run_dir", help="a mosnav-eval --output-dir")
     p.add_argument("--out", default=None, help="where the PNGs go (default: RUN_DIR/maps)")
@@ -735,8 +888,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from habitat_mosnav.evaluation.results import ResultFileError
 
     try:
-        written = render_run_maps(args.run_dir, args.out, config=args.config,
-                                  overrides=args.overrides, progress=args.progress)
+        written = render_run_maps(
+            args.run_dir,
+            args.out,
+            config=args.config,
+            overrides=args.overrides,
+            progress=args.progress,
+        )
     except (ResultFileError, ValueError, OSError) as exc:
         print(safe_line(f"maps: error: {' '.join(str(exc).split())}"), file=sys.stderr)
         return 2

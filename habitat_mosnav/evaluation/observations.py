@@ -3,6 +3,7 @@
 
 Imports neither habitat nor torch.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
@@ -36,17 +37,22 @@ def depth_normalization(depth_cfg) -> Optional[Tuple[float, float]]:
     (its depth is already in metres)."""
     if depth_cfg is None or not bool(_cfg_get(depth_cfg, "normalize_depth", False)):
         return None
-    return float(_cfg_get(depth_cfg, "min_depth", 0.0)), float(_cfg_get(depth_cfg, "max_depth", 10.0))
+    return float(_cfg_get(depth_cfg, "min_depth", 0.0)), float(
+        _cfg_get(depth_cfg, "max_depth", 10.0)
+    )
 
 
 def depth_limits(depth_cfg) -> Tuple[float, float]:
     """The depth sensor's ``(min_depth, max_depth)`` in metres (habitat's defaults 0 and
     10 without a config): the range of the video's depth colour scale."""
-    return float(_cfg_get(depth_cfg, "min_depth", 0.0)), float(_cfg_get(depth_cfg, "max_depth", 10.0))
+    return float(_cfg_get(depth_cfg, "min_depth", 0.0)), float(
+        _cfg_get(depth_cfg, "max_depth", 10.0)
+    )
 
 
-def depth_in_metres(depth: Optional[np.ndarray],
-                     depth_range: Optional[Tuple[float, float]]) -> Optional[np.ndarray]:
+def depth_in_metres(
+    depth: Optional[np.ndarray], depth_range: Optional[Tuple[float, float]]
+) -> Optional[np.ndarray]:
     """Habitat depth (H, W, 1), normalised to [0, 1] over ``depth_range`` (see
     :func:`depth_normalization`) or already in metres (None), as (H, W) metres."""
     if depth is None:
@@ -79,8 +85,9 @@ def _gps_compass(obs: Mapping[str, Any], pose: Mapping[str, Any], episode):
         if g.size == 2:
             compass = float(np.asarray(obs["compass"], dtype=np.float64).reshape(-1)[0])
             return np.array([g[1], -g[0]], dtype=np.float32), wrap_angle(compass)
-    return start_frame_pose(pose["position"], pose["rotation"], episode.start_position,
-                            episode.start_rotation)
+    return start_frame_pose(
+        pose["position"], pose["rotation"], episode.start_position, episode.start_rotation
+    )
 
 
 class ObservationBuilder:
@@ -90,8 +97,13 @@ class ObservationBuilder:
     habitat depth sensor config (to report depth in metres).
     """
 
-    def __init__(self, max_steps: int, protocol: str = "goat", depth_cfg=None,
-                 extras_fn: Optional[Callable[[Any, Any], Optional[dict]]] = None) -> None:
+    def __init__(
+        self,
+        max_steps: int,
+        protocol: str = "goat",
+        depth_cfg=None,
+        extras_fn: Optional[Callable[[Any, Any], Optional[dict]]] = None,
+    ) -> None:
         self.max_steps = int(max_steps)
         self.protocol = protocol
         self.depth_cfg = depth_cfg
@@ -114,8 +126,15 @@ class ObservationBuilder:
             )
         return self._prompt_cache[key]
 
-    def build(self, obs: Mapping[str, Any], episode, pose: Mapping[str, Any], step_count: int,
-              previous_action: Optional[int], env=None) -> Observation:
+    def build(
+        self,
+        obs: Mapping[str, Any],
+        episode,
+        pose: Mapping[str, Any],
+        step_count: int,
+        previous_action: Optional[int],
+        env=None,
+    ) -> Observation:
         mode = str(getattr(episode, "target_mode", "single"))
         goal_type = str(getattr(episode, "goal_type", "description") or "description")
         goal_text = self.goal_text(obs, episode)
@@ -125,8 +144,11 @@ class ObservationBuilder:
             if rgb.ndim == 3 and rgb.shape[-1] == 4:
                 rgb = rgb[..., :3]
         gps, compass = _gps_compass(obs, pose, episode)
-        extras = {"episode_key": getattr(episode, "episode_key", ""),
-                  "query_id": getattr(episode, "query_id", ""), "depth_units": "metres"}
+        extras = {
+            "episode_key": getattr(episode, "episode_key", ""),
+            "query_id": getattr(episode, "query_id", ""),
+            "depth_units": "metres",
+        }
         if self.extras_fn is not None:
             extras.update(self.extras_fn(env, episode) or {})
         return Observation(

@@ -17,6 +17,7 @@ A policy written for the contract runs unchanged::
 returning an action id, an ``Action`` or a ``PolicyStep``; ``reset`` gets the context when
 it takes a parameter (a plain ``reset()`` is called without it). Standard library only.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -25,8 +26,14 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from habitat_mosnav.agents.protocols import InvalidAction
 
-__all__ = ["EpisodeContext", "PolicyAdapter", "PolicyStep", "public_episode_fields",
-           "reset_takes_context", "split_policy_step"]
+__all__ = [
+    "EpisodeContext",
+    "PolicyAdapter",
+    "PolicyStep",
+    "public_episode_fields",
+    "reset_takes_context",
+    "split_policy_step",
+]
 
 
 @dataclass(frozen=True)
@@ -130,12 +137,15 @@ def split_policy_step(result, step: int) -> Tuple[Any, Optional[Any]]:
     if result.info is None:
         return result.action, None
     if not isinstance(result.info, Mapping):
-        raise InvalidAction(f"PolicyStep.info at step {step} must be a dict, got "
-                            f"{type(result.info).__name__}")
+        raise InvalidAction(
+            f"PolicyStep.info at step {step} must be a dict, got {type(result.info).__name__}"
+        )
     from habitat_mosnav.evaluation.results import to_jsonable
 
     try:
         info = to_jsonable(result.info, "info")
     except ValueError as exc:
-        raise InvalidAction(f"PolicyStep.info at step {step} is not JSON-serialisable: {exc}") from None
+        raise InvalidAction(
+            f"PolicyStep.info at step {step} is not JSON-serialisable: {exc}"
+        ) from None
     return result.action, info

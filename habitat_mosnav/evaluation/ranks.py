@@ -8,6 +8,7 @@ timeout) for the others, so the process that reports the run ends with the summa
 ranks even when the file system shows another rank's done.json late (NFS), and says which
 rank never finished. Standard library only.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,15 @@ from typing import Callable, List, Optional
 
 from habitat_mosnav.evaluation.results import DONE_FILE, SUMMARY_FILE, rank_dir
 
-__all__ = ["LAUNCHER_RANK_TIMEOUT", "SUMMARY_GRACE", "missing_ranks", "rank_timeout", "summary_after_ranks",
-           "wait_for_ranks", "wait_for_summary"]
+__all__ = [
+    "LAUNCHER_RANK_TIMEOUT",
+    "SUMMARY_GRACE",
+    "missing_ranks",
+    "rank_timeout",
+    "summary_after_ranks",
+    "wait_for_ranks",
+    "wait_for_summary",
+]
 
 #: Seconds rank 0 waits for the other ranks when a launcher (torchrun, SLURM) started them.
 LAUNCHER_RANK_TIMEOUT = 3600.0
@@ -37,22 +45,32 @@ def rank_timeout(timeout: Optional[float], from_launcher: bool) -> float:
 
 def missing_ranks(out_dir: str, world_size: int) -> List[int]:
     """The ranks of ``0..world_size-1`` without a done.json in ``out_dir``."""
-    return [r for r in range(int(world_size))
-            if not os.path.exists(os.path.join(rank_dir(out_dir, r), DONE_FILE))]
+    return [
+        r
+        for r in range(int(world_size))
+        if not os.path.exists(os.path.join(rank_dir(out_dir, r), DONE_FILE))
+    ]
 
 
-def wait_for_ranks(out_dir: str, world_size: int, timeout: float, poll: float = 1.0,
-                   log: Optional[Callable[[str], None]] = None,
-                   clock: Callable[[], float] = time.monotonic,
-                   sleep: Callable[[float], None] = time.sleep) -> List[int]:
+def wait_for_ranks(
+    out_dir: str,
+    world_size: int,
+    timeout: float,
+    poll: float = 1.0,
+    log: Optional[Callable[[str], None]] = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> List[int]:
     """Poll until every rank has a done.json or ``timeout`` seconds passed; returns the
     ranks still missing (empty: all finished). ``log`` gets one line when waiting starts."""
     missing = missing_ranks(out_dir, world_size)
     if not missing or timeout <= 0:
         return missing
     if log is not None:
-        log(f"waiting up to {timeout:g} s for rank(s) {_ranks_text(missing)} to finish "
-            f"(their {DONE_FILE} in {out_dir})")
+        log(
+            f"waiting up to {timeout:g} s for rank(s) {_ranks_text(missing)} to finish "
+            f"(their {DONE_FILE} in {out_dir})"
+        )
     deadline = clock() + float(timeout)
     while missing:
         left = deadline - clock()
@@ -67,15 +85,22 @@ def summary_after_ranks(out_dir: str, world_size: int) -> bool:
     """summary.json exists and is no older than every rank's done.json."""
     try:
         written = os.stat(os.path.join(out_dir, SUMMARY_FILE)).st_mtime_ns
-        return all(os.stat(os.path.join(rank_dir(out_dir, r), DONE_FILE)).st_mtime_ns <= written
-                   for r in range(int(world_size)))
+        return all(
+            os.stat(os.path.join(rank_dir(out_dir, r), DONE_FILE)).st_mtime_ns <= written
+            for r in range(int(world_size))
+        )
     except OSError:
         return False
 
 
-def wait_for_summary(out_dir: str, world_size: int, grace: float = SUMMARY_GRACE, poll: float = 0.2,
-                     clock: Callable[[], float] = time.monotonic,
-                     sleep: Callable[[float], None] = time.sleep) -> bool:
+def wait_for_summary(
+    out_dir: str,
+    world_size: int,
+    grace: float = SUMMARY_GRACE,
+    poll: float = 0.2,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> bool:
     """Poll up to ``grace`` seconds for the summary the last rank writes after its
     done.json (:func:`summary_after_ranks`); False when it did not come (that rank died
     while summarising: the caller writes it)."""

@@ -23,6 +23,7 @@ Agreement (docs/EVALUATION.md "Replaying a run"):
   differs where the claim was within :data:`NEAR_BOUNDARY` m of the success distance is a
   near-boundary flip, listed (``flips``) and not counted as a disagreement.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,12 +34,28 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from habitat_mosnav.evaluation import results as res
-from habitat_mosnav.evaluation.replay_data import (REPLAY_FIELD, ReplayDataError, check_block,
-                                                   decode_actions, motion_overrides)
+from habitat_mosnav.evaluation.replay_data import (
+    REPLAY_FIELD,
+    ReplayDataError,
+    check_block,
+    decode_actions,
+    motion_overrides,
+)
 
-__all__ = ["CROSS_SIM_POSITION", "CROSS_SIM_RELATIVE", "NEAR_BOUNDARY", "SAME_SIM_TOLERANCE",
-           "Difference", "ReplayAgent", "ReplayExhausted", "ReplayInputError", "ReplayResult",
-           "compare_records", "load_records", "replay_run"]
+__all__ = [
+    "CROSS_SIM_POSITION",
+    "CROSS_SIM_RELATIVE",
+    "NEAR_BOUNDARY",
+    "SAME_SIM_TOLERANCE",
+    "Difference",
+    "ReplayAgent",
+    "ReplayExhausted",
+    "ReplayInputError",
+    "ReplayResult",
+    "compare_records",
+    "load_records",
+    "replay_run",
+]
 
 SAME_SIM_TOLERANCE = 1e-9
 CROSS_SIM_POSITION = 0.002
@@ -68,6 +85,7 @@ class Difference:
         def show(v):
             text = json.dumps(v) if not isinstance(v, str) else v
             return text if len(text) <= 80 else text[:77] + "..."
+
         return f"{self.episode_key}: {self.field}: recorded {show(self.recorded)}, replayed {show(self.replayed)}"
 
 
@@ -88,13 +106,23 @@ class ReplayResult:
         return not self.differences
 
     def report(self) -> Dict[str, Any]:
-        return {"status": "agrees" if self.agrees else "differs", "episode_count": self.episode_count,
-                "simulator": self.simulator, "simulator_version": self.simulator_version,
-                "differing_episode_count": len({d.episode_key for d in self.differences}),
-                "differences": [{"episode_key": d.episode_key, "field": d.field,
-                                 "recorded": d.recorded, "replayed": d.replayed}
-                                for d in self.differences],
-                "near_boundary_flips": self.flips}
+        return {
+            "status": "agrees" if self.agrees else "differs",
+            "episode_count": self.episode_count,
+            "simulator": self.simulator,
+            "simulator_version": self.simulator_version,
+            "differing_episode_count": len({d.episode_key for d in self.differences}),
+            "differences": [
+                {
+                    "episode_key": d.episode_key,
+                    "field": d.field,
+                    "recorded": d.recorded,
+                    "replayed": d.replayed,
+                }
+                for d in self.differences
+            ],
+            "near_boundary_flips": self.flips,
+        }
 
 
 # ----------------------------------------------------------------------------- the agent
@@ -122,7 +150,9 @@ class ReplayAgent:
 
     def act(self, observation) -> int:
         if self._step >= len(self._todo):
-            raise ReplayExhausted(f"the {len(self._todo)} recorded actions ran out before the episode ended")
+            raise ReplayExhausted(
+                f"the {len(self._todo)} recorded actions ran out before the episode ended"
+            )
         action = self._todo[self._step]
         self._step += 1
         if action in (0, 6) and self._env is not None:
@@ -131,7 +161,8 @@ class ReplayAgent:
                 distances = [d for d in state.target_distances().values() if math.isfinite(d)]
                 if distances:
                     self.claim_margins[self._key][self._step] = min(
-                        abs(d - state.success_distance) for d in distances)
+                        abs(d - state.success_distance) for d in distances
+                    )
             except Exception:  # noqa: BLE001 - a margin is informative only
                 pass
         return action
@@ -153,7 +184,8 @@ def _replay_evaluator_class():
             if missing:
                 raise EvaluationSetupError(
                     f"record {missing[0]!r}: the dataset has no such episode ({len(missing)} of "
-                    f"{len(self.replay_keys)} missing; pass the run's --dataset-dir / --scene-root)")
+                    f"{len(self.replay_keys)} missing; pass the run's --dataset-dir / --scene-root)"
+                )
             pool = {k: pool[k] for k in self.replay_keys}
             rank, world = self._rank_world()
             everything = select_episodes(pool.keys(), 0, -1, 0, 1)
@@ -184,20 +216,30 @@ def load_records(run_dir: str) -> Tuple[Dict[str, Tuple[str, Dict[str, Any]]], D
         except ReplayDataError as exc:
             raise ReplayInputError(f"{where}: record {key!r}: {exc}") from None
         if rec.get("status") == "ok" and len(block["actions"]) != rec.get("steps_taken"):
-            raise ReplayInputError(f"{where}: record {key!r}: field '{REPLAY_FIELD}.actions' has "
-                                   f"{len(block['actions'])} actions, 'steps_taken' says {rec.get('steps_taken')}")
+            raise ReplayInputError(
+                f"{where}: record {key!r}: field '{REPLAY_FIELD}.actions' has "
+                f"{len(block['actions'])} actions, 'steps_taken' says {rec.get('steps_taken')}"
+            )
         settings = {k: v for k, v in block["motion"].items()}
         if motion is None:
             motion = (where, settings, block["protocol"])
         elif (settings, block["protocol"]) != (motion[1], motion[2]):
             name = next((k for k in settings if settings[k] != motion[1].get(k)), "protocol")
-            raise ReplayInputError(f"{where}: record {key!r}: field '{REPLAY_FIELD}.motion.{name}' "
-                                   f"differs from {motion[0]}'s (one run, one setting)")
+            raise ReplayInputError(
+                f"{where}: record {key!r}: field '{REPLAY_FIELD}.motion.{name}' "
+                f"differs from {motion[0]}'s (one run, one setting)"
+            )
     return latest, manifest
 
 
-def replay_config(manifest: Mapping[str, Any], motion: Mapping[str, Any], simulator: str, *,
-                  config: Optional[str] = None, extra_overrides: Sequence[str] = ()):
+def replay_config(
+    manifest: Mapping[str, Any],
+    motion: Mapping[str, Any],
+    simulator: str,
+    *,
+    config: Optional[str] = None,
+    extra_overrides: Sequence[str] = (),
+):
     """The habitat config of the replay: the run's config and overrides (run.json), the
     recorded motion settings, the chosen simulator, then ``extra_overrides``."""
     from habitat_mosnav import get_config
@@ -210,23 +252,31 @@ def replay_config(manifest: Mapping[str, Any], motion: Mapping[str, Any], simula
     try:
         return get_config(path, overrides)
     except Exception as exc:  # noqa: BLE001 - one line
-        raise ReplayInputError(f"{path}: cannot build the replay's config: {type(exc).__name__}: "
-                               f"{' '.join(str(exc).split())[:300]}") from None
+        raise ReplayInputError(
+            f"{path}: cannot build the replay's config: {type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:300]}"
+        ) from None
 
 
 # ----------------------------------------------------------------------------- compare
 
 
 def _close(a, b, abs_tol: float, rel_tol: float) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) \
-            or not isinstance(b, (int, float)):
+    if (
+        isinstance(a, bool)
+        or isinstance(b, bool)
+        or not isinstance(a, (int, float))
+        or not isinstance(b, (int, float))
+    ):
         return a == b
     if isinstance(a, int) and isinstance(b, int):
         return a == b
     return a == b or abs(a - b) <= max(abs_tol, rel_tol * max(abs(a), abs(b)))
 
 
-def _diff_values(key: str, name: str, a, b, abs_tol: float, rel_tol: float, out: List[Difference]) -> None:
+def _diff_values(
+    key: str, name: str, a, b, abs_tol: float, rel_tol: float, out: List[Difference]
+) -> None:
     """Every differing leaf of ``a`` vs ``b`` as a Difference named by its path."""
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         for k in list(a) + [k for k in b if k not in a]:
@@ -243,11 +293,19 @@ def _diff_values(key: str, name: str, a, b, abs_tol: float, rel_tol: float, out:
         out.append(Difference(key, name, a, b))
 
 
-def compare_records(key: str, recorded: Mapping[str, Any], replayed: Mapping[str, Any], *,
-                    cross_simulator: bool = False) -> List[Difference]:
+def compare_records(
+    key: str,
+    recorded: Mapping[str, Any],
+    replayed: Mapping[str, Any],
+    *,
+    cross_simulator: bool = False,
+) -> List[Difference]:
     """The differences of one episode (empty: it agrees)."""
-    tol_abs, tol_rel = ((CROSS_SIM_POSITION, CROSS_SIM_RELATIVE) if cross_simulator
-                        else (SAME_SIM_TOLERANCE, SAME_SIM_TOLERANCE))
+    tol_abs, tol_rel = (
+        (CROSS_SIM_POSITION, CROSS_SIM_RELATIVE)
+        if cross_simulator
+        else (SAME_SIM_TOLERANCE, SAME_SIM_TOLERANCE)
+    )
     pos_tol = CROSS_SIM_POSITION if cross_simulator else 0.0
     out: List[Difference] = []
     error = recorded.get("status") == "error"
@@ -258,18 +316,39 @@ def compare_records(key: str, recorded: Mapping[str, Any], replayed: Mapping[str
             out.append(Difference(key, name, recorded.get(name), replayed.get(name)))
     start = (recorded.get(REPLAY_FIELD) or {}).get("start")
     if start is not None:
-        _diff_values(key, "start", start, replayed.get("initial_agent_state"),
-                     max(pos_tol, SAME_SIM_TOLERANCE), tol_rel, out)
+        _diff_values(
+            key,
+            "start",
+            start,
+            replayed.get("initial_agent_state"),
+            max(pos_tol, SAME_SIM_TOLERANCE),
+            tol_rel,
+            out,
+        )
     if not error:
         for name in ("initial_metrics", "metrics"):
-            _diff_values(key, name, recorded.get(name) or {}, replayed.get(name) or {}, tol_abs, tol_rel, out)
-        _diff_values(key, "report_events", recorded.get("report_events") or [],
-                     replayed.get("report_events") or [], tol_abs, tol_rel, out)
+            _diff_values(
+                key, name, recorded.get(name) or {}, replayed.get(name) or {}, tol_abs, tol_rel, out
+            )
+        _diff_values(
+            key,
+            "report_events",
+            recorded.get("report_events") or [],
+            replayed.get("report_events") or [],
+            tol_abs,
+            tol_rel,
+            out,
+        )
         if recorded.get("final_agent_state") is not None:
-            _diff_values(key, "final_agent_state.position",
-                         recorded["final_agent_state"].get("position"),
-                         (replayed.get("final_agent_state") or {}).get("position"),
-                         max(pos_tol, SAME_SIM_TOLERANCE), tol_rel if cross_simulator else SAME_SIM_TOLERANCE, out)
+            _diff_values(
+                key,
+                "final_agent_state.position",
+                recorded["final_agent_state"].get("position"),
+                (replayed.get("final_agent_state") or {}).get("position"),
+                max(pos_tol, SAME_SIM_TOLERANCE),
+                tol_rel if cross_simulator else SAME_SIM_TOLERANCE,
+                out,
+            )
     a, b = recorded.get("positions"), replayed.get("positions")
     if isinstance(a, list) and isinstance(b, list):  # the first differing step only
         for step, (p, q) in enumerate(zip(a, b)):
@@ -290,10 +369,21 @@ def default_out_dir(run_dir: str, simulator: str) -> str:
     return os.path.join(run_dir, "replay", simulator)
 
 
-def replay_run(run_dir: str, *, simulator: Optional[str] = None, out_dir: Optional[str] = None,
-               config: Optional[str] = None, extra_overrides: Sequence[str] = (),
-               rank: int = 0, world_size: int = 1, resume: bool = False, progress: bool = True,
-               maps: bool = False, video: Optional[str] = None, stream=None) -> ReplayResult:
+def replay_run(
+    run_dir: str,
+    *,
+    simulator: Optional[str] = None,
+    out_dir: Optional[str] = None,
+    config: Optional[str] = None,
+    extra_overrides: Sequence[str] = (),
+    rank: int = 0,
+    world_size: int = 1,
+    resume: bool = False,
+    progress: bool = True,
+    maps: bool = False,
+    video: Optional[str] = None,
+    stream=None,
+) -> ReplayResult:
     """Replay every record of ``run_dir`` (this rank's share) and compare; writes the JSON
     report (``replay.json``, ``replay_rank_XXXXX.json`` with several ranks) in ``out_dir``."""
     from habitat_mosnav.simulators import SIMULATORS
@@ -305,31 +395,47 @@ def replay_run(run_dir: str, *, simulator: Optional[str] = None, out_dir: Option
     produced = {v: k for k, v in types.items()}.get(motion["simulator"])
     if simulator is None:
         if produced is None:
-            raise ReplayInputError(f"{next(iter(latest.values()))[0]}: field "
-                                   f"'{REPLAY_FIELD}.motion.simulator' is {motion['simulator']!r}, not one of "
-                                   f"{', '.join(types.values())}: pass --simulator")
+            raise ReplayInputError(
+                f"{next(iter(latest.values()))[0]}: field "
+                f"'{REPLAY_FIELD}.motion.simulator' is {motion['simulator']!r}, not one of "
+                f"{', '.join(types.values())}: pass --simulator"
+            )
         simulator = produced
     cross = types[simulator] != motion["simulator"]
     given_out = out_dir is not None
     out_dir = out_dir or default_out_dir(run_dir, simulator)
     if not given_out and not resume and os.path.isdir(out_dir):
         shutil.rmtree(out_dir)  # the previous replay of this run on this simulator
-    hcfg = replay_config(manifest, motion, simulator, config=config, extra_overrides=extra_overrides)
+    hcfg = replay_config(
+        manifest, motion, simulator, config=config, extra_overrides=extra_overrides
+    )
     actions = {k: decode_actions(rec[REPLAY_FIELD]["actions"]) for k, (_, rec) in latest.items()}
     agent = ReplayAgent(actions)
     from habitat_mosnav.evaluation.evaluator import EvaluationConfig
 
     ReplayEvaluator, EvaluationSetupError = _replay_evaluator_class()
     cfg = EvaluationConfig(
-        output_dir=out_dir, split=manifest.get("split") or None,
+        output_dir=out_dir,
+        split=manifest.get("split") or None,
         seed=int(manifest.get("seed", 0) or 0),
         max_steps=int(manifest["max_steps"]) if manifest.get("max_steps") else None,
-        action_protocol=first_block["protocol"], rank=rank, world_size=world_size, rank_timeout=0,
-        resume=resume, progress=progress, maps=maps, video=video, record_actions=False,
+        action_protocol=first_block["protocol"],
+        rank=rank,
+        world_size=world_size,
+        rank_timeout=0,
+        resume=resume,
+        progress=progress,
+        maps=maps,
+        video=video,
+        record_actions=False,
         max_unavailable_episodes=0,
-        manifest={"agent": "mosnav-replay", "config": manifest.get("config"),
-                  "config_overrides": manifest.get("config_overrides") or [],
-                  "replay_of": os.path.abspath(run_dir)})
+        manifest={
+            "agent": "mosnav-replay",
+            "config": manifest.get("config"),
+            "config_overrides": manifest.get("config_overrides") or [],
+            "replay_of": os.path.abspath(run_dir),
+        },
+    )
     evaluator = ReplayEvaluator(agent, hcfg, cfg, stream=stream)
     evaluator.replay_keys = sorted(latest)
     try:
@@ -356,9 +462,14 @@ def replay_run(run_dir: str, *, simulator: Optional[str] = None, out_dir: Option
             margins = agent.claim_margins.get(key, {})
             near = [s for s, m in margins.items() if m <= NEAR_BOUNDARY]
             if near:
-                result.flips.append({"episode_key": key, "claim_steps": sorted(near),
-                                     "margins_m": {str(s): margins[s] for s in sorted(near)},
-                                     "fields": [d.field for d in diffs]})
+                result.flips.append(
+                    {
+                        "episode_key": key,
+                        "claim_steps": sorted(near),
+                        "margins_m": {str(s): margins[s] for s in sorted(near)},
+                        "fields": [d.field for d in diffs],
+                    }
+                )
                 continue
         result.differences.extend(diffs)
     name = REPORT_FILE if world_size == 1 else f"replay_rank_{rank:05d}.json"

@@ -12,6 +12,7 @@ start through the evaluator's episode loop with no agent
 Exit status: 0 every episode agrees; 1 some differ (one line per differing episode and
 field on stdout); 2 bad input (one line naming the file, record and field).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,38 +40,67 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, allow_abbrev=False,
-                description="Re-execute the recorded actions of an evaluation run (no agent) and "
-                            "compare every metric and report event with its records.")
+    p = _Parser(
+        prog=PROG,
+        allow_abbrev=False,
+        description="Re-execute the recorded actions of an evaluation run (no agent) and "
+        "compare every metric and report event with its records.",
+    )
     add_version_argument(p)
     p.add_argument("run_dir", metavar="RUN_DIR", help="a mosnav-eval output directory")
-    p.add_argument("--simulator", choices=tuple(SIMULATORS), default=None,
-                   help="replay on this simulator (default: the one that produced the run)")
-    p.add_argument("--out", default=None,
-                   help="where the replayed run and replay.json go (default: RUN_DIR/replay/<simulator>, "
-                        "replaced on each replay)")
-    p.add_argument("--verify", action="store_true",
-                   help="mark RUN_DIR/summary.json verified (with the simulator and version it was "
-                        "checked on), or not verified naming what differs")
+    p.add_argument(
+        "--simulator",
+        choices=tuple(SIMULATORS),
+        default=None,
+        help="replay on this simulator (default: the one that produced the run)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="where the replayed run and replay.json go (default: RUN_DIR/replay/<simulator>, "
+        "replaced on each replay)",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="mark RUN_DIR/summary.json verified (with the simulator and version it was "
+        "checked on), or not verified naming what differs",
+    )
     p.add_argument("--config", default=None, help="the habitat config (default: run.json's)")
     p.add_argument("--dataset-dir", default=None, help="the run's dataset_semantic directory")
     p.add_argument("--scene-root", default=None, help="the run's scene directory")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra habitat config override (Hydra syntax), repeatable")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra habitat config override (Hydra syntax), repeatable",
+    )
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--world-size", type=int, default=1)
     p.add_argument("--resume", action="store_true", help="continue a replay in --out")
-    p.add_argument("--save-maps", action="store_true", help="draw each replayed episode's map to OUT/maps")
-    p.add_argument("--save-video", nargs="?", const="mp4", choices=("mp4", "gif"), default=None,
-                   help="write each replayed episode's video to OUT/videos")
+    p.add_argument(
+        "--save-maps", action="store_true", help="draw each replayed episode's map to OUT/maps"
+    )
+    p.add_argument(
+        "--save-video",
+        nargs="?",
+        const="mp4",
+        choices=("mp4", "gif"),
+        default=None,
+        help="write each replayed episode's video to OUT/videos",
+    )
     p.add_argument("--no-progress", dest="progress", action="store_false")
     return p
 
 
 def _overrides(args) -> list:
     out = []
-    for flag, value, key, is_dir in (("--dataset-dir", args.dataset_dir, "habitat.dataset.data_path", True),
-                                     ("--scene-root", args.scene_root, "habitat.dataset.scenes_dir", True)):
+    for flag, value, key, is_dir in (
+        ("--dataset-dir", args.dataset_dir, "habitat.dataset.data_path", True),
+        ("--scene-root", args.scene_root, "habitat.dataset.scenes_dir", True),
+    ):
         if value is None:
             continue
         path = os.path.abspath(os.path.expanduser(value))
@@ -86,10 +116,13 @@ def mark_verification(run_dir: str, result) -> dict:
 
     path = os.path.join(run_dir, res.SUMMARY_FILE)
     summary = res.read_json_object(path) if os.path.exists(path) else res.summarize(run_dir)
-    mark = {"status": "verified" if result.agrees else "not_verified",
-            "simulator": result.simulator, "simulator_version": result.simulator_version,
-            "episode_count": result.episode_count,
-            "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    mark = {
+        "status": "verified" if result.agrees else "not_verified",
+        "simulator": result.simulator,
+        "simulator_version": result.simulator_version,
+        "episode_count": result.episode_count,
+        "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     if not result.agrees:
         mark["differences"] = [d.line() for d in result.differences[:20]]
         mark["differing_episode_count"] = len({d.episode_key for d in result.differences})
@@ -109,24 +142,48 @@ def _run(argv) -> int:
     if args.verify and args.world_size != 1:
         raise UsageError("--verify replays every episode: run it with one rank")
     try:
-        result = replay_run(args.run_dir, simulator=args.simulator, out_dir=args.out,
-                            config=args.config, extra_overrides=_overrides(args), rank=args.rank,
-                            world_size=args.world_size, resume=args.resume, progress=args.progress,
-                            maps=args.save_maps, video=args.save_video)
+        result = replay_run(
+            args.run_dir,
+            simulator=args.simulator,
+            out_dir=args.out,
+            config=args.config,
+            extra_overrides=_overrides(args),
+            rank=args.rank,
+            world_size=args.world_size,
+            resume=args.resume,
+            progress=args.progress,
+            maps=args.save_maps,
+            video=args.save_video,
+        )
     except ReplayInputError as exc:
         raise UsageError(str(exc)) from None
     for d in result.differences:
         print(safe_line(d.line()))
     for flip in result.flips:
-        print(safe_line(f"{flip['episode_key']}: near-boundary claim flip at step(s) "
-                        f"{', '.join(map(str, flip['claim_steps']))} (within the stated agreement)"))
+        print(
+            safe_line(
+                f"{flip['episode_key']}: near-boundary claim flip at step(s) "
+                f"{', '.join(map(str, flip['claim_steps']))} (within the stated agreement)"
+            )
+        )
     if args.verify:
         mark = mark_verification(args.run_dir, result)
-        print(safe_line(f"{args.run_dir}: {mark['status']} on {mark['simulator']} {mark['simulator_version']}"),
-              file=sys.stderr)
-    verdict = "agree" if result.agrees else f"{len({d.episode_key for d in result.differences})} differ"
-    print(safe_line(f"{PROG}: {result.episode_count} episodes replayed on {result.simulator}: {verdict}; "
-                    f"report: {result.report_path}"), file=sys.stderr)
+        print(
+            safe_line(
+                f"{args.run_dir}: {mark['status']} on {mark['simulator']} {mark['simulator_version']}"
+            ),
+            file=sys.stderr,
+        )
+    verdict = (
+        "agree" if result.agrees else f"{len({d.episode_key for d in result.differences})} differ"
+    )
+    print(
+        safe_line(
+            f"{PROG}: {result.episode_count} episodes replayed on {result.simulator}: {verdict}; "
+            f"report: {result.report_path}"
+        ),
+        file=sys.stderr,
+    )
     return 0 if result.agrees else 1
 
 

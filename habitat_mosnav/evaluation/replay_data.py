@@ -14,18 +14,35 @@ take 500 bytes, the whole block about 0.8 kB (docs/EVALUATION.md §3 gives the m
 ``mosnav-replay`` (:mod:`~habitat_mosnav.evaluation.replay_cli`) reads it back. Standard
 library only; the env is only read through attributes.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-__all__ = ["MOTION_FIELDS", "REPLAY_FIELD", "ReplayDataError", "decode_actions", "encode_actions",
-           "motion_overrides", "motion_settings", "replay_block", "simulator_version"]
+__all__ = [
+    "MOTION_FIELDS",
+    "REPLAY_FIELD",
+    "ReplayDataError",
+    "decode_actions",
+    "encode_actions",
+    "motion_overrides",
+    "motion_settings",
+    "replay_block",
+    "simulator_version",
+]
 
 #: The record field holding the block.
 REPLAY_FIELD = "replay"
 #: The settings that decide where an action sequence takes the agent and what it scores.
-MOTION_FIELDS = ("simulator", "simulator_version", "allow_sliding", "forward_step_size",
-                 "turn_angle", "tilt_angle", "success_distance")
+MOTION_FIELDS = (
+    "simulator",
+    "simulator_version",
+    "allow_sliding",
+    "forward_step_size",
+    "turn_angle",
+    "tilt_angle",
+    "success_distance",
+)
 _ACTION_CHARS = "0123456789"
 
 
@@ -47,11 +64,14 @@ def encode_actions(actions: Sequence[int]) -> str:
 def decode_actions(text: Any, where: str = "replay.actions") -> List[int]:
     """``"1160"`` -> ``[1, 1, 6, 0]``; anything else raises :class:`ReplayDataError`."""
     if not isinstance(text, str):
-        raise ReplayDataError(f"field {where!r} must be a string of action ids, got "
-                              f"{type(text).__name__}")
+        raise ReplayDataError(
+            f"field {where!r} must be a string of action ids, got {type(text).__name__}"
+        )
     bad = next((i for i, c in enumerate(text) if c not in _ACTION_CHARS), None)
     if bad is not None:
-        raise ReplayDataError(f"field {where!r}: character {bad} ({text[bad]!r}) is not an action id 0-9")
+        raise ReplayDataError(
+            f"field {where!r}: character {bad} ({text[bad]!r}) is not an action id 0-9"
+        )
     return [ord(c) - 48 for c in text]
 
 
@@ -114,23 +134,35 @@ def motion_settings(env, habitat_config=None) -> Dict[str, Any]:
     }
 
 
-def replay_block(actions: Sequence[int], protocol: str, start: Optional[Mapping[str, Any]],
-                 motion: Mapping[str, Any]) -> Dict[str, Any]:
+def replay_block(
+    actions: Sequence[int],
+    protocol: str,
+    start: Optional[Mapping[str, Any]],
+    motion: Mapping[str, Any],
+) -> Dict[str, Any]:
     """The record's ``replay`` field."""
     pose = None
     if start is not None:
-        pose = {"position": [float(v) for v in start["position"]],
-                "rotation": [float(v) for v in start["rotation"]]}
-    return {"actions": encode_actions(actions), "protocol": str(protocol), "start": pose,
-            "motion": {k: motion.get(k) for k in MOTION_FIELDS}}
+        pose = {
+            "position": [float(v) for v in start["position"]],
+            "rotation": [float(v) for v in start["rotation"]],
+        }
+    return {
+        "actions": encode_actions(actions),
+        "protocol": str(protocol),
+        "start": pose,
+        "motion": {k: motion.get(k) for k in MOTION_FIELDS},
+    }
 
 
 def check_block(record: Mapping[str, Any]) -> Dict[str, Any]:
     """The record's ``replay`` block, checked (:class:`ReplayDataError` names the field)."""
     block = record.get(REPLAY_FIELD)
     if not isinstance(block, Mapping):
-        raise ReplayDataError(f"field {REPLAY_FIELD!r} is missing (a record written before actions "
-                              "were always recorded, or edited)")
+        raise ReplayDataError(
+            f"field {REPLAY_FIELD!r} is missing (a record written before actions "
+            "were always recorded, or edited)"
+        )
     decode_actions(block.get("actions"), f"{REPLAY_FIELD}.actions")
     if not isinstance(block.get("protocol"), str):
         raise ReplayDataError(f"field '{REPLAY_FIELD}.protocol' must be a string")
@@ -143,15 +175,20 @@ def check_block(record: Mapping[str, Any]) -> Dict[str, Any]:
     for name in ("forward_step_size", "turn_angle", "tilt_angle", "success_distance"):
         value = motion[name]
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ReplayDataError(f"field '{REPLAY_FIELD}.motion.{name}' must be a number, got "
-                                  f"{value!r:.40}")
+            raise ReplayDataError(
+                f"field '{REPLAY_FIELD}.motion.{name}' must be a number, got {value!r:.40}"
+            )
     if not isinstance(motion["allow_sliding"], bool):
         raise ReplayDataError(f"field '{REPLAY_FIELD}.motion.allow_sliding' must be true or false")
     start = block.get("start")
-    if start is not None and not (isinstance(start, Mapping) and len(start.get("position") or []) == 3
-                                  and len(start.get("rotation") or []) == 4):
-        raise ReplayDataError(f"field '{REPLAY_FIELD}.start' must be {{position: [x, y, z], "
-                              "rotation: [x, y, z, w]}")
+    if start is not None and not (
+        isinstance(start, Mapping)
+        and len(start.get("position") or []) == 3
+        and len(start.get("rotation") or []) == 4
+    ):
+        raise ReplayDataError(
+            f"field '{REPLAY_FIELD}.start' must be {{position: [x, y, z], rotation: [x, y, z, w]}}"
+        )
     return dict(block)
 
 
@@ -160,7 +197,10 @@ MOTION_KEYS = {
     "allow_sliding": ("habitat.simulator.habitat_sim_v0.allow_sliding",),
     "forward_step_size": ("habitat.simulator.forward_step_size",),
     "turn_angle": ("habitat.simulator.turn_angle",),
-    "tilt_angle": ("habitat.task.actions.look_up.tilt_angle", "habitat.task.actions.look_down.tilt_angle"),
+    "tilt_angle": (
+        "habitat.task.actions.look_up.tilt_angle",
+        "habitat.task.actions.look_down.tilt_angle",
+    ),
     "success_distance": ("habitat.task.mosnav_success_distance",),
 }
 

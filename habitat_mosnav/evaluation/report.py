@@ -19,6 +19,7 @@ Exit status: 0 written; 2 bad input (one line naming the file, record and field)
 report cannot be written (full disk); 130 / 143 SIGINT / SIGTERM. The report is built
 beside ``DIR`` and swapped in whole, so a failure or a signal leaves the previous one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,17 +40,48 @@ import numpy as np
 
 from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation import results as res
-from habitat_mosnav.evaluation.maps import (add_map_source_arguments, claim_kind, episode_file_stem,
-                                            read_map_info)
+from habitat_mosnav.evaluation.maps import (
+    add_map_source_arguments,
+    claim_kind,
+    episode_file_stem,
+    read_map_info,
+)
 from habitat_mosnav.metrics import finite_mean
-from habitat_mosnav.metrics.measure_table import (AGGREGATES, METRICS, RATIO, aggregate_spec,
-                                                  format_value, glossary, metric)
-from habitat_mosnav.safety import (PlantedLinkError, make_dirs, open_file, refuse_link, replacing,
-                                   replacing_dir, safe_line, terminal_text)
+from habitat_mosnav.metrics.measure_table import (
+    AGGREGATES,
+    METRICS,
+    RATIO,
+    aggregate_spec,
+    format_value,
+    glossary,
+    metric,
+)
+from habitat_mosnav.safety import (
+    PlantedLinkError,
+    make_dirs,
+    open_file,
+    refuse_link,
+    replacing,
+    replacing_dir,
+    safe_line,
+    terminal_text,
+)
 from habitat_mosnav.versions import add_version_argument
 
-__all__ = ["BOARD_FIELDS", "CSV_COLUMNS", "GLOSSARY", "Plot", "RunData", "bootstrap_interval",
-           "episode_sets", "load_run", "main", "make_plots", "run_colors", "write_report"]
+__all__ = [
+    "BOARD_FIELDS",
+    "CSV_COLUMNS",
+    "GLOSSARY",
+    "Plot",
+    "RunData",
+    "bootstrap_interval",
+    "episode_sets",
+    "load_run",
+    "main",
+    "make_plots",
+    "run_colors",
+    "write_report",
+]
 
 PROG = "mosnav-report"
 #: The columns come from the metric registry (:mod:`habitat_mosnav.metrics.measure_table`):
@@ -59,23 +91,33 @@ _SHOWN = [a for a in AGGREGATES if a.shown]
 BOARD_FIELDS = tuple((a.name, a.field) for a in _SHOWN if a.table == "board")
 DIAGNOSTICS = tuple(a.name for a in _SHOWN if a.table == "diagnostic")
 BY_MODE = tuple(a.name for a in _SHOWN if a.table in ("task", "mode"))
-COUNTS = ("expected_episode_count", "unique_record_count", "ok_episode_count",
-          "error_episode_count") + tuple(f"num_episodes_{m}" for m in TARGET_MODES)
-CSV_COLUMNS = (("run", "status", "official", "benchmark", "agent", "config")
-               + COUNTS
-               + tuple(c for name, _ in BOARD_FIELDS for c in (name, f"{name}_lo", f"{name}_hi"))
-               + DIAGNOSTICS + BY_MODE + ("notes",))
+COUNTS = (
+    "expected_episode_count",
+    "unique_record_count",
+    "ok_episode_count",
+    "error_episode_count",
+) + tuple(f"num_episodes_{m}" for m in TARGET_MODES)
+CSV_COLUMNS = (
+    ("run", "status", "official", "benchmark", "agent", "config")
+    + COUNTS
+    + tuple(c for name, _ in BOARD_FIELDS for c in (name, f"{name}_lo", f"{name}_hi"))
+    + DIAGNOSTICS
+    + BY_MODE
+    + ("notes",)
+)
 #: Episode table metric columns (record fields): the main board's, then the others.
-EPISODE_METRICS = tuple(dict.fromkeys([f for _, f in BOARD_FIELDS]
-                                      + [m.field for m in METRICS if m.episode_column]))
+EPISODE_METRICS = tuple(
+    dict.fromkeys([f for _, f in BOARD_FIELDS] + [m.field for m in METRICS if m.episode_column])
+)
 
 
 class ReportError(ValueError):
     """A run that cannot be read (one line naming the file and field)."""
 
 
-def bootstrap_interval(values: Sequence[Optional[float]], resamples: int = 2000, seed: int = 0,
-                       level: float = 0.95) -> Tuple[Optional[float], Optional[float]]:
+def bootstrap_interval(
+    values: Sequence[Optional[float]], resamples: int = 2000, seed: int = 0, level: float = 0.95
+) -> Tuple[Optional[float], Optional[float]]:
     """Percentile bootstrap interval of the SPEC §5 mean (finite values only) of
     ``values`` (one per episode; None/NaN are kept in the draws and skipped by the mean,
     as the aggregate skips them). (None, None) when no value is finite."""
@@ -108,7 +150,9 @@ class RunData:
     manifest: Dict[str, Any] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
     intervals: Dict[str, Tuple[Optional[float], Optional[float]]] = field(default_factory=dict)
-    mode_intervals: Dict[str, Dict[str, Tuple[Optional[float], Optional[float]]]] = field(default_factory=dict)
+    mode_intervals: Dict[str, Dict[str, Tuple[Optional[float], Optional[float]]]] = field(
+        default_factory=dict
+    )
     maps: Dict[str, str] = field(default_factory=dict)  # key -> map path relative to the page
     videos: Dict[str, str] = field(default_factory=dict)  # key -> video path relative to the page
 
@@ -139,7 +183,12 @@ class RunData:
     def manifest_text(self, key: str) -> str:
         value = self.manifest.get(key)
         if isinstance(value, Mapping):
-            value = value.get("name") or value.get("spec") or value.get("path") or json.dumps(value, sort_keys=True)
+            value = (
+                value.get("name")
+                or value.get("spec")
+                or value.get("path")
+                or json.dumps(value, sort_keys=True)
+            )
         return "" if value is None else str(value)
 
 
@@ -157,7 +206,9 @@ def _mode(rec: Mapping[str, Any]) -> Optional[str]:
     return ep.get("target_mode") if isinstance(ep, Mapping) else None
 
 
-def load_run(path: str, name: Optional[str] = None, *, resamples: int = 2000, seed: int = 0) -> RunData:
+def load_run(
+    path: str, name: Optional[str] = None, *, resamples: int = 2000, seed: int = 0
+) -> RunData:
     """Read a run directory: summary.json (computed from the records, and noted, when it
     is missing), each key's last record, run.json when present; bootstrap intervals."""
     if not os.path.isdir(path):
@@ -179,8 +230,11 @@ def load_run(path: str, name: Optional[str] = None, *, resamples: int = 2000, se
             if key not in summary:
                 raise ReportError(f"{summary_path}: field {key!r} is missing")
         fresh = computed["metrics"]
-        stale = [k for k, _ in BOARD_FIELDS + (("num_episodes", None),)
-                 if not _same(metrics.get(k), fresh.get(k))]
+        stale = [
+            k
+            for k, _ in BOARD_FIELDS + (("num_episodes", None),)
+            if not _same(metrics.get(k), fresh.get(k))
+        ]
         if stale or summary.get("unique_record_count") != computed["unique_record_count"]:
             notes.append("summary.json disagrees with the records (re-run mosnav-aggregate)")
     else:
@@ -188,28 +242,43 @@ def load_run(path: str, name: Optional[str] = None, *, resamples: int = 2000, se
         notes.append("no summary.json (metrics computed from the records)")
     status = summary.get("status")
     if status == "incomplete":
-        notes.insert(0, f"incomplete: {summary.get('unique_record_count')} of "
-                        f"{summary.get('expected_episode_count')} episodes recorded")
+        notes.insert(
+            0,
+            f"incomplete: {summary.get('unique_record_count')} of "
+            f"{summary.get('expected_episode_count')} episodes recorded",
+        )
     errors = int(summary.get("error_episode_count") or 0)
     if errors:
-        notes.insert(0, f"{errors} error episode(s): metrics over the "
-                        f"{summary.get('ok_episode_count')} ok episodes only")
+        notes.insert(
+            0,
+            f"{errors} error episode(s): metrics over the "
+            f"{summary.get('ok_episode_count')} ok episodes only",
+        )
     if status not in ("complete", "completed_with_errors", "incomplete"):
         raise ReportError(f"{summary_path}: field 'status' is {status!r}")
     manifest_path = os.path.join(path, "run.json")
     manifest = res.read_json_object(manifest_path) if os.path.exists(manifest_path) else {}
-    run = RunData(path=path, name=name or os.path.basename(os.path.normpath(path)),
-                  summary=summary, records=records, manifest=manifest, notes=notes)
+    run = RunData(
+        path=path,
+        name=name or os.path.basename(os.path.normpath(path)),
+        summary=summary,
+        records=records,
+        manifest=manifest,
+        notes=notes,
+    )
     ok = run.ok_records
     multi = [r for r in ok if _mode(r) in MULTI_MODES]
     for column, fieldname in BOARD_FIELDS:
-        run.intervals[column] = bootstrap_interval(_episode_values(multi, fieldname), resamples, seed)
+        run.intervals[column] = bootstrap_interval(
+            _episode_values(multi, fieldname), resamples, seed
+        )
     for mode in TARGET_MODES:
         subset = [r for r in ok if _mode(r) == mode]
         if subset:
             run.mode_intervals[mode] = {
                 column: bootstrap_interval(_episode_values(subset, fieldname), resamples, seed)
-                for column, fieldname in BOARD_FIELDS}
+                for column, fieldname in BOARD_FIELDS
+            }
     return run
 
 
@@ -261,9 +330,14 @@ def _md_code(value) -> str:
 def board_row(run: RunData) -> Dict[str, Any]:
     """The leaderboard row of a run (CSV values before formatting)."""
     m = run.metrics
-    row: Dict[str, Any] = {"run": run.name, "status": run.summary.get("status"),
-                           "official": run.official, "benchmark": run.benchmark,
-                           "agent": run.manifest_text("agent"), "config": run.manifest_text("config")}
+    row: Dict[str, Any] = {
+        "run": run.name,
+        "status": run.summary.get("status"),
+        "official": run.official,
+        "benchmark": run.benchmark,
+        "agent": run.manifest_text("agent"),
+        "config": run.manifest_text("config"),
+    }
     for key in COUNTS:
         row[key] = run.summary.get(key) if not key.startswith("num_episodes") else m.get(key)
     for column, _ in BOARD_FIELDS:
@@ -336,30 +410,43 @@ def markdown_table(runs: Sequence[RunData]) -> str:
     MOS/MOC, counts); runs that are not complete carry a ⚠ and their notes below."""
     # the per-task columns: success by task type (SR MOS, SR MOC)
     task = [a for a in _SHOWN if a.table == "task" and a.field == "success"]
-    head = (["run", "status", "official", "agent", "episodes (ok/err/expected)"]
-            + [aggregate_spec(c).label for c, _ in BOARD_FIELDS]
-            + [aggregate_spec(k).label for k in DIAGNOSTICS] + [a.label for a in task] + ["many/all"])
+    head = (
+        ["run", "status", "official", "agent", "episodes (ok/err/expected)"]
+        + [aggregate_spec(c).label for c, _ in BOARD_FIELDS]
+        + [aggregate_spec(k).label for k in DIAGNOSTICS]
+        + [a.label for a in task]
+        + ["many/all"]
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for run in runs:
         m = run.metrics
         s = run.summary
         mark = "" if run.complete else " ⚠"
-        cells = [f"{_md_code(run.name)}{mark}", _md_text(s.get("status")) + _verified_md(run), _official_text(run),
-                 _md_text(run.manifest_text("agent")) or "–",
-                 f"{s.get('ok_episode_count')}/{s.get('error_episode_count')}/"
-                 f"{s.get('expected_episode_count')}"]
+        cells = [
+            f"{_md_code(run.name)}{mark}",
+            _md_text(s.get("status")) + _verified_md(run),
+            _official_text(run),
+            _md_text(run.manifest_text("agent")) or "–",
+            f"{s.get('ok_episode_count')}/{s.get('error_episode_count')}/"
+            f"{s.get('expected_episode_count')}",
+        ]
         cells += [_with_interval(m.get(c), run.intervals.get(c)) for c, _ in BOARD_FIELDS]
         cells += [_agg(m, k) for k in DIAGNOSTICS]
         cells += [_agg(m, a.name) for a in task]
         cells.append(f"{m.get('num_episodes_many', 0)}/{m.get('num_episodes_all', 0)}")
         assert len(cells) == len(head)
         lines.append("| " + " | ".join(cells) + " |")
-    notes = [f"- ⚠ {_md_code(run.name)}: "
-             f"{_md_text('; '.join(run.notes) or 'status ' + str(run.summary.get('status')))}"
-             for run in runs if not run.complete]
+    notes = [
+        f"- ⚠ {_md_code(run.name)}: "
+        f"{_md_text('; '.join(run.notes) or 'status ' + str(run.summary.get('status')))}"
+        for run in runs
+        if not run.complete
+    ]
     text = "\n".join(lines) + "\n"
-    text += ("\nSR, F1 and SPL-multi over many + all episodes, with 95 % bootstrap intervals "
-             "over episodes in brackets.\n")
+    text += (
+        "\nSR, F1 and SPL-multi over many + all episodes, with 95 % bootstrap intervals "
+        "over episodes in brackets.\n"
+    )
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
     return text
@@ -397,7 +484,12 @@ class Plot:
         self.series.append({"run": run, "panel": panel, "color": to_hex(color), "n": int(n)})
 
     def data(self) -> Dict[str, Any]:
-        return {"key": self.key, "title": self.title, "series": self.series, "missing": self.missing}
+        return {
+            "key": self.key,
+            "title": self.title,
+            "series": self.series,
+            "missing": self.missing,
+        }
 
 
 def _artist_color(artist):
@@ -437,9 +529,20 @@ def _run_legend(fig, runs: Sequence[RunData], colors: Mapping[str, str], plot: P
     from matplotlib.patches import Patch
 
     drawn = {s["run"] for s in plot.series}
-    handles = [Patch(color=colors[r.name], label=r.name + (
-                   "" if r.name not in plot.missing else " (partly: see note)" if r.name in drawn
-                   else " (no value: see note)")) for r in runs]
+    handles = [
+        Patch(
+            color=colors[r.name],
+            label=r.name
+            + (
+                ""
+                if r.name not in plot.missing
+                else " (partly: see note)"
+                if r.name in drawn
+                else " (no value: see note)"
+            ),
+        )
+        for r in runs
+    ]
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
 
 
@@ -495,8 +598,9 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
         for run in runs:
             values = _finite(_episode_values(_multi(run), fieldname))
             if values:
-                _, _, patches = ax.hist(values, bins=bins, histtype="step", linewidth=1.6,
-                                        color=colors[run.name])
+                _, _, patches = ax.hist(
+                    values, bins=bins, histtype="step", linewidth=1.6, color=colors[run.name]
+                )
                 plot.drawn(run.name, patches, len(values), fieldname)
             else:
                 lacks.setdefault(run.name, []).append(fieldname)
@@ -516,8 +620,11 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
     for run in runs:
         x, y = run.metrics.get("ftr"), run.metrics.get("oer_target")
         if x is None or y is None:
-            plot.missing[run.name] = ("no FTR (no all episode ended by FINISH)" if x is None
-                                      else "no OER-target (never found all required targets)")
+            plot.missing[run.name] = (
+                "no FTR (no all episode ended by FINISH)"
+                if x is None
+                else "no OER-target (never found all required targets)"
+            )
             continue
         top = max(top, 1.15 * y)
         points = ax.scatter([x], [y], s=50, color=colors[run.name])
@@ -544,8 +651,9 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
         xs = sorted(by)
         ys = [finite_mean(by[x]) for x in xs]
         if xs:
-            (line,) = ax.plot(xs, [y if y is not None else np.nan for y in ys], marker="o",
-                              color=colors[run.name])
+            (line,) = ax.plot(
+                xs, [y if y is not None else np.nan for y in ys], marker="o", color=colors[run.name]
+            )
             plot.drawn(run.name, line, len(xs))
     _note_missing(plot, runs, "no ok many/all episode")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -639,10 +747,22 @@ figure.run-map figcaption { font-size: 13px; margin-bottom: 4px; }
 GLOSSARY: Dict[str, Tuple[str, str, str]] = {
     **glossary(),
     "episodes": ("episodes", "ok / error records of the expected episodes", "§8"),
-    "status": ("status", "complete, completed_with_errors or incomplete; official: a frozen "
-                         "benchmark setting run in full, without errors or deviations", "§8"),
-    "mos": ("MOS", "multi-object search: the many mode (find target_count of the matches)", "§1, §5"),
-    "moc": ("MOC", "multi-object collection: the all mode (find every match, then FINISH)", "§1, §5"),
+    "status": (
+        "status",
+        "complete, completed_with_errors or incomplete; official: a frozen "
+        "benchmark setting run in full, without errors or deviations",
+        "§8",
+    ),
+    "mos": (
+        "MOS",
+        "multi-object search: the many mode (find target_count of the matches)",
+        "§1, §5",
+    ),
+    "moc": (
+        "MOC",
+        "multi-object collection: the all mode (find every match, then FINISH)",
+        "§1, §5",
+    ),
 }
 #: Header tooltips of the episode table (record fields), from the same registry lines.
 _FIELD_TIPS = {m.field: (m.title, m.glossary, m.spec) for m in METRICS if m.field and m.glossary}
@@ -658,8 +778,14 @@ def _tip(key: str) -> str:
     return f' title="{_esc(entry[1] + " (SPEC " + entry[2] + ")")}"' if entry else ""
 
 
-def _cell(value, numeric: bool = True, digits: int = 3, text: Optional[str] = None, cls: str = "",
-          fmt: str = RATIO) -> str:
+def _cell(
+    value,
+    numeric: bool = True,
+    digits: int = 3,
+    text: Optional[str] = None,
+    cls: str = "",
+    fmt: str = RATIO,
+) -> str:
     if numeric:
         v = "" if value is None else repr(float(value))
         shown = text if text is not None else _num(value, digits, fmt)
@@ -681,10 +807,14 @@ def _run_cell(run: RunData, colors: Mapping[str, str]) -> str:
 
 def _table(table_id: str, head: Sequence[Tuple[str, str, str]], rows: Sequence[str]) -> str:
     """A sortable table; ``head``: (label, glossary key or "", "t" for text columns)."""
-    ths = "".join(f'<th class="{c}" data-type="{"str" if c else "num"}"{_tip(k)}>{_esc(h)}</th>'
-                  for h, k, c in head)
-    return (f'<div class="scroll"><table class="sortable" id="{table_id}"><thead><tr>{ths}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>')
+    ths = "".join(
+        f'<th class="{c}" data-type="{"str" if c else "num"}"{_tip(k)}>{_esc(h)}</th>'
+        for h, k, c in head
+    )
+    return (
+        f'<div class="scroll"><table class="sortable" id="{table_id}"><thead><tr>{ths}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _row_class(run: RunData) -> str:
@@ -699,21 +829,44 @@ def _board_head() -> List[Tuple[str, str, str]]:
 
 def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     """The main board: run, SR, F1, SPL-multi (95 % intervals), episodes, status."""
-    head = [("run", "", "t")] + _board_head() + [("episodes", "episodes", ""), ("status", "status", "t")]
+    head = (
+        [("run", "", "t")]
+        + _board_head()
+        + [("episodes", "episodes", ""), ("status", "status", "t")]
+    )
     rows = []
     for run in runs:
         m, s = run.metrics, run.summary
         off = run.official
-        badge = ("" if off is None else ' <span class="badge ok">official</span>' if off else
-                 ' <span class="badge bad">not official</span>')
+        badge = (
+            ""
+            if off is None
+            else ' <span class="badge ok">official</span>'
+            if off
+            else ' <span class="badge bad">not official</span>'
+        )
         cells = [_run_cell(run, colors)]
-        cells += [_cell(m.get(c), text=_esc(_with_interval(m.get(c), run.intervals.get(c))))
-                  for c, _ in BOARD_FIELDS]
-        cells.append(_cell(s.get("ok_episode_count"),
-                           text=_esc(f"{s.get('ok_episode_count')} ok / {s.get('error_episode_count')} err "
-                                     f"of {s.get('expected_episode_count')}")))
-        cells.append(_cell(s.get("status"), False, cls="t",
-                           text=_esc(s.get("status")) + badge + _verified_badge(run)))
+        cells += [
+            _cell(m.get(c), text=_esc(_with_interval(m.get(c), run.intervals.get(c))))
+            for c, _ in BOARD_FIELDS
+        ]
+        cells.append(
+            _cell(
+                s.get("ok_episode_count"),
+                text=_esc(
+                    f"{s.get('ok_episode_count')} ok / {s.get('error_episode_count')} err "
+                    f"of {s.get('expected_episode_count')}"
+                ),
+            )
+        )
+        cells.append(
+            _cell(
+                s.get("status"),
+                False,
+                cls="t",
+                text=_esc(s.get("status")) + badge + _verified_badge(run),
+            )
+        )
         rows.append(f"<tr{_row_class(run)}>" + "".join(cells) + "</tr>")
     return _table("leaderboard", head, rows)
 
@@ -722,26 +875,55 @@ def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str
     """The second tables: diagnostics, by task type / mode, and the run details."""
     diagnostics = [aggregate_spec(k) for k in DIAGNOSTICS]
     head = [("run", "", "t")] + [(a.label, a.name, "") for a in diagnostics]
-    diag = [f"<tr{_row_class(r)}>" + _run_cell(r, colors)
-            + "".join(_cell(r.metrics.get(a.name), fmt=a.format) for a in diagnostics) + "</tr>"
-            for r in runs]
+    diag = [
+        f"<tr{_row_class(r)}>"
+        + _run_cell(r, colors)
+        + "".join(_cell(r.metrics.get(a.name), fmt=a.format) for a in diagnostics)
+        + "</tr>"
+        for r in runs
+    ]
     task = [a for a in _SHOWN if a.table == "task"]
-    head2 = [("run", "", "t")] + [(a.label, "mos" if a.modes == ("many",) else "moc", "")
-                                  for a in task] + [("many", "mos", ""), ("all", "moc", "")]
-    by_task = [f"<tr{_row_class(r)}>" + _run_cell(r, colors)
-               + "".join(_cell(r.metrics.get(a.name), fmt=a.format) for a in task)
-               + _cell(r.metrics.get("num_episodes_many"), digits=0)
-               + _cell(r.metrics.get("num_episodes_all"), digits=0) + "</tr>" for r in runs]
-    head3 = [("run", "", "t"), ("benchmark", "", "t"), ("official", "status", "t"), ("agent", "", "t"),
-             ("config", "", "t"), ("notes", "", "t")]
-    details = [f"<tr{_row_class(r)}>" + _run_cell(r, colors) + _cell(r.benchmark, False, cls="t")
-               + _cell(_official_text(r), False, cls="t")
-               + _cell(r.manifest_text("agent"), False, cls="t wrap")
-               + _cell(r.manifest_text("config"), False, cls="t wrap")
-               + _cell("; ".join(r.notes), False, cls="t wrap") + "</tr>" for r in runs]
-    return ("<h3>Diagnostics (many + all, SPEC §5)</h3>" + _table("diagnostics", head, diag)
-            + "<h3>By task type</h3>" + _table("by-task", head2, by_task)
-            + "<h3>Runs</h3>" + _table("run-details", head3, details))
+    head2 = (
+        [("run", "", "t")]
+        + [(a.label, "mos" if a.modes == ("many",) else "moc", "") for a in task]
+        + [("many", "mos", ""), ("all", "moc", "")]
+    )
+    by_task = [
+        f"<tr{_row_class(r)}>"
+        + _run_cell(r, colors)
+        + "".join(_cell(r.metrics.get(a.name), fmt=a.format) for a in task)
+        + _cell(r.metrics.get("num_episodes_many"), digits=0)
+        + _cell(r.metrics.get("num_episodes_all"), digits=0)
+        + "</tr>"
+        for r in runs
+    ]
+    head3 = [
+        ("run", "", "t"),
+        ("benchmark", "", "t"),
+        ("official", "status", "t"),
+        ("agent", "", "t"),
+        ("config", "", "t"),
+        ("notes", "", "t"),
+    ]
+    details = [
+        f"<tr{_row_class(r)}>"
+        + _run_cell(r, colors)
+        + _cell(r.benchmark, False, cls="t")
+        + _cell(_official_text(r), False, cls="t")
+        + _cell(r.manifest_text("agent"), False, cls="t wrap")
+        + _cell(r.manifest_text("config"), False, cls="t wrap")
+        + _cell("; ".join(r.notes), False, cls="t wrap")
+        + "</tr>"
+        for r in runs
+    ]
+    return (
+        "<h3>Diagnostics (many + all, SPEC §5)</h3>"
+        + _table("diagnostics", head, diag)
+        + "<h3>By task type</h3>"
+        + _table("by-task", head2, by_task)
+        + "<h3>Runs</h3>"
+        + _table("run-details", head3, details)
+    )
 
 
 # ----------------------------------------------------------------------------- episode sets
@@ -768,8 +950,9 @@ def episode_sets(runs: Sequence[RunData]) -> EpisodeSets:
     return EpisodeSets(keys=keys, common=common)
 
 
-def common_episode_metrics(run: RunData, common: Sequence[str], resamples: int = 2000,
-                           seed: int = 0) -> Dict[str, Any]:
+def common_episode_metrics(
+    run: RunData, common: Sequence[str], resamples: int = 2000, seed: int = 0
+) -> Dict[str, Any]:
     """SPEC §5's main board over the run's ok records of ``common`` (:func:`aggregate`,
     as summary.json) with bootstrap intervals, and how many many + all episodes they are."""
     from habitat_mosnav.metrics import aggregate
@@ -785,23 +968,31 @@ def common_episode_metrics(run: RunData, common: Sequence[str], resamples: int =
     return out
 
 
-def _episode_sets_html(runs: Sequence[RunData], sets: EpisodeSets, colors: Mapping[str, str],
-                       resamples: int, seed: int) -> str:
+def _episode_sets_html(
+    runs: Sequence[RunData], sets: EpisodeSets, colors: Mapping[str, str], resamples: int, seed: int
+) -> str:
     if not sets.differ:
         return ""
     counts = ", ".join(f"{_esc(name)} {len(keys)}" for name, keys in sets.keys.items())
-    parts = [f'<div class="warning" id="episode-set-warning"><b>These runs cover different episode '
-             f'sets</b> ({counts} episodes; {len(sets.common)} with an ok record in every run): '
-             "the leaderboard's numbers are over different episodes and do not compare. "
-             "The table below compares them on the common episodes only.</div>"]
+    parts = [
+        f'<div class="warning" id="episode-set-warning"><b>These runs cover different episode '
+        f"sets</b> ({counts} episodes; {len(sets.common)} with an ok record in every run): "
+        "the leaderboard's numbers are over different episodes and do not compare. "
+        "The table below compares them on the common episodes only.</div>"
+    ]
     head = [("run", "", "t")] + _board_head() + [("many + all episodes", "episodes", "")]
     rows = []
     for run in runs:
         m = common_episode_metrics(run, sets.common, resamples, seed)
-        rows.append("<tr>" + _run_cell(run, colors)
-                    + "".join(_cell(m[c], text=_esc(_with_interval(m[c], m[c + "_ci"])))
-                              for c, _ in BOARD_FIELDS)
-                    + _cell(m["n"], digits=0) + "</tr>")
+        rows.append(
+            "<tr>"
+            + _run_cell(run, colors)
+            + "".join(
+                _cell(m[c], text=_esc(_with_interval(m[c], m[c + "_ci"]))) for c, _ in BOARD_FIELDS
+            )
+            + _cell(m["n"], digits=0)
+            + "</tr>"
+        )
     parts.append("<h3>On the common episodes</h3>" + _table("common-episodes", head, rows))
     return "".join(parts)
 
@@ -814,11 +1005,24 @@ def _anchor(key: str) -> str:
 
 
 def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
-    head = [("run", "run", "str"), ("episode", "episode_key", "str"), ("mode", "mode", "str"),
-            ("R", "required", "num"), ("status", "status", "str"), ("end", "terminated_by", "str"),
-            ("steps", "steps", "num")] + [(k, k, "num") for k in EPISODE_METRICS] + [
-            ("claims (true/dup/false)", "claims", "num"), ("map", "map", "str"),
-            ("view", "view", "str"), ("video", "video", "str")]
+    head = (
+        [
+            ("run", "run", "str"),
+            ("episode", "episode_key", "str"),
+            ("mode", "mode", "str"),
+            ("R", "required", "num"),
+            ("status", "status", "str"),
+            ("end", "terminated_by", "str"),
+            ("steps", "steps", "num"),
+        ]
+        + [(k, k, "num") for k in EPISODE_METRICS]
+        + [
+            ("claims (true/dup/false)", "claims", "num"),
+            ("map", "map", "str"),
+            ("view", "view", "str"),
+            ("video", "video", "str"),
+        ]
+    )
     rows = []
     for run in runs:
         for rec in run.records:
@@ -830,26 +1034,46 @@ def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
             map_rel, video_rel = run.maps.get(key), run.videos.get(key)
             link = f'<a href="{_esc(map_rel)}">map</a>' if map_rel else "–"
             end = rec.get("terminated_by") if status == "ok" else rec.get("error_type", "error")
-            cells = [_cell(run.name, False, cls="t", text=_swatch(colors[run.name]) + _esc(run.name)),
-                     _cell(key, False, cls="t"),
-                     _cell(ep.get("target_mode"), False, cls="t"),
-                     _cell(m.get("required_target_count", len(ep.get("target_object_ids") or [])), digits=0),
-                     _cell(status, False, cls="t"), _cell(end, False, cls="t"),
-                     _cell(rec.get("steps_taken"), digits=0)]
+            cells = [
+                _cell(run.name, False, cls="t", text=_swatch(colors[run.name]) + _esc(run.name)),
+                _cell(key, False, cls="t"),
+                _cell(ep.get("target_mode"), False, cls="t"),
+                _cell(
+                    m.get("required_target_count", len(ep.get("target_object_ids") or [])), digits=0
+                ),
+                _cell(status, False, cls="t"),
+                _cell(end, False, cls="t"),
+                _cell(rec.get("steps_taken"), digits=0),
+            ]
             cells += [_cell(m.get(k), fmt=metric(k).format) for k in EPISODE_METRICS]
-            cells.append(_cell(len(kinds), text=f"{len(kinds)} ({kinds.count('true')}/"
-                                                 f"{kinds.count('duplicate')}/{kinds.count('false')})"))
+            cells.append(
+                _cell(
+                    len(kinds),
+                    text=f"{len(kinds)} ({kinds.count('true')}/"
+                    f"{kinds.count('duplicate')}/{kinds.count('false')})",
+                )
+            )
             cells.append(f'<td class="t" data-v="{_esc(map_rel or "")}">{link}</td>')
-            cells.append(f'<td class="t" data-v="{_esc(key)}"><a href="#{_esc(_anchor(key))}">view</a></td>')
-            cells.append(f'<td class="t" data-v="{_esc(video_rel or "")}">'
-                         + (f'<a href="{_esc(video_rel)}">video</a>' if video_rel else "–") + "</td>")
+            cells.append(
+                f'<td class="t" data-v="{_esc(key)}"><a href="#{_esc(_anchor(key))}">view</a></td>'
+            )
+            cells.append(
+                f'<td class="t" data-v="{_esc(video_rel or "")}">'
+                + (f'<a href="{_esc(video_rel)}">video</a>' if video_rel else "–")
+                + "</td>"
+            )
             cls = ' class="err"' if status != "ok" else ""
             rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
-    ths = "".join(f'<th class="{"t" if t == "str" else ""}" data-type="{t}" data-key="{k}"{_tip(k)}>'
-                  f'{_esc(h)}</th>' for h, k, t in head)
+    ths = "".join(
+        f'<th class="{"t" if t == "str" else ""}" data-type="{t}" data-key="{k}"{_tip(k)}>'
+        f"{_esc(h)}</th>"
+        for h, k, t in head
+    )
     # long episode keys scroll inside their box, never the page
-    return (f'<div class="scroll"><table class="sortable" id="episodes"><thead><tr>{ths}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>')
+    return (
+        f'<div class="scroll"><table class="sortable" id="episodes"><thead><tr>{ths}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _outcome(rec: Mapping[str, Any]) -> Tuple[str, str]:
@@ -858,9 +1082,11 @@ def _outcome(rec: Mapping[str, Any]) -> Tuple[str, str]:
         return "failure", f"ERROR ({rec.get('error_type', 'error')})"
     m = rec.get("metrics") or {}
     word = "SUCCESS" if m.get("success") == 1 else "FAILURE"
-    return word.lower(), (f"{word}: {rec.get('terminated_by')} at step {rec.get('steps_taken')}, "
-                          f"found {m.get('targets_found')}/{m.get('required_target_count')}, "
-                          f"F1 {_num(m.get('f1'), 2)}, SPL-multi {_num(m.get('spl_multi'), 2)}")
+    return word.lower(), (
+        f"{word}: {rec.get('terminated_by')} at step {rec.get('steps_taken')}, "
+        f"found {m.get('targets_found')}/{m.get('required_target_count')}, "
+        f"F1 {_num(m.get('f1'), 2)}, SPL-multi {_num(m.get('spl_multi'), 2)}"
+    )
 
 
 def _episode_views_html(runs: Sequence[RunData], colors: Mapping[str, str], out_dir: str) -> str:
@@ -875,26 +1101,39 @@ def _episode_views_html(runs: Sequence[RunData], colors: Mapping[str, str], out_
             rec = by_run[run.name].get(key)
             head = _swatch(colors[run.name]) + f"<b>{_esc(run.name)}</b>"
             if rec is None:
-                figures.append(f'<figure class="run-map none" data-run="{_esc(run.name)}"><figcaption>'
-                               f"{head}: not in this run</figcaption></figure>")
+                figures.append(
+                    f'<figure class="run-map none" data-run="{_esc(run.name)}"><figcaption>'
+                    f"{head}: not in this run</figcaption></figure>"
+                )
                 continue
             mode = mode or (rec.get("episode") or {}).get("target_mode")
             cls, text = _outcome(rec)
             video = run.videos.get(key)
             links = f' · <a href="{_esc(video)}">video</a>' if video else ""
-            caption = f'<figcaption>{head}: <span class="{cls}">{_esc(text)}</span>{links}</figcaption>'
+            caption = (
+                f'<figcaption>{head}: <span class="{cls}">{_esc(text)}</span>{links}</figcaption>'
+            )
             map_rel = run.maps.get(key)
             if map_rel:
                 goal = goal or _map_goal(os.path.join(out_dir, map_rel))
-                body = (f'<a href="{_esc(map_rel)}"><img loading="lazy" src="{_esc(map_rel)}" '
-                        f'alt="{_esc(run.name)} map of {_esc(key)}"></a>')
+                body = (
+                    f'<a href="{_esc(map_rel)}"><img loading="lazy" src="{_esc(map_rel)}" '
+                    f'alt="{_esc(run.name)} map of {_esc(key)}"></a>'
+                )
             else:
                 body = "<p>no map (run mosnav-eval with --save-maps, or mosnav-report --maps)</p>"
-            figures.append(f'<figure class="run-map" data-run="{_esc(run.name)}">{caption}{body}</figure>')
-        about = " · ".join(x for x in (f"mode {_esc(mode)}" if mode else "",
-                                        f"goal: “{_esc(goal)}”" if goal else "") if x)
-        parts.append(f'<section class="episode" id="{_esc(_anchor(key))}"><h3>{_esc(key)}</h3>'
-                     f'<p>{about}</p><div class="maps">{"".join(figures)}</div></section>')
+            figures.append(
+                f'<figure class="run-map" data-run="{_esc(run.name)}">{caption}{body}</figure>'
+            )
+        about = " · ".join(
+            x
+            for x in (f"mode {_esc(mode)}" if mode else "", f"goal: “{_esc(goal)}”" if goal else "")
+            if x
+        )
+        parts.append(
+            f'<section class="episode" id="{_esc(_anchor(key))}"><h3>{_esc(key)}</h3>'
+            f'<p>{about}</p><div class="maps">{"".join(figures)}</div></section>'
+        )
     return "".join(parts)
 
 
@@ -909,42 +1148,68 @@ def _map_goal(path: str) -> Optional[str]:
 
 
 def _glossary_html() -> str:
-    items = "".join(f'<dt id="g-{_esc(k)}">{_esc(label)}</dt><dd>{_esc(text)} '
-                    f'<span class="spec">SPEC {_esc(section)}</span></dd>'
-                    for k, (label, text, section) in GLOSSARY.items())
-    return (f'<section id="glossary"><h2>Glossary</h2><p>R = required targets, F = targets '
-            "claimed, p = path walked, l = shortest possible path over the required targets, "
-            "a = the same over the targets claimed, T = max steps (docs/SPEC.md §4).</p>"
-            f'<dl class="glossary">{items}</dl></section>')
+    items = "".join(
+        f'<dt id="g-{_esc(k)}">{_esc(label)}</dt><dd>{_esc(text)} '
+        f'<span class="spec">SPEC {_esc(section)}</span></dd>'
+        for k, (label, text, section) in GLOSSARY.items()
+    )
+    return (
+        f'<section id="glossary"><h2>Glossary</h2><p>R = required targets, F = targets '
+        "claimed, p = path walked, l = shortest possible path over the required targets, "
+        "a = the same over the targets claimed, T = max steps (docs/SPEC.md §4).</p>"
+        f'<dl class="glossary">{items}</dl></section>'
+    )
 
 
 def _plots_html(plots: Sequence[Plot]) -> str:
     parts = []
     for plot in plots:
-        parts.append(f'<h3>{_esc(plot.title)}</h3><img class="plot" id="plot-{_esc(plot.key)}" '
-                     f"alt='{_esc(plot.title)}' src='{plot.uri}'>")
+        parts.append(
+            f'<h3>{_esc(plot.title)}</h3><img class="plot" id="plot-{_esc(plot.key)}" '
+            f"alt='{_esc(plot.title)}' src='{plot.uri}'>"
+        )
         if plot.missing:
-            parts.append('<p class="missing">Not in this plot: ' + "; ".join(
-                f"{_esc(name)} ({_esc(why)})" for name, why in plot.missing.items()) + "</p>")
+            parts.append(
+                '<p class="missing">Not in this plot: '
+                + "; ".join(f"{_esc(name)} ({_esc(why)})" for name, why in plot.missing.items())
+                + "</p>"
+            )
     return "".join(parts)
 
 
-def plot_data(runs: Sequence[RunData], plots: Sequence[Plot], colors: Mapping[str, str]) -> Dict[str, Any]:
+def plot_data(
+    runs: Sequence[RunData], plots: Sequence[Plot], colors: Mapping[str, str]
+) -> Dict[str, Any]:
     """What the page's plots show (``plots.json`` and the page's ``#plot-data``)."""
-    return {"runs": [r.name for r in runs], "colors": dict(colors), "plots": [p.data() for p in plots]}
+    return {
+        "runs": [r.name for r in runs],
+        "colors": dict(colors),
+        "plots": [p.data() for p in plots],
+    }
 
 
-def render_html(runs: Sequence[RunData], plots: Sequence[Plot], *, colors: Optional[Mapping[str, str]] = None,
-                out_dir: str = ".", resamples: int = 2000, seed: int = 0) -> str:
+def render_html(
+    runs: Sequence[RunData],
+    plots: Sequence[Plot],
+    *,
+    colors: Optional[Mapping[str, str]] = None,
+    out_dir: str = ".",
+    resamples: int = 2000,
+    seed: int = 0,
+) -> str:
     colors = dict(colors or run_colors(runs))
-    warn = [f"<li><b>{_esc(r.name)}</b>: {_esc('; '.join(r.notes) or r.summary.get('status'))}</li>"
-            for r in runs if not r.complete]
+    warn = [
+        f"<li><b>{_esc(r.name)}</b>: {_esc('; '.join(r.notes) or r.summary.get('status'))}</li>"
+        for r in runs
+        if not r.complete
+    ]
     # no "<" inside the script element (a run named "</script>" or "<!--" stays data)
     data = json.dumps(plot_data(runs, plots, colors), sort_keys=True).replace("<", "\\u003c")
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        "<title>mosnav report</title>", f"<style>{_CSS}</style></head><body>",
+        "<title>mosnav report</title>",
+        f"<style>{_CSS}</style></head><body>",
         "<h1>Multi-object navigation: run report</h1>",
         "<nav><a href='#leaderboard-section'>Leaderboard</a><a href='#plots'>Plots</a>"
         "<a href='#episodes-section'>Episodes</a><a href='#episode-views'>Episode maps</a>"
@@ -953,21 +1218,34 @@ def render_html(runs: Sequence[RunData], plots: Sequence[Plot], *, colors: Optio
         "from each run's summary.json, with 95 % bootstrap intervals over episodes. Each run "
         "keeps its colour in every table and plot. Hover a header for its meaning; click it to "
         "sort.</p>",
-        "<section id='leaderboard-section'><h2>Leaderboard</h2>", _board_html(runs, colors),
+        "<section id='leaderboard-section'><h2>Leaderboard</h2>",
+        _board_html(runs, colors),
     ]
     if warn:
-        parts.append("<p><b>Not complete runs</b> (numbers are over their ok episodes only):</p>"
-                     f"<ul>{''.join(warn)}</ul>")
+        parts.append(
+            "<p><b>Not complete runs</b> (numbers are over their ok episodes only):</p>"
+            f"<ul>{''.join(warn)}</ul>"
+        )
     parts.append(_episode_sets_html(runs, episode_sets(runs), colors, resamples, seed))
-    parts += ["<details id='diagnostics-group'><summary>Diagnostics, by task type, run details"
-              "</summary>", _diagnostics_html(runs, colors), "</details></section>"]
+    parts += [
+        "<details id='diagnostics-group'><summary>Diagnostics, by task type, run details</summary>",
+        _diagnostics_html(runs, colors),
+        "</details></section>",
+    ]
     parts += ["<section id='plots'><h2>Plots</h2>", _plots_html(plots), "</section>"]
-    parts += ["<section id='episodes-section'><h2>Episodes</h2>", _episodes_html(runs, colors),
-              "</section>", "<section id='episode-views'><h2>Episode maps</h2>"
-              "<p>Every run's map of each episode side by side (click a map for full size).</p>",
-              _episode_views_html(runs, colors, out_dir), "</section>", _glossary_html(),
-              f"<script type='application/json' id='plot-data'>{data}</script>",
-              f"<script>{_SORT_JS}</script>", "</body></html>"]
+    parts += [
+        "<section id='episodes-section'><h2>Episodes</h2>",
+        _episodes_html(runs, colors),
+        "</section>",
+        "<section id='episode-views'><h2>Episode maps</h2>"
+        "<p>Every run's map of each episode side by side (click a map for full size).</p>",
+        _episode_views_html(runs, colors, out_dir),
+        "</section>",
+        _glossary_html(),
+        f"<script type='application/json' id='plot-data'>{data}</script>",
+        f"<script>{_SORT_JS}</script>",
+        "</body></html>",
+    ]
     return "\n".join(parts)
 
 
@@ -1027,7 +1305,9 @@ def collect_videos(run: RunData, out_dir: str) -> None:
 
 
 #: What a report directory holds (a directory with anything else is never replaced).
-REPORT_ENTRIES = frozenset({"index.html", "leaderboard.md", "leaderboard.csv", "plots.json", "maps", "videos"})
+REPORT_ENTRIES = frozenset(
+    {"index.html", "leaderboard.md", "leaderboard.csv", "plots.json", "maps", "videos"}
+)
 
 
 def _check_replaceable(out_dir: str) -> None:
@@ -1041,18 +1321,28 @@ def _check_replaceable(out_dir: str) -> None:
         return
     other = sorted(set(os.listdir(out_dir)) - REPORT_ENTRIES)
     if other:
-        raise ReportError(f"--out {out_dir}: holds {other[0]!r}" + (f" and {len(other) - 1} more"
-                                                                   if len(other) > 1 else "")
-                          + ", which is not part of a mosnav-report; the report replaces its "
-                            "directory as a whole: choose a new or empty directory")
+        raise ReportError(
+            f"--out {out_dir}: holds {other[0]!r}"
+            + (f" and {len(other) - 1} more" if len(other) > 1 else "")
+            + ", which is not part of a mosnav-report; the report replaces its "
+            "directory as a whole: choose a new or empty directory"
+        )
     for directory, dirs, files in os.walk(out_dir):  # never follows a link
         for name in dirs + files:
             refuse_link(os.path.join(directory, name))
 
 
-def write_report(run_dirs: Sequence[str], out_dir: str, *, resamples: int = 2000, seed: int = 0,
-                 draw_maps: bool = False, config: Optional[str] = None,
-                 overrides: Sequence[str] = (), progress: bool = True) -> List[RunData]:
+def write_report(
+    run_dirs: Sequence[str],
+    out_dir: str,
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    draw_maps: bool = False,
+    config: Optional[str] = None,
+    overrides: Sequence[str] = (),
+    progress: bool = True,
+) -> List[RunData]:
     """Read the runs, write index.html, leaderboard.md and leaderboard.csv into ``out_dir``.
 
     The report is built in a new directory beside ``out_dir`` and swapped in whole
@@ -1065,8 +1355,9 @@ def write_report(run_dirs: Sequence[str], out_dir: str, *, resamples: int = 2000
     _check_replaceable(out_dir)
     runs = []
     names = _unique_names(run_dirs)
-    for path, name in tqdm(list(zip(run_dirs, names)), desc=PROG, unit="run",
-                           disable=not progress, file=sys.stderr):
+    for path, name in tqdm(
+        list(zip(run_dirs, names)), desc=PROG, unit="run", disable=not progress, file=sys.stderr
+    ):
         runs.append(load_run(path, name, resamples=resamples, seed=seed))
     if draw_maps:
         from habitat_mosnav.evaluation.maps import render_run_maps
@@ -1082,8 +1373,10 @@ def write_report(run_dirs: Sequence[str], out_dir: str, *, resamples: int = 2000
     except OSError as exc:
         raise res.ResultWriteError(
             f"cannot write the report {out_dir}: {exc.strerror or exc}"
-            + (f" ({exc.filename})" if exc.filename else "") + "; the previous report is kept",
-            exc.errno) from None
+            + (f" ({exc.filename})" if exc.filename else "")
+            + "; the previous report is kept",
+            exc.errno,
+        ) from None
     return runs
 
 
@@ -1104,18 +1397,31 @@ def _write_pages(runs: Sequence[RunData], out_dir: str, resamples: int, seed: in
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog=PROG, description=(
-        "Compare mosnav-eval runs: DIR/index.html (plots, leaderboard, sortable episode table "
-        "linking each episode's map), DIR/leaderboard.md and DIR/leaderboard.csv."))
+    p = argparse.ArgumentParser(
+        allow_abbrev=False,
+        prog=PROG,
+        description=(
+            "Compare mosnav-eval runs: DIR/index.html (plots, leaderboard, sortable episode table "
+            "linking each episode's map), DIR/leaderboard.md and DIR/leaderboard.csv."
+        ),
+    )
     add_version_argument(p)
     p.add_argument("runs", nargs="+", metavar="RUN", help="mosnav-eval output directories")
     p.add_argument("--out", required=True, metavar="DIR", help="where the report goes")
-    p.add_argument("--bootstrap", type=int, default=2000, metavar="N",
-                   help="bootstrap resamples of the 95 %% intervals (default: 2000)")
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="bootstrap resamples of the 95 %% intervals (default: 2000)",
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
-    p.add_argument("--maps", action="store_true",
-                   help="draw every episode's top-down map into RUN/maps first (loads the scenes; "
-                        "runs made with --save-maps already have them)")
+    p.add_argument(
+        "--maps",
+        action="store_true",
+        help="draw every episode's top-down map into RUN/maps first (loads the scenes; "
+        "runs made with --save-maps already have them)",
+    )
     add_map_source_arguments(p, when="with --maps: ")
     return p
 
@@ -1138,21 +1444,37 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 return _report(args)
     except KeyboardInterrupt as exc:
         name, code = ("SIGTERM", 143) if isinstance(exc, interrupts.Terminated) else ("SIGINT", 130)
-        print(safe_line(f"{PROG}: interrupted by {name}; {args.out} is as it was before (the report "
-                        "is swapped in whole when it is complete); run the command again"),
-              file=sys.stderr)
+        print(
+            safe_line(
+                f"{PROG}: interrupted by {name}; {args.out} is as it was before (the report "
+                "is swapped in whole when it is complete); run the command again"
+            ),
+            file=sys.stderr,
+        )
         return code
 
 
 def _report(args) -> int:
     try:
-        runs = write_report(args.runs, args.out, resamples=args.bootstrap, seed=args.seed,
-                            draw_maps=args.maps, config=args.config, overrides=args.overrides,
-                            progress=args.progress)
+        runs = write_report(
+            args.runs,
+            args.out,
+            resamples=args.bootstrap,
+            seed=args.seed,
+            draw_maps=args.maps,
+            config=args.config,
+            overrides=args.overrides,
+            progress=args.progress,
+        )
     except (PlantedLinkError, res.ResultWriteError) as exc:
-        print(safe_line(f"{PROG}: error: cannot write {exc.filename}: {exc.strerror}"
-                        if isinstance(exc, PlantedLinkError) else f"{PROG}: error: {exc}"),
-              file=sys.stderr)
+        print(
+            safe_line(
+                f"{PROG}: error: cannot write {exc.filename}: {exc.strerror}"
+                if isinstance(exc, PlantedLinkError)
+                else f"{PROG}: error: {exc}"
+            ),
+            file=sys.stderr,
+        )
         return 3
     except (ReportError, res.ResultFileError, ValueError, OSError) as exc:
         print(safe_line(f"{PROG}: error: {' '.join(str(exc).split())}"), file=sys.stderr)
@@ -1161,11 +1483,18 @@ def _report(args) -> int:
         print(safe_line(line))
     sets = episode_sets(runs)
     if sets.differ:
-        print(safe_line(f"{PROG}: warning: the runs cover different episode sets ("
-                        + ", ".join(f"{name} {len(keys)}" for name, keys in sets.keys.items())
-                        + f"; {len(sets.common)} common): index.html compares them on the common "
-                        "episodes"), file=sys.stderr)
-    print(safe_line(f"wrote {os.path.join(args.out, 'index.html')}, leaderboard.md, leaderboard.csv"))
+        print(
+            safe_line(
+                f"{PROG}: warning: the runs cover different episode sets ("
+                + ", ".join(f"{name} {len(keys)}" for name, keys in sets.keys.items())
+                + f"; {len(sets.common)} common): index.html compares them on the common "
+                "episodes"
+            ),
+            file=sys.stderr,
+        )
+    print(
+        safe_line(f"wrote {os.path.join(args.out, 'index.html')}, leaderboard.md, leaderboard.csv")
+    )
     return 0
 
 

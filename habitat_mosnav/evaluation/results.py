@@ -10,6 +10,7 @@ file (exit 3). While a process writes a rank directory it holds an exclusive
 ``fcntl.flock`` on ``rank_XXXXX/writer.lock`` (which holds its pid); a second writer is
 refused with :class:`RankLockedError`. No torch, no habitat.
 """
+
 from __future__ import annotations
 
 import errno
@@ -27,8 +28,16 @@ from os import write as _os_write  # one name for the raw write (tests make it f
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from habitat_mosnav.keys import scene_name_from_path
-from habitat_mosnav.safety import (PlantedLinkError, file_mode, make_dirs, mask_secrets, open_file,
-                                   open_for_write, refuse_link, safe_line)
+from habitat_mosnav.safety import (
+    PlantedLinkError,
+    file_mode,
+    make_dirs,
+    mask_secrets,
+    open_file,
+    open_for_write,
+    refuse_link,
+    safe_line,
+)
 from habitat_mosnav.safety import umask as _umask  # noqa: F401  (tests compare modes with it)
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.metrics import AGGREGATED_FIELDS, aggregate
@@ -46,8 +55,16 @@ LOCK_FILE = "writer.lock"
 _NOT_RESULTS = frozenset({LOCK_FILE})
 RANK_DIR_RE = re.compile(r"^rank_(\d{5})$")
 
-EPISODE_FIELDS = ("scene_id", "episode_id", "query_id", "target_mode", "goal_type",
-                  "target_count", "target_object_ids", "max_steps")
+EPISODE_FIELDS = (
+    "scene_id",
+    "episode_id",
+    "query_id",
+    "target_mode",
+    "goal_type",
+    "target_count",
+    "target_object_ids",
+    "max_steps",
+)
 TERMINATIONS = ("finish", "target_found", "max_steps", "error")
 STATUSES = ("ok", "error")
 # Absolute paths (POSIX or Windows) inside messages are replaced by this.
@@ -72,17 +89,25 @@ class ResultWriteError(Exception):
 
 
 def write_failed(path: str, exc: OSError, what: str = "write") -> ResultWriteError:
-    reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else "") or str(exc) \
+    reason = (
+        exc.strerror
+        or (os.strerror(exc.errno) if exc.errno else "")
+        or str(exc)
         or type(exc).__name__
-    hint = "; free some space, then continue with --resume" if exc.errno in (
-        errno.ENOSPC, errno.EDQUOT) else ""
+    )
+    hint = (
+        "; free some space, then continue with --resume"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        else ""
+    )
     return ResultWriteError(f"cannot {what} {path}: {reason}{hint}", exc.errno)
 
 
 def has_results(directory: str) -> bool:
     """Whether a rank directory holds anything but its lock file."""
     return os.path.isdir(directory) and any(
-        name not in _NOT_RESULTS for name in os.listdir(directory))
+        name not in _NOT_RESULTS for name in os.listdir(directory)
+    )
 
 
 def remove_stale_summary(out_dir: str) -> None:
@@ -91,7 +116,9 @@ def remove_stale_summary(out_dir: str) -> None:
     path = os.path.join(out_dir, SUMMARY_FILE)
     if not os.path.lexists(path) or not os.path.isdir(out_dir):
         return
-    if any(RANK_DIR_RE.match(n) and has_results(os.path.join(out_dir, n)) for n in os.listdir(out_dir)):
+    if any(
+        RANK_DIR_RE.match(n) and has_results(os.path.join(out_dir, n)) for n in os.listdir(out_dir)
+    ):
         return
     try:
         os.unlink(path)
@@ -105,7 +132,8 @@ def refuse_existing(out_dir: str, rank: int) -> None:
     if has_results(directory):
         raise ResultFileError(
             f"output directory {out_dir} already has results in {os.path.basename(directory)}; "
-            f"pass --resume to continue that run, or choose a new --output-dir")
+            f"pass --resume to continue that run, or choose a new --output-dir"
+        )
 
 
 @contextmanager
@@ -171,15 +199,17 @@ def _finite(x) -> Optional[float]:
 
 #: The largest magnitude of an integer or float a record holds: a 5000-digit integer
 #: from an agent cannot be written (nor read back), a 1e308 would overflow any mean.
-MAX_RECORD_INT = 2 ** 63
+MAX_RECORD_INT = 2**63
 MAX_RECORD_NUMBER = 1e15
 
 
 def checked_int(value, where: str = "value") -> int:
     value = int(value)
     if not -MAX_RECORD_INT <= value <= MAX_RECORD_INT:
-        raise ValueError(f"{where}: an integer of {value.bit_length()} bits is too large for a "
-                         f"record (at most 2**63)")
+        raise ValueError(
+            f"{where}: an integer of {value.bit_length()} bits is too large for a "
+            f"record (at most 2**63)"
+        )
     return value
 
 
@@ -252,15 +282,29 @@ def error_info(error: BaseException, message: Optional[str] = None) -> Dict[str,
     return {"error_type": str(error_type), "error_message": scrub_paths(text)}
 
 
-def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
-                episode: Mapping[str, Any], status: str = "ok", steps_taken: int = 0,
-                terminated_by: str = "max_steps", initial_metrics: Optional[Mapping] = None,
-                metrics: Optional[Mapping] = None, report_events: Iterable = (),
-                initial_agent_state=None, final_agent_state=None, action_trace=None,
-                positions=None, error=None, error_message: Optional[str] = None,
-                extras: Optional[Mapping[str, Any]] = None,
-                benchmark: Optional[Mapping[str, Any]] = None,
-                replay: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+def make_record(
+    *,
+    episode_key: str,
+    episode_index: int,
+    rank: int,
+    seed: int,
+    episode: Mapping[str, Any],
+    status: str = "ok",
+    steps_taken: int = 0,
+    terminated_by: str = "max_steps",
+    initial_metrics: Optional[Mapping] = None,
+    metrics: Optional[Mapping] = None,
+    report_events: Iterable = (),
+    initial_agent_state=None,
+    final_agent_state=None,
+    action_trace=None,
+    positions=None,
+    error=None,
+    error_message: Optional[str] = None,
+    extras: Optional[Mapping[str, Any]] = None,
+    benchmark: Optional[Mapping[str, Any]] = None,
+    replay: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
     """One JSONL record of SPEC §8. ``episode`` may hold more fields: only the logical
     identifiers are kept (no scene path). ``error`` (an exception or a type name) makes it
     an error record with ``error_type`` and a generic ``error_message``. ``extras`` (e.g.
@@ -276,8 +320,10 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
     if error is not None:
         status, terminated_by = "error", "error"
     if terminated_by not in TERMINATIONS:
-        raise ValueError(f"record {episode_key}: terminated_by must be one of {TERMINATIONS}, "
-                         f"got {terminated_by!r}")
+        raise ValueError(
+            f"record {episode_key}: terminated_by must be one of {TERMINATIONS}, "
+            f"got {terminated_by!r}"
+        )
     ep = {name: to_jsonable(episode.get(name), f"episode.{name}") for name in EPISODE_FIELDS}
     if isinstance(ep["scene_id"], str):  # habitat's Episode.scene_id is a file path
         ep["scene_id"] = scene_name_from_path(ep["scene_id"])
@@ -306,7 +352,9 @@ def make_record(*, episode_key: str, episode_index: int, rank: int, seed: int,
         record["positions"] = compact_positions(positions, f"record {episode_key}: positions")
     if extras is not None:
         if not isinstance(extras, Mapping):
-            raise ValueError(f"record {episode_key}: extras must be a mapping, got {type(extras).__name__}")
+            raise ValueError(
+                f"record {episode_key}: extras must be a mapping, got {type(extras).__name__}"
+            )
         record["extras"] = to_jsonable(extras, "extras")
     if status == "error":
         record.update(error_info(error if error is not None else "EpisodeError", error_message))
@@ -362,8 +410,10 @@ def _check_number(value, where: str, name: str) -> None:
     if isinstance(value, (int, float)) and abs(value) <= MAX_RECORD_NUMBER:
         return
     shown = "a huge integer" if isinstance(value, int) else json.dumps(value)[:40]
-    raise ResultFileError(f"{where}: field {name!r} must be a number of magnitude <= "
-                          f"{MAX_RECORD_NUMBER:g} or null, got {shown}")
+    raise ResultFileError(
+        f"{where}: field {name!r} must be a number of magnitude <= "
+        f"{MAX_RECORD_NUMBER:g} or null, got {shown}"
+    )
 
 
 def _check_record(obj, path: str, lineno: int) -> Dict[str, Any]:
@@ -377,22 +427,27 @@ def _check_record(obj, path: str, lineno: int) -> Dict[str, Any]:
     if not isinstance(obj.get("episode_key"), str):
         raise ResultFileError(f"{where}: field 'episode_key' is missing or not a string")
     if obj.get("status") not in STATUSES:
-        raise ResultFileError(f"{where}: field 'status' must be 'ok' or 'error', got {obj.get('status')!r}")
+        raise ResultFileError(
+            f"{where}: field 'status' must be 'ok' or 'error', got {obj.get('status')!r}"
+        )
     for name in ("episode", "metrics", "initial_metrics"):
         if name in obj and obj[name] is not None and not isinstance(obj[name], dict):
-            raise ResultFileError(f"{where}: field {name!r} must be an object, got "
-                                  f"{type(obj[name]).__name__}")
+            raise ResultFileError(
+                f"{where}: field {name!r} must be an object, got {type(obj[name]).__name__}"
+            )
     for name in ("metrics", "initial_metrics"):
         for key, value in (obj.get(name) or {}).items():
             if not isinstance(value, (str, list, dict)):
                 _check_number(value, where, f"{name}.{key}")
     events = obj.get("report_events")
-    if events is not None and (not isinstance(events, list)
-                               or not all(isinstance(ev, dict) for ev in events)):
+    if events is not None and (
+        not isinstance(events, list) or not all(isinstance(ev, dict) for ev in events)
+    ):
         raise ResultFileError(f"{where}: field 'report_events' must be a list of objects")
     steps = obj.get("steps_taken")
-    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int)
-                              or not 0 <= steps <= MAX_RECORD_INT):
+    if steps is not None and (
+        isinstance(steps, bool) or not isinstance(steps, int) or not 0 <= steps <= MAX_RECORD_INT
+    ):
         raise ResultFileError(f"{where}: field 'steps_taken' must be a non-negative integer")
     episode = obj.get("episode") or {}
     for name in ("target_count",):
@@ -492,8 +547,15 @@ def read_done(path: str) -> Optional[Dict[str, Any]]:
     return done
 
 
-def write_done(out_dir: str, rank: int, *, expected_count: int, record_count: int,
-               error_count: int, status: Optional[str] = None) -> Dict[str, Any]:
+def write_done(
+    out_dir: str,
+    rank: int,
+    *,
+    expected_count: int,
+    record_count: int,
+    error_count: int,
+    status: Optional[str] = None,
+) -> Dict[str, Any]:
     """Atomically write ``rank_XXXXX/done.json``; ``status`` defaults to incomplete when
     records are missing, completed_with_errors with errors, else complete."""
     if status is None:
@@ -618,9 +680,13 @@ class RankWriter:
     def write(self, record: Mapping[str, Any]) -> None:
         """Append one record as a line, then flush and fsync."""
         if not isinstance(record.get("episode_key"), str) or record.get("status") not in STATUSES:
-            raise ValueError(f"{self.path}: a record needs a string 'episode_key' and a status "
-                             f"in {STATUSES}, got {record.get('episode_key')!r}/{record.get('status')!r}")
-        line = mask_secrets(json.dumps(record, allow_nan=False, ensure_ascii=False, separators=(",", ":")))
+            raise ValueError(
+                f"{self.path}: a record needs a string 'episode_key' and a status "
+                f"in {STATUSES}, got {record.get('episode_key')!r}/{record.get('status')!r}"
+            )
+        line = mask_secrets(
+            json.dumps(record, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        )
         data = (line + "\n").encode("utf-8")
         if self._fd is None:
             raise ResultWriteError(f"cannot write {self.path}: the writer is closed")
@@ -646,8 +712,12 @@ class RankWriter:
         except OSError:
             pass
 
-    def write_done(self, expected_count: int, status: Optional[str] = None,
-                   expected_keys: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+    def write_done(
+        self,
+        expected_count: int,
+        status: Optional[str] = None,
+        expected_keys: Optional[Iterable[str]] = None,
+    ) -> Dict[str, Any]:
         """done.json for this rank. The status follows the unique keys recorded (of
         ``expected_keys`` when given), not the line count, which repeats re-run keys."""
         if status is None:
@@ -660,9 +730,14 @@ class RankWriter:
                 status = "completed_with_errors"
             else:
                 status = "complete"
-        return write_done(self.out_dir, self.rank, expected_count=expected_count,
-                          record_count=self.record_count, error_count=self.error_count,
-                          status=status)
+        return write_done(
+            self.out_dir,
+            self.rank,
+            expected_count=expected_count,
+            record_count=self.record_count,
+            error_count=self.error_count,
+            status=status,
+        )
 
     def close(self) -> None:
         """Close the file and release the rank directory's lock."""
@@ -692,7 +767,9 @@ def _rank_dirs(out_dir: str) -> List[Tuple[int, str]]:
         if m and os.path.isdir(os.path.join(out_dir, name)):
             found.append((int(m.group(1)), os.path.join(out_dir, name)))
     if not found:
-        raise ResultFileError(f"{out_dir}: no rank_XXXXX result directories (not an evaluation output)")
+        raise ResultFileError(
+            f"{out_dir}: no rank_XXXXX result directories (not an evaluation output)"
+        )
     return found
 
 
@@ -704,8 +781,10 @@ def _check_metrics(metrics: Mapping[str, Any], where: str) -> None:
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ResultFileError(f"{where}: field 'metrics.{name}' must be a number or null, "
-                                  f"got {json.dumps(value)[:40]}")
+            raise ResultFileError(
+                f"{where}: field 'metrics.{name}' must be a number or null, "
+                f"got {json.dumps(value)[:40]}"
+            )
 
 
 class RunRead(NamedTuple):
@@ -720,8 +799,13 @@ class RunRead(NamedTuple):
     warnings: Tuple[str, ...] = ()  #: why the run cannot be complete, one line each
 
 
-def _done_problem(done: Mapping[str, Any], path: str, rank: int, records: Sequence[Mapping],
-                  manifest: Optional[Mapping[str, Any]]) -> Optional[str]:
+def _done_problem(
+    done: Mapping[str, Any],
+    path: str,
+    rank: int,
+    records: Sequence[Mapping],
+    manifest: Optional[Mapping[str, Any]],
+) -> Optional[str]:
     """Why a rank's done.json is not believed (its counts are recounted from the rank's
     records and, with a manifest, its share of the selection), or None."""
     last: Dict[str, str] = {}
@@ -730,18 +814,28 @@ def _done_problem(done: Mapping[str, Any], path: str, rank: int, records: Sequen
     errors = sum(status == "error" for status in last.values())
     expected = None
     if manifest is not None:
-        selection = manifest.get("selection") if isinstance(manifest.get("selection"), Mapping) else {}
+        selection = (
+            manifest.get("selection") if isinstance(manifest.get("selection"), Mapping) else {}
+        )
         count, world = selection.get("episode_count"), manifest.get("world_size")
         if isinstance(count, int) and isinstance(world, int) and world >= 1:
             expected = len(range(rank, count, world))
-    for name, found in (("rank", rank), ("record_count", len(records)), ("error_count", errors),
-                        ("expected_count", expected)):
+    for name, found in (
+        ("rank", rank),
+        ("record_count", len(records)),
+        ("error_count", errors),
+        ("expected_count", expected),
+    ):
         if found is not None and done[name] != found:
-            return (f"{path}: field {name!r} says {done[name]}, the records say {found}: "
-                    f"done.json not believed (run the rank again with --resume)")
+            return (
+                f"{path}: field {name!r} says {done[name]}, the records say {found}: "
+                f"done.json not believed (run the rank again with --resume)"
+            )
     if done["status"] != "incomplete" and len(last) < done["expected_count"]:
-        return (f"{path}: status {done['status']!r} with {len(last)} of {done['expected_count']} "
-                "episodes recorded: done.json not believed")
+        return (
+            f"{path}: status {done['status']!r} with {len(last)} of {done['expected_count']} "
+            "episodes recorded: done.json not believed"
+        )
     return None
 
 
@@ -777,12 +871,15 @@ def read_run(out_dir: str, expected_keys: Optional[Iterable[str]] = None) -> Run
                 raise ResultFileError(
                     f"{where}: episode {rec['episode_key']!r} is also recorded by rank {first[0]} "
                     f"({first[1]}); an episode belongs to one rank (records copied between runs "
-                    "or ranks?)")
+                    "or ranks?)"
+                )
             all_records.append((where, rec))
         done_path = os.path.join(path, DONE_FILE)
         done = read_done(done_path)
         dones.append(done)
-        problem = _done_problem(done, done_path, rank, records, manifest) if done is not None else None
+        problem = (
+            _done_problem(done, done_path, rank, records, manifest) if done is not None else None
+        )
         if problem is not None:
             warnings.append(problem)
         if done is None or done["status"] == "incomplete" or problem is not None:
@@ -802,8 +899,11 @@ def latest_records(out_dir: str) -> "Dict[str, Tuple[str, Dict[str, Any]]]":
     return read_run(out_dir)[0]
 
 
-def summarize(out_dir: str, expected_episode_count: Optional[int] = None,
-              expected_keys: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+def summarize(
+    out_dir: str,
+    expected_episode_count: Optional[int] = None,
+    expected_keys: Optional[Iterable[str]] = None,
+) -> Dict[str, Any]:
     """summary.json contents for all rank directories of ``out_dir`` (SPEC §8).
 
     A repeated key keeps its last record (ranks in order, lines in order);
@@ -838,8 +938,10 @@ def summary_of_run(read: RunRead, expected_episode_count: Optional[int] = None) 
 
         if keys_digest(latest) != digest:  # as many records, but not the selected episodes
             incomplete = True
-            warnings.append("the recorded episodes are not the run's selection (run.json "
-                            "selection.keys_sha256): episodes are missing")
+            warnings.append(
+                "the recorded episodes are not the run's selection (run.json "
+                "selection.keys_sha256): episodes are missing"
+            )
     ok, errors = [], 0
     for where, rec in latest.values():
         if rec["status"] == "error":
@@ -876,7 +978,9 @@ def summary_of_run(read: RunRead, expected_episode_count: Optional[int] = None) 
     return summary
 
 
-def benchmark_summary(records: Sequence[Mapping[str, Any]], status: str) -> Optional[Dict[str, Any]]:
+def benchmark_summary(
+    records: Sequence[Mapping[str, Any]], status: str
+) -> Optional[Dict[str, Any]]:
     """The summary's ``benchmark`` field: which setting the records ran and whether the run
     is a complete official (reportable) run of it, with the reasons when it is not.
     None when no record names a setting."""
@@ -914,18 +1018,28 @@ def write_summary(out_dir: str, summary: Dict[str, Any]) -> str:
 
 # Rows of the printed table: (label, metrics key, format), the registry's shown aggregates;
 # the first row names the scope of those without MOS/MOC/a mode in their label.
-_TABLE = tuple((spec.label + (" (many+all)" if i == 0 else ""), spec.name, spec.format)
-               for i, spec in enumerate(s for s in AGGREGATES if s.shown))
+_TABLE = tuple(
+    (spec.label + (" (many+all)" if i == 0 else ""), spec.name, spec.format)
+    for i, spec in enumerate(s for s in AGGREGATES if s.shown)
+)
 
 
 def format_summary(summary: Mapping[str, Any]) -> str:
     """A plain-text metrics table of a summary (modes without episodes are left out)."""
     m = summary.get("metrics", {})
     bench = summary.get("benchmark")
-    lines = [] if not bench else [
-        f"benchmark {bench['name']} v{bench['version']}: " + (
-            "official complete run" if bench["official"]
-            else "not official: " + "; ".join(bench["not_official_because"]))]
+    lines = (
+        []
+        if not bench
+        else [
+            f"benchmark {bench['name']} v{bench['version']}: "
+            + (
+                "official complete run"
+                if bench["official"]
+                else "not official: " + "; ".join(bench["not_official_because"])
+            )
+        ]
+    )
     lines += [
         f"status: {summary.get('status')}  episodes: {summary.get('unique_record_count')} "
         f"(ok {summary.get('ok_episode_count')}, error {summary.get('error_episode_count')}, "

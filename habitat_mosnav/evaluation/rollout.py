@@ -8,6 +8,7 @@ Claims, episode end and metrics all come from the plugin's task and measures.
 This module imports neither habitat nor torch at import time; it only calls methods of the
 Env object it is given.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,9 +26,20 @@ from habitat_mosnav.metrics.measure_table import MEASURE_TO_FIELD
 from habitat_mosnav.pose import agent_pose
 from habitat_mosnav.safety import mask_secrets
 
-__all__ = ["AgentError", "EpisodeRun", "StartNotNavigable", "StepTimeout", "describe_error",
-           "episode_metrics_record", "error_message_of", "error_type_of", "is_scene_file_error", "run_episode",
-           "terminated_by", "trace_for_record"]
+__all__ = [
+    "AgentError",
+    "EpisodeRun",
+    "StartNotNavigable",
+    "StepTimeout",
+    "describe_error",
+    "episode_metrics_record",
+    "error_message_of",
+    "error_type_of",
+    "is_scene_file_error",
+    "run_episode",
+    "terminated_by",
+    "trace_for_record",
+]
 
 
 @dataclass
@@ -161,8 +173,10 @@ def episode_metrics_record(env) -> Dict[str, Any]:
             continue
         name = key if key not in out else HABITAT_MEASURE_PREFIX + key
         if name in out:
-            raise ValueError(f"measure {key!r}: its name is a SPEC §4 field and {name!r} "
-                             "is taken too; rename one of the measures")
+            raise ValueError(
+                f"measure {key!r}: its name is a SPEC §4 field and {name!r} "
+                "is taken too; rename one of the measures"
+            )
         out[name] = value
     return out
 
@@ -232,12 +246,21 @@ def run_episode(
         previous = None
         observation = builder.build(obs, episode, pose, 0, None, env)
         if on_step is not None:
-            on_step({"obs": obs, "observation": observation, "action": None, "step": 0,
-                     "pose": pose, "episode": episode})
+            on_step(
+                {
+                    "obs": obs,
+                    "observation": observation,
+                    "action": None,
+                    "step": 0,
+                    "pose": pose,
+                    "episode": episode,
+                }
+            )
         while not env.episode_over:
             raw, info = split_policy_step(
                 _call_agent("act", agent.act, observation, timeout=step_timeout),
-                run.steps_taken + 1)
+                run.steps_taken + 1,
+            )
             step = map_action(raw, mode, protocol)
             obs = env.step(step.habitat_action)
             interrupts.check()
@@ -246,8 +269,11 @@ def run_episode(
             pose = agent_pose(env)
             run.positions.append(pose["position"])
             if run.action_trace is not None:
-                entry = {"step": run.steps_taken, "action": step.agent_action,
-                         "habitat_action": step.habitat_action}
+                entry = {
+                    "step": run.steps_taken,
+                    "action": step.agent_action,
+                    "habitat_action": step.habitat_action,
+                }
                 if info is not None:
                     entry["info"] = info
                 run.action_trace.append(entry)
@@ -256,8 +282,16 @@ def run_episode(
             else:
                 observation = builder.build(obs, episode, pose, run.steps_taken, previous, env)
             if on_step is not None:
-                on_step({"obs": obs, "observation": observation, "action": step.agent_action,
-                         "step": run.steps_taken, "pose": pose, "episode": episode})
+                on_step(
+                    {
+                        "obs": obs,
+                        "observation": observation,
+                        "action": step.agent_action,
+                        "step": run.steps_taken,
+                        "pose": pose,
+                        "episode": episode,
+                    }
+                )
         run.metrics = episode_metrics_record(env)
         run.report_events = [dict(ev) for ev in env.task.mos_state.events]
         run.terminated_by = terminated_by(env.task.mos_state)

@@ -5,6 +5,7 @@ Every rank computes the same global selection (sort by key, offset, limit) and t
 stride of it, so any number of ranks covers each selected episode exactly once, and a
 per-episode seed depends only on (base_seed, key) — not on rank count, order or process.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -18,8 +19,9 @@ def _check_int(name: str, value, minimum: int) -> int:
     return int(value)
 
 
-def select_episodes(keys: Iterable[str], offset: int = 0, limit: int = -1, rank: int = 0,
-                    world_size: int = 1) -> List[Tuple[int, str]]:
+def select_episodes(
+    keys: Iterable[str], offset: int = 0, limit: int = -1, rank: int = 0, world_size: int = 1
+) -> List[Tuple[int, str]]:
     """This rank's ``(global_index, key)`` pairs: sort, ``offset``, ``limit`` (−1 all,
     0 none), then ``selected[rank::world_size]``; ``global_index`` is the position in the
     global selection."""

@@ -19,6 +19,7 @@ Maintainers freeze a setting once its dataset is built::
         --dataset-dir /data/mosnav/val --scene-root /data/hm3d/val
     python -m habitat_mosnav.evaluation.settings table   # the README table
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,22 +38,49 @@ from habitat_mosnav.datasets.fingerprint import (
 )
 from habitat_mosnav.versions import add_version_argument
 
-__all__ = ["SETTINGS_DIR", "SETTING_KINDS", "REPORTABLE_KINDS", "MINI_RULE", "SettingError",
-           "BenchmarkSetting", "list_settings", "load_setting", "settings_table",
-           "select_mini_keys", "freeze_setting", "main"]
+__all__ = [
+    "SETTINGS_DIR",
+    "SETTING_KINDS",
+    "REPORTABLE_KINDS",
+    "MINI_RULE",
+    "SettingError",
+    "BenchmarkSetting",
+    "list_settings",
+    "load_setting",
+    "settings_table",
+    "select_mini_keys",
+    "freeze_setting",
+    "main",
+]
 
 #: Where the package's settings live (``<name>.yaml`` below it).
-SETTINGS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "config", "benchmark_settings")
+SETTINGS_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config", "benchmark_settings"
+)
 SETTING_KINDS = ("smoke", "mini", "official")
 #: Kinds whose complete, undeviating runs may be reported as the benchmark's numbers.
 REPORTABLE_KINDS = ("mini", "official")
 #: The documented rule that picks a ``mini`` subset (stable under re-ordering of files).
-MINI_RULE = ("per target mode, the ceil(fraction x count) episodes with the smallest "
-             "sha256(episode key), at least one per mode")
-_FIELDS = ("name", "version", "kind", "description", "config", "split", "target_modes",
-           "goal_type", "max_steps", "success_distance", "space_coverage_samples",
-           "space_coverage_radius", "episodes", "dataset")
+MINI_RULE = (
+    "per target mode, the ceil(fraction x count) episodes with the smallest "
+    "sha256(episode key), at least one per mode"
+)
+_FIELDS = (
+    "name",
+    "version",
+    "kind",
+    "description",
+    "config",
+    "split",
+    "target_modes",
+    "goal_type",
+    "max_steps",
+    "success_distance",
+    "space_coverage_samples",
+    "space_coverage_radius",
+    "episodes",
+    "dataset",
+)
 
 
 class SettingError(ValueError):
@@ -96,8 +124,12 @@ class BenchmarkSetting:
 
     def identity(self) -> Dict[str, Any]:
         """What every record, the manifest and the summary carry."""
-        return {"name": self.name, "version": self.version, "kind": self.kind,
-                "dataset_fingerprint": self.dataset_fingerprint}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "kind": self.kind,
+            "dataset_fingerprint": self.dataset_fingerprint,
+        }
 
     def habitat_overrides(self) -> List[str]:
         """Hydra overrides that make the habitat config of :attr:`config` this setting."""
@@ -139,14 +171,16 @@ class BenchmarkSetting:
             if not same:
                 raise SettingError(
                     f"benchmark {self.name}: habitat.{key} is {got!r} but the setting fixes "
-                    f"{want!r} ({self.path})")
+                    f"{want!r} ({self.path})"
+                )
         steps = int(hcfg.environment.max_episode_steps)
         if steps != self.max_steps:
             return [f"max_steps {steps} instead of {self.max_steps}"]
         return []
 
-    def check_dataset(self, data_path: str,
-                      actual: Optional[Mapping[str, str]] = None) -> List[str]:
+    def check_dataset(
+        self, data_path: str, actual: Optional[Mapping[str, str]] = None
+    ) -> List[str]:
         """Differences between the dataset on disk and the frozen fingerprint (empty when
         they agree). An unfrozen setting reports that instead. ``actual``: the dataset's
         :func:`dataset_file_digests`, when the caller already has them."""
@@ -156,8 +190,10 @@ class BenchmarkSetting:
             actual = dataset_file_digests(data_path) if actual is None else actual
         except FileNotFoundError as exc:
             return [str(exc)]
-        return [f"{os.path.join(data_path, d.split(' ', 1)[0])} {d.split(' ', 1)[1]}"
-                for d in fingerprint_differences(self.dataset_files, actual)]
+        return [
+            f"{os.path.join(data_path, d.split(' ', 1)[0])} {d.split(' ', 1)[1]}"
+            for d in fingerprint_differences(self.dataset_files, actual)
+        ]
 
 
 def _settings_root(root: Optional[str]) -> str:
@@ -214,11 +250,15 @@ def load_setting(name: str, root: Optional[str] = None) -> BenchmarkSetting:
         raise SettingError(f"{path}: unknown field '{unknown[0]}'")
     kind = need("kind", str)
     if kind not in SETTING_KINDS:
-        raise SettingError(f"{path}: field 'kind' must be one of {', '.join(SETTING_KINDS)}, got {kind!r}")
+        raise SettingError(
+            f"{path}: field 'kind' must be one of {', '.join(SETTING_KINDS)}, got {kind!r}"
+        )
     modes = need("target_modes", list)
     bad = [m for m in modes if m not in TARGET_MODES]
     if bad or not modes:
-        raise SettingError(f"{path}: field 'target_modes' has unknown mode {bad[0] if bad else '(empty)'!r}")
+        raise SettingError(
+            f"{path}: field 'target_modes' has unknown mode {bad[0] if bad else '(empty)'!r}"
+        )
     goal_type = need("goal_type", str)
     if goal_type not in GOAL_TYPES:
         raise SettingError(f"{path}: field 'goal_type' must be one of {', '.join(GOAL_TYPES)}")
@@ -226,17 +266,23 @@ def load_setting(name: str, root: Optional[str] = None) -> BenchmarkSetting:
         if need(key, int) < 1:
             raise SettingError(f"{path}: field '{key}' must be >= 1")
     if need("success_distance", float) <= 0 or need("space_coverage_radius", float) <= 0:
-        raise SettingError(f"{path}: fields 'success_distance' and 'space_coverage_radius' must be > 0")
+        raise SettingError(
+            f"{path}: fields 'success_distance' and 'space_coverage_radius' must be > 0"
+        )
     if need("space_coverage_samples", int) < 0:
         raise SettingError(f"{path}: field 'space_coverage_samples' must be >= 0")
 
     episodes = need("episodes", dict)
     selection = need("selection", str, episodes, "episodes.selection")
     if selection not in ("all", "keys"):
-        raise SettingError(f"{path}: field 'episodes.selection' must be 'all' or 'keys', got {selection!r}")
+        raise SettingError(
+            f"{path}: field 'episodes.selection' must be 'all' or 'keys', got {selection!r}"
+        )
     keys = episodes.get("keys")
     if selection == "keys":
-        if keys is not None and (not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
+        if keys is not None and (
+            not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)
+        ):
             raise SettingError(f"{path}: field 'episodes.keys' must be a list of episode keys")
         if keys is not None and len(set(keys)) != len(keys):
             raise SettingError(f"{path}: field 'episodes.keys' repeats a key")
@@ -249,7 +295,9 @@ def load_setting(name: str, root: Optional[str] = None) -> BenchmarkSetting:
     if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
         raise SettingError(f"{path}: field 'episodes.count' must be an integer >= 0")
     if selection == "keys" and keys is not None and count is not None and count != len(keys):
-        raise SettingError(f"{path}: field 'episodes.count' is {count} but 'episodes.keys' lists {len(keys)}")
+        raise SettingError(
+            f"{path}: field 'episodes.count' is {count} but 'episodes.keys' lists {len(keys)}"
+        )
 
     dataset = need("dataset", dict)
     files = dataset.get("files") or {}
@@ -259,16 +307,25 @@ def load_setting(name: str, root: Optional[str] = None) -> BenchmarkSetting:
     if files and fingerprint != combine_digests(files):
         raise SettingError(f"{path}: field 'dataset.fingerprint' does not match 'dataset.files'")
     return BenchmarkSetting(
-        name=need("name", str), version=raw["version"], kind=kind,
-        description=need("description", str), config=need("config", str),
-        split=need("split", str), target_modes=list(modes), goal_type=goal_type,
-        max_steps=raw["max_steps"], success_distance=float(raw["success_distance"]),
+        name=need("name", str),
+        version=raw["version"],
+        kind=kind,
+        description=need("description", str),
+        config=need("config", str),
+        split=need("split", str),
+        target_modes=list(modes),
+        goal_type=goal_type,
+        max_steps=raw["max_steps"],
+        success_distance=float(raw["success_distance"]),
         space_coverage_samples=raw["space_coverage_samples"],
         space_coverage_radius=float(raw["space_coverage_radius"]),
         episode_keys=list(keys) if selection == "keys" and keys is not None else None,
         mini_fraction=None if fraction is None else float(fraction),
-        episode_count=count, dataset_files=dict(files), dataset_fingerprint=fingerprint,
-        path=path)
+        episode_count=count,
+        dataset_files=dict(files),
+        dataset_fingerprint=fingerprint,
+        path=path,
+    )
 
 
 def select_mini_keys(keys_by_mode: Mapping[str, Sequence[str]], fraction: float) -> List[str]:
@@ -276,7 +333,9 @@ def select_mini_keys(keys_by_mode: Mapping[str, Sequence[str]], fraction: float)
     sha256(key), at least one; returned sorted."""
     chosen: List[str] = []
     for mode in sorted(keys_by_mode):
-        keys = sorted(keys_by_mode[mode], key=lambda k: hashlib.sha256(k.encode("utf-8")).hexdigest())
+        keys = sorted(
+            keys_by_mode[mode], key=lambda k: hashlib.sha256(k.encode("utf-8")).hexdigest()
+        )
         if keys:
             chosen.extend(keys[: max(1, math.ceil(fraction * len(keys)))])
     return sorted(chosen)
@@ -284,16 +343,20 @@ def select_mini_keys(keys_by_mode: Mapping[str, Sequence[str]], fraction: float)
 
 def settings_table(root: Optional[str] = None) -> str:
     """The README's table of settings (generated, so it cannot drift from the files)."""
-    lines = ["| setting | split | kind | target modes | episodes | max steps | success distance | file |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| setting | split | kind | target modes | episodes | max steps | success distance | file |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     base = _settings_root(root)
     settings = [load_setting(name, root) for name in list_settings(root)]
     settings.sort(key=lambda s: (s.name.rsplit("/", 1)[0], SETTING_KINDS.index(s.kind), s.name))
     for s in settings:
         count = "not frozen" if s.episode_count is None else str(s.episode_count)
         rel = os.path.relpath(s.path, os.path.dirname(os.path.dirname(base)))
-        lines.append(f"| `{s.name}` | {s.split} | {s.kind} | {','.join(s.target_modes)} | {count} "
-                     f"| {s.max_steps} | {s.success_distance:g} m | `habitat_mosnav/{rel}` |")
+        lines.append(
+            f"| `{s.name}` | {s.split} | {s.kind} | {','.join(s.target_modes)} | {count} "
+            f"| {s.max_steps} | {s.success_distance:g} m | `habitat_mosnav/{rel}` |"
+        )
     return "\n".join(lines)
 
 
@@ -330,9 +393,11 @@ def freeze_setting(name: str, overrides: Sequence[str] = (), root: Optional[str]
     else:
         episodes["count"] = sum(len(v) for v in by_mode.values())
     raw["episodes"] = episodes
-    header = ("# A benchmark setting (habitat_mosnav/evaluation/settings.py). The dataset and\n"
-              "# episodes blocks are written by `python -m habitat_mosnav.evaluation.settings "
-              "freeze`.\n")
+    header = (
+        "# A benchmark setting (habitat_mosnav/evaluation/settings.py). The dataset and\n"
+        "# episodes blocks are written by `python -m habitat_mosnav.evaluation.settings "
+        "freeze`.\n"
+    )
     with open(setting.path, "w") as f:
         f.write(header + OmegaConf.to_yaml(OmegaConf.create(raw), sort_keys=False))
     load_setting(setting.path)  # what was written must read back
@@ -340,13 +405,18 @@ def freeze_setting(name: str, overrides: Sequence[str] = (), root: Optional[str]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m habitat_mosnav.evaluation.settings",
-                                description="List, freeze and tabulate benchmark settings.")
+    p = argparse.ArgumentParser(
+        allow_abbrev=False,
+        prog="python -m habitat_mosnav.evaluation.settings",
+        description="List, freeze and tabulate benchmark settings.",
+    )
     add_version_argument(p)
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("list", allow_abbrev=False, help="the settings' names")
     sub.add_parser("table", allow_abbrev=False, help="the README's markdown table of settings")
-    f = sub.add_parser("freeze", allow_abbrev=False, help="recompute a setting's dataset fingerprint and episodes")
+    f = sub.add_parser(
+        "freeze", allow_abbrev=False, help="recompute a setting's dataset fingerprint and episodes"
+    )
     f.add_argument("name")
     f.add_argument("--dataset-dir", default=None, help="the dataset_semantic directory")
     f.add_argument("--scene-root", default=None, help="the scenes directory")

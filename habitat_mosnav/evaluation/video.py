@@ -9,6 +9,7 @@ the goal, the mode, the step, the claims made so far (never how many targets rem
 the action just taken. Small sensors are scaled up (nearest) to :data:`MIN_PANEL_HEIGHT`
 so the labels fit.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,14 @@ import numpy as np
 
 from habitat_mosnav.api import Action
 
-__all__ = ["DEPTH_COLORMAP", "action_name", "claims_caption", "colorize_depth", "compose_frame",
-           "write_video"]
+__all__ = [
+    "DEPTH_COLORMAP",
+    "action_name",
+    "claims_caption",
+    "colorize_depth",
+    "compose_frame",
+    "write_video",
+]
 
 #: OpenCV colour map of the depth panel (near: blue, far: red); invalid depth is black.
 DEPTH_COLORMAP = "COLORMAP_TURBO"
@@ -99,7 +106,7 @@ def _depth_bar(width: int, depth_range: Tuple[float, float]) -> np.ndarray:
     """The depth colour bar with its range in metres at both ends."""
     bar = np.full((DEPTH_BAR_HEIGHT, width, 3), 40, np.uint8)
     ramp = np.linspace(0, 255, max(1, width - 8)).round().astype(np.uint8)[None, :]
-    bar[2:10, 4:4 + ramp.shape[1]] = _colormap(np.repeat(ramp, 8, axis=0))
+    bar[2:10, 4 : 4 + ramp.shape[1]] = _colormap(np.repeat(ramp, 8, axis=0))
     lo, hi = depth_range
     _text(bar, f"{lo:.1f} m", (4, DEPTH_BAR_HEIGHT - 4))
     right = f"{hi:.1f} m"
@@ -114,15 +121,25 @@ def _stack(panels: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate(padded, axis=0)
 
 
-def compose_frame(obs: Mapping[str, Any], episode, step: int, action: Optional[int],
-                  max_steps: int, top_down_map: Optional[np.ndarray] = None,
-                  events: Optional[Sequence[Mapping[str, Any]]] = None,
-                  depth_range: Tuple[float, float] = (0.0, 10.0)) -> np.ndarray:
+def compose_frame(
+    obs: Mapping[str, Any],
+    episode,
+    step: int,
+    action: Optional[int],
+    max_steps: int,
+    top_down_map: Optional[np.ndarray] = None,
+    events: Optional[Sequence[Mapping[str, Any]]] = None,
+    depth_range: Tuple[float, float] = (0.0, 10.0),
+) -> np.ndarray:
     """[RGB above depth] | top-down map, each labelled, above a caption; uint8 RGB of even
     size. ``obs["depth"]`` is in metres, coloured over ``depth_range`` (the sensor's
     min/max depth); the map panel is as tall as the RGB + depth column."""
     rgb = obs.get("rgb")
-    rgb = np.zeros((256, 256, 3), np.uint8) if rgb is None else np.asarray(rgb)[..., :3].astype(np.uint8)
+    rgb = (
+        np.zeros((256, 256, 3), np.uint8)
+        if rgb is None
+        else np.asarray(rgb)[..., :3].astype(np.uint8)
+    )
     height = max(MIN_PANEL_HEIGHT, rgb.shape[0])
     column = [_labelled(_resize(rgb, height), "RGB")]
     if obs.get("depth") is not None:
@@ -132,8 +149,9 @@ def compose_frame(obs: Mapping[str, Any], episode, step: int, action: Optional[i
     left = _stack(column)
     top = left
     if top_down_map is not None:
-        area = _resize(np.asarray(top_down_map, np.uint8)[..., :3], left.shape[0] - LABEL_HEIGHT,
-                       nearest=False)
+        area = _resize(
+            np.asarray(top_down_map, np.uint8)[..., :3], left.shape[0] - LABEL_HEIGHT, nearest=False
+        )
         right = _labelled(area, "map: blue disc = start, arrow = agent")
         top = np.concatenate([left, right], axis=1)
     band = np.zeros((CAPTION_HEIGHT, top.shape[1], 3), np.uint8)

@@ -1,4 +1,5 @@
 """The ``--render-live`` window (OpenCV) and the check that a display can open one."""
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,8 @@ def check_display() -> None:
         if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
             raise DisplayUnavailable(
                 "--render-live needs a display, but neither DISPLAY nor WAYLAND_DISPLAY is set "
-                "(on a headless machine use --save-video instead)")
+                "(on a headless machine use --save-video instead)"
+            )
     try:
         import cv2  # noqa: F401
     except ImportError:
@@ -34,12 +36,15 @@ def check_display() -> None:
     # try it in a child process first.
     import subprocess
 
-    probe = ("import cv2, numpy as np; cv2.namedWindow('mosnav-probe'); "
-             "cv2.imshow('mosnav-probe', np.zeros((8, 8, 3), np.uint8)); cv2.waitKey(1); "
-             "cv2.destroyAllWindows()")
+    probe = (
+        "import cv2, numpy as np; cv2.namedWindow('mosnav-probe'); "
+        "cv2.imshow('mosnav-probe', np.zeros((8, 8, 3), np.uint8)); cv2.waitKey(1); "
+        "cv2.destroyAllWindows()"
+    )
     try:
-        res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                             timeout=60)
+        res = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+        )
     except subprocess.TimeoutExpired:
         raise DisplayUnavailable("--render-live: opening an OpenCV window timed out") from None
     if res.returncode != 0:
@@ -48,7 +53,8 @@ def check_display() -> None:
         shown = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "the display"
         raise DisplayUnavailable(
             f"--render-live could not open an OpenCV window on {shown} ({why}); on a headless "
-            "machine use --save-video instead")
+            "machine use --save-video instead"
+        )
     _DISPLAY_OK = True
 
 
@@ -67,7 +73,8 @@ class LiveViewer:
         except cv2.error as exc:
             raise DisplayUnavailable(
                 f"--render-live could not open an OpenCV window ({' '.join(str(exc).split())[:160]}); "
-                "opencv-python-headless has no GUI: install opencv-python") from None
+                "opencv-python-headless has no GUI: install opencv-python"
+            ) from None
 
     def show(self, frame: np.ndarray) -> None:
         self._cv2.imshow(self.WINDOW, np.ascontiguousarray(frame[..., ::-1]))

@@ -6,6 +6,7 @@ Each measure is a thin view of ``task.mos_state.metrics()``, which computes ever
 value once per step through :mod:`habitat_mosnav.metrics`; so a measure never re-derives a
 metric, and habitat's measures and our result files cannot disagree. SPEC's null is NaN.
 """
+
 from __future__ import annotations
 
 import copy
@@ -202,7 +203,8 @@ class MosReportEvents(_StateMeasure):
         events = task.mos_state.events
         if len(events) != len(self._copied):
             self._copied = _ReportEvents(
-                self._copied + [copy.deepcopy(e) for e in events[len(self._copied):]])
+                self._copied + [copy.deepcopy(e) for e in events[len(self._copied) :]]
+            )
             self._metric = self._copied
 
 
@@ -235,13 +237,15 @@ class MosReward(_StateMeasure):
         state = task.mos_state
         reward = self._slack
         distance = state.distance_to_nearest_unclaimed()
-        if len(state.claimed) == self._prev_claimed and math.isfinite(distance) and (
-            math.isfinite(self._prev_distance)
+        if (
+            len(state.claimed) == self._prev_claimed
+            and math.isfinite(distance)
+            and (math.isfinite(self._prev_distance))
         ):
             # The nearest-unclaimed target changes after a claim: no jump then.
             reward += self._progress * (self._prev_distance - distance)
         self._prev_distance = distance
-        for event in state.events[self._prev_events:]:
+        for event in state.events[self._prev_events :]:
             if event["is_true_positive"]:
                 reward += self._true_claim
             else:
@@ -287,6 +291,9 @@ class MosAggregates(_StateMeasure):
             acc = self._done.copy()
             acc.add(*self._current)
             n = acc.num_episodes
-            self._metric = {k: n * v - self._done_scaled.get(k, 0.0)
-                            for k, v in acc.result().items() if v is not None}
+            self._metric = {
+                k: n * v - self._done_scaled.get(k, 0.0)
+                for k, v in acc.result().items()
+                if v is not None
+            }
         return self._metric

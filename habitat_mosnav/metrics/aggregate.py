@@ -6,6 +6,7 @@ over which modes, is the registry's (:data:`habitat_mosnav.metrics.measure_table
 :class:`Aggregator` keeps running sums, so a running aggregate (the ``mos_aggregates`` measure) costs O(keys) per
 episode.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,7 +63,11 @@ class Aggregator:
 
     def copy(self) -> "Aggregator":
         other = Aggregator()
-        other._sums, other._counts, other._modes = dict(self._sums), dict(self._counts), dict(self._modes)
+        other._sums, other._counts, other._modes = (
+            dict(self._sums),
+            dict(self._counts),
+            dict(self._modes),
+        )
         return other
 
     @property
@@ -81,9 +86,13 @@ class Aggregator:
 
     def result(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {
-            name: (_mean(self._sums[name], self._counts[name], name in _INTEGER)
-                   if self._counts.get(name) else None)
-            for name in AGGREGATE_NAMES}
+            name: (
+                _mean(self._sums[name], self._counts[name], name in _INTEGER)
+                if self._counts.get(name)
+                else None
+            )
+            for name in AGGREGATE_NAMES
+        }
         out["num_episodes"] = self.num_episodes
         for mode in TARGET_MODES:
             out[f"num_episodes_{mode}"] = self._modes[mode]
@@ -98,7 +107,9 @@ def aggregate(records: Iterable[Tuple[str, Mapping[str, Any]]]) -> Dict[str, Any
         try:
             mode, metrics = item
         except (TypeError, ValueError):
-            raise ValueError(f"aggregate: record {i} is not a (target_mode, metrics) pair") from None
+            raise ValueError(
+                f"aggregate: record {i} is not a (target_mode, metrics) pair"
+            ) from None
         if mode not in TARGET_MODES:
             raise ValueError(f"aggregate: record {i} has unknown target_mode {mode!r}")
         if not isinstance(metrics, Mapping):

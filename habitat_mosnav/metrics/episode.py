@@ -4,6 +4,7 @@ The Habitat measures (per step) and the evaluation layer (per episode) both call
 each metric has exactly one definition. Nothing here imports habitat or torch. A SPEC
 "null" is ``None``.
 """
+
 from __future__ import annotations
 
 import math
@@ -76,7 +77,9 @@ def claimed_ids(events: Iterable[Mapping[str, Any]]) -> List[Hashable]:
     return out
 
 
-def required_target_count(target_mode: str, target_ids: Sequence, target_count: Optional[int]) -> int:
+def required_target_count(
+    target_mode: str, target_ids: Sequence, target_count: Optional[int]
+) -> int:
     """R of SPEC §1: 1 for single/any, target_count for many, all targets for all."""
     n = len(target_ids)
     if target_mode in ("single", "any"):
@@ -85,15 +88,21 @@ def required_target_count(target_mode: str, target_ids: Sequence, target_count: 
         return 1
     if target_mode == "many":
         if isinstance(target_count, bool) or not isinstance(target_count, numbers.Integral):
-            raise ValueError(f"target_mode 'many' needs an integer target_count, got {target_count!r}")
+            raise ValueError(
+                f"target_mode 'many' needs an integer target_count, got {target_count!r}"
+            )
         if not 1 <= int(target_count) <= n:
-            raise ValueError(f"target_count {target_count} is outside 1..{n} (number of target ids)")
+            raise ValueError(
+                f"target_count {target_count} is outside 1..{n} (number of target ids)"
+            )
         return int(target_count)
     if target_mode == "all":
         if n < 1:
             raise ValueError("target_mode 'all' needs at least one target id")
         return n
-    raise ValueError(f"unknown target_mode {target_mode!r} (expected one of {', '.join(TARGET_MODES)})")
+    raise ValueError(
+        f"unknown target_mode {target_mode!r} (expected one of {', '.join(TARGET_MODES)})"
+    )
 
 
 def all_found_step(events: Iterable[Mapping[str, Any]], required: int) -> Optional[int]:
@@ -127,8 +136,14 @@ def precision_recall_f1(tp: int, fp: int, found: int, required: int) -> Tuple[fl
     return float(precision), float(recall), float(f1)
 
 
-def mode_success(target_mode: str, found: int, required: int, finish_sent: bool,
-                 final_claim_true: bool = False, ended_by_agent: bool = False) -> float:
+def mode_success(
+    target_mode: str,
+    found: int,
+    required: int,
+    finish_sent: bool,
+    final_claim_true: bool = False,
+    ended_by_agent: bool = False,
+) -> float:
     """SPEC §4 success: single/any = ended by the agent with a true final claim;
     many = found ≥ target_count; all = everything found **and** FINISH sent."""
     if target_mode in ("single", "any"):
@@ -169,9 +184,12 @@ def path_efficiency(a: Optional[float], p: float) -> Optional[float]:
     return _ratio(a, p)
 
 
-def target_selection_efficiency(l: Optional[float], a: Optional[float],
-                                found: Optional[int] = None,
-                                required: Optional[int] = None) -> Optional[float]:
+def target_selection_efficiency(
+    l: Optional[float],
+    a: Optional[float],
+    found: Optional[int] = None,
+    required: Optional[int] = None,
+) -> Optional[float]:
     """TSE = l / a (1 when l = a = 0); None when a is missing, the ratio is not finite, or
     the agent claimed fewer targets than required (F < R: a smaller subset is not
     comparable with l)."""
@@ -202,16 +220,22 @@ def rtsr(events: Iterable[Mapping[str, Any]]) -> float:
     return (m - len(set(seq))) / m if m else 0.0
 
 
-def false_termination(target_mode: str, finish_sent: bool, found: int, required: int) -> Optional[float]:
+def false_termination(
+    target_mode: str, finish_sent: bool, found: int, required: int
+) -> Optional[float]:
     """FTR (``all`` only): 1 when FINISH was sent with F < R, 0 with F = R, else None."""
     if target_mode != "all" or not finish_sent:
         return None
     return 1.0 if found < required else 0.0
 
 
-def finish_with_unexplored_space(target_mode: str, finish_sent: bool, finish_step: Optional[int],
-                                 space_exhausted_step: Optional[int],
-                                 oracle_enabled: bool = True) -> Optional[float]:
+def finish_with_unexplored_space(
+    target_mode: str,
+    finish_sent: bool,
+    finish_step: Optional[int],
+    space_exhausted_step: Optional[int],
+    oracle_enabled: bool = True,
+) -> Optional[float]:
     """Diagnostic (``all`` only): 1 when FINISH came before the space oracle saw the space
     exhausted; None without FINISH, in other modes, or with the oracle disabled."""
     if target_mode != "all" or not finish_sent or not oracle_enabled:
@@ -256,19 +280,23 @@ def _lookup_pair(pair_dist, target_ids: Sequence, a, b) -> float:
     return float(pair_dist[ids.index(a)][ids.index(b)])
 
 
-def distance_arrays(ids: Sequence, target_ids: Sequence, start_dist, pair_dist) -> Tuple[np.ndarray, np.ndarray]:
+def distance_arrays(
+    ids: Sequence, target_ids: Sequence, start_dist, pair_dist
+) -> Tuple[np.ndarray, np.ndarray]:
     """start/pair arrays for ``ids``. ``start_dist``: {id: d} or a sequence aligned with
     ``target_ids``; ``pair_dist``: {(a, b): d} (either order) or an (n, n) array aligned
     with ``target_ids``."""
     ids = list(ids)
     start = np.array([_lookup_start(start_dist, target_ids, o) for o in ids], dtype=np.float64)
-    pair = np.array([[_lookup_pair(pair_dist, target_ids, a, b) for b in ids] for a in ids],
-                    dtype=np.float64).reshape(len(ids), len(ids))
+    pair = np.array(
+        [[_lookup_pair(pair_dist, target_ids, a, b) for b in ids] for a in ids], dtype=np.float64
+    ).reshape(len(ids), len(ids))
     return start, pair
 
 
-def subset_distance(ids: Sequence, target_ids: Sequence, start_dist, pair_dist,
-                    k: Optional[int] = None) -> float:
+def subset_distance(
+    ids: Sequence, target_ids: Sequence, start_dist, pair_dist, k: Optional[int] = None
+) -> float:
     """The bound of SPEC §4 over k of ``ids`` (all when None): the exact minimum over
     subsets and orders of L_last with L_j = max(s_j, L_i + c_ij) (legs in ``start_dist`` /
     ``pair_dist``; :func:`habitat_mosnav.metrics.legs.subset_lower_bound`)."""
@@ -276,8 +304,9 @@ def subset_distance(ids: Sequence, target_ids: Sequence, start_dist, pair_dist,
     return subset_lower_bound(start, pair, k)[0]
 
 
-def optimal_subset_distance(target_mode: str, target_ids: Sequence, target_count: Optional[int],
-                            start_dist, pair_dist) -> float:
+def optimal_subset_distance(
+    target_mode: str, target_ids: Sequence, target_count: Optional[int], start_dist, pair_dist
+) -> float:
     """l: single/any → nearest target; many → best k-subset; all → every target.
     ``start_dist``/``pair_dist`` are the legs s_j / c_ij of :mod:`habitat_mosnav.metrics.legs`."""
     required = required_target_count(target_mode, target_ids, target_count)
@@ -285,7 +314,9 @@ def optimal_subset_distance(target_mode: str, target_ids: Sequence, target_count
     return subset_distance(target_ids, target_ids, start_dist, pair_dist, k)
 
 
-def agent_subset_distance(claimed: Sequence, target_ids: Sequence, start_dist, pair_dist) -> Optional[float]:
+def agent_subset_distance(
+    claimed: Sequence, target_ids: Sequence, start_dist, pair_dist
+) -> Optional[float]:
     """a: shortest open path over exactly the claimed targets; None when none claimed."""
     if not claimed:
         return None
@@ -339,12 +370,19 @@ class EpisodeOutcome:
 PATH_FIELDS = ("trajectory_length", "spl_multi", "spl", "raw_spl", "pe")
 
 
-def path_metrics(success: float, l: Optional[float], a: Optional[float], p: float) -> Dict[str, Any]:
+def path_metrics(
+    success: float, l: Optional[float], a: Optional[float], p: float
+) -> Dict[str, Any]:
     """The :data:`PATH_FIELDS` for success, l, a and path length p."""
     p = float(p)
     spl = spl_multi(success, l, p)
-    return {"trajectory_length": p, "spl_multi": spl, "spl": spl, "raw_spl": raw_spl(l, p),
-            "pe": path_efficiency(a, p)}
+    return {
+        "trajectory_length": p,
+        "spl_multi": spl,
+        "spl": spl,
+        "raw_spl": raw_spl(l, p),
+        "pe": path_efficiency(a, p),
+    }
 
 
 def episode_metrics(outcome: EpisodeOutcome) -> Dict[str, Any]:
@@ -392,7 +430,8 @@ def episode_metrics(outcome: EpisodeOutcome) -> Dict[str, Any]:
         "rtsr": rtsr(events),
         "false_termination": false_termination(mode, o.finish_sent, found, required),
         "finish_with_unexplored_space": finish_with_unexplored_space(
-            mode, o.finish_sent, o.finish_step, o.space_exhausted_step, o.coverage is not None),
+            mode, o.finish_sent, o.finish_step, o.space_exhausted_step, o.coverage is not None
+        ),
         "oer_target": oer(o.finish_step, reached, o.max_steps),
         "oer_space": oer(o.finish_step, o.space_exhausted_step, o.max_steps),
         "coverage": _finite_or_none(o.coverage),

@@ -23,6 +23,7 @@ geo(u, v) = min_v g_i(v): each unordered pair is computed once, from the target 
 view points (one multi-goal query ``geodesic(u, view points of the other)`` per point).
 Nothing here touches a simulator: the caller passes its geodesic function.
 """
+
 from __future__ import annotations
 
 import math
@@ -75,17 +76,26 @@ def min_pair_geodesic(geodesic: Geodesic, points_i: Sequence, points_j: Sequence
     return best
 
 
-def start_geodesics(geodesic: Geodesic, start: Sequence[float],
-                    view_points: Sequence[Sequence]) -> np.ndarray:
+def start_geodesics(
+    geodesic: Geodesic, start: Sequence[float], view_points: Sequence[Sequence]
+) -> np.ndarray:
     """g_j(start) for each target: one multi-goal query per target."""
     a = [float(x) for x in start]
-    return np.array([float(geodesic(a, np.asarray(v, dtype=np.float64).reshape(-1, 3).tolist()))
-                     for v in view_points], dtype=np.float64).reshape(len(view_points))
+    return np.array(
+        [
+            float(geodesic(a, np.asarray(v, dtype=np.float64).reshape(-1, 3).tolist()))
+            for v in view_points
+        ],
+        dtype=np.float64,
+    ).reshape(len(view_points))
 
 
-def pair_geodesics(geodesic: Geodesic, view_points: Sequence[Sequence],
-                   cache: Optional[MutableMapping[Hashable, float]] = None,
-                   cache_scope: Hashable = None) -> np.ndarray:
+def pair_geodesics(
+    geodesic: Geodesic,
+    view_points: Sequence[Sequence],
+    cache: Optional[MutableMapping[Hashable, float]] = None,
+    cache_scope: Hashable = None,
+) -> np.ndarray:
     """Symmetric matrix of min_u g_j(u) (diagonal 0) for the targets whose view point lists
     are ``view_points``.
 
@@ -111,25 +121,37 @@ def pair_geodesics(geodesic: Geodesic, view_points: Sequence[Sequence],
     return pair
 
 
-def leg_geodesics(geodesic: Geodesic, start: Sequence[float], view_points: Sequence[Sequence],
-                  cache: Optional[MutableMapping[Hashable, float]] = None,
-                  cache_scope: Hashable = None) -> Tuple[np.ndarray, np.ndarray]:
+def leg_geodesics(
+    geodesic: Geodesic,
+    start: Sequence[float],
+    view_points: Sequence[Sequence],
+    cache: Optional[MutableMapping[Hashable, float]] = None,
+    cache_scope: Hashable = None,
+) -> Tuple[np.ndarray, np.ndarray]:
     """(:func:`start_geodesics`, :func:`pair_geodesics`): n queries for the start plus
     min(|VP_i|, |VP_j|) per pair not in ``cache``."""
-    return (start_geodesics(geodesic, start, view_points),
-            pair_geodesics(geodesic, view_points, cache, cache_scope))
+    return (
+        start_geodesics(geodesic, start, view_points),
+        pair_geodesics(geodesic, view_points, cache, cache_scope),
+    )
 
 
-def subset_lower_bound(start_legs_: Sequence[float], pair_legs_, k: Optional[int] = None
-                       ) -> Tuple[float, List[int]]:
+def subset_lower_bound(
+    start_legs_: Sequence[float], pair_legs_, k: Optional[int] = None
+) -> Tuple[float, List[int]]:
     """(min over k-subsets and their orders of L_last, that order): the exact subset DP of
     :func:`habitat_mosnav.metrics.shortest_open_path` with the prefix floor L_j ≥ s_j."""
     return shortest_open_path(start_legs_, pair_legs_, k, prefix_floor=True)
 
 
-def legs(geodesic: Geodesic, start: Sequence[float], view_points: Sequence[Sequence],
-         success_distance: float, cache: Optional[Dict] = None,
-         cache_scope: Hashable = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def legs(
+    geodesic: Geodesic,
+    start: Sequence[float],
+    view_points: Sequence[Sequence],
+    success_distance: float,
+    cache: Optional[Dict] = None,
+    cache_scope: Hashable = None,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(s, c, g_start): start legs s_j, pair legs c_ij and the raw g_j(start)."""
     g_start, g_pair = leg_geodesics(geodesic, start, view_points, cache, cache_scope)
     return start_legs(g_start, success_distance), pair_legs(g_pair, success_distance), g_start

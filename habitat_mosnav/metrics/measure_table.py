@@ -23,6 +23,7 @@ Adding a metric: its formula in :mod:`habitat_mosnav.metrics.episode` (a key of
 ``python scripts/metric_files.py --write``.
 No habitat import.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,9 +32,27 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
 
-__all__ = ["AGGREGATES", "AggregateSpec", "FORMATS", "INTEGER", "MEASURES", "MEASURE_TO_FIELD",
-           "METRES", "METRICS", "MeasureSpec", "NON_SCALAR_MEASURES", "NUMBER", "OTHER", "RATIO",
-           "TABLES", "aggregate_spec", "derived_files", "format_value", "glossary", "metric"]
+__all__ = [
+    "AGGREGATES",
+    "AggregateSpec",
+    "FORMATS",
+    "INTEGER",
+    "MEASURES",
+    "MEASURE_TO_FIELD",
+    "METRES",
+    "METRICS",
+    "MeasureSpec",
+    "NON_SCALAR_MEASURES",
+    "NUMBER",
+    "OTHER",
+    "RATIO",
+    "TABLES",
+    "aggregate_spec",
+    "derived_files",
+    "format_value",
+    "glossary",
+    "metric",
+]
 
 #: Value formats: a count of steps or targets (shown ``27``), a ratio in [0, 1] (``0.875``),
 #: a length (``12.40``), another number (a reward), not a number (a list, a dict).
@@ -55,7 +74,9 @@ class Aggregate(NamedTuple):
     label: str = ""  #: default: the metric's label, + " MOS"/" MOC" (task) or " <mode>" (mode)
 
 
-def _over(name: str, modes: Sequence[str], table: str, shown: bool = True, label: str = "") -> Aggregate:
+def _over(
+    name: str, modes: Sequence[str], table: str, shown: bool = True, label: str = ""
+) -> Aggregate:
     return Aggregate(name, tuple(modes), table, shown, label)
 
 
@@ -63,13 +84,18 @@ def _by_task(prefix: str) -> Tuple[Aggregate, ...]:
     return (_over(f"{prefix}_mos", ("many",), "task"), _over(f"{prefix}_moc", ("all",), "task"))
 
 
-def _by_mode(prefix: str, modes: Sequence[str], shown: bool = True, label: str = "") -> Tuple[Aggregate, ...]:
-    return tuple(_over(f"{prefix}_{m}", (m,), "mode", shown, f"{label} {m}" if label else "")
-                 for m in modes)
+def _by_mode(
+    prefix: str, modes: Sequence[str], shown: bool = True, label: str = ""
+) -> Tuple[Aggregate, ...]:
+    return tuple(
+        _over(f"{prefix}_{m}", (m,), "mode", shown, f"{label} {m}" if label else "") for m in modes
+    )
 
 
 class MeasureSpec(NamedTuple):
-    name: Optional[str]  #: measure uuid = config key under ``habitat.task.measurements`` (None: no measure)
+    name: Optional[
+        str
+    ]  #: measure uuid = config key under ``habitat.task.measurements`` (None: no measure)
     type: Optional[str]  #: the registered class (``type:`` in the config)
     field: Optional[str]  #: the record field (``episode_metrics`` key, SPEC §4) it reports
     doc: str  #: the formula (the class docstring and the config dataclass docstring)
@@ -91,108 +117,243 @@ _M = MULTI_MODES
 #: Every metric, in the order of ``config/habitat/task/mosnav.yaml``'s measurements (specs
 #: without a measure are record fields only) and of the report's columns.
 METRICS: Tuple[MeasureSpec, ...] = (
-    MeasureSpec("mos_report_events", "MosReportEvents", None,
-                "The claim events of SPEC §3 (a list, not a scalar).", scalar=False, spec="§3",
-                format=OTHER),
+    MeasureSpec(
+        "mos_report_events",
+        "MosReportEvents",
+        None,
+        "The claim events of SPEC §3 (a list, not a scalar).",
+        scalar=False,
+        spec="§3",
+        format=OTHER,
+    ),
     MeasureSpec(None, None, "tp", "Claim signals with a new target.", format=INTEGER),
     MeasureSpec(None, None, "fp", "Claim signals without a new target.", format=INTEGER),
     MeasureSpec(None, None, "fn", "max(0, R - F).", format=INTEGER),
-    MeasureSpec("mos_targets_found", "MosTargetsFound", "targets_found",
-                "F: the number of distinct targets claimed.", label="F", format=INTEGER),
-    MeasureSpec(None, None, "required_target_count", "R of SPEC §1.", label="R", spec="§1",
-                format=INTEGER),
-    MeasureSpec("mos_success", "MosSuccess", "success", "The per-mode success of SPEC §4.",
-                label="SR", spec="§4 success, §5", episode_column=True,
-                glossary="success rate: share of episodes done (many: F >= target_count; all: every "
-                         "target claimed and FINISH sent)",
-                aggregates=(_over("sr", _M, "board"),) + _by_task("sr")
-                + _by_mode("sr", TARGET_MODES)),
-    MeasureSpec("mos_precision", "MosPrecision", "precision", "tp / (tp + fp); 0 without claims.",
-                episode_column=True,
-                glossary="tp / (tp + fp): share of claims that found a new target",
-                aggregates=(_over("precision", _M, "diagnostic"),)
-                + _by_mode("precision", _M, shown=False)),
-    MeasureSpec("mos_recall", "MosRecall", "recall", "min(1, F / R).", episode_column=True,
-                glossary="min(1, F / R): share of the required targets claimed",
-                aggregates=(_over("recall", _M, "diagnostic"),) + _by_mode("recall", _M, shown=False)),
-    MeasureSpec("mos_f1", "MosF1", "f1", "2PR / (P + R); 0 when P + R = 0.", label="F1",
-                spec="§4, §5", episode_column=True,
-                glossary="harmonic mean of claim precision and recall",
-                aggregates=(_over("f1", _M, "board"),) + _by_task("f1") + _by_mode("f1", _M)),
-    MeasureSpec("trajectory_length", "MosTrajectoryLength", "trajectory_length",
-                "p: the path length walked so far (m).", label="p", format=METRES),
-    MeasureSpec("optimal_subset_distance", "OptimalSubsetDistance", "optimal_subset_distance",
-                "l of SPEC §4 (m).", label="l", format=METRES),
-    MeasureSpec("agent_subset_distance", "AgentSubsetDistance", "agent_subset_distance",
-                "a of SPEC §4 (m); NaN without claims.", label="a", format=METRES),
-    MeasureSpec("spl_multi", "SPLMulti", "spl_multi", "success * l / max(p, l).",
-                label="SPL-multi", spec="§4, §5", episode_column=True,
-                glossary="success x l / max(p, l): success weighted by the shortest possible "
-                         "path l over the path walked p",
-                aggregates=(_over("spl_multi", _M, "board"), _over("spl", _M, "board", shown=False))
-                + _by_task("spl_multi") + _by_mode("spl", ("single", "any"), label="SPL")),
+    MeasureSpec(
+        "mos_targets_found",
+        "MosTargetsFound",
+        "targets_found",
+        "F: the number of distinct targets claimed.",
+        label="F",
+        format=INTEGER,
+    ),
+    MeasureSpec(
+        None, None, "required_target_count", "R of SPEC §1.", label="R", spec="§1", format=INTEGER
+    ),
+    MeasureSpec(
+        "mos_success",
+        "MosSuccess",
+        "success",
+        "The per-mode success of SPEC §4.",
+        label="SR",
+        spec="§4 success, §5",
+        episode_column=True,
+        glossary="success rate: share of episodes done (many: F >= target_count; all: every "
+        "target claimed and FINISH sent)",
+        aggregates=(_over("sr", _M, "board"),) + _by_task("sr") + _by_mode("sr", TARGET_MODES),
+    ),
+    MeasureSpec(
+        "mos_precision",
+        "MosPrecision",
+        "precision",
+        "tp / (tp + fp); 0 without claims.",
+        episode_column=True,
+        glossary="tp / (tp + fp): share of claims that found a new target",
+        aggregates=(_over("precision", _M, "diagnostic"),) + _by_mode("precision", _M, shown=False),
+    ),
+    MeasureSpec(
+        "mos_recall",
+        "MosRecall",
+        "recall",
+        "min(1, F / R).",
+        episode_column=True,
+        glossary="min(1, F / R): share of the required targets claimed",
+        aggregates=(_over("recall", _M, "diagnostic"),) + _by_mode("recall", _M, shown=False),
+    ),
+    MeasureSpec(
+        "mos_f1",
+        "MosF1",
+        "f1",
+        "2PR / (P + R); 0 when P + R = 0.",
+        label="F1",
+        spec="§4, §5",
+        episode_column=True,
+        glossary="harmonic mean of claim precision and recall",
+        aggregates=(_over("f1", _M, "board"),) + _by_task("f1") + _by_mode("f1", _M),
+    ),
+    MeasureSpec(
+        "trajectory_length",
+        "MosTrajectoryLength",
+        "trajectory_length",
+        "p: the path length walked so far (m).",
+        label="p",
+        format=METRES,
+    ),
+    MeasureSpec(
+        "optimal_subset_distance",
+        "OptimalSubsetDistance",
+        "optimal_subset_distance",
+        "l of SPEC §4 (m).",
+        label="l",
+        format=METRES,
+    ),
+    MeasureSpec(
+        "agent_subset_distance",
+        "AgentSubsetDistance",
+        "agent_subset_distance",
+        "a of SPEC §4 (m); NaN without claims.",
+        label="a",
+        format=METRES,
+    ),
+    MeasureSpec(
+        "spl_multi",
+        "SPLMulti",
+        "spl_multi",
+        "success * l / max(p, l).",
+        label="SPL-multi",
+        spec="§4, §5",
+        episode_column=True,
+        glossary="success x l / max(p, l): success weighted by the shortest possible "
+        "path l over the path walked p",
+        aggregates=(_over("spl_multi", _M, "board"), _over("spl", _M, "board", shown=False))
+        + _by_task("spl_multi")
+        + _by_mode("spl", ("single", "any"), label="SPL"),
+    ),
     MeasureSpec(None, None, "spl", "spl_multi (an alias)."),
-    MeasureSpec(None, None, "raw_spl", "l / max(p, l), success ignored.",
-                aggregates=(_over("raw_spl", _M, "diagnostic", shown=False),)),
-    MeasureSpec("path_efficiency", "PathEfficiency", "pe", "PE = a / max(p, a); NaN without claims.",
-                label="PE", episode_column=True,
-                glossary="path efficiency to the targets it claimed: a / max(p, a)",
-                aggregates=(_over("pe", _M, "diagnostic"),)),
-    MeasureSpec("target_selection_efficiency", "TargetSelectionEfficiency", "tse",
-                "TSE = l / a; NaN without claims or with F < R.", label="TSE", spec="§4, §5",
-                glossary="target-set efficiency over many episodes: l / a, the best subset's "
-                         "distance over that of the targets claimed (when it claimed enough)",
-                # SPEC §5: over many only (in `all` the subset is fixed and tse is 1)
-                aggregates=(_over("tse", ("many",), "diagnostic", shown=False),
-                            _over("tse_mos", ("many",), "diagnostic", label="TSE (MOS)"))),
-    MeasureSpec("rtsr", "RepeatedTargetSelectionRate", "rtsr",
-                "(m - |set(S)|) / m over the claims that had near targets; 0 when m = 0.",
-                label="RTSR",
-                glossary="repeated-target share: claims that resolved to an already-claimed target",
-                aggregates=(_over("rtsr", _M, "diagnostic"),)),
-    MeasureSpec("false_termination", "FalseTermination", "false_termination",
-                "MOC only: 1 for FINISH with F < R, 0 for FINISH with F = R; NaN without FINISH.",
-                label="FTR", spec="§4, §5",
-                glossary="false-termination rate (all): FINISH sent with required targets left",
-                aggregates=(_over("ftr", _M, "diagnostic"),
-                            _over("false_termination_rate", _M, "diagnostic", shown=False))),
-    MeasureSpec(None, None, "finish_with_unexplored_space",
-                "all only: 1 when FINISH came before the space oracle saw the space exhausted.",
-                aggregates=(_over("finish_with_unexplored_space", _M, "diagnostic", shown=False),)),
-    MeasureSpec("oer_target", "OverExplorationTarget", "oer_target",
-                "(finish step - all-found step) / T.", label="OER-target",
-                glossary="steps between finding all required targets and FINISH (or T), over T: "
-                         "searching on after the task is done",
-                aggregates=(_over("oer_target", _M, "diagnostic"),)),
-    MeasureSpec("oer_space", "OverExplorationSpace", "oer_space",
-                "(finish step - space-exhausted step) / T.", label="OER-space",
-                glossary="steps after the space oracle saw the space exhausted, over T",
-                aggregates=(_over("oer_space", _M, "diagnostic"),)),
-    MeasureSpec("space_coverage", "SpaceCoverage", "coverage",
-                "The fraction of the space oracle's samples explored.",
-                glossary="share of the space oracle's sample points explored at the end",
-                aggregates=(_over("coverage", _M, "diagnostic"),)),
-    MeasureSpec("time_to_first_target", "TimeToFirstTarget", "time_to_first_target",
-                "The step of the first true claim; NaN without one.", label="TTFT",
-                spec="§4 (addition)", format=INTEGER, episode_column=True,
-                glossary="time to the first target: the step of the first claim that found a "
-                         "target (search speed; episodes without one are left out)",
-                aggregates=(_over("time_to_first_target", _M, "diagnostic"),)),
-    MeasureSpec("distance_to_nearest_unclaimed_target", "DistanceToNearestUnclaimedTarget", None,
-                "Geodesic distance to the nearest view point of a not yet claimed target "
-                "(0 when all are claimed).", format=METRES, spec="§9"),
-    MeasureSpec("mos_reward", "MosReward", None,
-                "progress_weight * (decrease of the distance to the nearest unclaimed target) "
-                "+ true_claim_reward per true claim - false_claim_penalty per false claim "
-                "+ success_reward once + slack_reward per step.", spec="§9", format=NUMBER),
-    MeasureSpec("mos_aggregates", "MosAggregates", None,
-                "The SPEC §5 aggregates (tse over many as tse_mos, ...) of the episodes this "
-                "environment has run, current one included, as a dict whose per-episode mean "
-                "is that aggregate: episode k reports k * A_k - (k - 1) * A_(k-1), so "
-                "habitat.Benchmark's mean over N episodes is A_N, never NaN (an aggregate "
-                "without any value is absent). Not a per-episode value: records and "
-                "habitat-baselines leave it out.", scalar=False, spec="§5, §9 (addition)",
-                format=OTHER),
+    MeasureSpec(
+        None,
+        None,
+        "raw_spl",
+        "l / max(p, l), success ignored.",
+        aggregates=(_over("raw_spl", _M, "diagnostic", shown=False),),
+    ),
+    MeasureSpec(
+        "path_efficiency",
+        "PathEfficiency",
+        "pe",
+        "PE = a / max(p, a); NaN without claims.",
+        label="PE",
+        episode_column=True,
+        glossary="path efficiency to the targets it claimed: a / max(p, a)",
+        aggregates=(_over("pe", _M, "diagnostic"),),
+    ),
+    MeasureSpec(
+        "target_selection_efficiency",
+        "TargetSelectionEfficiency",
+        "tse",
+        "TSE = l / a; NaN without claims or with F < R.",
+        label="TSE",
+        spec="§4, §5",
+        glossary="target-set efficiency over many episodes: l / a, the best subset's "
+        "distance over that of the targets claimed (when it claimed enough)",
+        # SPEC §5: over many only (in `all` the subset is fixed and tse is 1)
+        aggregates=(
+            _over("tse", ("many",), "diagnostic", shown=False),
+            _over("tse_mos", ("many",), "diagnostic", label="TSE (MOS)"),
+        ),
+    ),
+    MeasureSpec(
+        "rtsr",
+        "RepeatedTargetSelectionRate",
+        "rtsr",
+        "(m - |set(S)|) / m over the claims that had near targets; 0 when m = 0.",
+        label="RTSR",
+        glossary="repeated-target share: claims that resolved to an already-claimed target",
+        aggregates=(_over("rtsr", _M, "diagnostic"),),
+    ),
+    MeasureSpec(
+        "false_termination",
+        "FalseTermination",
+        "false_termination",
+        "MOC only: 1 for FINISH with F < R, 0 for FINISH with F = R; NaN without FINISH.",
+        label="FTR",
+        spec="§4, §5",
+        glossary="false-termination rate (all): FINISH sent with required targets left",
+        aggregates=(
+            _over("ftr", _M, "diagnostic"),
+            _over("false_termination_rate", _M, "diagnostic", shown=False),
+        ),
+    ),
+    MeasureSpec(
+        None,
+        None,
+        "finish_with_unexplored_space",
+        "all only: 1 when FINISH came before the space oracle saw the space exhausted.",
+        aggregates=(_over("finish_with_unexplored_space", _M, "diagnostic", shown=False),),
+    ),
+    MeasureSpec(
+        "oer_target",
+        "OverExplorationTarget",
+        "oer_target",
+        "(finish step - all-found step) / T.",
+        label="OER-target",
+        glossary="steps between finding all required targets and FINISH (or T), over T: "
+        "searching on after the task is done",
+        aggregates=(_over("oer_target", _M, "diagnostic"),),
+    ),
+    MeasureSpec(
+        "oer_space",
+        "OverExplorationSpace",
+        "oer_space",
+        "(finish step - space-exhausted step) / T.",
+        label="OER-space",
+        glossary="steps after the space oracle saw the space exhausted, over T",
+        aggregates=(_over("oer_space", _M, "diagnostic"),),
+    ),
+    MeasureSpec(
+        "space_coverage",
+        "SpaceCoverage",
+        "coverage",
+        "The fraction of the space oracle's samples explored.",
+        glossary="share of the space oracle's sample points explored at the end",
+        aggregates=(_over("coverage", _M, "diagnostic"),),
+    ),
+    MeasureSpec(
+        "time_to_first_target",
+        "TimeToFirstTarget",
+        "time_to_first_target",
+        "The step of the first true claim; NaN without one.",
+        label="TTFT",
+        spec="§4 (addition)",
+        format=INTEGER,
+        episode_column=True,
+        glossary="time to the first target: the step of the first claim that found a "
+        "target (search speed; episodes without one are left out)",
+        aggregates=(_over("time_to_first_target", _M, "diagnostic"),),
+    ),
+    MeasureSpec(
+        "distance_to_nearest_unclaimed_target",
+        "DistanceToNearestUnclaimedTarget",
+        None,
+        "Geodesic distance to the nearest view point of a not yet claimed target "
+        "(0 when all are claimed).",
+        format=METRES,
+        spec="§9",
+    ),
+    MeasureSpec(
+        "mos_reward",
+        "MosReward",
+        None,
+        "progress_weight * (decrease of the distance to the nearest unclaimed target) "
+        "+ true_claim_reward per true claim - false_claim_penalty per false claim "
+        "+ success_reward once + slack_reward per step.",
+        spec="§9",
+        format=NUMBER,
+    ),
+    MeasureSpec(
+        "mos_aggregates",
+        "MosAggregates",
+        None,
+        "The SPEC §5 aggregates (tse over many as tse_mos, ...) of the episodes this "
+        "environment has run, current one included, as a dict whose per-episode mean "
+        "is that aggregate: episode k reports k * A_k - (k - 1) * A_(k-1), so "
+        "habitat.Benchmark's mean over N episodes is A_N, never NaN (an aggregate "
+        "without any value is absent). Not a per-episode value: records and "
+        "habitat-baselines leave it out.",
+        scalar=False,
+        spec="§5, §9 (addition)",
+        format=OTHER,
+    ),
 )
 
 #: The specs that are Habitat measures, in the order of the task YAML.
@@ -236,8 +397,9 @@ def _aggregates() -> Tuple[AggregateSpec, ...]:
     out = []
     for index, m in enumerate(METRICS):
         for a in m.aggregates:
-            spec = AggregateSpec(a.name, m.field, a.modes, a.table, a.shown, _aggregate_label(m, a),
-                                 m.format)
+            spec = AggregateSpec(
+                a.name, m.field, a.modes, a.table, a.shown, _aggregate_label(m, a), m.format
+            )
             # by table, then (task / mode) by mode, then in registry order
             mode_rank = TARGET_MODES.index(a.modes[0]) if a.table in ("task", "mode") else 0
             out.append(((TABLES.index(a.table), mode_rank, index), spec))
@@ -260,8 +422,14 @@ def glossary() -> Dict[str, Tuple[str, str, str]]:
     for m in METRICS:
         if not m.glossary:
             continue
-        first = next((a for a in AGGREGATES if a.field == m.field and a.shown
-                      and a.table in ("board", "diagnostic")), None)
+        first = next(
+            (
+                a
+                for a in AGGREGATES
+                if a.field == m.field and a.shown and a.table in ("board", "diagnostic")
+            ),
+            None,
+        )
         key, label = (first.name, first.label) if first else (m.field, m.title)
         out[key] = (label, m.glossary, m.spec)
     return out
@@ -319,13 +487,23 @@ def metrics_doc() -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for m in METRICS:
-        aggs = ", ".join(f"`{a.name}` ({'+'.join(a.modes)}{'' if a.shown else ', not shown'})"
-                         for a in AGGREGATES if m.field and a.field == m.field)
+        aggs = ", ".join(
+            f"`{a.name}` ({'+'.join(a.modes)}{'' if a.shown else ', not shown'})"
+            for a in AGGREGATES
+            if m.field and a.field == m.field
+        )
         measure = f"`{m.name}` (`{m.type}`)" if m.name else "–"
-        lines.append(f"| {'`' + m.field + '`' if m.field else '–'} | {measure} | {_md(m.title)} | "
-                     f"{m.format} | {_md(m.doc)} | {aggs or '–'} | {m.spec} |")
-    lines += ["", "Columns of the report (`leaderboard.csv`, `leaderboard.md`, `index.html`):", "",
-              "| table | aggregate | label | format |", "|---|---|---|---|"]
+        lines.append(
+            f"| {'`' + m.field + '`' if m.field else '–'} | {measure} | {_md(m.title)} | "
+            f"{m.format} | {_md(m.doc)} | {aggs or '–'} | {m.spec} |"
+        )
+    lines += [
+        "",
+        "Columns of the report (`leaderboard.csv`, `leaderboard.md`, `index.html`):",
+        "",
+        "| table | aggregate | label | format |",
+        "|---|---|---|---|",
+    ]
     for a in AGGREGATES:
         if a.shown:
             lines.append(f"| {a.table} | `{a.name}` | {_md(a.label)} | {a.format} |")
@@ -350,15 +528,18 @@ def readme_text(text: str) -> str:
         raise ValueError(f"{README}: no '| measures |' row")
     notes = dict(_README_ITEM.findall(row.group(1)))
     items = ", ".join(f"`{m.name}`{notes.get(m.name, '')}" for m in MEASURES)
-    return text[:row.start()] + f"| measures | {items} |" + text[row.end():]
+    return text[: row.start()] + f"| measures | {items} |" + text[row.end() :]
 
 
 def derived_files(root: str) -> Dict[str, Tuple[str, str]]:
     """path relative to ``root`` (a checkout) -> (text now, text the registry gives) of every
     file derived from the registry (``scripts/metric_files.py`` writes them)."""
     out = {}
-    for rel, make in ((TASK_YAML, task_yaml_text), (README, readme_text),
-                      (METRICS_DOC, lambda _text: metrics_doc())):
+    for rel, make in (
+        (TASK_YAML, task_yaml_text),
+        (README, readme_text),
+        (METRICS_DOC, lambda _text: metrics_doc()),
+    ):
         path = os.path.join(root, rel)
         now = ""
         if os.path.exists(path):

@@ -6,6 +6,7 @@ most a dozen or two candidates, Held–Karp dynamic programming over subsets is 
 fast; the subsets are processed one size ("layer") at a time with numpy so that 12
 candidates take milliseconds, and for ``k < n`` only subsets of size ≤ k are ever built.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,8 +59,10 @@ def solver_refusal(n: int, k: int) -> Optional[str]:
         return f"{n} points is too many for the exact solver (at most {MAX_POINTS})"
     work = _layer_work(n, k)
     if work > MAX_WORK:
-        return (f"visiting {k} of {n} points exactly needs ~{work:.1e} operations (limit "
-                f"{MAX_WORK:.0e}); too many candidate targets")
+        return (
+            f"visiting {k} of {n} points exactly needs ~{work:.1e} operations (limit "
+            f"{MAX_WORK:.0e}); too many candidate targets"
+        )
     return None
 
 
@@ -113,11 +116,13 @@ def shortest_open_path(
         arg = np.empty((m, n), dtype=np.int64)
         step = max(1, _CHUNK_ELEMENTS // (n * n))
         for lo in range(0, m, step):
-            ext = cost[lo:lo + step, :, None] + pair[None, :, :]  # (rows, last j, next i)
+            ext = cost[lo : lo + step, :, None] + pair[None, :, :]  # (rows, last j, next i)
             if prefix_floor:
                 np.maximum(ext, start[None, None, :], out=ext)
-            arg[lo:lo + step] = ext.argmin(axis=1)
-            best[lo:lo + step] = np.take_along_axis(ext, arg[lo:lo + step, None, :], axis=1)[:, 0, :]
+            arg[lo : lo + step] = ext.argmin(axis=1)
+            best[lo : lo + step] = np.take_along_axis(ext, arg[lo : lo + step, None, :], axis=1)[
+                :, 0, :
+            ]
         # Extend only by points not yet in the subset.
         free = (masks[:, None] & bits[None, :]) == 0
         rows, nxt = np.nonzero(free)

@@ -3,6 +3,7 @@
 Bigger test scenes: ``--rooms 40`` (rooms per floor), ``--floors 2`` (storeys joined by a
 stair hall), ``--scan`` (scan-like: triangles subdivided to ``--scan-edge`` m, vertices
 jittered by up to ``--jitter`` m, ``--clutter`` small boxes on the floors)."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,6 +27,7 @@ def _nonneg_int(name):
         if v < 0:
             raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {v}")
         return v
+
     return parse
 
 
@@ -38,6 +40,7 @@ def _positive_float(name):
         if not v >= 0:
             raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {text}")
         return v
+
     return parse
 
 
@@ -49,6 +52,7 @@ def _int_in(name, lo, hi):
         if not lo <= v <= hi:
             raise argparse.ArgumentTypeError(f"{name} must be in {lo}..{hi}, got {v}")
         return v
+
     return parse
 
 
@@ -57,28 +61,66 @@ SCAN_EDGE, SCAN_JITTER, SCAN_CLUTTER = 0.22, 0.015, 200
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = _Parser(prog="mosnav-make-scenes", allow_abbrev=False,
-                description="Generate procedural multi-room apartments in HM3D's file layout "
-                            "(<out>/<NNNNN-id>/<id>.glb, .semantic.glb, .semantic.txt, .mosnav_meta.json).")
+    p = _Parser(
+        prog="mosnav-make-scenes",
+        allow_abbrev=False,
+        description="Generate procedural multi-room apartments in HM3D's file layout "
+        "(<out>/<NNNNN-id>/<id>.glb, .semantic.glb, .semantic.txt, .mosnav_meta.json).",
+    )
     add_version_argument(p)
     p.add_argument("--out", required=True, help="output directory (created if missing)")
-    p.add_argument("--num-scenes", type=_nonneg_int("--num-scenes"), default=1, help="number of scenes (default 1)")
+    p.add_argument(
+        "--num-scenes",
+        type=_nonneg_int("--num-scenes"),
+        default=1,
+        help="number of scenes (default 1)",
+    )
     p.add_argument("--seed", type=_nonneg_int("--seed"), default=0, help="batch seed (default 0)")
-    p.add_argument("--start-index", type=_nonneg_int("--start-index"), default=0,
-                   help="index of the first scene (default 0); scene i depends only on (seed, i)")
-    p.add_argument("--preview", action="store_true", help="also write <id>.topdown.png next to each scene")
-    p.add_argument("--rooms", type=_int_in("--rooms", 4, 120), default=None,
-                   help="rooms per floor (default: 4-6 at random)")
-    p.add_argument("--floors", type=_int_in("--floors", 1, 8), default=1,
-                   help="storeys, joined by a stair hall (default 1)")
-    p.add_argument("--scan", action="store_true",
-                   help=f"scan-like mesh: --scan-edge {SCAN_EDGE}, --jitter {SCAN_JITTER}, --clutter {SCAN_CLUTTER} "
-                        "unless given")
-    p.add_argument("--scan-edge", type=_positive_float("--scan-edge"), default=None,
-                   help="subdivide triangles to at most this edge (m; 0 = off)")
-    p.add_argument("--jitter", type=_positive_float("--jitter"), default=None,
-                   help="move vertices by up to this much per axis (m) when subdividing")
-    p.add_argument("--clutter", type=_nonneg_int("--clutter"), default=None, help="small boxes strewn on the floors")
+    p.add_argument(
+        "--start-index",
+        type=_nonneg_int("--start-index"),
+        default=0,
+        help="index of the first scene (default 0); scene i depends only on (seed, i)",
+    )
+    p.add_argument(
+        "--preview", action="store_true", help="also write <id>.topdown.png next to each scene"
+    )
+    p.add_argument(
+        "--rooms",
+        type=_int_in("--rooms", 4, 120),
+        default=None,
+        help="rooms per floor (default: 4-6 at random)",
+    )
+    p.add_argument(
+        "--floors",
+        type=_int_in("--floors", 1, 8),
+        default=1,
+        help="storeys, joined by a stair hall (default 1)",
+    )
+    p.add_argument(
+        "--scan",
+        action="store_true",
+        help=f"scan-like mesh: --scan-edge {SCAN_EDGE}, --jitter {SCAN_JITTER}, --clutter {SCAN_CLUTTER} "
+        "unless given",
+    )
+    p.add_argument(
+        "--scan-edge",
+        type=_positive_float("--scan-edge"),
+        default=None,
+        help="subdivide triangles to at most this edge (m; 0 = off)",
+    )
+    p.add_argument(
+        "--jitter",
+        type=_positive_float("--jitter"),
+        default=None,
+        help="move vertices by up to this much per axis (m) when subdividing",
+    )
+    p.add_argument(
+        "--clutter",
+        type=_nonneg_int("--clutter"),
+        default=None,
+        help="small boxes strewn on the floors",
+    )
     args = p.parse_args(argv)
     import os
 
@@ -91,20 +133,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     def pick(value, scan_default, off):
         return value if value is not None else (scan_default if args.scan else off)
 
-    options = SceneOptions(rooms=args.rooms, floors=args.floors, scan_edge=pick(args.scan_edge, SCAN_EDGE, 0.0),
-                           jitter=pick(args.jitter, SCAN_JITTER, SCAN_JITTER),
-                           clutter=pick(args.clutter, SCAN_CLUTTER, 0))
+    options = SceneOptions(
+        rooms=args.rooms,
+        floors=args.floors,
+        scan_edge=pick(args.scan_edge, SCAN_EDGE, 0.0),
+        jitter=pick(args.jitter, SCAN_JITTER, SCAN_JITTER),
+        clutter=pick(args.clutter, SCAN_CLUTTER, 0),
+    )
     os.makedirs(args.out, exist_ok=True)
     infos = []
-    for i in tqdm(range(args.start_index, args.start_index + args.num_scenes), desc="scenes", unit="scene"):
+    for i in tqdm(
+        range(args.start_index, args.start_index + args.num_scenes), desc="scenes", unit="scene"
+    ):
         info = generate_scene(args.out, args.seed, i, options)
         if args.preview:
             from habitat_mosnav.scenes.preview import render_glb_topdown
 
-            render_glb_topdown(info.glb, os.path.join(info.directory, info.scene_id + ".topdown.png"))
+            render_glb_topdown(
+                info.glb, os.path.join(info.directory, info.scene_id + ".topdown.png")
+            )
         infos.append(info)
     for info in infos:
-        print(f"{info.directory}: {info.num_regions} rooms, {info.num_objects} objects, {info.num_triangles} triangles")
+        print(
+            f"{info.directory}: {info.num_regions} rooms, {info.num_objects} objects, {info.num_triangles} triangles"
+        )
     return 0
 
 

@@ -5,6 +5,7 @@
 arguments always give byte-identical files, and scene ``index`` of a batch does not
 depend on the batch size.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,14 +18,32 @@ import numpy as np
 from scipy import ndimage
 
 from habitat_mosnav.scenes import furniture as F
-from habitat_mosnav.scenes.geometry import MeshData, Part, bake_colors, box, box_from_bounds, yaw_matrix
+from habitat_mosnav.scenes.geometry import (
+    MeshData,
+    Part,
+    bake_colors,
+    box,
+    box_from_bounds,
+    yaw_matrix,
+)
 from habitat_mosnav.scenes.gltf import write_semantic_glb
 from habitat_mosnav.scenes.io import world_to_file, write_semantic_txt
 from habitat_mosnav.scenes.layout import (
-    HALF_WALL, WALL_HEIGHT, Door, FloorPlan, Room, make_floor_plan,
+    HALF_WALL,
+    WALL_HEIGHT,
+    Door,
+    FloorPlan,
+    Room,
+    make_floor_plan,
 )
 from habitat_mosnav.scenes.scan import scan_like
-from habitat_mosnav.scenes.stairs import FLOOR_PITCH, HALL_DEPTH, HALL_LENGTH, StairHall, place_stair_hall
+from habitat_mosnav.scenes.stairs import (
+    FLOOR_PITCH,
+    HALL_DEPTH,
+    HALL_LENGTH,
+    StairHall,
+    place_stair_hall,
+)
 
 SCHEMA_VERSION = 1
 AGENT_RADIUS = 0.22  # clearance kept around furniture (agents of radius <= 0.18 pass)
@@ -112,18 +131,30 @@ class RoomFurnisher:
         self.keepout = []
         for d in doors:
             if d.axis == "x":
-                self.keepout.append((np.array([d.coord - DOOR_CLEARANCE, d.lo - 0.15]),
-                                     np.array([d.coord + DOOR_CLEARANCE, d.hi + 0.15])))
+                self.keepout.append(
+                    (
+                        np.array([d.coord - DOOR_CLEARANCE, d.lo - 0.15]),
+                        np.array([d.coord + DOOR_CLEARANCE, d.hi + 0.15]),
+                    )
+                )
             else:
-                self.keepout.append((np.array([d.lo - 0.15, d.coord - DOOR_CLEARANCE]),
-                                     np.array([d.hi + 0.15, d.coord + DOOR_CLEARANCE])))
+                self.keepout.append(
+                    (
+                        np.array([d.lo - 0.15, d.coord - DOOR_CLEARANCE]),
+                        np.array([d.hi + 0.15, d.coord + DOOR_CLEARANCE]),
+                    )
+                )
         nx = int(np.ceil((room.x1 - room.x0) / NAV_RES))
         nz = int(np.ceil((room.z1 - room.z0) / NAV_RES))
         self.gx = room.x0 + (np.arange(nx) + 0.5) * NAV_RES
         self.gz = room.z0 + (np.arange(nz) + 0.5) * NAV_RES
         r = AGENT_RADIUS
-        self.base_free = ((self.gx[:, None] > self.ix0 + r) & (self.gx[:, None] < self.ix1 - r)
-                          & (self.gz[None, :] > self.iz0 + r) & (self.gz[None, :] < self.iz1 - r))
+        self.base_free = (
+            (self.gx[:, None] > self.ix0 + r)
+            & (self.gx[:, None] < self.ix1 - r)
+            & (self.gz[None, :] > self.iz0 + r)
+            & (self.gz[None, :] < self.iz1 - r)
+        )
         self.door_cells = []
         for d in doors:
             cx, cz = d.center
@@ -182,7 +213,12 @@ class RoomFurnisher:
     # ------------------------------------------------------------------ checks
     def _inside(self, lo, hi):
         e = 1e-6
-        return lo[0] >= self.ix0 - e and hi[0] <= self.ix1 + e and lo[2] >= self.iz0 - e and hi[2] <= self.iz1 + e
+        return (
+            lo[0] >= self.ix0 - e
+            and hi[0] <= self.ix1 + e
+            and lo[2] >= self.iz0 - e
+            and hi[2] <= self.iz1 + e
+        )
 
     def _overlaps(self, lo, hi, ignore=()):
         for k0, k1 in self.keepout:
@@ -192,8 +228,14 @@ class RoomFurnisher:
         for p in self.placed:
             if p in ignore:
                 continue
-            if (lo[0] < p.hi[0] + c and hi[0] > p.lo[0] - c and lo[2] < p.hi[2] + c and hi[2] > p.lo[2] - c
-                    and lo[1] < p.hi[1] - 1e-6 and hi[1] > p.lo[1] + 1e-6):
+            if (
+                lo[0] < p.hi[0] + c
+                and hi[0] > p.lo[0] - c
+                and lo[2] < p.hi[2] + c
+                and hi[2] > p.lo[2] - c
+                and lo[1] < p.hi[1] - 1e-6
+                and hi[1] > p.lo[1] + 1e-6
+            ):
                 return True
         return False
 
@@ -211,8 +253,10 @@ class RoomFurnisher:
         if n == 0:
             return None
         if self.door_cells:
-            ids = {int(labels[i, j]) if 0 <= i < labels.shape[0] and 0 <= j < labels.shape[1] else 0
-                   for i, j in self.door_cells}
+            ids = {
+                int(labels[i, j]) if 0 <= i < labels.shape[0] and 0 <= j < labels.shape[1] else 0
+                for i, j in self.door_cells
+            }
             if 0 in ids or len(ids) != 1:
                 return None
             return labels == ids.pop()
@@ -225,7 +269,9 @@ class RoomFurnisher:
 
     def _visible_ok(self, lo, hi):
         """A wall-mounted item (not an obstacle) must be approachable to within ~1 m."""
-        comp = self._main_component(self._free_grid([(p.lo, p.hi) for p in self.placed if p.obstacle]))
+        comp = self._main_component(
+            self._free_grid([(p.lo, p.hi) for p in self.placed if p.obstacle])
+        )
         return comp is not None and self._near(comp, lo, hi, 0.9)
 
     def _navigable_ok(self, extra):
@@ -318,9 +364,28 @@ class RoomFurnisher:
             yaw = float(np.arctan2(wf[0], wf[2]))
             pos = (float(center[0] + wp[0]), 0.0, float(center[1] + wp[2]))
             lo, hi = self._world_box(size, yaw, pos)
-            if self._inside(lo, hi) and not self._overlaps(lo, hi, ignore=(table,)) and self._navigable_ok((lo, hi)):
-                p = Placed(item.category, self.room.region_id, item.parts, yaw, pos, lo, hi, item.color,
-                           item.material, item.feature, None, None, 0.0, True, size_local=tuple(size))
+            if (
+                self._inside(lo, hi)
+                and not self._overlaps(lo, hi, ignore=(table,))
+                and self._navigable_ok((lo, hi))
+            ):
+                p = Placed(
+                    item.category,
+                    self.room.region_id,
+                    item.parts,
+                    yaw,
+                    pos,
+                    lo,
+                    hi,
+                    item.color,
+                    item.material,
+                    item.feature,
+                    None,
+                    None,
+                    0.0,
+                    True,
+                    size_local=tuple(size),
+                )
                 self.placed.append(p)
                 out.append(p)
         return out
@@ -350,12 +415,21 @@ class RoomFurnisher:
         cx, cz = (parent.lo[0] + parent.hi[0]) / 2, (parent.lo[2] + parent.hi[2]) / 2
         cands = []
         for _ in range(6):
-            jx = self.rng.uniform(-1, 1) * max(0.0, (parent.hi[0] - parent.lo[0]) / 2 - size[0] / 2 - 0.03)
-            jz = self.rng.uniform(-1, 1) * max(0.0, (parent.hi[2] - parent.lo[2]) / 2 - size[2] / 2 - 0.03)
+            jx = self.rng.uniform(-1, 1) * max(
+                0.0, (parent.hi[0] - parent.lo[0]) / 2 - size[0] / 2 - 0.03
+            )
+            jz = self.rng.uniform(-1, 1) * max(
+                0.0, (parent.hi[2] - parent.lo[2]) / 2 - size[2] / 2 - 0.03
+            )
             cands.append((parent.yaw, (float(cx + jx), top, float(cz + jz)), parent.side, parent.u))
         for yaw, pos, side, u in cands:
             lo, hi = self._world_box(size, yaw, pos)
-            if lo[0] < parent.lo[0] - 0.02 or hi[0] > parent.hi[0] + 0.02 or lo[2] < parent.lo[2] - 0.02 or hi[2] > parent.hi[2] + 0.02:
+            if (
+                lo[0] < parent.lo[0] - 0.02
+                or hi[0] > parent.hi[0] + 0.02
+                or lo[2] < parent.lo[2] - 0.02
+                or hi[2] > parent.hi[2] + 0.02
+            ):
                 continue
             if self._overlaps(lo, hi, ignore=(parent,)):
                 continue
@@ -363,8 +437,23 @@ class RoomFurnisher:
         return None
 
     def _add(self, item, size, yaw, pos, lo, hi, parent, side, u, obstacle) -> Placed:
-        p = Placed(item.category, self.room.region_id, item.parts, yaw, pos, lo, hi, item.color,
-                   item.material, item.feature, parent, side, u, obstacle, size_local=tuple(size))
+        p = Placed(
+            item.category,
+            self.room.region_id,
+            item.parts,
+            yaw,
+            pos,
+            lo,
+            hi,
+            item.color,
+            item.material,
+            item.feature,
+            parent,
+            side,
+            u,
+            obstacle,
+            size_local=tuple(size),
+        )
         self.placed.append(p)
         return p
 
@@ -412,7 +501,9 @@ def _living_room(k: _Kit) -> None:
     if sofa is not None and chance() < 0.9:
         f.front_of(build("table"), sofa, gap=_u(k.rng, 0.35, 0.5))
     if sofa is not None and chance() < 0.6:
-        side_table = f.beside(build("table", kind="side"), sofa, which=tuple(k.rng.permutation([-1, 1])))
+        side_table = f.beside(
+            build("table", kind="side"), sofa, which=tuple(k.rng.permutation([-1, 1]))
+        )
         if side_table is not None and chance() < 0.6:
             f.on(build("lamp", kind="table"), side_table)
     if chance() < 0.85:
@@ -439,9 +530,16 @@ def _kitchen(k: _Kit) -> None:
     f, build, chance = k.f, k.build, k.chance
     f.wall(build("refrigerator"), corner=True)
     run = f.wall(build("cabinet", kind="counter"))
-    for cat in ("sink", "stove"):  # sink and stove continue the counter along its wall when they fit
+    for cat in (
+        "sink",
+        "stove",
+    ):  # sink and stove continue the counter along its wall when they fit
         item = build(cat)
-        placed = f.beside(item, run, which=tuple(k.rng.permutation([-1, 1]))) if run is not None else None
+        placed = (
+            f.beside(item, run, which=tuple(k.rng.permutation([-1, 1])))
+            if run is not None
+            else None
+        )
         placed = placed or f.wall(item)
         run = placed or run
     if chance() < 0.5:
@@ -560,8 +658,13 @@ RECIPES: Dict[str, Callable[[_Kit], None]] = {
 }
 
 
-def furnish(room: Room, doors: List[Door], rng: np.random.Generator, clutter: int = 0,
-            clutter_rng: Optional[np.random.Generator] = None) -> List[Placed]:
+def furnish(
+    room: Room,
+    doors: List[Door],
+    rng: np.random.Generator,
+    clutter: int = 0,
+    clutter_rng: Optional[np.random.Generator] = None,
+) -> List[Placed]:
     """The furniture of ``room`` by its type's recipe in :data:`RECIPES` (none for an unknown
     type), then up to ``clutter`` small boxes on the free floor (drawn from ``clutter_rng``,
     so the furniture is the same with or without them), each kept off the doors and the
@@ -573,8 +676,13 @@ def furnish(room: Room, doors: List[Door], rng: np.random.Generator, clutter: in
     if clutter:
         kit.f.rng = clutter_rng
         for _ in range(clutter):
-            w, d, h = (float(v) for v in np.round(clutter_rng.uniform((0.08, 0.08, 0.05), (0.5, 0.5, 0.45)), 2))
-            part = box((0.0, h / 2, 0.0), (w, h, d), F.rgb("brown", clutter_rng.uniform(0.6, 1.2)), "paper")
+            w, d, h = (
+                float(v)
+                for v in np.round(clutter_rng.uniform((0.08, 0.08, 0.05), (0.5, 0.5, 0.45)), 2)
+            )
+            part = box(
+                (0.0, h / 2, 0.0), (w, h, d), F.rgb("brown", clutter_rng.uniform(0.6, 1.2)), "paper"
+            )
             kit.f.free(F.Item("box", [part], ["brown"], ["cardboard"], []), tries=6, margin=0.05)
     return kit.f.placed
 
@@ -584,8 +692,14 @@ def _u(rng, lo, hi):
 
 
 # ---------------------------------------------------------------------- structure
-_WALL_PAINT = [(0.93, 0.92, 0.88), (0.88, 0.84, 0.76), (0.82, 0.84, 0.86), (0.78, 0.85, 0.9),
-               (0.84, 0.9, 0.8), (0.94, 0.9, 0.74)]
+_WALL_PAINT = [
+    (0.93, 0.92, 0.88),
+    (0.88, 0.84, 0.76),
+    (0.82, 0.84, 0.86),
+    (0.78, 0.85, 0.9),
+    (0.84, 0.9, 0.8),
+    (0.94, 0.9, 0.74),
+]
 _WOOD_FLOOR = [(0.62, 0.45, 0.3), (0.5, 0.35, 0.22), (0.72, 0.58, 0.42)]
 _TILE_FLOOR = [(0.85, 0.85, 0.83), (0.6, 0.62, 0.64), (0.8, 0.76, 0.68)]
 
@@ -595,8 +709,18 @@ def _structure(room: Room, doors: List[Door], plan: FloorPlan, rng) -> List[Plac
     out = []
     tiled = room.name in ("kitchen", "bathroom")
     fl_col = (_TILE_FLOOR if tiled else _WOOD_FLOOR)[int(rng.integers(3))]
-    floor = box_from_bounds((room.x0, -0.05, room.z0), (room.x1, 0.0, room.z1), fl_col, "floor_tile" if tiled else "floor_wood")
-    ceil = box_from_bounds((room.x0, WALL_HEIGHT, room.z0), (room.x1, WALL_HEIGHT + 0.05, room.z1), (0.95, 0.95, 0.94), "paint")
+    floor = box_from_bounds(
+        (room.x0, -0.05, room.z0),
+        (room.x1, 0.0, room.z1),
+        fl_col,
+        "floor_tile" if tiled else "floor_wood",
+    )
+    ceil = box_from_bounds(
+        (room.x0, WALL_HEIGHT, room.z0),
+        (room.x1, WALL_HEIGHT + 0.05, room.z1),
+        (0.95, 0.95, 0.94),
+        "paint",
+    )
     out.append(Placed("floor", room.region_id, [floor]))
     out.append(Placed("ceiling", room.region_id, [ceil]))
     paint = _WALL_PAINT[int(rng.integers(len(_WALL_PAINT)))]
@@ -605,13 +729,20 @@ def _structure(room: Room, doors: List[Door], plan: FloorPlan, rng) -> List[Plac
     e = 1e-6
     for side, (axis, (nx, nz)) in _SIDES.items():
         coord = {"x0": room.x0, "x1": room.x1, "z0": room.z0, "z1": room.z1}[side]
-        outer = (axis == "x" and (abs(coord - xmin) < e or abs(coord - xmax) < e)) or \
-                (axis == "z" and (abs(coord - zmin) < e or abs(coord - zmax) < e))
+        outer = (axis == "x" and (abs(coord - xmin) < e or abs(coord - xmax) < e)) or (
+            axis == "z" and (abs(coord - zmin) < e or abs(coord - zmax) < e)
+        )
         n = nx if axis == "x" else nz
-        t0, t1 = (coord - HALF_WALL, coord + HALF_WALL) if outer else sorted((coord, coord + n * HALF_WALL))
+        t0, t1 = (
+            (coord - HALF_WALL, coord + HALF_WALL)
+            if outer
+            else sorted((coord, coord + n * HALF_WALL))
+        )
         a, b = (room.z0, room.z1) if axis == "x" else (room.x0, room.x1)
         a, b = a - HALF_WALL, b + HALF_WALL
-        gaps = sorted((d.lo, d.hi, d.height) for d in doors if d.axis == axis and abs(d.coord - coord) < e)
+        gaps = sorted(
+            (d.lo, d.hi, d.height) for d in doors if d.axis == axis and abs(d.coord - coord) < e
+        )
         spans = []  # (along_lo, along_hi, y_lo, y_hi)
         cur = a
         for lo, hi, h in gaps:
@@ -641,7 +772,10 @@ def _transform(p: Placed):
 
 def _aabb(lo, hi):
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
-    return {"center": [round(float(v), 4) for v in (lo + hi) / 2], "size": [round(float(v), 4) for v in hi - lo]}
+    return {
+        "center": [round(float(v), 4) for v in (lo + hi) / 2],
+        "size": [round(float(v), 4) for v in hi - lo],
+    }
 
 
 def _semantic_colors(rng, n) -> List[int]:
@@ -707,8 +841,12 @@ def _level_copy(plan: FloorPlan, level: int) -> Tuple[List[Room], List[Door]]:
     if level == 0:
         return plan.rooms, plan.doors
     rooms = [replace(r, region_id=r.region_id + level * n, doors=list(r.doors)) for r in plan.rooms]
-    doors = [replace(d, door_id=d.door_id + level * m, rooms=(d.rooms[0] + level * n, d.rooms[1] + level * n))
-             for d in plan.doors]
+    doors = [
+        replace(
+            d, door_id=d.door_id + level * m, rooms=(d.rooms[0] + level * n, d.rooms[1] + level * n)
+        )
+        for d in plan.doors
+    ]
     return rooms, doors
 
 
@@ -722,15 +860,20 @@ def _lift_objects(objects: List[Placed], dy: float) -> None:
 
 def _hall_objects(hall: StairHall, region: int, rng) -> List[Placed]:
     paint = _WALL_PAINT[int(rng.integers(len(_WALL_PAINT)))]
-    kinds = {"floor": ((0.6, 0.62, 0.64), "floor_tile"), "wall": (paint, "paint"),
-             "ceiling": ((0.95, 0.95, 0.94), "paint")}
+    kinds = {
+        "floor": ((0.6, 0.62, 0.64), "floor_tile"),
+        "wall": (paint, "paint"),
+        "ceiling": ((0.95, 0.95, 0.94), "paint"),
+    }
     parts: Dict[str, List[Part]] = {k: [] for k in kinds}
     for kind, lo, hi in hall.boxes():
         parts[kind].append(box_from_bounds(lo, hi, *kinds[kind]))
     return [Placed(kind, region, parts[kind]) for kind in ("floor", "ceiling", "wall")]
 
 
-def generate_scene(out_dir: str, seed: int, index: int = 0, options: Optional[SceneOptions] = None) -> SceneInfo:
+def generate_scene(
+    out_dir: str, seed: int, index: int = 0, options: Optional[SceneOptions] = None
+) -> SceneInfo:
     """Generate apartment ``index`` of the batch with ``seed`` under ``out_dir``."""
     seed, index = int(seed), int(index)
     if seed < 0 or index < 0:
@@ -753,8 +896,16 @@ def generate_scene(out_dir: str, seed: int, index: int = 0, options: Optional[Sc
     for level in range(opts.floors):
         rooms, level_doors = _level_copy(plan, level)
         y = level * FLOOR_PITCH
-        stair = hall.door(level, len(plan.doors) * opts.floors + level, rooms[hall.rooms[level]].region_id,
-                          hall_region) if hall is not None else None
+        stair = (
+            hall.door(
+                level,
+                len(plan.doors) * opts.floors + level,
+                rooms[hall.rooms[level]].region_id,
+                hall_region,
+            )
+            if hall is not None
+            else None
+        )
         level_objects: List[Placed] = []
         for i, room in enumerate(rooms):
             doors = [level_doors[j] for j in room.doors]
@@ -771,8 +922,19 @@ def generate_scene(out_dir: str, seed: int, index: int = 0, options: Optional[Sc
         all_doors += [(d, y) for d in level_doors] + ([(stair, y)] if stair is not None else [])
     if hall is not None:
         objects += _hall_objects(hall, hall_region, rng_furn)
-        regions.append((Room(hall_region, "stairs", hall.x0, hall.z0, hall.x0 + HALL_LENGTH,
-                                   hall.z0 + HALL_DEPTH), 0.0))
+        regions.append(
+            (
+                Room(
+                    hall_region,
+                    "stairs",
+                    hall.x0,
+                    hall.z0,
+                    hall.x0 + HALL_LENGTH,
+                    hall.z0 + HALL_DEPTH,
+                ),
+                0.0,
+            )
+        )
     for i, p in enumerate(objects):
         p.object_id = i + 1
     sem = _semantic_colors(rng_sem, len(objects))
@@ -792,17 +954,26 @@ def generate_scene(out_dir: str, seed: int, index: int = 0, options: Optional[Sc
         lo, hi = np.min(lo_all, 0), np.max(hi_all, 0)
         hexcol = f"{scol:06X}"
         annotations.append((p.object_id, hexcol, p.category, p.region_id))
-        entry = {"object_id": p.object_id, "category": p.category, "region_id": p.region_id,
-                 "semantic_color": hexcol, "aabb": _aabb(lo, hi)}
+        entry = {
+            "object_id": p.object_id,
+            "category": p.category,
+            "region_id": p.region_id,
+            "semantic_color": hexcol,
+            "aabb": _aabb(lo, hi),
+        }
         if p.category in STRUCTURAL:
             meta_structures.append(entry)
             continue
-        entry.update({
-            "color": list(p.color), "material": list(p.material), "feature": list(p.feature),
-            "position": [round(float(v), 4) for v in (lo + hi) / 2],
-            "yaw": round(float(p.yaw), 4),
-            "support_object_id": p.parent.object_id if p.parent is not None else None,
-        })
+        entry.update(
+            {
+                "color": list(p.color),
+                "material": list(p.material),
+                "feature": list(p.feature),
+                "position": [round(float(v), 4) for v in (lo + hi) / 2],
+                "yaw": round(float(p.yaw), 4),
+                "support_object_id": p.parent.object_id if p.parent is not None else None,
+            }
+        )
         meta_objects.append(entry)
 
     directory = os.path.join(out_dir, f"{index:05d}-{scene_id}")
@@ -831,29 +1002,65 @@ def generate_scene(out_dir: str, seed: int, index: int = 0, options: Optional[Sc
         "up_axis": "z",  # of the .glb files; every coordinate in this file is habitat's Y-up world
         "floor_height": 0.0,
         "wall_height": WALL_HEIGHT,
-        "regions": [{"region_id": r.region_id, "name": r.name,
-                     "aabb": _aabb((r.x0, y, r.z0), (r.x1, (hall.top if r.region_id == hall_region else y + WALL_HEIGHT),
-                                                      r.z1))} for r, y in regions],
-        "doors": [{"door_id": d.door_id, "regions": list(d.rooms), "axis": d.axis,
-                   "center": [round(d.center[0], 4), y, round(d.center[1], 4)],
-                   "width": round(d.width, 4), "height": d.height,
-                   "span": [round(d.lo, 4), round(d.hi, 4)]} for d, y in all_doors],
+        "regions": [
+            {
+                "region_id": r.region_id,
+                "name": r.name,
+                "aabb": _aabb(
+                    (r.x0, y, r.z0),
+                    (r.x1, (hall.top if r.region_id == hall_region else y + WALL_HEIGHT), r.z1),
+                ),
+            }
+            for r, y in regions
+        ],
+        "doors": [
+            {
+                "door_id": d.door_id,
+                "regions": list(d.rooms),
+                "axis": d.axis,
+                "center": [round(d.center[0], 4), y, round(d.center[1], 4)],
+                "width": round(d.width, 4),
+                "height": d.height,
+                "span": [round(d.lo, 4), round(d.hi, 4)],
+            }
+            for d, y in all_doors
+        ],
         "objects": meta_objects,
         "structures": meta_structures,
     }
     if opts.floors > 1:
-        meta["floors"] = [{"level": i, "floor_height": round(i * FLOOR_PITCH, 4)} for i in range(opts.floors)]
+        meta["floors"] = [
+            {"level": i, "floor_height": round(i * FLOOR_PITCH, 4)} for i in range(opts.floors)
+        ]
     if opts != SceneOptions():
-        meta["generator"]["options"] = {"rooms": opts.rooms, "floors": opts.floors, "scan_edge": opts.scan_edge,
-                                        "jitter": opts.jitter, "clutter": opts.clutter}
+        meta["generator"]["options"] = {
+            "rooms": opts.rooms,
+            "floors": opts.floors,
+            "scan_edge": opts.scan_edge,
+            "jitter": opts.jitter,
+            "clutter": opts.clutter,
+        }
     with open(base + ".mosnav_meta.json", "w", encoding="utf-8", newline="\n") as fh:
         json.dump(meta, fh, indent=1)
         fh.write("\n")
-    return SceneInfo(scene_id, index, directory, base + ".glb", base + ".semantic.glb", base + ".semantic.txt",
-                     base + ".mosnav_meta.json", len(meta_objects), len(objects), len(regions), int(len(fcs)))
+    return SceneInfo(
+        scene_id,
+        index,
+        directory,
+        base + ".glb",
+        base + ".semantic.glb",
+        base + ".semantic.txt",
+        base + ".mosnav_meta.json",
+        len(meta_objects),
+        len(objects),
+        len(regions),
+        int(len(fcs)),
+    )
 
 
-def generate_scenes(out_dir: str, num_scenes: int, seed: int, progress: bool = False) -> List[SceneInfo]:
+def generate_scenes(
+    out_dir: str, num_scenes: int, seed: int, progress: bool = False
+) -> List[SceneInfo]:
     """Scenes 0..num_scenes-1 of the batch ``seed``; ``progress`` shows a tqdm bar."""
     if int(num_scenes) < 0:
         raise ValueError(f"num_scenes must be >= 0 (got {num_scenes})")

@@ -4,6 +4,7 @@ Every primitive has unshared vertices per flat face, so colours baked from face
 normals (a fixed sky light) survive loading with ``process=False`` and look 3-D in
 renderers without lighting, like HM3D's baked textures.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -118,8 +119,16 @@ def box_from_bounds(lo, hi, rgb, material: str) -> Part:
     return box((lo + hi) / 2.0, hi - lo, rgb, material)
 
 
-def cylinder(base, radius, height, rgb, material: str, segments: int = 12,
-             top_radius: float | None = None, caps: bool = True) -> Part:
+def cylinder(
+    base,
+    radius,
+    height,
+    rgb,
+    material: str,
+    segments: int = 12,
+    top_radius: float | None = None,
+    caps: bool = True,
+) -> Part:
     """Vertical cylinder or frustum standing on ``base`` (x, y, z): flat-shaded sides."""
     r0, r1 = float(radius), float(radius if top_radius is None else top_radius)
     bx, by, bz = (float(v) for v in base)
@@ -156,8 +165,13 @@ def cylinder(base, radius, height, rgb, material: str, segments: int = 12,
             for i in range(segments):
                 a, b = k + 1 + i, k + 1 + (i + 1) % segments
                 tris.append((k, b, a) if up > 0 else (k, a, b))
-    return Part(np.array(verts, dtype=np.float64), np.array(tris, dtype=np.int64),
-                np.array(norms, dtype=np.float64), rgb, material)
+    return Part(
+        np.array(verts, dtype=np.float64),
+        np.array(tris, dtype=np.int64),
+        np.array(norms, dtype=np.float64),
+        rgb,
+        material,
+    )
 
 
 _ICO_CACHE = {}
@@ -169,8 +183,10 @@ def sphere(center, radii, rgb, material: str, subdivisions: int = 1) -> Part:
 
     if subdivisions not in _ICO_CACHE:
         ico = trimesh.creation.icosphere(subdivisions=subdivisions)
-        _ICO_CACHE[subdivisions] = (np.asarray(ico.vertices, dtype=np.float64),
-                                    np.asarray(ico.faces, dtype=np.int64))
+        _ICO_CACHE[subdivisions] = (
+            np.asarray(ico.vertices, dtype=np.float64),
+            np.asarray(ico.faces, dtype=np.int64),
+        )
     v, f = _ICO_CACHE[subdivisions]
     radii = np.asarray(radii, dtype=np.float64)
     n = v / radii
@@ -191,7 +207,7 @@ def bake_colors(normals: np.ndarray, rgb, material: str, rng: np.random.Generato
     lam = np.clip(normals @ _LIGHT, 0.0, 1.0)
     shade = amb + dif * lam
     if material == "metal":  # a little highlight on surfaces facing the light
-        shade = shade + 0.25 * lam ** 8
+        shade = shade + 0.25 * lam**8
     jitter = 1.0 + noise * rng.standard_normal(len(normals))
     col = base[None, :] * (shade * jitter)[:, None]
     out = np.empty((len(normals), 4), dtype=np.uint8)

@@ -19,6 +19,7 @@ the glTF field (``accessors[3].componentType``...). Nothing is read before the d
 passed :func:`~habitat_mosnav.scenes.gltf_checks.validate_document` (byte ranges, node
 graph, triangle budget, external URIs: hostile files, issue #30).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,13 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from habitat_mosnav.scenes.gltf_checks import COMPONENT_TYPES, MAX_IMAGE_BYTES, TYPE_SIZES, parse_json, read_uri
+from habitat_mosnav.scenes.gltf_checks import (
+    COMPONENT_TYPES,
+    MAX_IMAGE_BYTES,
+    TYPE_SIZES,
+    parse_json,
+    read_uri,
+)
 from habitat_mosnav.scenes.gltf_checks import validate_document
 from habitat_mosnav.scenes.io import SceneFormatError, mesh_stem
 
@@ -42,7 +49,13 @@ _COMPONENTS = {k: np.dtype(v).type for k, v in COMPONENT_TYPES.items()}
 _SIZES = TYPE_SIZES
 #: Compression extensions whose data this reader cannot decode (geometry would be wrong).
 _UNSUPPORTED = {"KHR_draco_mesh_compression", "EXT_meshopt_compression"}
-_NORM_MAX = {np.int8: 127.0, np.uint8: 255.0, np.int16: 32767.0, np.uint16: 65535.0, np.uint32: 4294967295.0}
+_NORM_MAX = {
+    np.int8: 127.0,
+    np.uint8: 255.0,
+    np.int16: 32767.0,
+    np.uint16: 65535.0,
+    np.uint32: 4294967295.0,
+}
 
 
 def linear_to_srgb(c: np.ndarray) -> np.ndarray:
@@ -101,14 +114,14 @@ class Primitive:
     """One triangle primitive, positions already through its node's world transform
     (glTF/file frame: turn it into habitat's world with ``io.file_to_world``)."""
 
-    where: str                      # "meshes[i].primitives[j]" (for messages)
-    positions: np.ndarray           # (N, 3) float64
-    faces: np.ndarray               # (F, 3) int64
-    color0: Optional[np.ndarray] = None   # (N, 4) float64 in [0, 1], as stored
-    uv: Optional[np.ndarray] = None       # (N, 2) float64, TEXCOORD of the base colour texture
-    image: Optional[int] = None           # index into GlbFile.images
+    where: str  # "meshes[i].primitives[j]" (for messages)
+    positions: np.ndarray  # (N, 3) float64
+    faces: np.ndarray  # (F, 3) int64
+    color0: Optional[np.ndarray] = None  # (N, 4) float64 in [0, 1], as stored
+    uv: Optional[np.ndarray] = None  # (N, 2) float64, TEXCOORD of the base colour texture
+    image: Optional[int] = None  # index into GlbFile.images
     material: Optional[int] = None
-    node: int = -1                        # index of the node that instances it
+    node: int = -1  # index of the node that instances it
 
 
 @dataclass
@@ -156,7 +169,7 @@ def split_glb(path: str, data: bytes):
     off, doc, binary = 12, None, b""
     while off + 8 <= length:
         clen, ctype = struct.unpack_from("<II", data, off)
-        chunk = data[off + 8: off + 8 + clen]
+        chunk = data[off + 8 : off + 8 + clen]
         if len(chunk) < clen:
             raise _err(path, f"chunk at byte {off}", "truncated")
         if ctype == CHUNK_JSON and doc is None:
@@ -230,7 +243,11 @@ class _Reader:
             else:
                 data = read_uri(self.path, uri, f"buffers[{i}].uri", expected=b["byteLength"])
             if len(data) < int(b.get("byteLength", 0)):
-                raise _err(self.path, f"buffers[{i}]", f"byteLength {b.get('byteLength')} exceeds the {len(data)} bytes present")
+                raise _err(
+                    self.path,
+                    f"buffers[{i}]",
+                    f"byteLength {b.get('byteLength')} exceeds the {len(data)} bytes present",
+                )
             self.buffers[i] = data
         return self.buffers[i]
 
@@ -240,8 +257,12 @@ class _Reader:
         buf = self.buffer(v.get("buffer", 0))
         start, n = int(v.get("byteOffset", 0)), int(v.get("byteLength", -1))
         if n < 0 or start + n > len(buf):
-            raise _err(self.path, where, f"byteOffset+byteLength {start}+{n} outside its buffer ({len(buf)} bytes)")
-        return memoryview(buf)[start:start + n], v.get("byteStride")
+            raise _err(
+                self.path,
+                where,
+                f"byteOffset+byteLength {start}+{n} outside its buffer ({len(buf)} bytes)",
+            )
+        return memoryview(buf)[start : start + n], v.get("byteStride")
 
     def accessor(self, i: int, normalize_ints: bool = False) -> np.ndarray:
         where = f"accessors[{i}]"
@@ -264,11 +285,19 @@ class _Reader:
             stride = int(stride or elem)
             need = off + (count - 1) * stride + elem if count else 0
             if need > len(data):
-                raise _err(self.path, where, f"{count} elements need {need} bytes, its bufferView has {len(data)}")
+                raise _err(
+                    self.path,
+                    where,
+                    f"{count} elements need {need} bytes, its bufferView has {len(data)}",
+                )
             if stride == elem:
-                out = np.frombuffer(data, dtype=dtype, count=count * k, offset=off).reshape(count, k)
+                out = np.frombuffer(data, dtype=dtype, count=count * k, offset=off).reshape(
+                    count, k
+                )
             else:  # numpy checks that the strided rows lie inside ``data``
-                rows = np.ndarray((count, elem), dtype=np.uint8, buffer=data, offset=off, strides=(stride, 1))
+                rows = np.ndarray(
+                    (count, elem), dtype=np.uint8, buffer=data, offset=off, strides=(stride, 1)
+                )
                 out = np.ascontiguousarray(rows).view(dtype).reshape(count, k)
         if (normalize_ints or a.get("normalized")) and dtype.kind in "iu":
             out = out.astype(np.float64) / _NORM_MAX[dtype.type]
@@ -289,19 +318,30 @@ class _Reader:
                 raise _err(self.path, where, "neither bufferView nor uri")
             mime = str(img.get("mimeType", ""))
             if mime in ("image/ktx2", "image/x-basis") or data[:4] in (b"\xabKTX", b"sB\x00\x00"):
-                raise _err(self.path, where, f"{mime or 'KTX2/Basis'} textures cannot be decoded here "
-                                             "(use the uncompressed semantic .glb)")
+                raise _err(
+                    self.path,
+                    where,
+                    f"{mime or 'KTX2/Basis'} textures cannot be decoded here "
+                    "(use the uncompressed semantic .glb)",
+                )
             import imageio.v3 as iio
 
             try:
                 arr = np.asarray(iio.imread(data))
             except Exception as e:  # noqa: BLE001 - imageio raises many types
-                raise _err(self.path, where, f"cannot decode image ({type(e).__name__}: {e})") from None
+                raise _err(
+                    self.path, where, f"cannot decode image ({type(e).__name__}: {e})"
+                ) from None
             if arr.ndim == 2:
                 arr = np.stack([arr] * 3, axis=-1)
             if arr.dtype != np.uint8:
-                arr = (arr.astype(np.float64) * (255.0 / np.iinfo(arr.dtype).max)).round().astype(np.uint8) \
-                    if arr.dtype.kind in "iu" else np.clip(arr * 255.0, 0, 255).round().astype(np.uint8)
+                arr = (
+                    (arr.astype(np.float64) * (255.0 / np.iinfo(arr.dtype).max))
+                    .round()
+                    .astype(np.uint8)
+                    if arr.dtype.kind in "iu"
+                    else np.clip(arr * 255.0, 0, 255).round().astype(np.uint8)
+                )
             return arr
 
         return load
@@ -314,9 +354,13 @@ def _node_matrix(node: dict) -> np.ndarray:
     t = node.get("translation", [0, 0, 0])
     x, y, z, w = node.get("rotation", [0, 0, 0, 1])
     s = node.get("scale", [1, 1, 1])
-    r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                  [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                  [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    r = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
     m[:3, :3] = r * np.asarray(s, dtype=np.float64)[None, :]
     m[:3, 3] = t
     return m
@@ -328,8 +372,11 @@ def read_glb(path: str) -> GlbFile:
     doc, binary = read_document(path, _read_file(path))
     unsupported = sorted(set(doc.get("extensionsRequired", []) or []) & _UNSUPPORTED)
     if unsupported:
-        raise _err(path, "extensionsRequired", f"{', '.join(unsupported)} is not supported "
-                                               "(decompress the file, e.g. gltf-transform)")
+        raise _err(
+            path,
+            "extensionsRequired",
+            f"{', '.join(unsupported)} is not supported (decompress the file, e.g. gltf-transform)",
+        )
     r = _Reader(path, doc, binary)
     nodes = doc.get("nodes", [])
     scenes = doc.get("scenes")
@@ -340,8 +387,12 @@ def read_glb(path: str) -> GlbFile:
         children = {c for n in nodes for c in n.get("children", [])}
         roots = [i for i in range(len(nodes)) if i not in children]
     images = doc.get("images", []) or []
-    out = GlbFile(path, [], [str(im.get("name", i)) for i, im in enumerate(images)],
-                  [r.image_loader(i) for i in range(len(images))])
+    out = GlbFile(
+        path,
+        [],
+        [str(im.get("name", i)) for i, im in enumerate(images)],
+        [r.image_loader(i) for i in range(len(images))],
+    )
     stack = [(i, np.eye(4)) for i in roots]  # a forest without cycles: validate_document
     while stack:
         ni, parent = stack.pop()
@@ -362,7 +413,9 @@ def _primitive(r: _Reader, prim: dict, where: str, m: np.ndarray) -> Optional[Pr
     path, doc = r.path, r.doc
     ext = sorted(set(prim.get("extensions", {}) or {}) & _UNSUPPORTED)
     if ext:
-        raise _err(path, f"{where}.extensions", f"{', '.join(ext)} is not supported (decompress the file)")
+        raise _err(
+            path, f"{where}.extensions", f"{', '.join(ext)} is not supported (decompress the file)"
+        )
     if prim.get("mode", 4) != 4:
         return None  # points / lines / strips carry no surface we label
     attrs = prim.get("attributes", {})
@@ -379,7 +432,9 @@ def _primitive(r: _Reader, prim: dict, where: str, m: np.ndarray) -> Optional[Pr
     if len(idx) % 3:
         raise _err(path, f"{where}.indices", f"{len(idx)} indices is not a multiple of 3")
     if len(idx) and (idx.min() < 0 or idx.max() >= len(pos)):
-        raise _err(path, f"{where}.indices", f"index {int(idx.max())} outside its {len(pos)} vertices")
+        raise _err(
+            path, f"{where}.indices", f"index {int(idx.max())} outside its {len(pos)} vertices"
+        )
     faces = idx.reshape(-1, 3)
     if np.linalg.det(m[:3, :3]) < 0:
         faces = faces[:, ::-1]
@@ -387,7 +442,11 @@ def _primitive(r: _Reader, prim: dict, where: str, m: np.ndarray) -> Optional[Pr
     if "COLOR_0" in attrs:
         c = r.accessor(attrs["COLOR_0"], normalize_ints=True).astype(np.float64)
         if c.shape[0] != len(pos) or c.shape[1] not in (3, 4):
-            raise _err(path, f"{where}.attributes.COLOR_0", f"expected {len(pos)} VEC3/VEC4 colours, got {c.shape}")
+            raise _err(
+                path,
+                f"{where}.attributes.COLOR_0",
+                f"expected {len(pos)} VEC3/VEC4 colours, got {c.shape}",
+            )
         if not np.all(np.isfinite(c)):
             raise _err(path, f"{where}.attributes.COLOR_0", "non-finite colour values")
         if c.shape[1] == 3:
@@ -398,30 +457,49 @@ def _primitive(r: _Reader, prim: dict, where: str, m: np.ndarray) -> Optional[Pr
         mat = _get(doc.get("materials"), mat_i, path, f"{where}.material")
         tex_ref = (mat.get("pbrMetallicRoughness") or {}).get("baseColorTexture")
         if tex_ref is not None:
-            tex = _get(doc.get("textures"), tex_ref.get("index"), path, f"materials[{mat_i}].baseColorTexture.index")
+            tex = _get(
+                doc.get("textures"),
+                tex_ref.get("index"),
+                path,
+                f"materials[{mat_i}].baseColorTexture.index",
+            )
             src = tex.get("source")
             if src is None:
                 ext = tex.get("extensions") or {}
                 if ext:
-                    raise _err(path, f"textures[{tex_ref.get('index')}]",
-                               f"only compressed sources ({', '.join(sorted(ext))}); cannot decode them here")
+                    raise _err(
+                        path,
+                        f"textures[{tex_ref.get('index')}]",
+                        f"only compressed sources ({', '.join(sorted(ext))}); cannot decode them here",
+                    )
                 raise _err(path, f"textures[{tex_ref.get('index')}].source", "missing")
             _get(doc.get("images"), src, path, f"textures[{tex_ref.get('index')}].source")
             if "KHR_texture_transform" in (tex_ref.get("extensions") or {}):
-                raise _err(path, f"materials[{mat_i}].baseColorTexture.extensions",
-                           "KHR_texture_transform is not supported")
+                raise _err(
+                    path,
+                    f"materials[{mat_i}].baseColorTexture.extensions",
+                    "KHR_texture_transform is not supported",
+                )
             key = f"TEXCOORD_{int(tex_ref.get('texCoord', 0))}"
             if key not in attrs:
-                raise _err(path, f"{where}.attributes", f"material {mat_i} has a base colour texture but no {key}")
+                raise _err(
+                    path,
+                    f"{where}.attributes",
+                    f"material {mat_i} has a base colour texture but no {key}",
+                )
             uv = r.accessor(attrs[key], normalize_ints=True).astype(np.float64)
             if uv.shape != (len(pos), 2) or not np.all(np.isfinite(uv)):
-                raise _err(path, f"{where}.attributes.{key}", f"expected {len(pos)} finite VEC2 values")
+                raise _err(
+                    path, f"{where}.attributes.{key}", f"expected {len(pos)} finite VEC2 values"
+                )
             p.uv, p.image = uv, int(src)
     return p
 
 
 # ----------------------------------------------------------------------------- writer
-def write_semantic_glb(path: str, positions: np.ndarray, faces: np.ndarray, srgb8: np.ndarray) -> None:
+def write_semantic_glb(
+    path: str, positions: np.ndarray, faces: np.ndarray, srgb8: np.ndarray
+) -> None:
     """One triangle mesh with per-vertex ``COLOR_0``: the 8-bit sRGB annotation colours
     ``srgb8`` (N, 3|4) are stored *linear* as float32 VEC4, as habitat-sim reads a .glb
     (it converts back to sRGB before matching semantic.txt; the round trip is exact)."""
@@ -441,13 +519,23 @@ def write_semantic_glb(path: str, positions: np.ndarray, faces: np.ndarray, srgb
     lo, hi = (pos.min(0), pos.max(0)) if len(pos) else (np.zeros(3), np.zeros(3))
     doc = {
         "asset": {"version": "2.0", "generator": "habitat_mosnav.scenes"},
-        "scene": 0, "scenes": [{"nodes": [0]}], "nodes": [{"mesh": 0}],
-        "meshes": [{"primitives": [{"attributes": {"POSITION": 0, "COLOR_0": 1}, "indices": 2, "mode": 4}]}],
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [
+            {"primitives": [{"attributes": {"POSITION": 0, "COLOR_0": 1}, "indices": 2, "mode": 4}]}
+        ],
         "buffers": [{"byteLength": len(binary)}],
         "bufferViews": views,
         "accessors": [
-            {"bufferView": 0, "componentType": 5126, "count": len(pos), "type": "VEC3",
-             "min": [float(v) for v in lo], "max": [float(v) for v in hi]},
+            {
+                "bufferView": 0,
+                "componentType": 5126,
+                "count": len(pos),
+                "type": "VEC3",
+                "min": [float(v) for v in lo],
+                "max": [float(v) for v in hi],
+            },
             {"bufferView": 1, "componentType": 5126, "count": len(col), "type": "VEC4"},
             {"bufferView": 2, "componentType": 5125, "count": len(idx), "type": "SCALAR"},
         ],

@@ -14,6 +14,7 @@ trimesh (``sims/geometry.py``, ``scenes/preview.py``), which is handed a file on
 Every problem is a :class:`~habitat_mosnav.scenes.io.SceneFormatError` of one line naming
 the file and the field (``bufferViews[0].byteStride``, ``nodes[3].children``...).
 """
+
 from __future__ import annotations
 
 import base64
@@ -37,12 +38,19 @@ MAX_TRIANGLES = 20_000_000
 #: of an accessor without a ``bufferView`` (zeros, allocated from its count alone).
 MAX_VERTICES = 3 * MAX_TRIANGLES
 #: Largest image file an ``images[i].uri`` may name (HM3D's textures are a few MB each).
-MAX_IMAGE_BYTES = 512 * 2 ** 20
+MAX_IMAGE_BYTES = 512 * 2**20
 #: Padding allowed after a buffer's ``byteLength`` in its file or data: URI (glTF pads to 4).
 _PAD = 3
 
 #: glTF componentType -> numpy dtype name; ``type`` -> components per element.
-COMPONENT_TYPES = {5120: "int8", 5121: "uint8", 5122: "int16", 5123: "uint16", 5125: "uint32", 5126: "float32"}
+COMPONENT_TYPES = {
+    5120: "int8",
+    5121: "uint8",
+    5122: "int16",
+    5123: "uint16",
+    5125: "uint32",
+    5126: "float32",
+}
 _COMPONENT_BYTES = {5120: 1, 5121: 1, 5122: 2, 5123: 2, 5125: 4, 5126: 4}
 TYPE_SIZES = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
 _INDEX_TYPES = (5121, 5123, 5125)
@@ -85,10 +93,18 @@ def resolve_uri(path: str, uri, where: str) -> Tuple[str, int]:
     except ValueError:
         scheme = "?"
     if scheme or uri.startswith("//"):
-        raise fail(path, where, f"{shown!r}: only data: URIs and relative paths inside the scene's folder are read")
+        raise fail(
+            path,
+            where,
+            f"{shown!r}: only data: URIs and relative paths inside the scene's folder are read",
+        )
     rel = unquote(uri)
     if "\x00" in rel or os.path.isabs(rel):
-        raise fail(path, where, f"{shown!r}: an absolute path; only relative paths inside the scene's folder are read")
+        raise fail(
+            path,
+            where,
+            f"{shown!r}: an absolute path; only relative paths inside the scene's folder are read",
+        )
     folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
     full = os.path.realpath(os.path.join(folder, rel))
     if os.path.commonpath([folder, full]) != folder:
@@ -122,7 +138,9 @@ def _data_uri(path: str, uri: str, where: str) -> Tuple[str, int]:
     return payload, len(payload) // 4 * 3 - payload[-2:].count("=")
 
 
-def read_uri(path: str, uri, where: str, expected: Optional[int] = None, limit: int = MAX_IMAGE_BYTES) -> bytes:
+def read_uri(
+    path: str, uri, where: str, expected: Optional[int] = None, limit: int = MAX_IMAGE_BYTES
+) -> bytes:
     """The bytes of a ``uri`` (a base64 data: URI, or a file as :func:`resolve_uri` allows
     it), at most ``expected`` (a buffer's byteLength; the data must have that length) or
     ``limit`` bytes."""
@@ -133,7 +151,7 @@ def read_uri(path: str, uri, where: str, expected: Optional[int] = None, limit: 
             data = base64.b64decode(payload, validate=True)
         except ValueError:  # binascii.Error
             raise fail(path, where, "bad base64 in the data: URI") from None
-        return data[:_check_size(path, where, len(data), expected, limit)]
+        return data[: _check_size(path, where, len(data), expected, limit)]
     full, size = resolve_uri(path, uri, where)
     n = _check_size(path, where, size, expected, limit)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -185,7 +203,9 @@ class _Checker:
             raise self.fail(where, f"{value} is not {rng}")
         return value
 
-    def field(self, obj: dict, key: str, where: str, default=None, lo: int = 0, hi: Optional[int] = None):
+    def field(
+        self, obj: dict, key: str, where: str, default=None, lo: int = 0, hi: Optional[int] = None
+    ):
         """``obj[key]`` as an integer in range, ``default`` when absent (None: required)."""
         if key not in obj:
             if default is None:
@@ -201,8 +221,14 @@ class _Checker:
         return value
 
     def numbers(self, value, n: int, where: str) -> None:
-        if not isinstance(value, list) or len(value) != n or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value):
+        if (
+            not isinstance(value, list)
+            or len(value) != n
+            or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                for v in value
+            )
+        ):
             raise self.fail(where, f"expected {n} finite numbers, got {_show(value)}")
 
 
@@ -245,7 +271,9 @@ def _check_buffers(c: _Checker, binary: Optional[bytes]) -> List[int]:
         elif i != 0 or binary is None:
             raise c.fail(where, "no uri, and only buffers[0] of a .glb may use its BIN chunk")
         elif n > len(binary):
-            raise c.fail(f"{where}.byteLength", f"{n} exceeds the {len(binary)} bytes of the BIN chunk")
+            raise c.fail(
+                f"{where}.byteLength", f"{n} exceeds the {len(binary)} bytes of the BIN chunk"
+            )
         lengths.append(n)
     return lengths
 
@@ -259,7 +287,9 @@ def _check_views(c: _Checker, buffers: List[int]) -> List[Tuple[int, Optional[in
         off = c.field(v, "byteOffset", where, default=0)
         n = c.field(v, "byteLength", where)
         if off + n > buffers[b]:
-            raise c.fail(where, f"byteOffset+byteLength {off}+{n} outside buffers[{b}] ({buffers[b]} bytes)")
+            raise c.fail(
+                where, f"byteOffset+byteLength {off}+{n} outside buffers[{b}] ({buffers[b]} bytes)"
+            )
         stride = None
         if "byteStride" in v:
             stride = c.integer(v["byteStride"], f"{where}.byteStride", 4, 252)
@@ -278,18 +308,25 @@ def _check_accessors(c: _Checker, views: List[Tuple[int, Optional[int]]]) -> Lis
         if not isinstance(a.get("type"), str) or a["type"] not in TYPE_SIZES:
             raise c.fail(f"{where}.type", f"unknown type {_show(a.get('type'))}")
         if not isinstance(a.get("normalized", False), bool):
-            raise c.fail(f"{where}.normalized", f"expected true or false, got {_show(a['normalized'])}")
+            raise c.fail(
+                f"{where}.normalized", f"expected true or false, got {_show(a['normalized'])}"
+            )
         count = c.field(a, "count", where)
         elem = _COMPONENT_BYTES[ctype] * TYPE_SIZES[a["type"]]
         if "bufferView" in a:
             _check_range(c, where, a, views, elem, count)
         elif count > MAX_VERTICES:
-            raise c.fail(f"{where}.count", f"{count} elements without a bufferView (zeros) exceed the limit "
-                                           f"of {MAX_VERTICES:,} vertices per scene file")
+            raise c.fail(
+                f"{where}.count",
+                f"{count} elements without a bufferView (zeros) exceed the limit "
+                f"of {MAX_VERTICES:,} vertices per scene file",
+            )
         else:
             c.field(a, "byteOffset", where, default=0)
         if "sparse" in a:
-            _check_sparse(c, f"{where}.sparse", c.obj(a["sparse"], f"{where}.sparse"), views, elem, count)
+            _check_sparse(
+                c, f"{where}.sparse", c.obj(a["sparse"], f"{where}.sparse"), views, elem, count
+            )
         counts.append(count)
     return counts
 
@@ -300,21 +337,31 @@ def _check_range(c: _Checker, where: str, a: dict, views, elem: int, count: int)
     off = c.field(a, "byteOffset", where, default=0)
     length, stride = views[vi]
     if stride is not None and stride < elem:
-        raise c.fail(f"bufferViews[{vi}].byteStride", f"{stride} is smaller than the {elem}-byte elements "
-                                                      f"of {where}")
+        raise c.fail(
+            f"bufferViews[{vi}].byteStride",
+            f"{stride} is smaller than the {elem}-byte elements of {where}",
+        )
     need = off + (count - 1) * (stride or elem) + elem if count else off
     if need > length:
-        raise c.fail(where, f"{count} elements from byteOffset {off} need {need} bytes, "
-                            f"bufferViews[{vi}] has {length}")
+        raise c.fail(
+            where,
+            f"{count} elements from byteOffset {off} need {need} bytes, "
+            f"bufferViews[{vi}] has {length}",
+        )
 
 
 def _check_sparse(c: _Checker, where: str, sparse: dict, views, elem: int, count: int) -> None:
     n = c.field(sparse, "count", where, lo=1, hi=count)
     idx = c.obj(sparse.get("indices"), f"{where}.indices")
     if idx.get("componentType") not in _INDEX_TYPES or isinstance(idx.get("componentType"), bool):
-        raise c.fail(f"{where}.indices.componentType", f"expected 5121, 5123 or 5125, got {_show(idx.get('componentType'))}")
+        raise c.fail(
+            f"{where}.indices.componentType",
+            f"expected 5121, 5123 or 5125, got {_show(idx.get('componentType'))}",
+        )
     _check_range(c, f"{where}.indices", idx, views, _COMPONENT_BYTES[idx["componentType"]], n)
-    _check_range(c, f"{where}.values", c.obj(sparse.get("values"), f"{where}.values"), views, elem, n)
+    _check_range(
+        c, f"{where}.values", c.obj(sparse.get("values"), f"{where}.values"), views, elem, n
+    )
 
 
 def _check_texture_info(c: _Checker, info, where: str) -> None:
@@ -332,8 +379,13 @@ def _check_images_textures_materials(c: _Checker) -> None:
             c.index(im["bufferView"], "bufferViews", f"{where}.bufferView")
         elif "uri" in im:
             if not (isinstance(im["uri"], str) and im["uri"].startswith("data:")):
-                _check_size(c.path, f"{where}.uri", resolve_uri(c.path, im["uri"], f"{where}.uri")[1],
-                            None, MAX_IMAGE_BYTES)
+                _check_size(
+                    c.path,
+                    f"{where}.uri",
+                    resolve_uri(c.path, im["uri"], f"{where}.uri")[1],
+                    None,
+                    MAX_IMAGE_BYTES,
+                )
         if not isinstance(im.get("mimeType", ""), str):
             raise c.fail(f"{where}.mimeType", f"expected a string, got {_show(im['mimeType'])}")
     for i, tex in enumerate(c.array("textures")):
@@ -375,7 +427,10 @@ def _check_meshes(c: _Checker, counts: List[int]) -> List[Tuple[int, int]]:
             for name, acc in attrs.items():
                 k = c.index(acc, "accessors", f"{where}.attributes.{name}")
                 if n is not None and counts[k] != n:
-                    raise c.fail(f"{where}.attributes.{name}", f"{counts[k]} elements, other attributes have {n}")
+                    raise c.fail(
+                        f"{where}.attributes.{name}",
+                        f"{counts[k]} elements, other attributes have {n}",
+                    )
                 n = counts[k]
             mode = c.field(prim, "mode", where, default=4, hi=6)
             if "indices" in prim:
@@ -415,8 +470,11 @@ def _check_nodes(c: _Checker, mesh_cost: List[Tuple[int, int]]) -> None:
     for i in order:
         for k in children[i]:
             if k in parent:  # a second parent would make the graph a DAG that instances k twice
-                raise c.fail(f"nodes[{i}].children", f"node {k} is already a child of node {parent[k]} "
-                                                     "(glTF nodes have at most one parent)")
+                raise c.fail(
+                    f"nodes[{i}].children",
+                    f"node {k} is already a child of node {parent[k]} "
+                    "(glTF nodes have at most one parent)",
+                )
             parent[k] = i
     instances = [0] * len(nodes)
     for r in roots:
@@ -432,12 +490,17 @@ def _check_nodes(c: _Checker, mesh_cost: List[Tuple[int, int]]) -> None:
             used.add(node["mesh"])
             t, v = mesh_cost[node["mesh"]]
             tris, verts = tris + instances[i] * t, verts + instances[i] * v
-    for m, (t, v) in enumerate(mesh_cost):  # meshes no node places: a reader may still take them once
+    for m, (t, v) in enumerate(
+        mesh_cost
+    ):  # meshes no node places: a reader may still take them once
         if m not in used:
             tris, verts = tris + t, verts + v
     if tris > MAX_TRIANGLES or verts > MAX_VERTICES:
-        raise c.fail("nodes", f"the node graph instantiates {tris:,} triangles and {verts:,} vertices; the "
-                              f"limit is {MAX_TRIANGLES:,} triangles and {MAX_VERTICES:,} vertices per scene file")
+        raise c.fail(
+            "nodes",
+            f"the node graph instantiates {tris:,} triangles and {verts:,} vertices; the "
+            f"limit is {MAX_TRIANGLES:,} triangles and {MAX_VERTICES:,} vertices per scene file",
+        )
 
 
 def _roots(c: _Checker, children: List[List[int]]) -> List[int]:
@@ -476,8 +539,14 @@ def _topological(c: _Checker, children: List[List[int]]) -> List[int]:
                 state[node] = 2
                 post.append(node)
             elif state.get(nxt) == 1:
-                what = "its own child" if nxt == node else f"an ancestor of node {node}, which lists it as a child"
-                raise c.fail(f"nodes[{node}].children", f"node {nxt} is {what}: the node graph has a cycle")
+                what = (
+                    "its own child"
+                    if nxt == node
+                    else f"an ancestor of node {node}, which lists it as a child"
+                )
+                raise c.fail(
+                    f"nodes[{node}].children", f"node {nxt} is {what}: the node graph has a cycle"
+                )
             elif nxt not in state:
                 state[nxt] = 1
                 stack.append((nxt, iter(children[nxt])))

@@ -11,6 +11,7 @@ world with file (x, y, z) -> world (x, z, -y); the generator writes its meshes Z
 way, with such a config (:mod:`habitat_mosnav.sims.habitat_sim_assets`) (world (x, y, z) ->
 file (x, -z, y)) and says so with ``"up_axis": "z"`` in ``<id>.mosnav_meta.json``.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,7 +65,9 @@ def read_semantic_txt(path: str) -> List[SemanticObject]:
             continue
         m = _LINE.match(line)
         if m is None:
-            raise SceneFormatError(f'{path}:{no}: line: expected object_id,HEXCOLOR,"category",region_id, got {line!r}')
+            raise SceneFormatError(
+                f'{path}:{no}: line: expected object_id,HEXCOLOR,"category",region_id, got {line!r}'
+            )
         sid, hexcol, cat, sreg = m.groups()
         try:
             oid = int(sid)
@@ -96,11 +99,17 @@ def write_semantic_txt(path: str, objects: Iterable) -> None:
             oid, col, cat, reg = o.object_id, o.color_hex, o.category, o.region_id
         else:
             oid, col, cat, reg = o
-        hexcol = f"{int(col):06X}" if isinstance(col, (int, np.integer)) else str(col).lstrip("#").upper()
+        hexcol = (
+            f"{int(col):06X}"
+            if isinstance(col, (int, np.integer))
+            else str(col).lstrip("#").upper()
+        )
         if not _HEX.match(hexcol):
             raise ValueError(f"{path}: object {oid}: color: expected 6 hex digits, got {col!r}")
         if '"' in str(cat) or "\n" in str(cat):
-            raise ValueError(f"{path}: object {oid}: category: no quotes or newlines allowed, got {cat!r}")
+            raise ValueError(
+                f"{path}: object {oid}: category: no quotes or newlines allowed, got {cat!r}"
+            )
         lines.append(f'{int(oid)},{hexcol},"{cat}",{int(reg)}')
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         fh.write("\n".join(lines) + "\n")
@@ -117,7 +126,11 @@ def _check(cond, path, where, field, msg):
 
 
 def _vec3(v):
-    return isinstance(v, list) and len(v) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+    return (
+        isinstance(v, list)
+        and len(v) == 3
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+    )
 
 
 def _check_aabb(path, where, box):
@@ -141,11 +154,35 @@ def load_scene_meta(path: str) -> dict:
     """Load and validate ``<id>.mosnav_meta.json``; returns the parsed document."""
     doc = _read_meta_json(path)
     _check(isinstance(doc, dict), path, "document", "root", "expected a JSON object")
-    _check(isinstance(doc.get("schema_version"), int), path, "document", "schema_version", "expected an integer")
-    _check(doc["schema_version"] == 1, path, "document", "schema_version", f"unsupported version {doc['schema_version']}")
-    _check(isinstance(doc.get("scene_id"), str) and doc["scene_id"], path, "document", "scene_id", "expected a string")
+    _check(
+        isinstance(doc.get("schema_version"), int),
+        path,
+        "document",
+        "schema_version",
+        "expected an integer",
+    )
+    _check(
+        doc["schema_version"] == 1,
+        path,
+        "document",
+        "schema_version",
+        f"unsupported version {doc['schema_version']}",
+    )
+    _check(
+        isinstance(doc.get("scene_id"), str) and doc["scene_id"],
+        path,
+        "document",
+        "scene_id",
+        "expected a string",
+    )
     if "up_axis" in doc:
-        _check(doc["up_axis"] in UP_AXES, path, "document", "up_axis", f"expected 'y' or 'z', got {doc['up_axis']!r}")
+        _check(
+            doc["up_axis"] in UP_AXES,
+            path,
+            "document",
+            "up_axis",
+            f"expected 'y' or 'z', got {doc['up_axis']!r}",
+        )
     _check(isinstance(doc.get("regions"), list), path, "document", "regions", "expected a list")
     _check(isinstance(doc.get("objects"), list), path, "document", "objects", "expected a list")
     region_ids = set()
@@ -161,16 +198,40 @@ def load_scene_meta(path: str) -> dict:
         where = f"objects[{i}]"
         _check(isinstance(o, dict), path, where, "object", "expected an object")
         oid = o.get("object_id")
-        _check(isinstance(oid, int) and not isinstance(oid, bool), path, where, "object_id", "expected an integer")
+        _check(
+            isinstance(oid, int) and not isinstance(oid, bool),
+            path,
+            where,
+            "object_id",
+            "expected an integer",
+        )
         where = f"object {oid}"
         _check(oid not in seen, path, where, "object_id", "duplicate id")
         seen.add(oid)
-        _check(isinstance(o.get("category"), str) and o["category"], path, where, "category", "expected a string")
+        _check(
+            isinstance(o.get("category"), str) and o["category"],
+            path,
+            where,
+            "category",
+            "expected a string",
+        )
         _check(isinstance(o.get("region_id"), int), path, where, "region_id", "expected an integer")
-        _check(o["region_id"] in region_ids, path, where, "region_id", f"unknown region {o['region_id']}")
+        _check(
+            o["region_id"] in region_ids,
+            path,
+            where,
+            "region_id",
+            f"unknown region {o['region_id']}",
+        )
         for k in ("color", "material", "feature"):
             v = o.get(k)
-            _check(isinstance(v, list) and all(isinstance(x, str) for x in v), path, where, k, "expected a list of strings")
+            _check(
+                isinstance(v, list) and all(isinstance(x, str) for x in v),
+                path,
+                where,
+                k,
+                "expected a list of strings",
+            )
         _check(_vec3(o.get("position")), path, where, "position", "expected 3 numbers")
         _check_aabb(path, where, o.get("aabb"))
     return doc
@@ -181,8 +242,13 @@ def scene_files(scene_dir: str) -> Dict[str, str]:
     name = os.path.basename(os.path.normpath(scene_dir))
     scene_id = name.split("-", 1)[1] if "-" in name else name
     base = os.path.join(scene_dir, scene_id)
-    return {"scene_id": scene_id, "glb": base + ".glb", "semantic_glb": base + ".semantic.glb",
-            "semantic_txt": base + ".semantic.txt", "meta": base + ".mosnav_meta.json"}
+    return {
+        "scene_id": scene_id,
+        "glb": base + ".glb",
+        "semantic_glb": base + ".semantic.glb",
+        "semantic_txt": base + ".semantic.txt",
+        "meta": base + ".mosnav_meta.json",
+    }
 
 
 # ------------------------------------------------------------------ file frames
@@ -228,7 +294,9 @@ def meta_up_axis(meta_path: str) -> Optional[str]:
     if "up_axis" in doc:
         up = str(doc["up_axis"]).strip().lower()
         if up not in UP_AXES:
-            raise SceneFormatError(f"{meta_path}: document: up_axis: expected 'y' or 'z', got {doc['up_axis']!r}")
+            raise SceneFormatError(
+                f"{meta_path}: document: up_axis: expected 'y' or 'z', got {doc['up_axis']!r}"
+            )
         return up
     units = str(doc.get("units", "")).lower()
     if "z up" in units or "z-up" in units:

@@ -4,6 +4,7 @@ Two styles: a corridor strip with rooms on both sides (each room opens onto it),
 guillotine split whose room adjacency graph gets a spanning tree of doors from the
 living room (plus sometimes one extra door, making a loop).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -122,7 +123,10 @@ def _guillotine_plan(rng, n: int):
     depth = _r(area / width)
     rects = [(0.0, 0.0, width, depth)]
     while len(rects) < n:
-        order = sorted(range(len(rects)), key=lambda i: -(rects[i][2] - rects[i][0]) * (rects[i][3] - rects[i][1]))
+        order = sorted(
+            range(len(rects)),
+            key=lambda i: -(rects[i][2] - rects[i][0]) * (rects[i][3] - rects[i][1]),
+        )
         done = False
         for i in order:
             x0, z0, x1, z1 = rects[i]
@@ -136,9 +140,9 @@ def _guillotine_plan(rng, n: int):
                     continue
             t = _r(rng.uniform(MIN_ROOM_SIDE, length - MIN_ROOM_SIDE))
             if along_x:
-                rects[i:i + 1] = [(x0, z0, _r(x0 + t), z1), (_r(x0 + t), z0, x1, z1)]
+                rects[i : i + 1] = [(x0, z0, _r(x0 + t), z1), (_r(x0 + t), z0, x1, z1)]
             else:
-                rects[i:i + 1] = [(x0, z0, x1, _r(z0 + t)), (x0, _r(z0 + t), x1, z1)]
+                rects[i : i + 1] = [(x0, z0, x1, _r(z0 + t)), (x0, _r(z0 + t), x1, z1)]
             done = True
             break
         if not done:
@@ -188,7 +192,15 @@ def _room_names(n: int, areas: List[float], corridor: bool, rng) -> List[str]:
     rng.shuffle(middle)
     extras = ["kitchen", "bedroom"] + list(rng.permutation(["bedroom", "office", "dining room"]))
     if len(middle) > len(extras):  # big plans (> 7 rooms): more of every kind
-        kinds = ["bedroom", "bedroom", "office", "bathroom", "kitchen", "dining room", "living room"]
+        kinds = [
+            "bedroom",
+            "bedroom",
+            "office",
+            "bathroom",
+            "kitchen",
+            "dining room",
+            "living room",
+        ]
         extras += [kinds[int(k)] for k in rng.integers(len(kinds), size=len(middle) - len(extras))]
     for i, name in zip(middle, extras):
         names[i] = str(name)
@@ -224,8 +236,12 @@ def make_floor_plan(rng: np.random.Generator, num_rooms: Optional[int] = None) -
             bath = names.index("bathroom")
             seen, chosen = {root}, []
             while len(seen) < n:
-                cand = [(i, j) for (i, j) in edges
-                        if (i in seen) != (j in seen) and not ((i == bath or j == bath) and bath in seen)]
+                cand = [
+                    (i, j)
+                    for (i, j) in edges
+                    if (i in seen) != (j in seen)
+                    and not ((i == bath or j == bath) and bath in seen)
+                ]
                 if not cand:
                     break
                 e = cand[int(rng.integers(len(cand)))]
@@ -237,15 +253,19 @@ def make_floor_plan(rng: np.random.Generator, num_rooms: Optional[int] = None) -
             if rest and rng.random() < 0.35:
                 chosen.append(rest[int(rng.integers(len(rest)))])
         ox, oz = -_r(width / 2.0), -_r(depth / 2.0)  # centre the apartment at the origin
-        rooms = [Room(i, names[i], _r(r[0] + ox), _r(r[1] + oz), _r(r[2] + ox), _r(r[3] + oz))
-                 for i, r in enumerate(rects)]
+        rooms = [
+            Room(i, names[i], _r(r[0] + ox), _r(r[1] + oz), _r(r[2] + ox), _r(r[3] + oz))
+            for i, r in enumerate(rects)
+        ]
         doors = []
         ok = True
-        for (i, j) in sorted(chosen):
+        for i, j in sorted(chosen):
             axis, coord, lo, hi = edges[(i, j)]
             off = ox if axis == "x" else oz
             off_span = oz if axis == "x" else ox
-            door = _door_on(rng, (axis, coord + off, lo + off_span, hi + off_span), len(doors), (i, j))
+            door = _door_on(
+                rng, (axis, coord + off, lo + off_span, hi + off_span), len(doors), (i, j)
+            )
             if door is None:
                 ok = False
                 break

@@ -1,10 +1,13 @@
 """Top-down orthographic preview of a scene mesh (numpy only), to eyeball a layout."""
+
 from __future__ import annotations
 
 import numpy as np
 
 
-def render_topdown(vertices, faces, colors, meters_per_pixel: float = 0.02, max_height: float = 2.4) -> np.ndarray:
+def render_topdown(
+    vertices, faces, colors, meters_per_pixel: float = 0.02, max_height: float = 2.4
+) -> np.ndarray:
     """(H, W, 3) uint8 image looking down -Y; geometry above ``max_height`` (the ceiling) is cut.
 
     Rows go along +Z and columns along +X. A per-pixel height buffer keeps the highest
@@ -42,10 +45,10 @@ def render_topdown(vertices, faces, colors, meters_per_pixel: float = 0.02, max_
             continue
         h = l1 * v[tri[0], 1] + l2 * v[tri[1], 1] + l3 * v[tri[2], 1]
         col = (c[tri[0]] + c[tri[1]] + c[tri[2]]) / 3.0
-        sub_z = zbuf[y0:y1 + 1, x0:x1 + 1]
+        sub_z = zbuf[y0 : y1 + 1, x0 : x1 + 1]
         upd = inside & (h > sub_z)
         sub_z[upd] = h[upd]
-        img[y0:y1 + 1, x0:x1 + 1][upd] = col
+        img[y0 : y1 + 1, x0 : x1 + 1][upd] = col
     return np.clip(img, 0, 255).astype(np.uint8)
 
 

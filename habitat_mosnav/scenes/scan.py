@@ -6,6 +6,7 @@ most ``max_edge`` metres (trimesh) and moves every vertex by a uniform random of
 at most ``jitter`` metres per axis, the same offset for vertices at the same place (so
 faces that met still meet).
 """
+
 from __future__ import annotations
 
 from typing import Tuple
@@ -13,15 +14,25 @@ from typing import Tuple
 import numpy as np
 
 
-def scan_like(vertices: np.ndarray, faces: np.ndarray, max_edge: float, jitter: float,
-              rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def scan_like(
+    vertices: np.ndarray,
+    faces: np.ndarray,
+    max_edge: float,
+    jitter: float,
+    rng: np.random.Generator,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(vertices, faces, source face of each new face) of the subdivided, jittered mesh."""
     import trimesh
 
     if max_edge <= 0:
         raise ValueError(f"scan_like: max_edge must be > 0, got {max_edge}")
-    v, f, src = trimesh.remesh.subdivide_to_size(np.asarray(vertices, np.float64), np.asarray(faces, np.int64),
-                                                 max_edge=max_edge, max_iter=20, return_index=True)
+    v, f, src = trimesh.remesh.subdivide_to_size(
+        np.asarray(vertices, np.float64),
+        np.asarray(faces, np.int64),
+        max_edge=max_edge,
+        max_iter=20,
+        return_index=True,
+    )
     if jitter > 0:
         key = np.round(v * 1e4).astype(np.int64)  # vertices within 0.1 mm are one place
         _, inv = np.unique(key, axis=0, return_inverse=True)

@@ -7,6 +7,7 @@ level. The flight from level k rises toward +x in lane A (k even) or toward -x i
 (k odd), so that level k's landing is at the west end of the hall (k even) or the east end
 (k odd), and one door on each floor opens from a room onto it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,13 +49,21 @@ class StairHall:
 
     def landing_x(self, level: int) -> Tuple[float, float]:
         a, b = self.run
-        return (self.x0 + HALL_WALL, a) if level % 2 == 0 else (b, self.x0 + HALL_LENGTH - HALL_WALL)
+        return (
+            (self.x0 + HALL_WALL, a) if level % 2 == 0 else (b, self.x0 + HALL_LENGTH - HALL_WALL)
+        )
 
     def door(self, level: int, door_id: int, region: int, hall_region: int) -> Door:
         lo, hi = self.landing_x(level)
         mid = (lo + hi) / 2
-        return Door(door_id, "z", self.z0, round(mid - STAIR_DOOR / 2, 4), round(mid + STAIR_DOOR / 2, 4),
-                    (region, hall_region))
+        return Door(
+            door_id,
+            "z",
+            self.z0,
+            round(mid - STAIR_DOOR / 2, 4),
+            round(mid + STAIR_DOOR / 2, 4),
+            (region, hall_region),
+        )
 
     @property
     def top(self) -> float:
@@ -68,11 +77,13 @@ class StairHall:
         z1 = z0 + HALL_DEPTH
         zi0, zi1 = z0, z1 - HALL_WALL  # the floor reaches under the apartment's wall half
         top = self.top
-        out = [("floor", (x0, -0.05, z0), (x1, 0.0, z1)),
-               ("ceiling", (x0, top, z0), (x1, top + 0.05, z1)),
-               ("wall", (x0, 0.0, z1 - HALL_WALL), (x1, top, z1)),
-               ("wall", (x0, 0.0, z0 + HALF_WALL), (x0 + HALL_WALL, top, z1)),
-               ("wall", (x1 - HALL_WALL, 0.0, z0 + HALF_WALL), (x1, top, z1))]
+        out = [
+            ("floor", (x0, -0.05, z0), (x1, 0.0, z1)),
+            ("ceiling", (x0, top, z0), (x1, top + 0.05, z1)),
+            ("wall", (x0, 0.0, z1 - HALL_WALL), (x1, top, z1)),
+            ("wall", (x0, 0.0, z0 + HALF_WALL), (x0 + HALL_WALL, top, z1)),
+            ("wall", (x1 - HALL_WALL, 0.0, z0 + HALF_WALL), (x1, top, z1)),
+        ]
         a, b = self.run
         lane_a = (z0 + HALF_WALL, z0 + HALF_WALL + LANE)
         lane_b = (lane_a[1] + CORE, lane_a[1] + CORE + LANE)
@@ -104,7 +115,9 @@ def place_stair_hall(plan: FloorPlan, floors: int) -> Optional[StairHall]:
         hall = StairHall(round(float(x0), 4), zmax, floors, [])
         for level in range(min(floors, 2)):  # levels alternate between the two ends
             d = hall.door(level, 0, 0, 0)
-            room = [i for i, r in north if r.x0 + DOOR_MARGIN <= d.lo and d.hi <= r.x1 - DOOR_MARGIN]
+            room = [
+                i for i, r in north if r.x0 + DOOR_MARGIN <= d.lo and d.hi <= r.x1 - DOOR_MARGIN
+            ]
             if not room:
                 break
             hall.rooms.append(room[0])

@@ -1,4 +1,5 @@
 """Lab sensors of MultiObjectNav-v1 (importing registers them)."""
+
 import habitat  # noqa: F401,I001  (first: importing habitat registers the plugin)
 from habitat_mosnav.sensors.sensors import (  # noqa: F401
     MosNavGoalTextSensor,

@@ -4,6 +4,7 @@ Text does not fit habitat's numeric observation spaces (``batch_obs`` cannot bat
 so the goal text travels as fixed-length UTF-8 bytes; ``decode_goal_text`` turns it back.
 None of them tells the agent how many targets remain (SPEC §1).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -72,8 +73,7 @@ class MosNavObjectGoalSensor(_MosSensor):
         return spaces.Box(low=0, high=n - 1, shape=(1,), dtype=np.int64)
 
     def get_observation(self, observations, episode, *args: Any, **kwargs: Any):
-        return np.array([self._dataset.category_index(episode.object_category)],
-                        dtype=np.int64)
+        return np.array([self._dataset.category_index(episode.object_category)], dtype=np.int64)
 
 
 @registry.register_sensor
@@ -106,7 +106,9 @@ class MosNavTargetCountSensor(_MosSensor):
     def get_observation(self, observations, episode, *args: Any, **kwargs: Any):
         count = episode.target_count if episode.target_mode == "many" else 0
         if (count or 0) > self.config.max_count:
-            raise ValueError(f"episode {episode.episode_id!r}: target_count {count} exceeds the "
-                             f"mosnav_target_count sensor's max_count {self.config.max_count} "
-                             "(habitat.task.lab_sensors.mosnav_target_count.max_count)")
+            raise ValueError(
+                f"episode {episode.episode_id!r}: target_count {count} exceeds the "
+                f"mosnav_target_count sensor's max_count {self.config.max_count} "
+                "(habitat.task.lab_sensors.mosnav_target_count.max_count)"
+            )
         return np.array([float(count or 0)], dtype=np.float32)

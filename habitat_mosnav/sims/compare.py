@@ -9,6 +9,7 @@ relative difference (median, p95, max, |.|) and the pairs reachable in one only.
 habitat-sim always answers on the scene's ``.navmesh``; the CPU simulator on the same file,
 or with ``--navmesh none`` on its own navigability computed from the mesh.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,6 @@ from typing import List, Optional
 import numpy as np
 
 from habitat_mosnav.simulators import HABITAT_SIM_INSTALL
-
 
 
 @dataclass
@@ -41,15 +41,19 @@ class Agreement:
     reachable_in_one_only: int
 
     def row(self) -> str:
-        return (f"| {self.scene} | {self.navmesh} | {self.cpu_points_navigable_for_habitat_sim:.3f} | "
-                f"{self.habitat_sim_points_navigable_for_cpu:.3f} | {self.pairs} | {100 * self.median_abs_rel:.3f} % | "
-                f"{100 * self.p95_abs_rel:.3f} % | {100 * self.max_abs_rel:.3f} % | {100 * self.mean_rel:+.3f} % | "
-                f"{self.reachable_in_one_only} |")
+        return (
+            f"| {self.scene} | {self.navmesh} | {self.cpu_points_navigable_for_habitat_sim:.3f} | "
+            f"{self.habitat_sim_points_navigable_for_cpu:.3f} | {self.pairs} | {100 * self.median_abs_rel:.3f} % | "
+            f"{100 * self.p95_abs_rel:.3f} % | {100 * self.max_abs_rel:.3f} % | {100 * self.mean_rel:+.3f} % | "
+            f"{self.reachable_in_one_only} |"
+        )
 
 
-HEADER = ("| scene | CPU navigability | CPU points navigable in habitat-sim | habitat-sim points navigable on CPU | "
-          "pairs | median abs rel | p95 | max | mean rel | reachable in one only |\n"
-          "|---|---|---|---|---|---|---|---|---|---|")
+HEADER = (
+    "| scene | CPU navigability | CPU points navigable in habitat-sim | habitat-sim points navigable on CPU | "
+    "pairs | median abs rel | p95 | max | mean rel | reachable in one only |\n"
+    "|---|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def habitat_sim_pathfinder(navmesh: str):
@@ -59,15 +63,23 @@ def habitat_sim_pathfinder(navmesh: str):
     try:
         import habitat_sim
     except ImportError:
-        raise RuntimeError(f"habitat-sim is not installed; install it: {HABITAT_SIM_INSTALL}") from None
+        raise RuntimeError(
+            f"habitat-sim is not installed; install it: {HABITAT_SIM_INSTALL}"
+        ) from None
     pf = habitat_sim.PathFinder()
     if not pf.load_nav_mesh(navmesh):
         raise RuntimeError(f"{navmesh}: habitat-sim cannot load this navmesh")
     return pf
 
 
-def cpu_pathfinder(scene: str, navmesh: str = "", radius: float = 0.18, height: float = 0.88,
-                   max_climb: float = 0.2, seed: int = 0):
+def cpu_pathfinder(
+    scene: str,
+    navmesh: str = "",
+    radius: float = 0.18,
+    height: float = 0.88,
+    max_climb: float = 0.2,
+    seed: int = 0,
+):
     """The CPU simulator's PathFinder as ``MosNavMeshSim-v0`` builds it for ``scene``
     (``navmesh``: "" = the file beside the scene, "none" = from the mesh, or a path)."""
     from habitat_mosnav.sims.mosnav_sim import SceneEntry
@@ -76,7 +88,9 @@ def cpu_pathfinder(scene: str, navmesh: str = "", radius: float = 0.18, height: 
     from habitat_mosnav.scenes.io import scene_up_axis
 
     entry = SceneEntry(os.path.abspath(scene), scene_up_axis(os.path.abspath(scene), "auto"))
-    return PathFinder(entry.navgrid(AgentShape(height, radius, max_climb, 45.0), 0.05, navmesh), seed)
+    return PathFinder(
+        entry.navgrid(AgentShape(height, radius, max_climb, 45.0), 0.05, navmesh), seed
+    )
 
 
 def _geodesic_hs(pf, a, b) -> float:
@@ -88,18 +102,24 @@ def _geodesic_hs(pf, a, b) -> float:
     return float(p.geodesic_distance)
 
 
-def compare(cpu, hs, points: int = 400, pairs: int = 200, seed: int = 0, scene: str = "",
-            navmesh: str = "") -> Agreement:
+def compare(
+    cpu, hs, points: int = 400, pairs: int = 200, seed: int = 0, scene: str = "", navmesh: str = ""
+) -> Agreement:
     """Sample ``points`` navigable points from each simulator and ``pairs`` pairs of
     habitat-sim's points (both seeded with ``seed``) and measure the agreement."""
     hs.seed(seed)
     cpu.seed(seed)
-    hs_pts = [np.asarray(hs.get_random_navigable_point(), np.float32) for _ in range(max(points, 2 * pairs))]
+    hs_pts = [
+        np.asarray(hs.get_random_navigable_point(), np.float32)
+        for _ in range(max(points, 2 * pairs))
+    ]
     cpu_pts = [np.asarray(cpu.get_random_navigable_point(), np.float32) for _ in range(points)]
     for name, pts in (("habitat-sim", hs_pts), ("the CPU simulator", cpu_pts)):
         if pts and not np.isfinite(np.asarray(pts)).all():
-            raise RuntimeError(f"{scene or 'the scene'}: {name} found no navigable point to sample "
-                               f"({navmesh or 'its navmesh'})")
+            raise RuntimeError(
+                f"{scene or 'the scene'}: {name} found no navigable point to sample "
+                f"({navmesh or 'its navmesh'})"
+            )
     cpu_ok = float(np.mean([bool(hs.is_navigable(p)) for p in cpu_pts]))
     hs_ok = float(np.mean([bool(cpu.is_navigable(p)) for p in hs_pts[:points]]))
     rel: List[float] = []
@@ -112,19 +132,32 @@ def compare(cpu, hs, points: int = 400, pairs: int = 200, seed: int = 0, scene: 
         elif math.isfinite(dh) and dh > 0.05:
             rel.append((dc - dh) / dh)
     r = np.abs(np.asarray(rel)) if rel else np.zeros(1)
-    return Agreement(scene, navmesh or "beside the scene", points, cpu_ok, hs_ok, len(rel),
-                     float(np.median(r)), float(np.percentile(r, 95)), float(r.max()),
-                     float(np.mean(rel)) if rel else 0.0, one_only)
+    return Agreement(
+        scene,
+        navmesh or "beside the scene",
+        points,
+        cpu_ok,
+        hs_ok,
+        len(rel),
+        float(np.median(r)),
+        float(np.percentile(r, 95)),
+        float(r.max()),
+        float(np.mean(rel)) if rel else 0.0,
+        one_only,
+    )
 
 
-def compare_scene(scene: str, navmesh_option: str = "", points: int = 400, pairs: int = 200,
-                  seed: int = 0) -> Agreement:
+def compare_scene(
+    scene: str, navmesh_option: str = "", points: int = 400, pairs: int = 200, seed: int = 0
+) -> Agreement:
     """:func:`compare` on ``scene``; habitat-sim reads the ``.navmesh`` beside it."""
     stem = scene[: -len(".glb")] if scene.endswith(".glb") else os.path.splitext(scene)[0]
     navmesh = stem + ".navmesh"
     if not os.path.isfile(navmesh):
-        raise RuntimeError(f"{navmesh}: no navmesh beside the scene (habitat-sim needs one: "
-                           "python -m habitat_mosnav.sims.habitat_sim_assets <scenes root>)")
+        raise RuntimeError(
+            f"{navmesh}: no navmesh beside the scene (habitat-sim needs one: "
+            "python -m habitat_mosnav.sims.habitat_sim_assets <scenes root>)"
+        )
     # our own reader first: habitat-sim's loader trusts the file (a bad index is a SIGSEGV
     # there, a NaN coordinate a table of NaN)
     from habitat_mosnav.sims.navmesh import validate_navmesh
@@ -142,10 +175,21 @@ def compare_scene(scene: str, navmesh_option: str = "", points: int = 400, pairs
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m habitat_mosnav.sims.compare", allow_abbrev=False,
-                                description=__doc__.split("\n\n")[0])
-    p.add_argument("scenes", nargs="+", help="scene meshes (<id>.glb / <id>.basis.glb with <id>[.basis].navmesh)")
-    p.add_argument("--navmesh", default="", help="the CPU simulator's navmesh: '' = the same file, 'none' = from the mesh")
+    p = argparse.ArgumentParser(
+        prog="python -m habitat_mosnav.sims.compare",
+        allow_abbrev=False,
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument(
+        "scenes",
+        nargs="+",
+        help="scene meshes (<id>.glb / <id>.basis.glb with <id>[.basis].navmesh)",
+    )
+    p.add_argument(
+        "--navmesh",
+        default="",
+        help="the CPU simulator's navmesh: '' = the same file, 'none' = from the mesh",
+    )
     p.add_argument("--points", type=int, default=400)
     p.add_argument("--pairs", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)

@@ -4,6 +4,7 @@ A scene is ``<id>.glb`` (render mesh with vertex colours). When ``<id>.semantic.
 ``<id>.semantic.txt`` lie beside it (HM3D's annotation pair), the semantic mesh is read too
 and each vertex gets the object id whose annotation colour it carries (0 = no object).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,13 +17,35 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from habitat_mosnav.scenes.io import Z_UP_TO_Y_UP, SceneFormatError, file_to_world, mesh_stem, meta_up_axis, read_semantic_txt
+from habitat_mosnav.scenes.io import (
+    Z_UP_TO_Y_UP,
+    SceneFormatError,
+    file_to_world,
+    mesh_stem,
+    meta_up_axis,
+    read_semantic_txt,
+)
 from habitat_mosnav.scenes.io import SemanticObject as SemanticRecord
 from habitat_mosnav.scenes.io import scene_up_axis as _io_scene_up_axis
 
-__all__ = ["Z_UP_TO_Y_UP", "MeshData", "SceneLoadError", "load_mesh", "load_semantic_mesh", "scene_up_axis",
-           "read_semantic_table", "semantic_paths", "semantic_textures_of", "SemanticScene", "SemanticObject", "SemanticRegion",
-           "SemanticCategory", "AABB", "OBB", "object_boxes"]
+__all__ = [
+    "Z_UP_TO_Y_UP",
+    "MeshData",
+    "SceneLoadError",
+    "load_mesh",
+    "load_semantic_mesh",
+    "scene_up_axis",
+    "read_semantic_table",
+    "semantic_paths",
+    "semantic_textures_of",
+    "SemanticScene",
+    "SemanticObject",
+    "SemanticRegion",
+    "SemanticCategory",
+    "AABB",
+    "OBB",
+    "object_boxes",
+]
 
 
 logger = logging.getLogger(__name__)
@@ -87,7 +110,9 @@ def scene_up_axis(scene_path: str, option: str = "auto") -> str:
         up = _io_scene_up_axis(scene_path, option)
         declared = None
         if (option or "auto").strip().lower() != "auto":
-            meta = os.path.join(os.path.dirname(scene_path), mesh_stem(scene_path) + ".mosnav_meta.json")
+            meta = os.path.join(
+                os.path.dirname(scene_path), mesh_stem(scene_path) + ".mosnav_meta.json"
+            )
             declared = meta_up_axis(meta) if os.path.isfile(meta) else None
     except SceneFormatError as exc:
         raise SceneLoadError(str(exc)) from None
@@ -95,8 +120,13 @@ def scene_up_axis(scene_path: str, option: str = "auto") -> str:
         raise ValueError(f"habitat.simulator.mosnav_mesh.{exc}") from None
     if declared is not None and declared != up and (scene_path, up) not in _WARNED_UP:
         _WARNED_UP.add((scene_path, up))
-        logger.warning("habitat.simulator.mosnav_mesh.up_axis=%s contradicts %s (up_axis %s): the scene is "
-                       "loaded rotated; use up_axis=auto", up, meta, declared)
+        logger.warning(
+            "habitat.simulator.mosnav_mesh.up_axis=%s contradicts %s (up_axis %s): the scene is "
+            "loaded rotated; use up_axis=auto",
+            up,
+            meta,
+            declared,
+        )
     return up
 
 
@@ -133,9 +163,11 @@ def basis_glb_to_png_glb(path: str, data: bytes) -> bytes:
     if not used & set(_BASIS_EXT):
         return data
     if importlib.util.find_spec("opengl_basisu") is None:
-        raise SceneFormatError(f"{path}: Basis Universal textures need the optional package "
-                               "opengl-basisu: pip install 'habitat_mosnav[hm3d]' (Python 3.10+; "
-                               "on Python 3.9 run it on habitat-sim: --simulator habitat-sim)")
+        raise SceneFormatError(
+            f"{path}: Basis Universal textures need the optional package "
+            "opengl-basisu: pip install 'habitat_mosnav[hm3d]' (Python 3.10+; "
+            "on Python 3.9 run it on habitat-sim: --simulator habitat-sim)"
+        )
     blob = bytearray(bin_chunk)
     views = gltf.setdefault("bufferViews", [])
     images = gltf.setdefault("images", [])
@@ -150,12 +182,18 @@ def basis_glb_to_png_glb(path: str, data: bytes) -> bytes:
             if "bufferView" not in im:
                 raise ValueError("only images inside the .glb are read")
             bv = views[im["bufferView"]]
-            raw = bytes(bin_chunk[bv.get("byteOffset", 0): bv.get("byteOffset", 0) + bv["byteLength"]])
+            raw = bytes(
+                bin_chunk[bv.get("byteOffset", 0) : bv.get("byteOffset", 0) + bv["byteLength"]]
+            )
             rgba = _decode_basis(raw)
         except Exception as exc:  # noqa: BLE001 - one line, the texture is dropped
-            logger.warning("%s: image %d (%s) cannot be decoded (%s); its faces render untextured",
-                           path, src, im.get("mimeType", "?"), str(exc).strip().splitlines()[0] if str(exc).strip()
-                           else type(exc).__name__)
+            logger.warning(
+                "%s: image %d (%s) cannot be decoded (%s); its faces render untextured",
+                path,
+                src,
+                im.get("mimeType", "?"),
+                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+            )
             return None
         buf = io.BytesIO()
         Image.fromarray(rgba, "RGBA").save(buf, format="PNG", compress_level=1)
@@ -178,8 +216,11 @@ def basis_glb_to_png_glb(path: str, data: bytes) -> bytes:
                     tex.pop("source", None)
                 else:
                     tex["source"] = new
-        if "source" in tex and 0 <= tex["source"] < len(images) and \
-                images[tex["source"]].get("mimeType") in _BASIS_MIME:
+        if (
+            "source" in tex
+            and 0 <= tex["source"] < len(images)
+            and images[tex["source"]].get("mimeType") in _BASIS_MIME
+        ):
             new = png_image(int(tex["source"]))
             if new is None:
                 tex.pop("source")
@@ -243,7 +284,9 @@ def load_mesh(path: str, up: str = "y") -> MeshData:
             loaded = trimesh.load(path, force="scene", process=False, skip_materials=True)
         except Exception:  # noqa: BLE001
             first = (str(exc).strip().splitlines() or [""])[0]
-            raise SceneLoadError(f"cannot read scene mesh {path}: {type(exc).__name__}: {first}") from None
+            raise SceneLoadError(
+                f"cannot read scene mesh {path}: {type(exc).__name__}: {first}"
+            ) from None
     verts, faces, cols, uvs, ftex = [], [], [], [], []
     textures: List[np.ndarray] = []
     tex_cache: Dict[int, int] = {}
@@ -324,7 +367,9 @@ def _packed_colors(glb, keys: np.ndarray) -> List[np.ndarray]:
     return out
 
 
-def _semantic_ids(packed: np.ndarray, table: Dict[int, SemanticRecord]) -> Tuple[np.ndarray, Dict[int, int]]:
+def _semantic_ids(
+    packed: np.ndarray, table: Dict[int, SemanticRecord]
+) -> Tuple[np.ndarray, Dict[int, int]]:
     """Object id per vertex colour as habitat-sim assigns them (``GenericSemanticMeshData``):
     a semantic.txt colour -> its object, black -> 0 (the Unknown object), any other colour
     -> a new id after the largest one, in order of first appearance. Returns (ids, {colour:
@@ -350,7 +395,9 @@ def _semantic_ids(packed: np.ndarray, table: Dict[int, SemanticRecord]) -> Tuple
     return ids, extra
 
 
-def _id_texture(img: np.ndarray, lookup: Tuple[np.ndarray, np.ndarray], block: int = 512) -> np.ndarray:
+def _id_texture(
+    img: np.ndarray, lookup: Tuple[np.ndarray, np.ndarray], block: int = 512
+) -> np.ndarray:
     """(H, W) float32 object id of every texel (row 0 = top of the image), as habitat-sim's
     ``convertRGBToSemanticId``: the texel's RGB as stored (no colour-space conversion) looked
     up among the object colours, 0 where none matches."""
@@ -359,8 +406,8 @@ def _id_texture(img: np.ndarray, lookup: Tuple[np.ndarray, np.ndarray], block: i
     keys, vals = lookup
     out = np.zeros(img.shape[:2], np.float32)
     for r in range(0, img.shape[0], block):
-        idx = gltf.lookup_colors(gltf.pack_rgb(img[r:r + block, :, :3]), keys)
-        out[r:r + block] = np.where(idx >= 0, vals[np.maximum(idx, 0)], 0)
+        idx = gltf.lookup_colors(gltf.pack_rgb(img[r : r + block, :, :3]), keys)
+        out[r : r + block] = np.where(idx >= 0, vals[np.maximum(idx, 0)], 0)
     return out
 
 
@@ -377,12 +424,16 @@ def semantic_textures_of(scene_dataset: str, scene_path: str) -> Optional[bool]:
             doc = json.load(fh)
         value = doc.get("stages", {}).get("default_attributes", {}).get("has_semantic_textures")
     except (OSError, ValueError, AttributeError) as exc:
-        raise SceneLoadError(f"{scene_dataset}: cannot read has_semantic_textures of the stages "
-                             f"({type(exc).__name__}: {exc})") from None
+        raise SceneLoadError(
+            f"{scene_dataset}: cannot read has_semantic_textures of the stages "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
     return None if value is None else bool(value)
 
 
-def load_semantic_mesh(scene_path: str, up: str = "y", textures: Optional[bool] = None) -> Optional[MeshData]:
+def load_semantic_mesh(
+    scene_path: str, up: str = "y", textures: Optional[bool] = None
+) -> Optional[MeshData]:
     """The semantic mesh, or None when the pair is absent: per-vertex colours and object ids
     (habitat-sim's rules, for boxes and untextured faces) and, with semantic textures, one
     (H, W) object-id image per base colour texture (``id_textures``) with the faces'
@@ -405,7 +456,9 @@ def load_semantic_mesh(scene_path: str, up: str = "y", textures: Optional[bool] 
         # habitat-sim concatenates primitives in node order (the order new colours get ids in)
         g.primitives.sort(key=lambda p: p.node)
         packed = _packed_colors(g, keys)
-        use_tex = any(p.image is not None for p in g.primitives) if textures is None else bool(textures)
+        use_tex = (
+            any(p.image is not None for p in g.primitives) if textures is None else bool(textures)
+        )
         allp = np.concatenate(packed)
         ids, extra = _semantic_ids(allp, table)
         verts, faces, uvs, ftex, off = [], [], [], [], 0
@@ -428,16 +481,24 @@ def load_semantic_mesh(scene_path: str, up: str = "y", textures: Optional[bool] 
                     id_textures.append(_id_texture(g.image(p.image), lookup))
                     g.forget_image(p.image)
                 ti = tex_index[p.image]
-            uvs.append(p.uv.astype(np.float32) if ti >= 0 else np.zeros((len(p.positions), 2), np.float32))
+            uvs.append(
+                p.uv.astype(np.float32) if ti >= 0 else np.zeros((len(p.positions), 2), np.float32)
+            )
             ftex.append(np.full(len(p.faces), ti, np.int32))
     except SceneFormatError as exc:
         raise SceneLoadError(str(exc)) from None
-    rgb8 = np.stack([(allp >> 16) & 255, (allp >> 8) & 255, allp & 255, np.full_like(allp, 255)], 1).astype(np.uint8)
-    return MeshData(vertices=file_to_world(np.concatenate(verts), up).astype(np.float32),
-                    faces=np.concatenate(faces), colors=rgb8, ids=ids,
-                    uv=np.concatenate(uvs) if id_textures else None,
-                    face_texture=np.concatenate(ftex) if id_textures else None,
-                    id_textures=id_textures)
+    rgb8 = np.stack(
+        [(allp >> 16) & 255, (allp >> 8) & 255, allp & 255, np.full_like(allp, 255)], 1
+    ).astype(np.uint8)
+    return MeshData(
+        vertices=file_to_world(np.concatenate(verts), up).astype(np.float32),
+        faces=np.concatenate(faces),
+        colors=rgb8,
+        ids=ids,
+        uv=np.concatenate(uvs) if id_textures else None,
+        face_texture=np.concatenate(ftex) if id_textures else None,
+        id_textures=id_textures,
+    )
 
 
 class SemanticCategory:
@@ -585,15 +646,22 @@ class SemanticObject:
     (``OBB::toAABB`` starts from an empty range at 0) and has no ``sizes``: here ``aabb`` is
     the object's true box, the one both simulators agree on through ``obb``."""
 
-    def __init__(self, semantic_id: int, category: SemanticCategory, region: SemanticRegion,
-                 aabb: Optional[AABB]) -> None:
+    def __init__(
+        self,
+        semantic_id: int,
+        category: SemanticCategory,
+        region: SemanticRegion,
+        aabb: Optional[AABB],
+    ) -> None:
         self.semantic_id = semantic_id
         self.id = f"{category.name()}_{semantic_id}"
         self.category = category
         self.region = region
         self.region_id = region.index
         self.aabb = aabb
-        self.obb = OBB(aabb.center, aabb.sizes) if aabb is not None else OBB(np.zeros(3), np.zeros(3))
+        self.obb = (
+            OBB(aabb.center, aabb.sizes) if aabb is not None else OBB(np.zeros(3), np.zeros(3))
+        )
 
 
 class SemanticScene:
@@ -603,8 +671,12 @@ class SemanticScene:
     it); ``categories`` by first appearance (``Unknown`` = 0); ``regions`` sorted by id;
     ``levels`` empty (HM3D has none); ``aabb`` of all annotated objects."""
 
-    def __init__(self, objects: List[SemanticObject], categories: List[SemanticCategory],
-                 regions: List[SemanticRegion]) -> None:
+    def __init__(
+        self,
+        objects: List[SemanticObject],
+        categories: List[SemanticCategory],
+        regions: List[SemanticRegion],
+    ) -> None:
         self.objects = objects
         self.categories = categories
         self.regions = regions
@@ -624,7 +696,8 @@ class SemanticScene:
         if 0 in by_colour:
             boxes.setdefault(0, by_colour[0])  # the Unknown object: black vertices
         records = [(0, "Unknown", -1)] + sorted(
-            ((r.object_id, r.category, r.region_id) for r in table.values() if r.object_id != 0))
+            ((r.object_id, r.category, r.region_id) for r in table.values() if r.object_id != 0)
+        )
         cats: Dict[str, SemanticCategory] = {}
         regions: Dict[int, SemanticRegion] = {}
         objects = []

@@ -11,6 +11,7 @@ itself, so that both simulators answer navigation questions on one navmesh:
 computed on the scene without its ``ceiling`` objects: Recast would otherwise make the top of
 the ceiling slab a walkable island larger than the floor (HM3D's scans have no such tops).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,13 @@ from habitat_mosnav.simulators import HABITAT_SIM_INSTALL
 #: name of the scene dataset config written at the scenes root
 DATASET_CONFIG = "mosnav_scenes.scene_dataset_config.json"
 #: HM3D's stage frame (habitat-sim's metadata for a Z-up mesh)
-STAGE_FRAME = {"up": [0, 0, 1], "front": [0, 1, 0], "origin": [0, 0, 0],
-               "semantic_up": [0, 0, 1], "semantic_front": [0, 1, 0]}
+STAGE_FRAME = {
+    "up": [0, 0, 1],
+    "front": [0, 1, 0],
+    "origin": [0, 0, 0],
+    "semantic_up": [0, 0, 1],
+    "semantic_front": [0, 1, 0],
+}
 
 
 class HabitatSimAssetsError(RuntimeError):
@@ -65,10 +71,12 @@ def write_scene_dataset_config(root: str, scenes: List[str]) -> str:
     tag = "%%CONFIG_NAME_AS_ASSET_FILENAME%%"
     cfg = {
         "stages": {
-            "default_attributes": dict(STAGE_FRAME,
-                                       semantic_asset=f"{tag}.semantic.glb",
-                                       semantic_descriptor_filename=f"{tag}.semantic.txt",
-                                       nav_asset=f"{tag}.navmesh"),
+            "default_attributes": dict(
+                STAGE_FRAME,
+                semantic_asset=f"{tag}.semantic.glb",
+                semantic_descriptor_filename=f"{tag}.semantic.txt",
+                nav_asset=f"{tag}.navmesh",
+            ),
             "paths": {".glb": sorted(os.path.relpath(s, root) for s in scenes)},
         },
     }
@@ -86,8 +94,10 @@ def _import_habitat_sim():
     try:
         import habitat_sim  # noqa: F401
     except ImportError:
-        raise HabitatSimAssetsError(f"habitat-sim is not installed (needed to compute .navmesh files); "
-                                    f"install it: {HABITAT_SIM_INSTALL}") from None
+        raise HabitatSimAssetsError(
+            f"habitat-sim is not installed (needed to compute .navmesh files); "
+            f"install it: {HABITAT_SIM_INSTALL}"
+        ) from None
     return habitat_sim
 
 
@@ -96,7 +106,12 @@ def _without_ceilings(scene_glb: str, out_glb: str) -> int:
     import trimesh
 
     from habitat_mosnav.scenes.io import world_to_file
-    from habitat_mosnav.sims.geometry import load_mesh, load_semantic_mesh, read_semantic_table, semantic_paths
+    from habitat_mosnav.sims.geometry import (
+        load_mesh,
+        load_semantic_mesh,
+        read_semantic_table,
+        semantic_paths,
+    )
 
     mesh = load_mesh(scene_glb, "z")
     keep = np.ones(len(mesh.faces), bool)
@@ -105,7 +120,12 @@ def _without_ceilings(scene_glb: str, out_glb: str) -> int:
         sem = load_semantic_mesh(scene_glb, "z")
         table = read_semantic_table(paths[1])
         ceiling = {r.object_id for r in table.values() if r.category.strip().lower() == "ceiling"}
-        if sem is not None and sem.ids is not None and len(sem.faces) == len(mesh.faces) and ceiling:
+        if (
+            sem is not None
+            and sem.ids is not None
+            and len(sem.faces) == len(mesh.faces)
+            and ceiling
+        ):
             keep = ~np.isin(sem.ids[sem.faces[:, 0]], list(ceiling))
     tm = trimesh.Trimesh(world_to_file(mesh.vertices), mesh.faces[keep], process=False)
     tm.export(out_glb)
@@ -123,7 +143,15 @@ def bake_navmesh(scene_glb: str, out_path: str, agent: Optional[NavMeshAgent] = 
         dropped = _without_ceilings(scene_glb, stage)
         sdc = os.path.join(tmp, "x.scene_dataset_config.json")
         with open(sdc, "w") as fh:
-            json.dump({"stages": {"default_attributes": dict(STAGE_FRAME), "paths": {".glb": ["s/*.glb"]}}}, fh)
+            json.dump(
+                {
+                    "stages": {
+                        "default_attributes": dict(STAGE_FRAME),
+                        "paths": {".glb": ["s/*.glb"]},
+                    }
+                },
+                fh,
+            )
         sc = habitat_sim.SimulatorConfiguration()
         sc.scene_dataset_config_file = sdc
         sc.scene_id = stage
@@ -143,13 +171,18 @@ def bake_navmesh(scene_glb: str, out_path: str, agent: Optional[NavMeshAgent] = 
             pf = sim.pathfinder
             if not pf.save_nav_mesh(out_path):
                 raise HabitatSimAssetsError(f"{out_path}: habitat-sim could not save the navmesh")
-            return {"islands": int(pf.num_islands), "area": float(pf.navigable_area),
-                    "ceiling_faces_dropped": dropped}
+            return {
+                "islands": int(pf.num_islands),
+                "area": float(pf.navigable_area),
+                "ceiling_faces_dropped": dropped,
+            }
         finally:
             sim.close()
 
 
-def write_habitat_sim_assets(root: str, agent: Optional[NavMeshAgent] = None, progress: bool = True) -> str:
+def write_habitat_sim_assets(
+    root: str, agent: Optional[NavMeshAgent] = None, progress: bool = True
+) -> str:
     """A ``.navmesh`` beside every ``<root>/<NNNNN-id>/<id>.glb`` and the scene dataset config."""
     from tqdm import tqdm
 
@@ -158,20 +191,27 @@ def write_habitat_sim_assets(root: str, agent: Optional[NavMeshAgent] = None, pr
         raise HabitatSimAssetsError(f"{root}: no <NNNNN-id>/<id>.glb scenes")
     for glb in tqdm(scenes, desc="navmeshes", unit="scene", disable=not progress):
         info = bake_navmesh(glb, glb[: -len(".glb")] + ".navmesh", agent)
-        tqdm.write(f"{os.path.basename(glb)}: {info['islands']} island(s), {info['area']:.2f} m2 navigable")
+        tqdm.write(
+            f"{os.path.basename(glb)}: {info['islands']} island(s), {info['area']:.2f} m2 navigable"
+        )
     return write_scene_dataset_config(root, scenes)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m habitat_mosnav.sims.habitat_sim_assets", allow_abbrev=False,
-                                description="Write habitat-sim's .navmesh beside each generated scene and "
-                                            f"<root>/{DATASET_CONFIG} (needs habitat-sim).")
+    p = argparse.ArgumentParser(
+        prog="python -m habitat_mosnav.sims.habitat_sim_assets",
+        allow_abbrev=False,
+        description="Write habitat-sim's .navmesh beside each generated scene and "
+        f"<root>/{DATASET_CONFIG} (needs habitat-sim).",
+    )
     p.add_argument("root", help="scenes directory (<root>/<NNNNN-id>/<id>.glb)")
     p.add_argument("--agent-radius", type=float, default=NavMeshAgent.radius)
     p.add_argument("--agent-height", type=float, default=NavMeshAgent.height)
     args = p.parse_args(argv)
     try:
-        path = write_habitat_sim_assets(args.root, NavMeshAgent(args.agent_radius, args.agent_height))
+        path = write_habitat_sim_assets(
+            args.root, NavMeshAgent(args.agent_radius, args.agent_height)
+        )
     except (HabitatSimAssetsError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@ Mesh from a ``.glb`` (trimesh), navigability grid + exact (corner-graph) geodesi
 semantic rendering with moderngl on headless EGL (:mod:`.render`). Conventions as
 habitat-sim: Y up, -Z forward, quaternions ``[x, y, z, w]`` in configs and JSON.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,7 +22,13 @@ from gym import spaces
 from habitat.core.registry import registry
 from habitat.core.simulator import AgentState, Observations, SensorSuite, Simulator
 
-from habitat_mosnav.sims.geometry import MeshData, load_mesh, load_semantic_mesh, scene_up_axis, semantic_textures_of
+from habitat_mosnav.sims.geometry import (
+    MeshData,
+    load_mesh,
+    load_semantic_mesh,
+    scene_up_axis,
+    semantic_textures_of,
+)
 from habitat_mosnav.sims.navgrid import INF, AgentShape, NavGrid
 from habitat_mosnav.sims.pathfinder import MultiGoalShortestPath, PathFinder, ShortestPath
 from habitat_mosnav.sims.sensors import SENSOR_TYPES, MosNavVisualSensor
@@ -73,7 +80,9 @@ class SceneEntry:
     def __init__(self, path: str, up: str = "y", semantic_textures: Optional[bool] = None) -> None:
         self.path = path
         self.up = up
-        self.semantic_textures = semantic_textures  # habitat-sim's has_semantic_textures (None: auto)
+        self.semantic_textures = (
+            semantic_textures  # habitat-sim's has_semantic_textures (None: auto)
+        )
         self.mesh: MeshData = load_mesh(mesh_source(path), up)
         self._semantic: Optional[MeshData] = None
         self._semantic_loaded = False
@@ -96,7 +105,9 @@ class SceneEntry:
             return None
         if option:
             if not os.path.isfile(option):
-                raise FileNotFoundError(f"MosNavMeshSim-v0: habitat.simulator.mosnav_mesh.navmesh not found: {option}")
+                raise FileNotFoundError(
+                    f"MosNavMeshSim-v0: habitat.simulator.mosnav_mesh.navmesh not found: {option}"
+                )
             return option
         return navmesh_beside(self.path)
 
@@ -131,8 +142,9 @@ _SCENES: "OrderedDict[str, SceneEntry]" = OrderedDict()
 _SCENES_LOCK = threading.Lock()
 
 
-def get_scene(path: str, cache_size: int = 4, up_axis: str = "auto",
-              semantic_textures: Optional[bool] = None) -> SceneEntry:
+def get_scene(
+    path: str, cache_size: int = 4, up_axis: str = "auto", semantic_textures: Optional[bool] = None
+) -> SceneEntry:
     """LRU cache of scenes by absolute path, shared by all simulators of the process;
     ``semantic_textures``: has_semantic_textures of the scene dataset config (None: auto)."""
     apath = os.path.abspath(path)
@@ -263,7 +275,11 @@ class MosNavMeshSim(Simulator):
     def _opt(self, name: str, default):
         if self._opts is None:
             return default
-        val = self._opts.get(name, default) if hasattr(self._opts, "get") else getattr(self._opts, name, default)
+        val = (
+            self._opts.get(name, default)
+            if hasattr(self._opts, "get")
+            else getattr(self._opts, name, default)
+        )
         return default if val is None else val
 
     @staticmethod
@@ -335,8 +351,9 @@ class MosNavMeshSim(Simulator):
         return _AgentView(self)
 
     # ------------------------------------------------------- lifecycle
-    def reconfigure(self, config, episode=None, should_close_on_new_scene: bool = True,
-                    ep_info=None) -> None:
+    def reconfigure(
+        self, config, episode=None, should_close_on_new_scene: bool = True, ep_info=None
+    ) -> None:
         """Load (or reuse from the cache) ``config.scene``; place the agent at the start
         state when ``is_set_start_state`` (how habitat's tasks start an episode)."""
         self.habitat_config = config
@@ -344,14 +361,19 @@ class MosNavMeshSim(Simulator):
         scene = str(config.scene)
         cache = int(self._opt("scene_cache_size", 4))
         if not os.path.isfile(scene):
-            raise FileNotFoundError(f"MosNavMeshSim-v0: habitat.simulator.scene file not found: {scene}")
+            raise FileNotFoundError(
+                f"MosNavMeshSim-v0: habitat.simulator.scene file not found: {scene}"
+            )
         # one scene dataset config drives both simulators: its has_semantic_textures decides
         # whether the semantic camera reads semantic.glb's textures (absent: when it has any)
         textures = semantic_textures_of(str(config.get("scene_dataset", "") or ""), scene)
         entry = get_scene(scene, cache, str(self._opt("up_axis", "auto")), textures)
         agent_cfg = self._agent_config(config)
-        grid = entry.navgrid(self._agent_shape(agent_cfg), float(self._opt("cell_size", 0.05)),
-                             str(self._opt("navmesh", "")))
+        grid = entry.navgrid(
+            self._agent_shape(agent_cfg),
+            float(self._opt("cell_size", 0.05)),
+            str(self._opt("navmesh", "")),
+        )
         grid.field_cache_size = int(self._opt("distance_field_cache_size", 256))
         new_scene = entry is not self._scene
         self._scene = entry
@@ -366,8 +388,10 @@ class MosNavMeshSim(Simulator):
         # habitat-sim's option, so one config drives both simulators alike
         self._allow_sliding = bool(config.get("habitat_sim_v0", {}).get("allow_sliding", True))
         if agent_cfg.get("is_set_start_state", False):
-            self.set_agent_state([float(v) for v in agent_cfg.start_position],
-                                 [float(v) for v in agent_cfg.start_rotation])
+            self.set_agent_state(
+                [float(v) for v in agent_cfg.start_position],
+                [float(v) for v in agent_cfg.start_rotation],
+            )
             self._initial_state = (self._pos.copy(), self._rot)
         elif new_scene or self._initial_state is None:
             # like habitat-sim's initial agent placement, but on the largest island so that
@@ -381,8 +405,10 @@ class MosNavMeshSim(Simulator):
     def reset(self) -> Observations:
         agent_cfg = self._agent_config(self.habitat_config)
         if agent_cfg.get("is_set_start_state", False):
-            self.set_agent_state([float(v) for v in agent_cfg.start_position],
-                                 [float(v) for v in agent_cfg.start_rotation])
+            self.set_agent_state(
+                [float(v) for v in agent_cfg.start_position],
+                [float(v) for v in agent_cfg.start_rotation],
+            )
         elif self._initial_state is not None:
             self.set_agent_state(self._initial_state[0], self._initial_state[1])
         self._prev_sim_obs = {"collided": False}
@@ -428,8 +454,10 @@ class MosNavMeshSim(Simulator):
             return self._action_name(action["action"])
         if isinstance(action, str):
             if action not in _ACTION_NAMES:
-                raise ValueError(f"MosNavMeshSim-v0.step: unknown action {action!r} "
-                                 f"(known: {', '.join(_ACTION_NAMES)})")
+                raise ValueError(
+                    f"MosNavMeshSim-v0.step: unknown action {action!r} "
+                    f"(known: {', '.join(_ACTION_NAMES)})"
+                )
             return action
         try:
             a = int(action)
@@ -437,8 +465,10 @@ class MosNavMeshSim(Simulator):
             raise ValueError(f"MosNavMeshSim-v0.step: cannot read action {action!r}") from None
         # habitat's default ids are fixed: stop 0, move_forward 1, ..., look_down 5
         if not 0 <= a < len(_ACTION_NAMES):
-            raise ValueError(f"MosNavMeshSim-v0.step: action id {a} is not a simulator action "
-                             f"(0-{len(_ACTION_NAMES) - 1}: {', '.join(_ACTION_NAMES)})")
+            raise ValueError(
+                f"MosNavMeshSim-v0.step: action id {a} is not a simulator action "
+                f"(0-{len(_ACTION_NAMES) - 1}: {', '.join(_ACTION_NAMES)})"
+            )
         return _ACTION_NAMES[a]
 
     def step(self, action, *args, **kwargs) -> Observations:
@@ -462,19 +492,23 @@ class MosNavMeshSim(Simulator):
     def get_agent_state(self, agent_id: int = 0) -> AgentState:
         return AgentState(position=self._pos.copy(), rotation=self._rot)
 
-    def set_agent_state(self, position, rotation, agent_id: int = 0,
-                        reset_sensors: bool = True) -> bool:
+    def set_agent_state(
+        self, position, rotation, agent_id: int = 0, reset_sensors: bool = True
+    ) -> bool:
         pos = np.asarray(position, dtype=np.float32).reshape(-1)
         if pos.shape != (3,) or not np.all(np.isfinite(pos)):
-            raise ValueError(f"MosNavMeshSim-v0.set_agent_state: position must be 3 finite numbers, got {position!r}")
+            raise ValueError(
+                f"MosNavMeshSim-v0.set_agent_state: position must be 3 finite numbers, got {position!r}"
+            )
         self._pos = pos.copy()
         self._rot = _quat_from_coeffs(rotation)
         if reset_sensors:
             self._tilt = 0.0
         return True
 
-    def get_observations_at(self, position=None, rotation=None,
-                            keep_agent_at_new_pose: bool = False) -> Optional[Observations]:
+    def get_observations_at(
+        self, position=None, rotation=None, keep_agent_at_new_pose: bool = False
+    ) -> Optional[Observations]:
         saved = (self._pos.copy(), self._rot, self._tilt)
         if position is not None and rotation is not None:
             self.set_agent_state(position, rotation, reset_sensors=False)
@@ -495,7 +529,9 @@ class MosNavMeshSim(Simulator):
         if b.size == 0:
             return INF
         if self._geo_memo is not None:
-            return float(self._grid.geodesic_distance(position_a, b.reshape(-1, 3), memo=self._geo_memo))
+            return float(
+                self._grid.geodesic_distance(position_a, b.reshape(-1, 3), memo=self._geo_memo)
+            )
         return float(self._grid.geodesic_distance(position_a, b.reshape(-1, 3)))
 
     def get_straight_shortest_path_points(self, position_a, position_b):
@@ -552,7 +588,9 @@ class MosNavMeshSim(Simulator):
                 sim_obs.update(self._renderer.render(self._scene, self._cams, self.sensor_poses()))
             else:
                 if not self._warned_no_render:
-                    logger.warning("MosNavMeshSim-v0: mosnav_mesh.render=False, visual sensors return zeros")
+                    logger.warning(
+                        "MosNavMeshSim-v0: mosnav_mesh.render=False, visual sensors return zeros"
+                    )
                     self._warned_no_render = True
                 for s in self._cams:
                     h, w = s.height, s.width

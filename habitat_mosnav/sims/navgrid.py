@@ -15,6 +15,7 @@ built in :mod:`habitat_mosnav.sims.grid`, in this order:
 
 :mod:`.pathfinder` and :mod:`.mosnav_sim` use only the methods and attributes below.
 """
+
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
@@ -35,9 +36,16 @@ __all__ = ["INF", "AgentShape", "DistanceField", "Layer", "Location", "NavGrid",
 class NavGrid:
     """Navigable area of one scene for one agent shape."""
 
-    def __init__(self, triangles: np.ndarray, agent: AgentShape, cell: float = 0.05,
-                 progress: bool = False, drop_roofs: bool = True, desc: str = "",
-                 walkable_only: bool = False):
+    def __init__(
+        self,
+        triangles: np.ndarray,
+        agent: AgentShape,
+        cell: float = 0.05,
+        progress: bool = False,
+        drop_roofs: bool = True,
+        desc: str = "",
+        walkable_only: bool = False,
+    ):
         tris = np.asarray(triangles, dtype=np.float32)
         if tris.ndim != 3 or tris.shape[1:] != (3, 3) or len(tris) == 0:
             raise ValueError("NavGrid needs triangles of shape (F, 3, 3)")
@@ -46,7 +54,9 @@ class NavGrid:
         self.graph = CornerGraph(self.surface, self.clearance)
         self.motion = Motion(self.surface)
         self.fast_marching = FastMarching(self.surface, self.motion.snap)
-        self.geodesics = Geodesics(self.surface, self.clearance, self.graph, self.motion, self.fast_marching)
+        self.geodesics = Geodesics(
+            self.surface, self.clearance, self.graph, self.motion, self.fast_marching
+        )
 
     # ------------------------------------------------------------ what was built
     @property

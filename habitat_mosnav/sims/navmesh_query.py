@@ -21,6 +21,7 @@ habitat-sim 0.3.3 does on top of Detour, re-derived in Python:
 Everything is read from the polygons as written; nothing is rasterised, so the navmesh
 costs memory in proportion to its polygons (a few MB for an HM3D scene).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -92,7 +93,9 @@ def _in_poly(px: float, pz: float, vs) -> bool:
     j = len(vs) - 1
     for i in range(len(vs)):
         vi, vj = vs[i], vs[j]
-        if (vi[2] > pz) != (vj[2] > pz) and px < (vj[0] - vi[0]) * (pz - vi[2]) / (vj[2] - vi[2]) + vi[0]:
+        if (vi[2] > pz) != (vj[2] > pz) and px < (vj[0] - vi[0]) * (pz - vi[2]) / (
+            vj[2] - vi[2]
+        ) + vi[0]:
             inside = not inside
         j = i
     return inside
@@ -170,17 +173,23 @@ class NavMeshQuery:
 
     def __init__(self, mesh: NavMeshData):
         if len(mesh.tiles) != 1:
-            raise NavMeshUnsupported(f"{mesh.path}: {len(mesh.tiles)} tiles; only single-tile navmeshes "
-                               "(the kind habitat-sim builds and HM3D ships) are supported")
+            raise NavMeshUnsupported(
+                f"{mesh.path}: {len(mesh.tiles)} tiles; only single-tile navmeshes "
+                "(the kind habitat-sim builds and HM3D ships) are supported"
+            )
         tile = mesh.tiles[0]
         self.path = mesh.path
         self.climb = float(tile.walkable_climb)
         V = [tuple(float(c) for c in v) for v in tile.verts]
         #: per polygon: its corner points (x, y, z) in Detour's order
-        self.poly_verts: List[List[Tuple[float, float, float]]] = [[V[i] for i in p] for p in tile.polys]
+        self.poly_verts: List[List[Tuple[float, float, float]]] = [
+            [V[i] for i in p] for p in tile.polys
+        ]
         self.neis = tile.neis
         # per polygon: its detail triangles as point tuples, and the boundary detail edges
-        self.detail = [[tuple(tuple(float(c) for c in v) for v in t) for t in d] for d in tile.detail]
+        self.detail = [
+            [tuple(tuple(float(c) for c in v) for v in t) for t in d] for d in tile.detail
+        ]
         self.boundary: List[List[Tuple[tuple, tuple]]] = []
         for tris, flags in zip(self.detail, tile.detail_flags):
             edges = []
@@ -205,13 +214,16 @@ class NavMeshQuery:
                 self._portal_of.setdefault((p, q), (a, b))
         # the same portals as rows of an array of x/z end points (the lower bounds' table)
         self._portal_row = {pq: k for k, pq in enumerate(self._portal_of)}
-        self._portal_ends = np.array([[(a[0], a[2]), (b[0], b[2])] for a, b in self._portal_of.values()],
-                                     np.float64).reshape(-1, 2, 2)
+        self._portal_ends = np.array(
+            [[(a[0], a[2]), (b[0], b[2])] for a, b in self._portal_of.values()], np.float64
+        ).reshape(-1, 2, 2)
         n = len(self.poly_verts)
         lo = np.full((n, 3), np.inf)
         hi = np.full((n, 3), -np.inf)
         for p in range(n):
-            pts = np.asarray(self.poly_verts[p] + [v for t in self.detail[p] for v in t], np.float64)
+            pts = np.asarray(
+                self.poly_verts[p] + [v for t in self.detail[p] for v in t], np.float64
+            )
             lo[p], hi[p] = pts.min(0), pts.max(0)
         self._lo, self._hi = lo, hi
         #: the polygons' own extent: the tile header's bounds (``bounds``, what habitat-sim's
@@ -222,15 +234,19 @@ class NavMeshQuery:
         pv = np.zeros((n, 6, 3))
         for p, vs in enumerate(self.poly_verts):
             pv[p, : len(vs)] = vs
-            pv[p, len(vs):] = vs[-1]
+            pv[p, len(vs) :] = vs[-1]
         self._pv = pv
         self._pv_prev = np.roll(pv, 1, axis=1)
         self._goal_cache: "dict" = {}
         self.bounds = (tile.bmin.astype(np.float32), tile.bmax.astype(np.float32))
         self._islands()
         # 2D areas of the polygons (random points are area-weighted, as Detour's)
-        self._area2d = np.array([max(sum(_tri_area2(vs[0], vs[i - 1], vs[i]) for i in range(2, len(vs))), 0.0)
-                                 for vs in self.poly_verts])
+        self._area2d = np.array(
+            [
+                max(sum(_tri_area2(vs[0], vs[i - 1], vs[i]) for i in range(2, len(vs))), 0.0)
+                for vs in self.poly_verts
+            ]
+        )
         self._memo = StartMemo()  # for callers without their own (see find_path)
         self._bridges = None  # built at the first query that needs it (see _bridge_table)
         self._doorways: "dict" = {}  # (start polygon, goal polygon) -> rows of _portal_ends
@@ -259,9 +275,17 @@ class NavMeshQuery:
                         stack.append(q)
             pts = np.asarray([v for p in members for v in self.poly_verts[p]], np.float64)
             radius.append(float(np.linalg.norm(pts - pts.mean(0), axis=1).max()))
-            tris = np.asarray([t for p in members for t in self.detail[p]], np.float64).reshape(-1, 3, 3)
-            area.append(float(0.5 * np.linalg.norm(np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]),
-                                                    axis=1).sum()))
+            tris = np.asarray([t for p in members for t in self.detail[p]], np.float64).reshape(
+                -1, 3, 3
+            )
+            area.append(
+                float(
+                    0.5
+                    * np.linalg.norm(
+                        np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]), axis=1
+                    ).sum()
+                )
+            )
         self.poly_island = island
         self._island_arr = np.asarray(island, np.int64)
         self.num_islands = len(radius)
@@ -336,8 +360,14 @@ class NavMeshQuery:
             return None
         ex, ey, ez = PICK_EXTENTS
         lo, hi = self._lo, self._hi
-        inbox = ((lo[:, 0] <= x + ex) & (hi[:, 0] >= x - ex) & (lo[:, 1] <= y + ey)
-                 & (hi[:, 1] >= y - ey) & (lo[:, 2] <= z + ez) & (hi[:, 2] >= z - ez))
+        inbox = (
+            (lo[:, 0] <= x + ex)
+            & (hi[:, 0] >= x - ex)
+            & (lo[:, 1] <= y + ey)
+            & (hi[:, 1] >= y - ey)
+            & (lo[:, 2] <= z + ez)
+            & (hi[:, 2] >= z - ez)
+        )
         if island >= 0:
             inbox &= self._island_arr == island
         cand = np.nonzero(inbox)[0]
@@ -346,7 +376,10 @@ class NavMeshQuery:
         vi, vj = self._pv[cand], self._pv_prev[cand]
         with np.errstate(divide="ignore", invalid="ignore"):
             cross = ((vi[..., 2] > z) != (vj[..., 2] > z)) & (
-                x < (vj[..., 0] - vi[..., 0]) * (z - vi[..., 2]) / (vj[..., 2] - vi[..., 2]) + vi[..., 0])
+                x
+                < (vj[..., 0] - vi[..., 0]) * (z - vi[..., 2]) / (vj[..., 2] - vi[..., 2])
+                + vi[..., 0]
+            )
         over = np.logical_xor.reduce(cross, axis=1)
         best, out = INF, None
         for k in np.nonzero(over)[0].tolist():
@@ -376,7 +409,11 @@ class NavMeshQuery:
                 c, _ = self._closest_on_poly(p, (x, y, z), outside=True)
                 d = (x - c[0]) ** 2 + (y - c[1]) ** 2 + (z - c[2]) ** 2
                 if d < best or (d == best and out is not None and k < first):
-                    best, out, first = d, NavPoint(p, self.poly_island[p], c[0], c[1], c[2], False), k
+                    best, out, first = (
+                        d,
+                        NavPoint(p, self.poly_island[p], c[0], c[1], c[2], False),
+                        k,
+                    )
         return out
 
     def _goal(self, pt) -> Optional[NavPoint]:
@@ -410,8 +447,10 @@ class NavMeshQuery:
         loc = self.nearest(pt)
         if loc is None:
             return False
-        return (abs(loc.y - float(pt[1])) <= max_y_delta
-                and math.hypot(float(pt[0]) - loc.x, float(pt[2]) - loc.z) <= 1e-2)
+        return (
+            abs(loc.y - float(pt[1])) <= max_y_delta
+            and math.hypot(float(pt[0]) - loc.x, float(pt[2]) - loc.z) <= 1e-2
+        )
 
     def island_of(self, pt) -> int:
         """``getIsland``: the island index of ``pt``'s projection. Fails: -1."""
@@ -453,7 +492,7 @@ class NavMeshQuery:
         loc = self.nearest(pt)
         if loc is None:
             return 0.0
-        best = max_search_radius ** 2
+        best = max_search_radius**2
         for p in self._polys_near(loc.x, loc.z, max_search_radius, loc.island):
             vs = self.poly_verts[p]
             for j, q in enumerate(self.neis[p]):
@@ -464,7 +503,9 @@ class NavMeshQuery:
 
     def _polys_near(self, x: float, z: float, r: float, island: int) -> List[int]:
         lo, hi = self._lo, self._hi
-        cand = np.nonzero((lo[:, 0] <= x + r) & (hi[:, 0] >= x - r) & (lo[:, 2] <= z + r) & (hi[:, 2] >= z - r))[0]
+        cand = np.nonzero(
+            (lo[:, 0] <= x + r) & (hi[:, 0] >= x - r) & (lo[:, 2] <= z + r) & (hi[:, 2] >= z - r)
+        )[0]
         return [p for p in cand.tolist() if self.poly_island[p] == island]
 
     # ---------------------------------------------------------------- geodesics
@@ -553,6 +594,7 @@ class NavMeshQuery:
         def add(pt) -> None:  # a corner, unless it is the last one again
             if not _equal(pts[-1], pt):
                 pts.append(pt)
+
         n = len(corridor)
         if n > 1:
             portal_of = self._portal_of
@@ -572,17 +614,25 @@ class NavMeshQuery:
                         add(self._clamp_to_poly(corridor[i], end))
                         return pts
                     pl, pr = portals[i]
-                    if i == 0 and _seg_dist2(apex[0], apex[2], pl, pr)[0] < 0.001 ** 2:
+                    if i == 0 and _seg_dist2(apex[0], apex[2], pl, pr)[0] < 0.001**2:
                         i += 1
                         continue
                 else:
                     pl = pr = ce
                 # _tri_area2(apex, right, pr) <= 0
-                if (pr[0] - apex[0]) * (right[2] - apex[2]) - (right[0] - apex[0]) * (pr[2] - apex[2]) <= 0.0:
-                    if ((apex[0] - right[0]) ** 2 + (apex[1] - right[1]) ** 2
-                            + (apex[2] - right[2]) ** 2 < _EQUAL_SQ) or (
-                            (pr[0] - apex[0]) * (left[2] - apex[2])
-                            - (left[0] - apex[0]) * (pr[2] - apex[2]) > 0.0):
+                if (pr[0] - apex[0]) * (right[2] - apex[2]) - (right[0] - apex[0]) * (
+                    pr[2] - apex[2]
+                ) <= 0.0:
+                    if (
+                        (apex[0] - right[0]) ** 2
+                        + (apex[1] - right[1]) ** 2
+                        + (apex[2] - right[2]) ** 2
+                        < _EQUAL_SQ
+                    ) or (
+                        (pr[0] - apex[0]) * (left[2] - apex[2])
+                        - (left[0] - apex[0]) * (pr[2] - apex[2])
+                        > 0.0
+                    ):
                         right, right_i = pr, i
                     else:
                         apex = left
@@ -593,11 +643,19 @@ class NavMeshQuery:
                         i = apex_i + 1
                         continue
                 # _tri_area2(apex, left, pl) >= 0
-                if (pl[0] - apex[0]) * (left[2] - apex[2]) - (left[0] - apex[0]) * (pl[2] - apex[2]) >= 0.0:
-                    if ((apex[0] - left[0]) ** 2 + (apex[1] - left[1]) ** 2
-                            + (apex[2] - left[2]) ** 2 < _EQUAL_SQ) or (
-                            (pl[0] - apex[0]) * (right[2] - apex[2])
-                            - (right[0] - apex[0]) * (pl[2] - apex[2]) < 0.0):
+                if (pl[0] - apex[0]) * (left[2] - apex[2]) - (left[0] - apex[0]) * (
+                    pl[2] - apex[2]
+                ) >= 0.0:
+                    if (
+                        (apex[0] - left[0]) ** 2
+                        + (apex[1] - left[1]) ** 2
+                        + (apex[2] - left[2]) ** 2
+                        < _EQUAL_SQ
+                    ) or (
+                        (pl[0] - apex[0]) * (right[2] - apex[2])
+                        - (right[0] - apex[0]) * (pl[2] - apex[2])
+                        < 0.0
+                    ):
                         left, left_i = pl, i
                     else:
                         apex = right
@@ -611,7 +669,9 @@ class NavMeshQuery:
         add(ce)
         return pts
 
-    def _path_to(self, start, sloc: NavPoint, end, eloc: NavPoint) -> Optional[Tuple[float, List[tuple]]]:
+    def _path_to(
+        self, start, sloc: NavPoint, end, eloc: NavPoint
+    ) -> Optional[Tuple[float, List[tuple]]]:
         sp, ep = (sloc.x, sloc.y, sloc.z), (eloc.x, eloc.y, eloc.z)
         if sp == ep:
             return 0.0, [sp, ep]
@@ -625,7 +685,9 @@ class NavMeshQuery:
         """A memo for one caller's queries (see :class:`StartMemo`)."""
         return StartMemo()
 
-    def find_path(self, a, goals, memo: Optional["StartMemo"] = None) -> Tuple[List[np.ndarray], float]:
+    def find_path(
+        self, a, goals, memo: Optional["StartMemo"] = None
+    ) -> Tuple[List[np.ndarray], float]:
         """Shortest path to the nearest of ``goals`` as habitat-sim's MultiGoalShortestPath:
         goals in order of their straight-line distance ("lower"), stopping at the first
         whose lower is longer than the best path found before it; the best is the first
@@ -711,14 +773,20 @@ class NavMeshQuery:
             return False
         edges = sorted({(min(p, q), max(p, q)) for p, q in self._portal_of})
         _, base = connected_components(
-            coo_matrix((np.ones(len(edges)), tuple(np.array(edges, np.int64).reshape(-1, 2).T)),
-                       shape=(n, n)), directed=False)
+            coo_matrix(
+                (np.ones(len(edges)), tuple(np.array(edges, np.int64).reshape(-1, 2).T)),
+                shape=(n, n),
+            ),
+            directed=False,
+        )
         table = []
         for k, (p, q) in enumerate(edges):
-            rest = edges[:k] + edges[k + 1:]
+            rest = edges[:k] + edges[k + 1 :]
             arr = np.array(rest, np.int64).reshape(-1, 2)
             _, comp = connected_components(
-                coo_matrix((np.ones(len(rest)), (arr[:, 0], arr[:, 1])), shape=(n, n)), directed=False)
+                coo_matrix((np.ones(len(rest)), (arr[:, 0], arr[:, 1])), shape=(n, n)),
+                directed=False,
+            )
             if comp[p] != comp[q]:
                 table.append((p, q, comp))
         return table
@@ -730,8 +798,11 @@ class NavMeshQuery:
         key = (s, e)
         got = self._doorways.get(key)
         if got is None:
-            got = self._doorways[key] = [self._portal_row[(p, q) if comp[p] == comp[s] else (q, p)]
-                                         for p, q, comp in self._bridges if comp[s] != comp[e]]
+            got = self._doorways[key] = [
+                self._portal_row[(p, q) if comp[p] == comp[s] else (q, p)]
+                for p, q, comp in self._bridges
+                if comp[s] != comp[e]
+            ]
         return got
 
     def _portal_distances(self, x: float, z: float) -> List[float]:
@@ -771,10 +842,14 @@ class NavMeshQuery:
                 if len(self._goal_ends) > 100_000:  # as _goal_cache: goal points, not starts
                     self._goal_ends.clear()
                 info = self._goal_ends[end] = (
-                    eloc, None if c is None else (c[0], c[2]),
-                    None if c is None else self._portal_distances(c[0], c[2]))
+                    eloc,
+                    None if c is None else (c[0], c[2]),
+                    None if c is None else self._portal_distances(c[0], c[2]),
+                )
             eloc, ce, dy = info
-            if eloc is None or (eloc.island != sloc.island and (eloc.x, eloc.y, eloc.z) != (sloc.x, sloc.y, sloc.z)):
+            if eloc is None or (
+                eloc.island != sloc.island and (eloc.x, eloc.y, eloc.z) != (sloc.x, sloc.y, sloc.z)
+            ):
                 out[rank] = INF
             elif eloc.poly == s or (eloc.x, eloc.y, eloc.z) == (sloc.x, sloc.y, sloc.z):
                 continue  # no corridor to bound (or the path of length 0)
@@ -878,8 +953,13 @@ class NavMeshQuery:
         return best_pos, visited
 
     # -------------------------------------------------------------------- maps
-    def topdown(self, meters_per_pixel: float, height: float, eps: float = 0.5,
-                bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
+    def topdown(
+        self,
+        meters_per_pixel: float,
+        height: float,
+        eps: float = 0.5,
+        bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None,
+    ) -> np.ndarray:
         """habitat-sim's top-down view: pixel (h, w) is the point (x0 + w m, z0 + h m) from the
         bounds' lower corner (m = metres per pixel); navigable when it lies on a polygon whose
         surface there is within ``eps`` of ``height``, or within 1 cm of a polygon's edge
@@ -891,10 +971,12 @@ class NavMeshQuery:
         nx = int((float(hi[0]) - float(lo[0])) / meters_per_pixel)
         nz = int((float(hi[2]) - float(lo[2])) / meters_per_pixel)
         if max(nx, 0) * max(nz, 0) > TOPDOWN_MAX_CELLS:
-            raise NavMeshError(f"{self.path}: a top-down view of {nz} x {nx} cells at {meters_per_pixel:g} m "
-                               f"over its bounds {_fmt3(lo)}..{_fmt3(hi)} is too large (over "
-                               f"{TOPDOWN_MAX_CELLS} cells); the polygons span {_fmt3(self.extent[0])}.."
-                               f"{_fmt3(self.extent[1])}")
+            raise NavMeshError(
+                f"{self.path}: a top-down view of {nz} x {nx} cells at {meters_per_pixel:g} m "
+                f"over its bounds {_fmt3(lo)}..{_fmt3(hi)} is too large (over "
+                f"{TOPDOWN_MAX_CELLS} cells); the polygons span {_fmt3(self.extent[0])}.."
+                f"{_fmt3(self.extent[1])}"
+            )
         out = np.zeros((max(nz, 0), max(nx, 0)), bool)
         if out.size == 0:
             return out
@@ -914,11 +996,16 @@ class NavMeshQuery:
             for j in range(len(vs)):
                 a, b = vs[j - 1], vs[j]
                 cross = ((b[2] > Z) != (a[2] > Z)) & (
-                    X < (a[0] - b[0]) * (Z - b[2]) / ((a[2] - b[2]) or 1e-30) + b[0])
+                    X < (a[0] - b[0]) * (Z - b[2]) / ((a[2] - b[2]) or 1e-30) + b[0]
+                )
                 inside ^= cross
                 dx, dz = b[0] - a[0], b[2] - a[2]
                 L = dx * dx + dz * dz
-                t = np.clip(((X - a[0]) * dx + (Z - a[2]) * dz) / L, 0.0, 1.0) if L > 0 else np.zeros(X.shape)
+                t = (
+                    np.clip(((X - a[0]) * dx + (Z - a[2]) * dz) / L, 0.0, 1.0)
+                    if L > 0
+                    else np.zeros(X.shape)
+                )
                 near |= (a[0] + t * dx - X) ** 2 + (a[2] + t * dz - Z) ** 2 <= m * m
             ok = inside | near
             if not ok.any():

@@ -1,4 +1,5 @@
 """habitat-sim style ``PathFinder`` and ``ShortestPath`` over a :class:`NavGrid`."""
+
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
@@ -97,8 +98,9 @@ class PathFinder:
     def get_random_navigable_point(self, max_tries: int = 10, island_index: int = -1) -> np.ndarray:
         return self.grid.random_point(self._rng, island_index)
 
-    def get_random_navigable_point_near(self, circle_center, radius: float,
-                                        max_tries: int = 100, island_index: int = -1):
+    def get_random_navigable_point_near(
+        self, circle_center, radius: float, max_tries: int = 100, island_index: int = -1
+    ):
         c = np.asarray(circle_center, np.float64)
         isl = self.get_island(c) if island_index < 0 else island_index
         for _ in range(max_tries):
@@ -159,6 +161,8 @@ class PathFinder:
                 path.closest_end_point_index = -1
         return bool(pts) and dist < INF
 
-    def get_topdown_view(self, meters_per_pixel: float, height: float, eps: float = 0.5) -> np.ndarray:
+    def get_topdown_view(
+        self, meters_per_pixel: float, height: float, eps: float = 0.5
+    ) -> np.ndarray:
         """Bool map (rows = z, columns = x from ``get_bounds()[0]``) of navigable cells."""
         return self.grid.topdown(meters_per_pixel, height, eps)

@@ -17,6 +17,7 @@ from the triangles themselves and paths are shortest paths in its visibility gra
 * geodesic(a, b) = shortest polyline in the free-space component holding both points;
   its corners are reflex vertices of the free space (visibility graph + Dijkstra).
 """
+
 from __future__ import annotations
 
 import math
@@ -70,9 +71,18 @@ def _flat(poly3: np.ndarray):
     return LineString([uniq[int(np.argmin(t))], uniq[int(np.argmax(t))]])
 
 
-def free_space(triangles: np.ndarray, radius: float, height: float, max_climb: float,
-               floor_y: float = 0.0, max_slope: float = 45.0, quad_segs: int = 8,
-               height_step: float = 0.001, grid_size: Optional[float] = None, fill_holes: float = 0.0):
+def free_space(
+    triangles: np.ndarray,
+    radius: float,
+    height: float,
+    max_climb: float,
+    floor_y: float = 0.0,
+    max_slope: float = 45.0,
+    quad_segs: int = 8,
+    height_step: float = 0.001,
+    grid_size: Optional[float] = None,
+    fill_holes: float = 0.0,
+):
     """Shapely (Multi)Polygon of agent centres on the floor at ``floor_y`` (see module doc).
 
     ``height_step``: floor pieces are grouped by their height rounded to it (a scan's
@@ -89,7 +99,9 @@ def free_space(triangles: np.ndarray, radius: float, height: float, max_climb: f
     ok = nl > 1e-12
     up[ok] = nrm[ok, 1] / nl[ok]
     ymin, ymax = tris[:, :, 1].min(1), tris[:, :, 1].max(1)
-    walk = (np.abs(up) >= math.cos(math.radians(max_slope))) & (np.abs(tris[:, :, 1] - floor_y).max(1) <= max_climb)
+    walk = (np.abs(up) >= math.cos(math.radians(max_slope))) & (
+        np.abs(tris[:, :, 1] - floor_y).max(1) <= max_climb
+    )
     walk &= up > 0
     # floor pieces by height, the top one wins where they overlap (a plinth on the floor);
     # each is blocked by what lies in the slab above its own height
@@ -105,21 +117,39 @@ def free_space(triangles: np.ndarray, radius: float, height: float, max_climb: f
         floor = piece if floor is None else floor.union(piece)
         lo, hi = h + max_climb + 1e-6, h + height - 1e-3
         x0, z0, x1, z1 = piece.buffer(radius).bounds
-        near = ((ymax > lo) & (ymin < hi) & (tris[:, :, 0].max(1) >= x0) & (tris[:, :, 0].min(1) <= x1)
-                & (tris[:, :, 2].max(1) >= z0) & (tris[:, :, 2].min(1) <= z1))
-        parts = [_flat(q) for q in (_clip_slab(tris[i], lo, hi) for i in np.nonzero(near)[0]) if len(q)]
+        near = (
+            (ymax > lo)
+            & (ymin < hi)
+            & (tris[:, :, 0].max(1) >= x0)
+            & (tris[:, :, 0].min(1) <= x1)
+            & (tris[:, :, 2].max(1) >= z0)
+            & (tris[:, :, 2].min(1) <= z1)
+        )
+        parts = [
+            _flat(q) for q in (_clip_slab(tris[i], lo, hi) for i in np.nonzero(near)[0]) if len(q)
+        ]
         if parts:
-            obst.append(shapely.union_all(parts, grid_size=grid_size).intersection(piece.buffer(radius + 1e-3)))
+            obst.append(
+                shapely.union_all(parts, grid_size=grid_size).intersection(
+                    piece.buffer(radius + 1e-3)
+                )
+            )
     if floor is None:
         return shapely.Polygon()
     if fill_holes > 0:
         from shapely.geometry import MultiPolygon, Polygon
 
-        floor = MultiPolygon([Polygon(g.exterior, [h for h in g.interiors if Polygon(h).area >= fill_holes])
-                              for g in getattr(floor, "geoms", [floor])])
+        floor = MultiPolygon(
+            [
+                Polygon(g.exterior, [h for h in g.interiors if Polygon(h).area >= fill_holes])
+                for g in getattr(floor, "geoms", [floor])
+            ]
+        )
     free = floor.buffer(-radius, quad_segs=quad_segs)
     if obst:
-        free = free.difference(shapely.union_all(obst, grid_size=grid_size).buffer(radius, quad_segs=quad_segs))
+        free = free.difference(
+            shapely.union_all(obst, grid_size=grid_size).buffer(radius, quad_segs=quad_segs)
+        )
     return free
 
 
@@ -148,7 +178,9 @@ class ExactGeodesics:
                 if len(c) < 3:
                     continue
                 pv, nx = np.roll(c, 1, 0), np.roll(c, -1, 0)
-                cross = (c[:, 0] - pv[:, 0]) * (nx[:, 1] - c[:, 1]) - (c[:, 1] - pv[:, 1]) * (nx[:, 0] - c[:, 0])
+                cross = (c[:, 0] - pv[:, 0]) * (nx[:, 1] - c[:, 1]) - (c[:, 1] - pv[:, 1]) * (
+                    nx[:, 0] - c[:, 0]
+                )
                 reflex = cross < -1e-12  # free space is on the left of every oriented ring
                 verts.append(c[reflex])
                 prevs.append(pv[reflex])
@@ -246,7 +278,9 @@ class ExactGeodesics:
         k = int(np.argmin(tot))
         return float(tot.flat[k]), int(va[k // len(vb)]), int(vb[k % len(vb)])
 
-    def sample(self, rng: np.random.Generator, n: int, component: Optional[int] = None) -> np.ndarray:
+    def sample(
+        self, rng: np.random.Generator, n: int, component: Optional[int] = None
+    ) -> np.ndarray:
         """``n`` uniform points (x, z) of the free space (of one component if given)."""
         import shapely
 

@@ -11,6 +11,7 @@ The RGB + depth pass draws only the chunks of the scene that the camera can see 
 and occlusion tests, :mod:`.render_cull`, switched by :class:`Culling`), with the same
 pixels as drawing them all.
 """
+
 from __future__ import annotations
 
 import math
@@ -198,8 +199,11 @@ def _expand(mesh, with_ids: bool, faces: Optional[np.ndarray] = None) -> np.ndar
     n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
     nrm = np.repeat(n, 3, axis=0).astype(np.float32)
     col = mesh.colors[faces].reshape(-1, 4).astype(np.float32) / 255.0
-    uv = (mesh.uv[faces].reshape(-1, 2) if getattr(mesh, "uv", None) is not None
-          else np.zeros((len(pos), 2), np.float32))
+    uv = (
+        mesh.uv[faces].reshape(-1, 2)
+        if getattr(mesh, "uv", None) is not None
+        else np.zeros((len(pos), 2), np.float32)
+    )
     return np.concatenate([pos, nrm, col, uv], axis=1).astype(np.float32)
 
 
@@ -214,9 +218,16 @@ class Culling:
     the boxes of the others against that depth; ``occlusion_min_chunks``: fewer chunks
     left in the frustum than this skip the occlusion test."""
 
-    def __init__(self, frustum: bool = True, occlusion: bool = True, backface: bool = False, cell: float = 1.5,
-                 min_faces: int = 20000, occlusion_rounds: Sequence[float] = (1.5, 3.0, 6.0),
-                 occlusion_min_chunks: int = 8) -> None:
+    def __init__(
+        self,
+        frustum: bool = True,
+        occlusion: bool = True,
+        backface: bool = False,
+        cell: float = 1.5,
+        min_faces: int = 20000,
+        occlusion_rounds: Sequence[float] = (1.5, 3.0, 6.0),
+        occlusion_min_chunks: int = 8,
+    ) -> None:
         self.frustum = frustum
         self.occlusion = occlusion
         self.backface = backface
@@ -240,18 +251,25 @@ class Renderer:
         try:
             import moderngl
         except Exception as exc:  # noqa: BLE001
-            raise RenderError(f"MosNavMeshSim-v0 rendering needs moderngl ({exc}); pip install moderngl") from None
+            raise RenderError(
+                f"MosNavMeshSim-v0 rendering needs moderngl ({exc}); pip install moderngl"
+            ) from None
         try:
             self.ctx = moderngl.create_context(standalone=True, backend="egl")
         except Exception as exc:  # noqa: BLE001
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise RenderError(f"MosNavMeshSim-v0: no headless EGL OpenGL context ({msg}); {EGL_HINT}") from None
+            raise RenderError(
+                f"MosNavMeshSim-v0: no headless EGL OpenGL context ({msg}); {EGL_HINT}"
+            ) from None
         self.moderngl = moderngl
         self.lock = threading.RLock()
         ctx = self.ctx
-        self.prog_color = ctx.program(vertex_shader=_VS_COLOR, fragment_shader=_FS_COLOR.replace("BASE", _BASE_COL))
-        self.prog_color_tex = ctx.program(vertex_shader=_VS_COLOR,
-                                          fragment_shader=_FS_COLOR.replace("BASE", _BASE_TEX))
+        self.prog_color = ctx.program(
+            vertex_shader=_VS_COLOR, fragment_shader=_FS_COLOR.replace("BASE", _BASE_COL)
+        )
+        self.prog_color_tex = ctx.program(
+            vertex_shader=_VS_COLOR, fragment_shader=_FS_COLOR.replace("BASE", _BASE_TEX)
+        )
         self.prog_depth = ctx.program(vertex_shader=_VS_DEPTH, fragment_shader=_FS_DEPTH)
         self.prog_sem = ctx.program(vertex_shader=_VS_SEM, fragment_shader=_FS_SEM)
         self.prog_sem_tex = ctx.program(vertex_shader=_VS_SEM_TEX, fragment_shader=_FS_SEM_TEX)
@@ -287,11 +305,17 @@ class Renderer:
         nc = chunks.num_chunks
         gl["box_vbo"] = self.ctx.buffer(reserve=max(1, nc) * 8 * 12, dynamic=True)
         gl["box_ibo"] = self.ctx.buffer(render_cull.box_index_buffer(max(1, nc)).tobytes())
-        gl["box"] = self.ctx.vertex_array(self.prog_depth, [(gl["box_vbo"], "3f", "in_pos")],
-                                          index_buffer=gl["box_ibo"], index_element_size=4)
+        gl["box"] = self.ctx.vertex_array(
+            self.prog_depth,
+            [(gl["box_vbo"], "3f", "in_pos")],
+            index_buffer=gl["box_ibo"],
+            index_element_size=4,
+        )
         textures = []
         for img in mesh.textures:
-            t = self.ctx.texture((img.shape[1], img.shape[0]), 4, np.ascontiguousarray(img[::-1]).tobytes())
+            t = self.ctx.texture(
+                (img.shape[1], img.shape[0]), 4, np.ascontiguousarray(img[::-1]).tobytes()
+            )
             t.build_mipmaps()
             t.filter = (self.moderngl.LINEAR_MIPMAP_LINEAR, self.moderngl.LINEAR)
             t.repeat_x = t.repeat_y = True
@@ -304,17 +328,25 @@ class Renderer:
             plain = sem.faces[ft < 0]
             if len(plain):
                 svbo = self.ctx.buffer(_expand(sem, with_ids=True, faces=plain).tobytes())
-                gl["sem"] = self.ctx.vertex_array(self.prog_sem, [(svbo, "3f 1f", "in_pos", "in_id")])
+                gl["sem"] = self.ctx.vertex_array(
+                    self.prog_sem, [(svbo, "3f 1f", "in_pos", "in_id")]
+                )
                 gl["sem_vbo"] = svbo
             for ti, img in enumerate(sem.id_textures):
                 faces = sem.faces[ft == ti]
                 if not len(faces):
                     continue
-                data = np.concatenate([sem.vertices[faces].reshape(-1, 3), sem.uv[faces].reshape(-1, 2)], 1)
+                data = np.concatenate(
+                    [sem.vertices[faces].reshape(-1, 3), sem.uv[faces].reshape(-1, 2)], 1
+                )
                 tvbo = self.ctx.buffer(np.ascontiguousarray(data, np.float32).tobytes())
                 vao = self.ctx.vertex_array(self.prog_sem_tex, [(tvbo, "3f 2f", "in_pos", "in_uv")])
-                tex = self.ctx.texture((img.shape[1], img.shape[0]), 1, np.ascontiguousarray(img, np.float32).tobytes(),
-                                       dtype="f4")
+                tex = self.ctx.texture(
+                    (img.shape[1], img.shape[0]),
+                    1,
+                    np.ascontiguousarray(img, np.float32).tobytes(),
+                    dtype="f4",
+                )
                 tex.filter = (self.moderngl.NEAREST, self.moderngl.NEAREST)
                 gl["sem_tex"].append((vao, tvbo, tex))
         return gl
@@ -323,13 +355,26 @@ class Renderer:
         gl = entry.gl
         if gl.get("ctx") is not self.ctx:
             return
-        with self.lock, self.ctx:  # current again: habitat-sim in the process has its own EGL context
+        with (
+            self.lock,
+            self.ctx,
+        ):  # current again: habitat-sim in the process has its own EGL context
             self._release_objects(gl)
 
     @staticmethod
     def _release_objects(gl: Dict[str, Any]) -> None:
         parts = [o for trio in gl.get("sem_tex", []) for o in trio]
-        keys = ("color", "color_tex", "depth", "box", "color_vbo", "box_vbo", "box_ibo", "sem", "sem_vbo")
+        keys = (
+            "color",
+            "color_tex",
+            "depth",
+            "box",
+            "color_vbo",
+            "box_vbo",
+            "box_ibo",
+            "sem",
+            "sem_vbo",
+        )
         for obj in [gl.get(k) for k in keys] + list(gl.get("textures", [])) + parts:
             if obj is not None:
                 try:
@@ -344,12 +389,19 @@ class Renderer:
         if fbo is None:
             ctx = self.ctx
             depth = ctx.depth_renderbuffer((w, h))
-            if kind == "depth":  # the colour pass's depth buffer alone: occluders and occlusion tests
-                fbo = ctx.framebuffer(color_attachments=[], depth_attachment=self._fbo(w, h, "color").depth_attachment)
+            if (
+                kind == "depth"
+            ):  # the colour pass's depth buffer alone: occluders and occlusion tests
+                fbo = ctx.framebuffer(
+                    color_attachments=[], depth_attachment=self._fbo(w, h, "color").depth_attachment
+                )
                 self._fbos[key] = fbo
                 return fbo
             if kind == "color":
-                att = [ctx.renderbuffer((w, h), 4, dtype="f1"), ctx.renderbuffer((w, h), 1, dtype="f4")]
+                att = [
+                    ctx.renderbuffer((w, h), 4, dtype="f1"),
+                    ctx.renderbuffer((w, h), 1, dtype="f4"),
+                ]
             else:
                 att = [ctx.renderbuffer((w, h), 1, dtype="f4")]
             fbo = ctx.framebuffer(color_attachments=att, depth_attachment=depth)
@@ -366,7 +418,9 @@ class Renderer:
         """Draw the pieces of the chunks in ``keep`` (None: all) in buffer order, runs of one
         texture merged into one draw call; returns the faces drawn."""
         ch: render_cull.Chunks = gl["chunks"]
-        sel = np.arange(len(ch.piece_chunk)) if keep is None else np.nonzero(keep[ch.piece_chunk])[0]
+        sel = (
+            np.arange(len(ch.piece_chunk)) if keep is None else np.nonzero(keep[ch.piece_chunk])[0]
+        )
         if not len(sel):
             return 0
         first, count = ch.piece_first[sel], ch.piece_count[sel]
@@ -390,8 +444,9 @@ class Renderer:
                 gl["color"].render(first=f, vertices=c)
         return int(r_count.sum()) // 3
 
-    def _occlusion(self, gl: Dict[str, Any], dfbo, mvp_bytes: bytes, eye: np.ndarray,
-                   keep: np.ndarray) -> np.ndarray:
+    def _occlusion(
+        self, gl: Dict[str, Any], dfbo, mvp_bytes: bytes, eye: np.ndarray, keep: np.ndarray
+    ) -> np.ndarray:
         """``keep`` less the chunks whose padded boxes pass no sample against the depth of
         the nearer chunks, in rounds (``Culling.occlusion_rounds``); exact: see
         :mod:`.render_cull`."""
@@ -425,7 +480,9 @@ class Renderer:
                 if not len(test) or not drawn.any():
                     continue
                 if not boxes_written:
-                    gl["box_vbo"].write(render_cull.box_vertices(ch, np.arange(len(keep)), pad).tobytes())
+                    gl["box_vbo"].write(
+                        render_cull.box_vertices(ch, np.arange(len(keep)), pad).tobytes()
+                    )
                     boxes_written = True
                 ctx.depth_func = "<="
                 dfbo.depth_mask = False
@@ -445,8 +502,9 @@ class Renderer:
             dfbo.depth_mask = True
         return keep
 
-    def _draw_color(self, gl: Dict[str, Any], fbo, dfbo, mvp: np.ndarray, view: np.ndarray,
-                    eye: np.ndarray) -> None:
+    def _draw_color(
+        self, gl: Dict[str, Any], fbo, dfbo, mvp: np.ndarray, view: np.ndarray, eye: np.ndarray
+    ) -> None:
         ch: render_cull.Chunks = gl["chunks"]
         cull = self.culling
         mvp_bytes = mvp.T.astype("f4").tobytes()
@@ -474,15 +532,25 @@ class Renderer:
         if cull.backface:
             self.ctx.disable(self.moderngl.CULL_FACE)
             self.ctx.front_face = "ccw"
-        self.stats = {"chunks": ch.num_chunks, "frustum": n_frustum, "drawn": int(keep.sum()), "faces": faces,
-                      "occluder faces": self._occluder_faces}
+        self.stats = {
+            "chunks": ch.num_chunks,
+            "frustum": n_frustum,
+            "drawn": int(keep.sum()),
+            "faces": faces,
+            "occluder faces": self._occluder_faces,
+        }
 
     # -------------------------------------------------------------- render
-    def render(self, entry, sensors: Sequence[CameraSpec], poses: Dict[str, tuple]) -> Dict[str, np.ndarray]:
+    def render(
+        self, entry, sensors: Sequence[CameraSpec], poses: Dict[str, tuple]
+    ) -> Dict[str, np.ndarray]:
         """Render every visual sensor; returns uuid -> raw image (rgb HxWx3 u8, depth HxW
         float32 metres, semantic HxW int32)."""
         out: Dict[str, np.ndarray] = {}
-        with self.lock, self.ctx:  # current again: habitat-sim in the process has its own EGL context
+        with (
+            self.lock,
+            self.ctx,
+        ):  # current again: habitat-sim in the process has its own EGL context
             gl = self._scene_buffers(entry)
             ctx = self.ctx
             ctx.enable(self.moderngl.DEPTH_TEST)

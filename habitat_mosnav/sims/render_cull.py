@@ -21,6 +21,7 @@ Back faces are not culled in the colour pass by default: a scan is not closed an
 surfaces are seen from both sides (on the generated scan-like scene culling them changes
 most frames although its winding is consistent), so only an opt-in switch does it.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -30,14 +31,47 @@ import numpy as np
 #: box corners in the order of :data:`BOX_INDICES`' vertex numbers (bit 0: x, 1: y, 2: z)
 _CORNER_BITS = np.array([[(i >> 0) & 1, (i >> 1) & 1, (i >> 2) & 1] for i in range(8)], np.float64)
 #: the 12 triangles of a box over its 8 corners (shared vertices: the box is watertight)
-BOX_INDICES = np.array([
-    0, 2, 1, 1, 2, 3,  # z = lo
-    4, 5, 6, 5, 7, 6,  # z = hi
-    0, 1, 4, 1, 5, 4,  # y = lo
-    2, 6, 3, 3, 6, 7,  # y = hi
-    0, 4, 2, 2, 4, 6,  # x = lo
-    1, 3, 5, 3, 7, 5,  # x = hi
-], np.int32)
+BOX_INDICES = np.array(
+    [
+        0,
+        2,
+        1,
+        1,
+        2,
+        3,  # z = lo
+        4,
+        5,
+        6,
+        5,
+        7,
+        6,  # z = hi
+        0,
+        1,
+        4,
+        1,
+        5,
+        4,  # y = lo
+        2,
+        6,
+        3,
+        3,
+        6,
+        7,  # y = hi
+        0,
+        4,
+        2,
+        2,
+        4,
+        6,  # x = lo
+        1,
+        3,
+        5,
+        3,
+        7,
+        5,  # x = hi
+    ],
+    np.int32,
+)
 
 
 class Chunks:
@@ -48,14 +82,23 @@ class Chunks:
     and ``piece_count`` (in vertices: three per face), in buffer order; ``chunk_faces``:
     faces per chunk."""
 
-    def __init__(self, vertices: np.ndarray, faces: np.ndarray, face_texture: Optional[np.ndarray],
-                 cell: float = 2.0) -> None:
+    def __init__(
+        self,
+        vertices: np.ndarray,
+        faces: np.ndarray,
+        face_texture: Optional[np.ndarray],
+        cell: float = 2.0,
+    ) -> None:
         F = len(faces)
-        ft = np.full(F, -1, np.int64) if face_texture is None else np.asarray(face_texture, np.int64)
+        ft = (
+            np.full(F, -1, np.int64) if face_texture is None else np.asarray(face_texture, np.int64)
+        )
         if F == 0:
             self.order = np.zeros(0, np.int64)
             self.lo = self.hi = np.zeros((0, 3))
-            self.piece_chunk = self.piece_tex = self.piece_first = self.piece_count = np.zeros(0, np.int64)
+            self.piece_chunk = self.piece_tex = self.piece_first = self.piece_count = np.zeros(
+                0, np.int64
+            )
             self.chunk_faces = np.zeros(0, np.int64)
             return
         tris = np.asarray(vertices, np.float64)[faces]  # (F, 3, 3)
@@ -107,8 +150,14 @@ def frustum_keep(chunks: Chunks, mvp: np.ndarray, margin: float = 1e-3) -> np.nd
     c = chunks.corners(np.full(chunks.num_chunks, margin))
     clip = c @ mvp[:, :3].T + mvp[:, 3]  # (C, 8, 4)
     x, y, z, w = clip[..., 0], clip[..., 1], clip[..., 2], clip[..., 3]
-    out = ((x > w).all(1) | (x < -w).all(1) | (y > w).all(1) | (y < -w).all(1)
-           | (z > w).all(1) | (z < -w).all(1))
+    out = (
+        (x > w).all(1)
+        | (x < -w).all(1)
+        | (y > w).all(1)
+        | (y < -w).all(1)
+        | (z > w).all(1)
+        | (z < -w).all(1)
+    )
     return ~out
 
 
@@ -163,4 +212,3 @@ def winding_report(faces: np.ndarray) -> Tuple[int, int]:
     two = start[count == 2]
     same = fwd[order][two] == fwd[order][two + 1]
     return int(len(two)), int(same.sum())
-

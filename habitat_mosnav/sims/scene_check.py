@@ -7,6 +7,7 @@ reset, maybe hours in, with one error record per episode. The checks are cheap: 
 validated as :func:`~habitat_mosnav.sims.navmesh.read_navmesh` does (numpy over its
 arrays, no per-polygon structures). What only a full load finds still fails at reset.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,10 @@ def check_glb_header(path: str) -> None:
             if ctype != CHUNK_JSON:
                 raise SceneFormatError(f"{path}: chunk at byte 12: the first chunk must be JSON")
             if clen > length - 20 or clen > MAX_JSON_CHUNK:
-                raise SceneFormatError(f"{path}: JSON chunk: length {clen} exceeds the file "
-                                       f"(or {MAX_JSON_CHUNK} bytes)")
+                raise SceneFormatError(
+                    f"{path}: JSON chunk: length {clen} exceeds the file "
+                    f"(or {MAX_JSON_CHUNK} bytes)"
+                )
             chunk = fh.read(clen)
     except OSError as exc:
         raise SceneFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None

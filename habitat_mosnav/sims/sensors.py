@@ -4,6 +4,7 @@ They read habitat's own sensor configs (``HabitatSimRGBSensorConfig`` & co.); th
 fills ``sim_obs[uuid]`` and these classes turn it into the observation, with habitat-sim's
 dtypes, shapes and depth clipping/normalisation.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict
@@ -36,8 +37,9 @@ class MosNavRGBSensor(RGBSensor, MosNavVisualSensor):
         super().__init__(config=config)
 
     def _get_observation_space(self, *args: Any, **kwargs: Any):
-        return spaces.Box(low=0, high=255, shape=(self.config.height, self.config.width, 3),
-                          dtype=np.uint8)
+        return spaces.Box(
+            low=0, high=255, shape=(self.config.height, self.config.width, 3), dtype=np.uint8
+        )
 
     def get_observation(self, sim_obs, *args: Any, **kwargs: Any):
         return _get(sim_obs, self)
@@ -57,8 +59,9 @@ class MosNavDepthSensor(DepthSensor, MosNavVisualSensor):
         shape = (self.config.height, self.config.width, 1)
         if self.normalize_depth:
             return spaces.Box(low=0, high=1, shape=shape, dtype=np.float32)
-        return spaces.Box(low=self.min_depth_value, high=self.max_depth_value, shape=shape,
-                          dtype=np.float32)
+        return spaces.Box(
+            low=self.min_depth_value, high=self.max_depth_value, shape=shape, dtype=np.float32
+        )
 
     def get_observation(self, sim_obs, *args: Any, **kwargs: Any):
         obs = np.clip(_get(sim_obs, self), self.min_depth_value, self.max_depth_value)
@@ -77,8 +80,12 @@ class MosNavSemanticSensor(SemanticSensor, MosNavVisualSensor):
 
     def _get_observation_space(self, *args: Any, **kwargs: Any):
         # habitat's HabitatSimSemanticSensor uses uint32 bounds, which wrap to -1 in int32
-        return spaces.Box(low=0, high=np.iinfo(np.int32).max,
-                          shape=(self.config.height, self.config.width, 1), dtype=np.int32)
+        return spaces.Box(
+            low=0,
+            high=np.iinfo(np.int32).max,
+            shape=(self.config.height, self.config.width, 1),
+            dtype=np.int32,
+        )
 
     def get_observation(self, sim_obs, *args: Any, **kwargs: Any):
         obs = _get(sim_obs, self)

@@ -3,6 +3,7 @@
 Layouts are given as axis-aligned boxes; every scene has a ceiling so that the navigability
 code must ignore geometry above the agent.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, List, Optional, Sequence, Tuple
@@ -47,9 +48,16 @@ def export_boxes(path: str, boxes: Iterable[Box], up: str = "z") -> str:
     return path
 
 
-def room_boxes(x0: float, z0: float, x1: float, z1: float, t: float = 0.1,
-               floor_rgba=(150, 120, 90, 255), wall_rgba=(220, 220, 210, 255),
-               ceiling: bool = True) -> List[Box]:
+def room_boxes(
+    x0: float,
+    z0: float,
+    x1: float,
+    z1: float,
+    t: float = 0.1,
+    floor_rgba=(150, 120, 90, 255),
+    wall_rgba=(220, 220, 210, 255),
+    ceiling: bool = True,
+) -> List[Box]:
     """Floor (top at y=0), four walls of thickness ``t`` inside the rectangle, ceiling."""
     boxes: List[Box] = [((x0, -0.1, z0), (x1, 0.0, z1), floor_rgba)]
     boxes += [
@@ -107,11 +115,17 @@ def apartment_boxes() -> List[Box]:
     boxes = room_boxes(0.0, 0.0, 10.0, 8.0)
     wall = (225, 215, 200, 255)
     # vertical wall x=5 with two doors
-    boxes += [((4.95, 0, 0), (5.05, WALL_H, 1.5), wall), ((4.95, 0, 2.5), (5.05, WALL_H, 5.5), wall),
-              ((4.95, 0, 6.5), (5.05, WALL_H, 8.0), wall)]
+    boxes += [
+        ((4.95, 0, 0), (5.05, WALL_H, 1.5), wall),
+        ((4.95, 0, 2.5), (5.05, WALL_H, 5.5), wall),
+        ((4.95, 0, 6.5), (5.05, WALL_H, 8.0), wall),
+    ]
     # horizontal wall z=4 with doors
-    boxes += [((0, 0, 3.95), (2.0, WALL_H, 4.05), wall), ((3.0, 0, 3.95), (7.0, WALL_H, 4.05), wall),
-              ((8.0, 0, 3.95), (10.0, WALL_H, 4.05), wall)]
+    boxes += [
+        ((0, 0, 3.95), (2.0, WALL_H, 4.05), wall),
+        ((3.0, 0, 3.95), (7.0, WALL_H, 4.05), wall),
+        ((8.0, 0, 3.95), (10.0, WALL_H, 4.05), wall),
+    ]
     furniture = [
         ((1.0, 0, 1.0), (2.2, 0.75, 1.8), (120, 80, 40, 255)),  # table
         ((0.2, 0, 5.0), (0.8, 0.5, 7.0), (40, 60, 160, 255)),  # sofa
@@ -122,8 +136,9 @@ def apartment_boxes() -> List[Box]:
     return boxes + furniture
 
 
-def export_scene_with_semantics(directory: str, stem: str, boxes: Sequence[Box],
-                                categories: Optional[Sequence[str]] = None) -> str:
+def export_scene_with_semantics(
+    directory: str, stem: str, boxes: Sequence[Box], categories: Optional[Sequence[str]] = None
+) -> str:
     """Write ``<stem>.glb`` plus the HM3D pair ``<stem>.semantic.glb`` / ``.semantic.txt``.
 
     Box ``i`` becomes object id ``i + 1`` with a distinct annotation colour; returns the

@@ -4,6 +4,7 @@
 as a claim at the final position; ``many``/``all`` end only on FINISH or the step limit, and
 TARGET_FOUND claims one near target without ending the episode (SPEC §1-§3).
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
@@ -33,8 +34,13 @@ def _resolve_measure_interpolations(config) -> None:
     measures = config.get("measurements", None) if hasattr(config, "get") else None
     if not measures:
         return
-    pending = [(node, key) for node in measures.values() if OmegaConf.is_config(node)
-               for key in node.keys() if OmegaConf.is_interpolation(node, key)]
+    pending = [
+        (node, key)
+        for node in measures.values()
+        if OmegaConf.is_config(node)
+        for key in node.keys()
+        if OmegaConf.is_interpolation(node, key)
+    ]
     if pending:
         with read_write(config):
             for node, key in pending:
@@ -70,13 +76,18 @@ class MultiObjectNavTask(NavigationTask):
         The env's own limit cannot be raised from here."""
         limit = int(self._config.mosnav_max_steps)
         if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= limit:
-            raise ValueError(f"max_steps must be an integer in [1, {limit}] (the environment's "
-                             f"habitat.environment.max_episode_steps), got {steps!r}")
+            raise ValueError(
+                f"max_steps must be an integer in [1, {limit}] (the environment's "
+                f"habitat.environment.max_episode_steps), got {steps!r}"
+            )
         self._max_steps_cap = None if steps == limit else steps
 
     def _check_episode_is_active(self, *args: Any, **kwargs: Any) -> bool:
-        if self._max_steps_cap is not None and self.mos_state is not None and (
-                self.mos_state.step >= self._max_steps_cap):
+        if (
+            self._max_steps_cap is not None
+            and self.mos_state is not None
+            and (self.mos_state.step >= self._max_steps_cap)
+        ):
             return False
         return super()._check_episode_is_active(*args, **kwargs)
 
@@ -84,7 +95,8 @@ class MultiObjectNavTask(NavigationTask):
         observations = super().reset(episode)
         cfg = self._config
         self.mos_state = MosEpisodeState(
-            self._sim, episode,
+            self._sim,
+            episode,
             success_distance=cfg.mosnav_success_distance,
             coverage_samples=cfg.mosnav_space_coverage_samples,
             coverage_radius=cfg.mosnav_space_coverage_radius,
@@ -137,7 +149,9 @@ def _tilt(action, degrees: float):
     import magnum as mn
 
     for sensor in agent._sensors.values():
-        sensor.node.rotation = sensor.node.rotation * mn.Quaternion.rotation(mn.Deg(degrees), mn.Vector3.x_axis())
+        sensor.node.rotation = sensor.node.rotation * mn.Quaternion.rotation(
+            mn.Deg(degrees), mn.Vector3.x_axis()
+        )
     return sim.get_observations_at()
 
 

@@ -19,6 +19,7 @@ target from the start, and per pair of targets one multi-goal query per view poi
 target with fewer view points); pair values are kept in the task's ``leg_cache`` for the
 next episodes of the same scene, which share targets.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,21 +37,31 @@ NAN = float("nan")
 class MosEpisodeState:
     """Everything that happened so far in the current episode."""
 
-    def __init__(self, sim, episode, success_distance: float, coverage_samples: int,
-                 coverage_radius: float, max_steps: int,
-                 leg_cache: Optional[MutableMapping] = None):
+    def __init__(
+        self,
+        sim,
+        episode,
+        success_distance: float,
+        coverage_samples: int,
+        coverage_radius: float,
+        max_steps: int,
+        leg_cache: Optional[MutableMapping] = None,
+    ):
         self._sim = sim
         self.episode = episode
         self.target_mode: str = episode.target_mode
         self.target_ids: List[int] = list(episode.target_object_ids)
         self.target_count: Optional[int] = episode.target_count
         self.required_count: int = metrics.required_target_count(
-            self.target_mode, self.target_ids, self.target_count)
+            self.target_mode, self.target_ids, self.target_count
+        )
         self.success_distance = float(success_distance)
         self.max_steps = int(max_steps)
         self.goals = {g.object_id: g for g in episode.goals}
-        self._near_points = {oid: np.asarray(self.goals[oid].near_points, dtype=np.float32)
-                             .reshape(-1, 3) for oid in self.target_ids}
+        self._near_points = {
+            oid: np.asarray(self.goals[oid].near_points, dtype=np.float32).reshape(-1, 3)
+            for oid in self.target_ids
+        }
 
         self.step = 0
         self.events: List[Dict[str, Any]] = []
@@ -66,12 +77,16 @@ class MosEpisodeState:
 
         # Legs of SPEC §4: start_dist[j] = s_j, pair_dist[i, j] = c_ij.
         self.start_dist, self.pair_dist, self.start_geodesic = metrics.legs(
-            self._geo, self.start_position,
-            [self._near_points[oid] for oid in self.target_ids], self.success_distance,
-            cache=leg_cache, cache_scope=getattr(episode, "scene_id", None))
+            self._geo,
+            self.start_position,
+            [self._near_points[oid] for oid in self.target_ids],
+            self.success_distance,
+            cache=leg_cache,
+            cache_scope=getattr(episode, "scene_id", None),
+        )
         self.optimal_subset_distance = metrics.optimal_subset_distance(
-            self.target_mode, self.target_ids, self.target_count, self.start_dist,
-            self.pair_dist)
+            self.target_mode, self.target_ids, self.target_count, self.start_dist, self.pair_dist
+        )
         self.agent_subset_distance: Optional[float] = None
 
         self._init_space_oracle(int(coverage_samples), float(coverage_radius))
@@ -91,8 +106,9 @@ class MosEpisodeState:
     # ------------------------------------------------------------------ geometry
     def _geo(self, a, points) -> float:
         # episode=None: HabitatSim caches the first goal set per episode otherwise.
-        return float(self._sim.geodesic_distance(np.asarray(a, dtype=np.float32), points,
-                                                 episode=None))
+        return float(
+            self._sim.geodesic_distance(np.asarray(a, dtype=np.float32), points, episode=None)
+        )
 
     def _points_of(self, ids) -> np.ndarray:
         parts = [self._near_points[oid] for oid in ids]
@@ -103,14 +119,16 @@ class MosEpisodeState:
         while the agent stays where it is; the task asks for it only at a claim)."""
         key = self.position.tobytes()
         if self._dist_key != key:
-            self._dists = {oid: self._geo(self.position, pts)
-                           for oid, pts in self._near_points.items()}
+            self._dists = {
+                oid: self._geo(self.position, pts) for oid, pts in self._near_points.items()
+            }
             self._dist_key = key
         return self._dists
 
     def near_targets(self) -> List[tuple]:
-        return [(oid, d) for oid, d in self.target_distances().items()
-                if d <= self.success_distance]
+        return [
+            (oid, d) for oid, d in self.target_distances().items() if d <= self.success_distance
+        ]
 
     def distance_to_nearest_unclaimed(self) -> float:
         """Geodesic agent -> nearest view point of any unclaimed target (0 when all are
@@ -143,7 +161,9 @@ class MosEpisodeState:
         # navigable and on that island (habitat-sim 0.3.3's is_navigable / get_island), so
         # every point is reachable and no geodesic query is spent on it.
         pathfinder = self._sim.pathfinder
-        rng = np.random.default_rng(episode_seed(0, self.episode.episode_key or self.episode.episode_id))
+        rng = np.random.default_rng(
+            episode_seed(0, self.episode.episode_key or self.episode.episode_id)
+        )
         start = np.asarray(self.start_position, dtype=np.float64)
         island = int(pathfinder.get_island(start))
         # the polygons' own extent, not get_bounds(): a navmesh's tile bounds may be set
@@ -171,7 +191,7 @@ class MosEpisodeState:
         if self._samples is None or self.space_exhausted_step is not None:
             return
         d2 = np.sum((self._samples - self.position) ** 2, axis=1)
-        self._explored |= d2 <= self.coverage_radius ** 2
+        self._explored |= d2 <= self.coverage_radius**2
         if self._explored.all():
             self.space_exhausted_step = self.step
 
@@ -201,9 +221,11 @@ class MosEpisodeState:
             self.claimed.extend(event["new_targets"])
             claimed = set(self.claimed)
             self._unclaimed_points = self._points_of(
-                [oid for oid in self.target_ids if oid not in claimed])
+                [oid for oid in self.target_ids if oid not in claimed]
+            )
             self.agent_subset_distance = metrics.agent_subset_distance(
-                self.claimed, self.target_ids, self.start_dist, self.pair_dist)
+                self.claimed, self.target_ids, self.start_dist, self.pair_dist
+            )
             if self.all_found_step is None and len(self.claimed) >= self.required_count:
                 self.all_found_step = self.step
         return event
@@ -221,15 +243,24 @@ class MosEpisodeState:
     # ------------------------------------------------------------------ metrics
     def outcome(self) -> metrics.EpisodeOutcome:
         return metrics.EpisodeOutcome(
-            target_mode=self.target_mode, target_ids=self.target_ids,
-            target_count=self.target_count, max_steps=self.max_steps,
-            steps_taken=self.step, events=self.events, finish_step=self.finish_step,
-            finish_sent=self.finish_sent, ended_by_agent=self.ended_by is not None,
-            trajectory_length=self.trajectory_length, start_dist=self.start_dist,
-            pair_dist=self.pair_dist, all_found_step=self.all_found_step,
-            space_exhausted_step=self.space_exhausted_step, coverage=self.coverage,
+            target_mode=self.target_mode,
+            target_ids=self.target_ids,
+            target_count=self.target_count,
+            max_steps=self.max_steps,
+            steps_taken=self.step,
+            events=self.events,
+            finish_step=self.finish_step,
+            finish_sent=self.finish_sent,
+            ended_by_agent=self.ended_by is not None,
+            trajectory_length=self.trajectory_length,
+            start_dist=self.start_dist,
+            pair_dist=self.pair_dist,
+            all_found_step=self.all_found_step,
+            space_exhausted_step=self.space_exhausted_step,
+            coverage=self.coverage,
             optimal_subset_distance=self.optimal_subset_distance,
-            agent_subset_distance=self.agent_subset_distance)
+            agent_subset_distance=self.agent_subset_distance,
+        )
 
     def metric_floats(self) -> Dict[str, float]:
         """:meth:`metrics` as floats with NaN for null (what the Habitat measures report),
@@ -254,8 +285,14 @@ class MosEpisodeState:
             self._metrics_step = None
         if self._metrics_step != self.step:
             m = dict(self._base)
-            m.update(metrics.path_metrics(m["success"], self.optimal_subset_distance,
-                                          self.agent_subset_distance, self.trajectory_length))
+            m.update(
+                metrics.path_metrics(
+                    m["success"],
+                    self.optimal_subset_distance,
+                    self.agent_subset_distance,
+                    self.trajectory_length,
+                )
+            )
             coverage = self.coverage
             m["coverage"] = None if coverage is None or not math.isfinite(coverage) else coverage
             self._metrics = m

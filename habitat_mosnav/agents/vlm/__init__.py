@@ -1,5 +1,6 @@
 """``--agent api``: the VLM agent (:mod:`.agent`), its chat messages (:mod:`.messages`) and
 reply parsing (:mod:`.parsing`); the chat client itself is :mod:`habitat_mosnav.chat`."""
+
 from habitat_mosnav.agents.vlm.agent import (
     DEFAULT_API_BASE,
     APIAgent,
@@ -9,5 +10,11 @@ from habitat_mosnav.agents.vlm.agent import (
     UnparseableReplyError,
 )
 
-__all__ = ["APIAgent", "APIError", "APIRequestError", "APIUnavailableError",
-           "DEFAULT_API_BASE", "UnparseableReplyError"]
+__all__ = [
+    "APIAgent",
+    "APIError",
+    "APIRequestError",
+    "APIUnavailableError",
+    "DEFAULT_API_BASE",
+    "UnparseableReplyError",
+]

@@ -14,6 +14,7 @@ logs, records, ``repr`` or error messages. A server that stays down raises
 ``error`` instead of hanging. Per-episode counters for the record's ``extras`` come from
 :meth:`APIAgent.episode_stats`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -131,14 +132,28 @@ class APIAgent:
         if not model:
             raise ValueError("--agent api needs --model NAME (the model name the server serves)")
         if on_unparseable not in UNPARSEABLE_POLICIES:
-            raise ValueError(f"--on-unparseable: expected one of {UNPARSEABLE_POLICIES}, got {on_unparseable!r}")
+            raise ValueError(
+                f"--on-unparseable: expected one of {UNPARSEABLE_POLICIES}, got {on_unparseable!r}"
+            )
         if int(default_action) not in VALID_ACTION_IDS:
-            raise ValueError(f"--default-action: {default_action} is not an action id {sorted(VALID_ACTION_IDS)}")
-        if history_length < 0 or unparseable_retries < 0 or max_tokens <= 0 or image_size < 0 or max_depth <= 0:
-            raise ValueError("--history-length, --unparseable-retries and --image-size must be >= 0; "
-                             "--max-tokens and --depth-max > 0")
+            raise ValueError(
+                f"--default-action: {default_action} is not an action id {sorted(VALID_ACTION_IDS)}"
+            )
+        if (
+            history_length < 0
+            or unparseable_retries < 0
+            or max_tokens <= 0
+            or image_size < 0
+            or max_depth <= 0
+        ):
+            raise ValueError(
+                "--history-length, --unparseable-retries and --image-size must be >= 0; "
+                "--max-tokens and --depth-max > 0"
+            )
         self.model = model
-        self.client = ChatClient(api_base, api_key, timeout=timeout, retries=retries, backoff=backoff)
+        self.client = ChatClient(
+            api_base, api_key, timeout=timeout, retries=retries, backoff=backoff
+        )
         self.temperature = float(temperature)
         self.max_tokens = int(max_tokens)
         self.image_size = int(image_size)
@@ -172,45 +187,116 @@ class APIAgent:
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         """Add the ``--agent api`` flags (in their own group) to the eval CLI's parser."""
         g = parser.add_argument_group("API agent (--agent api, OpenAI-compatible chat server)")
-        g.add_argument("--api-base", default=None,
-                       help="server base URL, e.g. http://127.0.0.1:8000/v1 "
-                            f"(default: $OPENAI_BASE_URL, else {DEFAULT_API_BASE})")
+        g.add_argument(
+            "--api-base",
+            default=None,
+            help="server base URL, e.g. http://127.0.0.1:8000/v1 "
+            f"(default: $OPENAI_BASE_URL, else {DEFAULT_API_BASE})",
+        )
         g.add_argument("--model", default=None, help="model name as the server knows it (required)")
-        g.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                       help="environment variable (or .env entry) holding the key (default: OPENAI_API_KEY); "
-                            "local servers need none")
-        g.add_argument("--env-file", default=".env", help="a .env file read for the key and base URL (default: ./.env)")
-        g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default: 0)")
-        g.add_argument("--max-tokens", type=int, default=256, help="max tokens per reply (default: 256)")
-        g.add_argument("--image-size", type=int, default=512,
-                       help="shrink images so the longer side is at most this many pixels; 0 = as rendered (default: 512)")
-        g.add_argument("--image-format", choices=("png", "jpeg"), default="png", help="image encoding (default: png)")
-        g.add_argument("--history-length", type=int, default=8,
-                       help="previous actions listed in each prompt; 0 = none (default: 8)")
-        g.add_argument("--send-depth", action="store_true", help="also send the depth image, colour-coded")
-        g.add_argument("--depth-max", type=float, default=10.0,
-                       help="with --send-depth: metres shown as 'far' in the colour-coded depth (default: 10)")
-        g.add_argument("--api-timeout", type=float, default=60.0,
-                       help="seconds per attempt, from connect to the last byte of the reply (default: 60)")
-        g.add_argument("--api-retries", type=int, default=3,
-                       help="repeats after a 5xx/408/409/425/429 answer, time-out or dropped connection (default: 3)")
-        g.add_argument("--api-backoff", type=float, default=1.0,
-                       help="first back-off in seconds, doubled per retry, capped at 30 (default: 1)")
-        g.add_argument("--on-unparseable", choices=UNPARSEABLE_POLICIES, default="retry",
-                       help="reply without a valid action: ask again (--unparseable-retries times) then use "
-                            "--default-action; use it at once; or fail the episode (default: retry)")
-        g.add_argument("--unparseable-retries", type=int, default=2,
-                       help="re-asks after an unparseable reply with --on-unparseable retry (default: 2)")
-        g.add_argument("--default-action", type=_action_choice, default=2,
-                       help="action used for an unparseable reply, id or name (default: 2 = TURN_LEFT)")
-        g.add_argument("--strict-reply", action="store_true",
-                       help="accept only 'ACTION: <id>' or JSON replies, no tolerant fallback")
-        g.add_argument("--api-extra-body", default=None, metavar="JSON",
-                       help='extra request fields, e.g. \'{"top_p": 0.9}\' or vLLM\'s '
-                            '\'{"chat_template_kwargs": {"enable_thinking": false}}\'')
-        g.add_argument("--system-prompt-file", default=None, help="replace the built-in system prompt with this file")
-        g.add_argument("--log-prompt-images", action="store_true",
-                       help="with --log-prompts, also save the images sent, as PNG beside the prompt log")
+        g.add_argument(
+            "--api-key-env",
+            default="OPENAI_API_KEY",
+            help="environment variable (or .env entry) holding the key (default: OPENAI_API_KEY); "
+            "local servers need none",
+        )
+        g.add_argument(
+            "--env-file",
+            default=".env",
+            help="a .env file read for the key and base URL (default: ./.env)",
+        )
+        g.add_argument(
+            "--temperature", type=float, default=0.0, help="sampling temperature (default: 0)"
+        )
+        g.add_argument(
+            "--max-tokens", type=int, default=256, help="max tokens per reply (default: 256)"
+        )
+        g.add_argument(
+            "--image-size",
+            type=int,
+            default=512,
+            help="shrink images so the longer side is at most this many pixels; 0 = as rendered (default: 512)",
+        )
+        g.add_argument(
+            "--image-format",
+            choices=("png", "jpeg"),
+            default="png",
+            help="image encoding (default: png)",
+        )
+        g.add_argument(
+            "--history-length",
+            type=int,
+            default=8,
+            help="previous actions listed in each prompt; 0 = none (default: 8)",
+        )
+        g.add_argument(
+            "--send-depth", action="store_true", help="also send the depth image, colour-coded"
+        )
+        g.add_argument(
+            "--depth-max",
+            type=float,
+            default=10.0,
+            help="with --send-depth: metres shown as 'far' in the colour-coded depth (default: 10)",
+        )
+        g.add_argument(
+            "--api-timeout",
+            type=float,
+            default=60.0,
+            help="seconds per attempt, from connect to the last byte of the reply (default: 60)",
+        )
+        g.add_argument(
+            "--api-retries",
+            type=int,
+            default=3,
+            help="repeats after a 5xx/408/409/425/429 answer, time-out or dropped connection (default: 3)",
+        )
+        g.add_argument(
+            "--api-backoff",
+            type=float,
+            default=1.0,
+            help="first back-off in seconds, doubled per retry, capped at 30 (default: 1)",
+        )
+        g.add_argument(
+            "--on-unparseable",
+            choices=UNPARSEABLE_POLICIES,
+            default="retry",
+            help="reply without a valid action: ask again (--unparseable-retries times) then use "
+            "--default-action; use it at once; or fail the episode (default: retry)",
+        )
+        g.add_argument(
+            "--unparseable-retries",
+            type=int,
+            default=2,
+            help="re-asks after an unparseable reply with --on-unparseable retry (default: 2)",
+        )
+        g.add_argument(
+            "--default-action",
+            type=_action_choice,
+            default=2,
+            help="action used for an unparseable reply, id or name (default: 2 = TURN_LEFT)",
+        )
+        g.add_argument(
+            "--strict-reply",
+            action="store_true",
+            help="accept only 'ACTION: <id>' or JSON replies, no tolerant fallback",
+        )
+        g.add_argument(
+            "--api-extra-body",
+            default=None,
+            metavar="JSON",
+            help="extra request fields, e.g. '{\"top_p\": 0.9}' or vLLM's "
+            '\'{"chat_template_kwargs": {"enable_thinking": false}}\'',
+        )
+        g.add_argument(
+            "--system-prompt-file",
+            default=None,
+            help="replace the built-in system prompt with this file",
+        )
+        g.add_argument(
+            "--log-prompt-images",
+            action="store_true",
+            help="with --log-prompts, also save the images sent, as PNG beside the prompt log",
+        )
 
     @classmethod
     def from_args(cls, args: Any) -> "APIAgent":
@@ -219,7 +305,9 @@ class APIAgent:
         env_file = get("env_file", ".env")
         env_var = get("api_key_env", "OPENAI_API_KEY") or "OPENAI_API_KEY"
         api_key = load_api_key(env_var, env_file)
-        api_base = get("api_base") or env_value("OPENAI_BASE_URL", env_file=env_file, default=DEFAULT_API_BASE)
+        api_base = get("api_base") or env_value(
+            "OPENAI_BASE_URL", env_file=env_file, default=DEFAULT_API_BASE
+        )
         extra = get("api_extra_body")
         extra_body: Dict[str, Any] = {}
         if extra:
@@ -235,7 +323,9 @@ class APIAgent:
             try:
                 system_prompt = Path(spf).read_text(encoding="utf-8")
             except OSError as exc:
-                raise ValueError(f"--system-prompt-file {spf}: cannot read ({exc.strerror})") from None
+                raise ValueError(
+                    f"--system-prompt-file {spf}: cannot read ({exc.strerror})"
+                ) from None
         default_action = get("default_action", 2)
         if isinstance(default_action, str):
             default_action = _action_choice(default_action)
@@ -262,8 +352,13 @@ class APIAgent:
             log_images=get("log_prompt_images", False),
         )
         if api_key is None and not agent.client.is_loopback:
-            print(safe_line(f"mosnav-eval: warning: no API key in ${env_var} or {env_file or '.env'}; "
-                            f"sending requests to {agent.client.url} without one"), file=sys.stderr)
+            print(
+                safe_line(
+                    f"mosnav-eval: warning: no API key in ${env_var} or {env_file or '.env'}; "
+                    f"sending requests to {agent.client.url} without one"
+                ),
+                file=sys.stderr,
+            )
         return agent
 
     def set_log_path(self, path: Union[str, Path, None]) -> None:
@@ -298,7 +393,14 @@ class APIAgent:
         out["api_latency_s"] = round(out["api_latency_s"], 3)
         return out
 
-    def act(self, observation: Any = None, *, rgb: Any = None, depth: Any = None, prompt: Optional[str] = None) -> int:
+    def act(
+        self,
+        observation: Any = None,
+        *,
+        rgb: Any = None,
+        depth: Any = None,
+        prompt: Optional[str] = None,
+    ) -> int:
         """One step: ask the model, return an action id (SPEC §2).
 
         Raises :class:`APIUnavailableError` / :class:`APIRequestError` when the server fails
@@ -309,13 +411,26 @@ class APIAgent:
             self.reset()
         obs = observation
         if obs is None:
-            obs = SimpleNamespace(rgb=rgb, depth=depth, task_prompt=prompt, goal_text=None,
-                                  step_count=self._step, max_steps=None, target_mode=None,
-                                  episode_id=None, scene_id=None, extras=None)
+            obs = SimpleNamespace(
+                rgb=rgb,
+                depth=depth,
+                task_prompt=prompt,
+                goal_text=None,
+                step_count=self._step,
+                max_steps=None,
+                target_mode=None,
+                episode_id=None,
+                scene_id=None,
+                extras=None,
+            )
         count = getattr(obs, "step_count", None)
-        step = (int(count) if isinstance(count, numbers.Integral) and count >= 0 else self._step) + 1
+        step = (
+            int(count) if isinstance(count, numbers.Integral) and count >= 0 else self._step
+        ) + 1
         if getattr(obs, "rgb", None) is None:
-            raise ValueError("APIAgent: observation.rgb is missing; the API agent needs the RGB view")
+            raise ValueError(
+                "APIAgent: observation.rgb is missing; the API agent needs the RGB view"
+            )
         images: List[EncodedImage] = [
             encode_image(rgb_to_image(obs.rgb), "rgb", self.image_size, self.image_format)
         ]
@@ -323,9 +438,15 @@ class APIAgent:
             extras = getattr(obs, "extras", None) or {}
             units = extras.get("depth_units") if isinstance(extras, dict) else None
             normalized = {"metres": False, "meters": False, "normalized": True}.get(units)
-            images.append(encode_image(depth_to_image(obs.depth, self.max_depth, normalized),
-                                       "depth", self.image_size, "png"))
-        history = list(self._history)[-self.history_length:] if self.history_length else None
+            images.append(
+                encode_image(
+                    depth_to_image(obs.depth, self.max_depth, normalized),
+                    "depth",
+                    self.image_size,
+                    "png",
+                )
+            )
+        history = list(self._history)[-self.history_length :] if self.history_length else None
         text = user_text(obs, history, self.send_depth and len(images) > 1, self.max_depth)
         messages = build_messages(self.system_prompt, text, images)
 
@@ -335,8 +456,13 @@ class APIAgent:
         error: Optional[BaseException] = None
         try:
             while True:
-                payload = {"model": self.model, "messages": messages,
-                           "temperature": self.temperature, "max_tokens": self.max_tokens, **self.extra_body}
+                payload = {
+                    "model": self.model,
+                    "messages": messages,
+                    "temperature": self.temperature,
+                    "max_tokens": self.max_tokens,
+                    **self.extra_body,
+                }
                 try:
                     result = self.client.complete(payload)
                 except APIError as exc:
@@ -352,18 +478,30 @@ class APIAgent:
                     if isinstance(value, (int, float)):
                         self._stats[key] += int(value)
                 parsed = parse_action(result.text, tolerant=self.tolerant)
-                attempts.append({"reply": result.text, "parsed_action": parsed.action, "parse": parsed.method,
-                                 "reason": parsed.reason or None, "finish_reason": result.finish_reason,
-                                 "http_attempts": result.attempts, "latency_s": round(result.latency_s, 3)})
+                attempts.append(
+                    {
+                        "reply": result.text,
+                        "parsed_action": parsed.action,
+                        "parse": parsed.method,
+                        "reason": parsed.reason or None,
+                        "finish_reason": result.finish_reason,
+                        "http_attempts": result.attempts,
+                        "latency_s": round(result.latency_s, 3),
+                    }
+                )
                 if parsed.action is not None:
                     if parsed.method in ("name", "digit"):
                         self._stats["tolerant_parses"] += 1
                     action = parsed.action
                     break
                 self._stats["unparseable_replies"] += 1
-                reason = parsed.reason + (" (cut at --max-tokens)" if result.finish_reason == "length" else "")
+                reason = parsed.reason + (
+                    " (cut at --max-tokens)" if result.finish_reason == "length" else ""
+                )
                 if self.on_unparseable == "error":
-                    raise UnparseableReplyError(f"model reply names no valid action at step {step}: {reason}")
+                    raise UnparseableReplyError(
+                        f"model reply names no valid action at step {step}: {reason}"
+                    )
                 if self.on_unparseable == "retry" and len(attempts) <= self.unparseable_retries:
                     self._stats["reasks"] += 1
                     messages = messages + [
@@ -387,15 +525,27 @@ class APIAgent:
         """Nothing to release (one connection per request); present for symmetry."""
 
     # ------------------------------------------------------------------ logging
-    def _write_log(self, obs: Any, step: int, messages: List[Dict[str, Any]], images: List[EncodedImage],
-                   attempts: List[Dict[str, Any]], action: Optional[int], defaulted: bool,
-                   error: Optional[BaseException]) -> None:
+    def _write_log(
+        self,
+        obs: Any,
+        step: int,
+        messages: List[Dict[str, Any]],
+        images: List[EncodedImage],
+        attempts: List[Dict[str, Any]],
+        action: Optional[int],
+        defaulted: bool,
+        error: Optional[BaseException],
+    ) -> None:
         if self.log_path is None:
             return
         refs = [im.reference() for im in images]
         if self.log_images:
             folder = self.log_path.parent / f"{self.log_path.stem}_images"
-            ep = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{getattr(obs, 'scene_id', None)}__{getattr(obs, 'episode_id', None)}")
+            ep = re.sub(
+                r"[^A-Za-z0-9_.-]+",
+                "_",
+                f"{getattr(obs, 'scene_id', None)}__{getattr(obs, 'episode_id', None)}",
+            )
             sub = folder / f"{self._episode_index:05d}_{ep}"
             make_dirs(str(folder))
             make_dirs(str(sub))
@@ -403,7 +553,9 @@ class APIAgent:
                 target = sub / f"step_{step:04d}_{im.role}.{im.format}"
                 if not os.path.lexists(target):
                     with open_file(str(target), "wb") as fh:
-                        fh.write(im.png_bytes if im.format == "png" else _decode_data_url(im.data_url))
+                        fh.write(
+                            im.png_bytes if im.format == "png" else _decode_data_url(im.data_url)
+                        )
                 ref["path"] = os.path.relpath(target, self.log_path.parent)
         extras = getattr(obs, "extras", None) or {}
         line = {
@@ -420,7 +572,9 @@ class APIAgent:
             "parsed_action": attempts[-1]["parsed_action"] if attempts else None,
             "action": action,
             "defaulted": defaulted,
-            "error": None if error is None else {"type": type(error).__name__, "message": str(error)},
+            "error": None
+            if error is None
+            else {"type": type(error).__name__, "message": str(error)},
         }
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         line = _capped(line, mask=self.client.secrets)

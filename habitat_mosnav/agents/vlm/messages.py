@@ -2,6 +2,7 @@
 
 Kept apart from the HTTP client so the prompt can be inspected and tested without a server.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -73,8 +74,14 @@ class EncodedImage:
     png_bytes: bytes  # for optional saving beside the prompt log
 
     def reference(self) -> Dict[str, Any]:
-        return {"role": self.role, "sha256": self.sha256, "width": self.width,
-                "height": self.height, "format": self.format, "bytes": self.num_bytes}
+        return {
+            "role": self.role,
+            "sha256": self.sha256,
+            "width": self.width,
+            "height": self.height,
+            "format": self.format,
+            "bytes": self.num_bytes,
+        }
 
 
 def _resize(img: Image.Image, size: int) -> Image.Image:
@@ -101,7 +108,9 @@ def rgb_to_image(rgb: Any) -> Image.Image:
     return Image.fromarray(np.ascontiguousarray(arr))
 
 
-def depth_to_image(depth: Any, max_depth: float = 10.0, normalized: Optional[bool] = None) -> Image.Image:
+def depth_to_image(
+    depth: Any, max_depth: float = 10.0, normalized: Optional[bool] = None
+) -> Image.Image:
     """Colour-code a depth map so a VLM can read it: near = yellow, far = purple, 0 = black.
 
     Metres are clipped at ``max_depth``; ``normalized=True`` means values in [0, 1] already
@@ -126,7 +135,9 @@ def depth_to_image(depth: Any, max_depth: float = 10.0, normalized: Optional[boo
     return Image.fromarray(out)
 
 
-def encode_image(img: Image.Image, role: str, size: int = 0, fmt: str = "png", quality: int = 90) -> EncodedImage:
+def encode_image(
+    img: Image.Image, role: str, size: int = 0, fmt: str = "png", quality: int = 90
+) -> EncodedImage:
     """Resize and encode as a base64 data URL (PNG, or JPEG when ``fmt == "jpeg"``)."""
     img = _resize(img, size)
     buf = io.BytesIO()
@@ -142,7 +153,9 @@ def encode_image(img: Image.Image, role: str, size: int = 0, fmt: str = "png", q
     data = buf.getvalue()
     url = data_url(data, mime)
     png = data if fmt == "png" else b""
-    return EncodedImage(role, url, hashlib.sha256(data).hexdigest(), img.size[0], img.size[1], fmt, len(data), png)
+    return EncodedImage(
+        role, url, hashlib.sha256(data).hexdigest(), img.size[0], img.size[1], fmt, len(data), png
+    )
 
 
 def format_history(history: Sequence[Tuple[int, int, str]]) -> str:
@@ -166,16 +179,22 @@ def fallback_task_text(obs: Any) -> str:
         try:
             from habitat_mosnav.prompts import build_task_prompt
 
-            return build_task_prompt(goal, getattr(obs, "goal_type", None) or "description", mode,
-                                     getattr(obs, "target_count", None), getattr(obs, "max_steps", None))
+            return build_task_prompt(
+                goal,
+                getattr(obs, "goal_type", None) or "description",
+                mode,
+                getattr(obs, "target_count", None),
+                getattr(obs, "max_steps", None),
+            )
         except (ImportError, ValueError):
             pass
     head = f"Find objects matching: {goal}\n" if goal else "Navigate to the goal.\n"
     return head + GOAT_ACTIONS
 
 
-def user_text(obs: Any, history: Optional[Sequence[Tuple[int, int, str]]], send_depth: bool,
-              max_depth: float) -> str:
+def user_text(
+    obs: Any, history: Optional[Sequence[Tuple[int, int, str]]], send_depth: bool, max_depth: float
+) -> str:
     """The text part of the user message for one step; ``history=None`` omits the history."""
     task = getattr(obs, "task_prompt", None) or fallback_task_text(obs)
     parts: List[str] = [task.strip()]
@@ -185,18 +204,25 @@ def user_text(obs: Any, history: Optional[Sequence[Tuple[int, int, str]]], send_
     step = getattr(obs, "step_count", None)
     max_steps = getattr(obs, "max_steps", None)
     if step is not None:
-        parts.append(f"Actions taken so far: {int(step)}" + (f" (at most {max_steps})." if max_steps else "."))
+        parts.append(
+            f"Actions taken so far: {int(step)}"
+            + (f" (at most {max_steps})." if max_steps else ".")
+        )
     if history is not None:
         parts.append(format_history(history))
     if send_depth:
-        parts.append("The first image is the current camera view. " + DEPTH_NOTE.format(max_depth=max_depth))
+        parts.append(
+            "The first image is the current camera view. " + DEPTH_NOTE.format(max_depth=max_depth)
+        )
     else:
         parts.append("The image is the current camera view (no depth image is sent).")
     parts.append("Reply with your reasoning (optional) and end with one line: ACTION: <number>")
     return "\n\n".join(parts)
 
 
-def build_messages(system_prompt: Optional[str], text: str, images: Sequence[EncodedImage]) -> List[Dict[str, Any]]:
+def build_messages(
+    system_prompt: Optional[str], text: str, images: Sequence[EncodedImage]
+) -> List[Dict[str, Any]]:
     """System + user (text part, then one ``image_url`` part per image)."""
     content: List[Dict[str, Any]] = [{"type": "text", "text": text}]
     for im in images:
@@ -208,7 +234,9 @@ def build_messages(system_prompt: Optional[str], text: str, images: Sequence[Enc
     return messages
 
 
-def loggable_messages(messages: Sequence[Dict[str, Any]], images: Sequence[EncodedImage]) -> List[Dict[str, Any]]:
+def loggable_messages(
+    messages: Sequence[Dict[str, Any]], images: Sequence[EncodedImage]
+) -> List[Dict[str, Any]]:
     """The same messages with every image replaced by its reference (no base64)."""
     by_url = {im.data_url: im for im in images}
     out: List[Dict[str, Any]] = []
@@ -220,7 +248,9 @@ def loggable_messages(messages: Sequence[Dict[str, Any]], images: Sequence[Encod
                 if p.get("type") == "image_url":
                     url = p.get("image_url", {}).get("url", "")
                     im = by_url.get(url)
-                    parts.append({"type": "image_ref", **(im.reference() if im else {"role": "unknown"})})
+                    parts.append(
+                        {"type": "image_ref", **(im.reference() if im else {"role": "unknown"})}
+                    )
                 else:
                     parts.append(dict(p))
             out.append({"role": m["role"], "content": parts})

@@ -14,6 +14,7 @@ other patterns are applied once each, every unbounded repeat in them followed by
 characters it cannot take (so a failed attempt gives back at most one run). Numbers longer
 than 9 digits are no action id (and never reach ``int``).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,14 @@ from typing import Any, Dict, List, Optional
 
 from habitat_mosnav.api import Action
 
-__all__ = ["VALID_ACTION_IDS", "ACTION_NAMES", "STRICT_WINDOW", "ParsedReply", "parse_action", "strip_reasoning"]
+__all__ = [
+    "VALID_ACTION_IDS",
+    "ACTION_NAMES",
+    "STRICT_WINDOW",
+    "ParsedReply",
+    "parse_action",
+    "strip_reasoning",
+]
 
 #: Ids a reply may name: 0-6 and the legacy FINISH alias 9 (SPEC §2).
 VALID_ACTION_IDS = frozenset(int(a) for a in Action)
@@ -51,7 +59,12 @@ def _phrase_regex(phrase: str) -> str:
     # "not after a letter or digit" is checked behind the first word, not before it, so
     # that the engine can jump from one occurrence of the word to the next.
     words = [re.escape(w) for w in phrase.split()]
-    return words[0] + rf"(?<![a-z0-9]{words[0]})" + r"".join(r"[\s_\-]+" + w for w in words[1:]) + r"(?![a-z0-9])"
+    return (
+        words[0]
+        + rf"(?<![a-z0-9]{words[0]})"
+        + r"".join(r"[\s_\-]+" + w for w in words[1:])
+        + r"(?![a-z0-9])"
+    )
 
 
 _NAME_PATTERNS = [
@@ -69,8 +82,9 @@ STRICT_WINDOW = 64
 _STRICT_KEY_RE = re.compile(r"\baction\b", re.IGNORECASE)
 _STRICT_TAIL_RE = re.compile(r"\W{0,6}?\s*[:=][\s*]*(?:[\[(\"']\s*)?(-?\d+)")
 # A standalone integer: not part of a word, a decimal ("0.25") or a unit ("30°", "30 deg").
-_DIGIT_RE = re.compile(r"(?<![\w.\-])(\d+)(?![\w°]|\.\d|\s*(?:deg|degrees|m\b|cm\b|meters|metres|%))",
-                       re.IGNORECASE)
+_DIGIT_RE = re.compile(
+    r"(?<![\w.\-])(\d+)(?![\w°]|\.\d|\s*(?:deg|degrees|m\b|cm\b|meters|metres|%))", re.IGNORECASE
+)
 # An opening or closing reasoning tag: fixed width, so one finditer pass is linear.
 _TAG_RE = re.compile(r"<(/?)(think|thinking|reasoning)>", re.IGNORECASE)
 #: Longest number read as an action id; longer ones are no id (and never reach int()).
@@ -112,7 +126,7 @@ def strip_reasoning(text: str) -> str:
         while k < len(ends) and ends[k] < i:
             k += 1
         next_closing[name] = k
-        out.append(text[pos:tag.start()])
+        out.append(text[pos : tag.start()])
         if k == len(ends):  # never closed: the reply was cut inside it
             return "".join(out)
         out.append(" ")

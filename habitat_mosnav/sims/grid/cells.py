@@ -3,6 +3,7 @@
 The mesh is sampled into a 2.5D grid of ``cell`` metres (:mod:`.surface`); each layer is a
 2D slab of it holding at most one floor height per cell, cropped to its bounding box.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,8 +34,12 @@ class AgentShape:
     max_slope: float = 45.0
 
     def key(self) -> tuple:
-        return (round(self.height, 4), round(self.radius, 4), round(self.max_climb, 4),
-                round(self.max_slope, 3))
+        return (
+            round(self.height, 4),
+            round(self.radius, 4),
+            round(self.max_climb, 4),
+            round(self.max_slope, 3),
+        )
 
 
 @dataclass

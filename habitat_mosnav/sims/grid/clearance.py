@@ -7,6 +7,7 @@ it has clearance >= radius. :class:`Clearance` answers the questions built on th
 signed clearance: the value at a point (bilinear), whether a segment keeps the agent's
 clearance (line of sight), and the lift of a point just short of it onto the free space.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,9 +26,21 @@ LOS_COARSE = 0.2
 SDF_CAP = 0.5
 
 
-def layer_clearance(s, r0: int, r1: int, c0: int, c1: int, height: np.ndarray, present: np.ndarray,
-                    ghost: np.ndarray, lr: np.ndarray, lc: np.ndarray, flags: np.ndarray, samples,
-                    er: float):
+def layer_clearance(
+    s,
+    r0: int,
+    r1: int,
+    c0: int,
+    c1: int,
+    height: np.ndarray,
+    present: np.ndarray,
+    ghost: np.ndarray,
+    lr: np.ndarray,
+    lc: np.ndarray,
+    flags: np.ndarray,
+    samples,
+    er: float,
+):
     """Signed clearance of one layer's cell centres, the KD-tree of its obstacle points
     and the navigable cells: floor cells with a point of clearance >= ``er`` (the centre,
     or one of 6 x 6 points of a cell whose centre falls short by less than 0.75 cell, so
@@ -63,8 +76,15 @@ def layer_clearance(s, r0: int, r1: int, c0: int, c1: int, height: np.ndarray, p
         behind = np.zeros(len(bad), bool)
         behind[inside] = blocked[nr[inside], nc[inside]] | ghost[nr[inside], nc[inside]]
         b = bad[~behind]
-        pts.append(np.stack([s.x0 + (c0 + lc[b] + 0.5 + 0.5 * dc) * cell,
-                             s.z0 + (r0 + lr[b] + 0.5 + 0.5 * dr) * cell], axis=1))
+        pts.append(
+            np.stack(
+                [
+                    s.x0 + (c0 + lc[b] + 0.5 + 0.5 * dc) * cell,
+                    s.z0 + (r0 + lr[b] + 0.5 + 0.5 * dr) * cell,
+                ],
+                axis=1,
+            )
+        )
     p = np.concatenate(pts)
     cap = er + SDF_CAP
     sdf = np.full((h, w), -cap, np.float32)
@@ -135,8 +155,12 @@ class Clearance:
         i = r * w + c  # flat: one gather per corner
         flat = S.reshape(-1)
         gu, gv = 1 - fu, 1 - fv
-        val = (flat.take(i) * gu * gv + flat.take(i + 1) * fu * gv
-               + flat.take(i + w) * gu * fv + flat.take(i + (w + 1)) * fu * fv)
+        val = (
+            flat.take(i) * gu * gv
+            + flat.take(i + 1) * fu * gv
+            + flat.take(i + w) * gu * fv
+            + flat.take(i + (w + 1)) * fu * fv
+        )
         val[~ok] = -np.inf
         return val
 
@@ -151,11 +175,22 @@ class Clearance:
             return -INF
         fu, fv = u - c, v - r
         # float32 values widened to float, as numpy's float32 scalar * float does
-        return float(S.item(r, c) * (1 - fu) * (1 - fv) + S.item(r, c + 1) * fu * (1 - fv)
-                     + S.item(r + 1, c) * (1 - fu) * fv + S.item(r + 1, c + 1) * fu * fv)
+        return float(
+            S.item(r, c) * (1 - fu) * (1 - fv)
+            + S.item(r, c + 1) * fu * (1 - fv)
+            + S.item(r + 1, c) * (1 - fu) * fv
+            + S.item(r + 1, c + 1) * fu * fv
+        )
 
-    def exact_free(self, li: int, px: np.ndarray, pz: np.ndarray, free: np.ndarray, sv: np.ndarray,
-                   thr: np.ndarray) -> None:
+    def exact_free(
+        self,
+        li: int,
+        px: np.ndarray,
+        pz: np.ndarray,
+        free: np.ndarray,
+        sv: np.ndarray,
+        thr: np.ndarray,
+    ) -> None:
         """Interpolation cuts the clearance short on a ridge (the middle of a gap just
         wider than the agent): decide the samples within 0.75 cell under ``thr`` exactly
         on the obstacle tree, in place in ``free``."""
@@ -250,7 +285,10 @@ class Clearance:
         navmesh point always is: (that point, the distance moved)."""
         er = self.erode
         tree = self.tree(loc.layer)
-        if tree is None or self.sdf_point(self.layers[loc.layer], loc.x, loc.z) >= er + 0.5 * LOS_TOL:
+        if (
+            tree is None
+            or self.sdf_point(self.layers[loc.layer], loc.x, loc.z) >= er + 0.5 * LOS_TOL
+        ):
             return loc, 0.0
         last = self._last_lift
         if last[0] == loc:  # the same point again (several goal sets asked from one position)

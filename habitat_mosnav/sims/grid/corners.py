@@ -8,6 +8,7 @@ edges. Each node also keeps its visibility polygon (free length along ``RAYS``
 directions), so that "does this point see that node" is a table look-up
 (:func:`reach_tables`, :func:`sees_cols`), not a ray march.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,7 +49,7 @@ def len3(a, ya, b, yb):
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     d = b - a
     dy = np.asarray(yb, np.float64) - np.asarray(ya, np.float64)
-    return np.sqrt(d[..., 0] ** 2 + d[..., 1] ** 2 + dy ** 2)
+    return np.sqrt(d[..., 0] ** 2 + d[..., 1] ** 2 + dy**2)
 
 
 def reach_tables(rays: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
@@ -68,14 +69,17 @@ def reach_tables(rays: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 def reach_at(A: np.ndarray, B: np.ndarray, base: int, ang: float) -> float:
     """One source's reach (its tables A, B from offset ``base``) towards angle ``ang``
     (an np.arctan2 value): :func:`sees_cols` for one point, in plain Python."""
-    a = (ang + 2 * math.pi if ang < 0 else (ang if ang > 0 else 0.0)) * (RAYS / (2 * math.pi))  # np.mod
+    a = (ang + 2 * math.pi if ang < 0 else (ang if ang > 0 else 0.0)) * (
+        RAYS / (2 * math.pi)
+    )  # np.mod
     fl = math.floor(a)
     k = base + fl % RAYS
     return float(A[k]) + (a - fl) * float(B[k])
 
 
-
-def sees_cols(tab, base: np.ndarray, sx: np.ndarray, sz: np.ndarray, px: float, pz: float, slack: float):
+def sees_cols(
+    tab, base: np.ndarray, sx: np.ndarray, sz: np.ndarray, px: float, pz: float, slack: float
+):
     """Which sources see point (px, pz): it lies in their visibility polygon, within
     ``slack``; and by how much (reach - distance). ``tab``: flat reach tables
     (:func:`reach_tables`; ray k of a source at ``base + k``); ``sx, sz``: float64
@@ -133,12 +137,16 @@ class CornerGraph:
             if S is None or not L.nav.any():
                 continue
             lap = np.zeros_like(S)
-            lap[1:-1, 1:-1] = (S[2:, 1:-1] + S[:-2, 1:-1] + S[1:-1, 2:] + S[1:-1, :-2] - 4 * S[1:-1, 1:-1]) / cell ** 2
+            lap[1:-1, 1:-1] = (
+                S[2:, 1:-1] + S[:-2, 1:-1] + S[1:-1, 2:] + S[1:-1, :-2] - 4 * S[1:-1, 1:-1]
+            ) / cell**2
             band = L.nav & (S <= er + 1.5 * cell) & (lap > CORNER_CURVATURE)
             rr, cc = np.nonzero(band)
             if not len(rr):
                 continue
-            p = np.stack([self.s.x0 + (L.c0 + cc + 0.5) * cell, self.s.z0 + (L.r0 + rr + 0.5) * cell], axis=1)
+            p = np.stack(
+                [self.s.x0 + (L.c0 + cc + 0.5) * cell, self.s.z0 + (L.r0 + rr + 0.5) * cell], axis=1
+            )
             tree = s.trees[li]
             if tree is None:
                 continue
@@ -190,9 +198,16 @@ class CornerGraph:
                 i, j = seen[(a, ra, ca)], seen[(b, rb, cb)]
                 pairs.add((min(i, j), max(i, j)))
         if xz:
-            cxz, cy, cp, cn = (np.concatenate(xz), np.concatenate(ys), np.concatenate(pat), np.concatenate(nrm))
+            cxz, cy, cp, cn = (
+                np.concatenate(xz),
+                np.concatenate(ys),
+                np.concatenate(pat),
+                np.concatenate(nrm),
+            )
             # one node per half cell of boundary
-            key = np.stack([cp, np.floor(cxz[:, 0] / (0.5 * cell)), np.floor(cxz[:, 1] / (0.5 * cell))], axis=1)
+            key = np.stack(
+                [cp, np.floor(cxz[:, 0] / (0.5 * cell)), np.floor(cxz[:, 1] / (0.5 * cell))], axis=1
+            )
             _, first = np.unique(key, axis=0, return_index=True)
             first = np.sort(first)
             cxz, cy, cp, cn = cxz[first], cy[first], cp[first], cn[first]
@@ -206,20 +221,38 @@ class CornerGraph:
         self.num_nodes = len(self.node_xz)
         order = np.argsort(self.node_patch, kind="stable")
         cuts = np.searchsorted(self.node_patch[order], np.arange(self.s.num_patches + 1))
-        self.patch_nodes = {p: order[cuts[p]:cuts[p + 1]] for p in range(self.s.num_patches)
-                            if cuts[p + 1] > cuts[p]}
+        self.patch_nodes = {
+            p: order[cuts[p] : cuts[p + 1]]
+            for p in range(self.s.num_patches)
+            if cuts[p + 1] > cuts[p]
+        }
         rows, cols, wts = [], [], []
-        for (i, j) in sorted(pairs):
+        for i, j in sorted(pairs):
             rows.append(nc_ + i)
             cols.append(nc_ + j)
-            wts.append(max(len3(self.node_xz[nc_ + i], self.node_y[nc_ + i],
-                                      self.node_xz[nc_ + j], self.node_y[nc_ + j]), 1e-6))
-        er_ = [np.asarray(rows, np.int64)], [np.asarray(cols, np.int64)], [np.asarray(wts, np.float64)]
+            wts.append(
+                max(
+                    len3(
+                        self.node_xz[nc_ + i],
+                        self.node_y[nc_ + i],
+                        self.node_xz[nc_ + j],
+                        self.node_y[nc_ + j],
+                    ),
+                    1e-6,
+                )
+            )
+        er_ = (
+            [np.asarray(rows, np.int64)],
+            [np.asarray(cols, np.int64)],
+            [np.asarray(wts, np.float64)],
+        )
         # each node's visibility polygon, as free length along RAYS directions: a query
         # point sees a node when it lies within it (a table look-up, no ray marching)
         self.node_rays = np.zeros((self.num_nodes, RAYS), np.float32)
         for p, idx in self.patch_nodes.items():
-            self.node_rays[idx] = self.cast(int(self.s.patch_layer[p]), self.node_xz[idx], self.node_nrm[idx])
+            self.node_rays[idx] = self.cast(
+                int(self.s.patch_layer[p]), self.node_xz[idx], self.node_nrm[idx]
+            )
         self._build_bins()
         for p, idx in self.patch_nodes.items():
             if len(idx) < 2:
@@ -227,10 +260,16 @@ class CornerGraph:
             aa, bb = self._patch_edges(int(self.s.patch_layer[p]), idx)
             er_[0].append(aa)
             er_[1].append(bb)
-            er_[2].append(np.maximum(len3(self.node_xz[aa], self.node_y[aa], self.node_xz[bb], self.node_y[bb]), 1e-6))
+            er_[2].append(
+                np.maximum(
+                    len3(self.node_xz[aa], self.node_y[aa], self.node_xz[bb], self.node_y[bb]), 1e-6
+                )
+            )
         self.edges = tuple(np.concatenate(x) for x in er_)
 
-    def _bin_entries(self, nodes: np.ndarray, margin: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _bin_entries(
+        self, nodes: np.ndarray, margin: float
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(position in ``nodes``, bin x, bin z) of every ``BIN`` bin the bounding box of a
         node's visibility polygon, grown by ``margin``, overlaps; in ``nodes`` order."""
         n = len(nodes)
@@ -239,8 +278,12 @@ class CornerGraph:
         # polygon lies in the fan of those arcs, inside the polygon through their tangents
         r = self.node_rays[nodes].astype(np.float64)
         far = np.maximum(r, np.roll(r, -1, axis=1)) / math.cos(math.pi / RAYS)
-        ex = np.concatenate([far * np.cos(ang[:-1]), far * np.cos(ang[1:]), np.zeros((n, 1))], axis=1)
-        ez = np.concatenate([far * np.sin(ang[:-1]), far * np.sin(ang[1:]), np.zeros((n, 1))], axis=1)
+        ex = np.concatenate(
+            [far * np.cos(ang[:-1]), far * np.cos(ang[1:]), np.zeros((n, 1))], axis=1
+        )
+        ez = np.concatenate(
+            [far * np.sin(ang[:-1]), far * np.sin(ang[1:]), np.zeros((n, 1))], axis=1
+        )
         x, z = self.node_xz[nodes, 0], self.node_xz[nodes, 1]
         bx0 = np.floor((x + ex.min(1) - margin) / BIN).astype(np.int64)
         bx1 = np.floor((x + ex.max(1) + margin) / BIN).astype(np.int64)
@@ -275,7 +318,11 @@ class CornerGraph:
     def may_see(self, patch: int, x: float, z: float, slack: float) -> np.ndarray:
         """The nodes of ``patch`` whose polygon may hold point (x, z) within ``slack``: its
         bin's (:meth:`bin_nodes`) when ``slack`` <= ``BIN_MARGIN``, else all of them."""
-        return self.bin_nodes(patch, x, z) if slack <= BIN_MARGIN else self.patch_nodes.get(patch, _NONE)
+        return (
+            self.bin_nodes(patch, x, z)
+            if slack <= BIN_MARGIN
+            else self.patch_nodes.get(patch, _NONE)
+        )
 
     def _patch_edges(self, li: int, idx: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """The visibility edges (a, b), a < b in ``idx`` order, among one patch's nodes: every
@@ -291,7 +338,7 @@ class CornerGraph:
             d = xz[jj] - xz[ii]
             ln = np.hypot(d[:, 0], d[:, 1])
             lim = TANGENT_COS * np.maximum(ln, 1e-12)
-            keep = (np.abs(d[:, 0] * nrm[ii, 0] + d[:, 1] * nrm[ii, 1]) <= lim)
+            keep = np.abs(d[:, 0] * nrm[ii, 0] + d[:, 1] * nrm[ii, 1]) <= lim
             keep &= np.abs(d[:, 0] * nrm[jj, 0] + d[:, 1] * nrm[jj, 1]) <= lim
             ii, jj, d, ln = ii[keep], jj[keep], d[keep], ln[keep]
             if SEE_SLACK is not None and len(ii):
@@ -299,7 +346,7 @@ class CornerGraph:
                 seen |= self._reach(tab, base[jj], -d[:, 0], -d[:, 1]) >= ln - SEE_SLACK
                 ii, jj = ii[seen], jj[seen]
             for c in range(0, len(ii), 20000):
-                a, b = idx[ii[c:c + 20000]], idx[jj[c:c + 20000]]
+                a, b = idx[ii[c : c + 20000]], idx[jj[c : c + 20000]]
                 vis = self.c.los(li, self.node_xz[a], self.node_xz[b])
                 out_a.append(a[vis])
                 out_b.append(b[vis])
@@ -337,7 +384,7 @@ class CornerGraph:
                 lo, hi = np.minimum(me, other), np.maximum(me, other)
                 key = np.unique(lo[lo < hi] * m + hi[lo < hi])  # sorted: (ii, jj) order
                 for s in range(0, len(key), PAIR_BLOCK):
-                    yield np.divmod(key[s:s + PAIR_BLOCK], m)
+                    yield np.divmod(key[s : s + PAIR_BLOCK], m)
                 return
         rows = max(1, PAIR_BLOCK // max(m, 1))
         for s in range(0, m - 1, rows):
@@ -364,7 +411,9 @@ class CornerGraph:
         dot = np.abs(d[:, 0] * self.node_nrm[i, 0] + d[:, 1] * self.node_nrm[i, 1])
         return dot <= TANGENT_COS * np.maximum(ln, 1e-12)
 
-    def cast(self, li: int, origins: np.ndarray, normals: Optional[np.ndarray] = None) -> np.ndarray:
+    def cast(
+        self, li: int, origins: np.ndarray, normals: Optional[np.ndarray] = None
+    ) -> np.ndarray:
         """Free length (m, up to ``RAY_MAX``) of ``RAYS`` rays from each origin on layer
         ``li``: sphere tracing on the clearance (steps of its margin over the radius, at
         least half a cell, each sample checked as in :meth:`.Clearance.los`). ``normals``:
@@ -403,7 +452,9 @@ class CornerGraph:
             last[act[free]] = ta[free]
             # sphere tracing: the interpolated clearance is sqrt(2)-Lipschitz, the bound
             # rises 1 m per metre while a deficit is being paid off
-            step = np.maximum((sv - thr) / np.where(short > 0, 1.0 + math.sqrt(2.0), math.sqrt(2.0)), step_min)
+            step = np.maximum(
+                (sv - thr) / np.where(short > 0, 1.0 + math.sqrt(2.0), math.sqrt(2.0)), step_min
+            )
             t[act] = ta + step
             act = act[free & (ta + step <= RAY_MAX)]
         out[:] = last.reshape(n, RAYS)
@@ -414,4 +465,3 @@ class CornerGraph:
         if tab is None or len(tab[0]) != self.node_rays.size:
             tab = self._node_tab = reach_tables(self.node_rays)
         return tab
-

@@ -12,6 +12,7 @@ per cent near the sources; conda users get scikit-fmm itself with
 Used by the frontier agent's planner and by the mesh grid's rare fast-marching fallback
 (:mod:`habitat_mosnav.sims.grid.fastmarch`); nothing on habitat-sim's navmesh uses it.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -34,8 +35,12 @@ def backend() -> str:
     return "scikit-fmm" if _skfmm is not None else "dijkstra"
 
 
-def travel_time(phi: np.ma.MaskedArray, dx: float, speed: Optional[np.ndarray] = None,
-                force_dijkstra: bool = False) -> np.ma.MaskedArray:
+def travel_time(
+    phi: np.ma.MaskedArray,
+    dx: float,
+    speed: Optional[np.ndarray] = None,
+    force_dijkstra: bool = False,
+) -> np.ma.MaskedArray:
     """Travel time from the zero level set of ``phi`` over its unmasked cells.
 
     ``phi``: negative inside the sources, positive elsewhere; masked cells are obstacles.
@@ -57,9 +62,13 @@ def _warn_once() -> None:
     global _warned
     if not _warned:
         _warned = True
-        warnings.warn("scikit-fmm is not installed (no wheel for this Python): distance fields use "
-                      "a 16-neighbour Dijkstra (up to 1.9 % longer); conda install -c conda-forge "
-                      "scikit-fmm for fast marching", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            "scikit-fmm is not installed (no wheel for this Python): distance fields use "
+            "a 16-neighbour Dijkstra (up to 1.9 % longer); conda install -c conda-forge "
+            "scikit-fmm for fast marching",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _dijkstra(phi: np.ma.MaskedArray, dx: float, speed: Optional[np.ndarray]) -> np.ma.MaskedArray:
@@ -83,7 +92,7 @@ def _dijkstra(phi: np.ma.MaskedArray, dx: float, speed: Optional[np.ndarray]) ->
 
         def at(arr, sr=0, sc=0):
             """``arr`` at (r + sr, c + sc) for every move's start (r, c)."""
-            return arr[r0 + sr:r1 + sr, c0 + sc:c1 + sc]
+            return arr[r0 + sr : r1 + sr, c0 + sc : c1 + sc]
 
         a, b = at(ids), at(ids, dr, dc)
         ok = (a >= 0) & (b >= 0)
@@ -101,8 +110,9 @@ def _dijkstra(phi: np.ma.MaskedArray, dx: float, speed: Optional[np.ndarray]) ->
     seed = np.full(values.shape, np.inf)
     for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
         nb = np.full(values.shape, np.nan)
-        nb[max(0, -dr):h - max(0, dr), max(0, -dc):w - max(0, dc)] = \
-            np.where(free, values, np.nan)[max(0, dr):h + min(0, dr) or None, max(0, dc):w + min(0, dc) or None]
+        nb[max(0, -dr) : h - max(0, dr), max(0, -dc) : w - max(0, dc)] = np.where(
+            free, values, np.nan
+        )[max(0, dr) : h + min(0, dr) or None, max(0, dc) : w + min(0, dc) or None]
         cross = inside & (nb >= 0)
         frac = np.where(cross, values / np.where(cross, values - nb, -1.0), np.inf)
         np.minimum(seed, frac * dx, out=seed)

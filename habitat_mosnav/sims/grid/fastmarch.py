@@ -5,6 +5,7 @@ returns -2): each patch gets a fast-marching run from its goals and seam seeds, 
 runs are propagated across seams patch by patch (at most 3 runs per patch). Slopes and
 stairs count in 3D (a speed of 1 / sqrt(1 + |grad h|^2)).
 """
+
 from __future__ import annotations
 
 import math
@@ -25,7 +26,9 @@ class FastMarching:
         self.s = surface
         self.snap = snap
 
-    def patch_field(self, patch: int, sources: List[Tuple[float, float, float]]) -> Tuple[int, int, int, np.ndarray]:
+    def patch_field(
+        self, patch: int, sources: List[Tuple[float, float, float]]
+    ) -> Tuple[int, int, int, np.ndarray]:
         """Fast marching over one patch from point sources ``(x, z, start value)``.
 
         Sources are grouped in bands of start values (≤ 1 m apart); each band is one
@@ -86,8 +89,9 @@ class FastMarching:
         out[~mask] = np.inf
         return li, L.r0 + a0, L.c0 + b0, out
 
-    def patch_speed(self, L: Layer, a0: int, a1: int, b0: int, b1: int,
-                     mask: np.ndarray) -> Optional[np.ndarray]:
+    def patch_speed(
+        self, L: Layer, a0: int, a1: int, b0: int, b1: int, mask: np.ndarray
+    ) -> Optional[np.ndarray]:
         """1 / sqrt(1 + |grad h|^2) over a sloped patch (None when it is flat), so that
         fast marching measures the 3D length of a path; heights are smoothed over ~0.3 m
         so that a stair reads as its mean slope."""
@@ -102,7 +106,7 @@ class FastMarching:
         den = ndimage.gaussian_filter(m, sigma, mode="nearest")
         hs = np.where(den > 1e-6, num / np.maximum(den, 1e-6), 0.0)
         gz, gx = np.gradient(hs, self.s.cell)
-        g2 = np.minimum(gx ** 2 + gz ** 2, 4.0)  # at most a 63 degree slope
+        g2 = np.minimum(gx**2 + gz**2, 4.0)  # at most a 63 degree slope
         speed = 1.0 / np.sqrt(1.0 + g2)
         return np.where(mask, speed, 1.0)
 
@@ -130,12 +134,14 @@ class FastMarching:
             runs[p] = runs.get(p, 0) + 1
             src = list(goal_src.get(p, []))
             for (R, C), v in seeds.get(p, {}).items():
-                src.append((self.s.x0 + (C + 0.5) * self.s.cell, self.s.z0 + (R + 0.5) * self.s.cell, v))
+                src.append(
+                    (self.s.x0 + (C + 0.5) * self.s.cell, self.s.z0 + (R + 0.5) * self.s.cell, v)
+                )
             part = self.patch_field(p, src)
             df.parts[p] = part
             _, R0, C0, f = part
             dirty: Dict[int, float] = {}
-            for (ra, ca, q, rb, cb) in self.s.portals.get(p, ()):
+            for ra, ca, q, rb, cb in self.s.portals.get(p, ()):
                 val = float(f[ra - R0, ca - C0])
                 if not val < INF:
                     continue
@@ -162,8 +168,12 @@ class FastMarching:
         h, w = f.shape
         tot = 0.0
         wsum = 0.0
-        for dr, dc, wt in ((0, 0, (1 - fu) * (1 - fv)), (0, 1, fu * (1 - fv)),
-                           (1, 0, (1 - fu) * fv), (1, 1, fu * fv)):
+        for dr, dc, wt in (
+            (0, 0, (1 - fu) * (1 - fv)),
+            (0, 1, fu * (1 - fv)),
+            (1, 0, (1 - fu) * fv),
+            (1, 1, fu * fv),
+        ):
             rr, cc = r + dr, c + dc
             if 0 <= rr < h and 0 <= cc < w:
                 val = f[rr, cc]
@@ -229,8 +239,13 @@ class FastMarching:
         # runs of one patch, each string-pulled on its own
         runs: List[Tuple[int, List[np.ndarray]]] = []
         for i, (q, Rq, Cq) in enumerate(nodes):
-            xz = (np.array([loc.x, loc.z]) if i == 0 else
-                  np.array([self.s.x0 + (Cq + 0.5) * self.s.cell, self.s.z0 + (Rq + 0.5) * self.s.cell]))
+            xz = (
+                np.array([loc.x, loc.z])
+                if i == 0
+                else np.array(
+                    [self.s.x0 + (Cq + 0.5) * self.s.cell, self.s.z0 + (Rq + 0.5) * self.s.cell]
+                )
+            )
             if not runs or runs[-1][0] != q:
                 runs.append((q, []))
             runs[-1][1].append(xz)
@@ -255,11 +270,14 @@ class FastMarching:
                 for k in range(1, len(idx) - 1):
                     a, c = xz[idx[k - 1]], xz[idx[k + 1]]
                     best_m = idx[k]
-                    best_len = (np.linalg.norm(xz[best_m] - a) + np.linalg.norm(c - xz[best_m]))
+                    best_len = np.linalg.norm(xz[best_m] - a) + np.linalg.norm(c - xz[best_m])
                     for m in range(idx[k - 1] + 1, idx[k + 1]):
                         ln = np.linalg.norm(xz[m] - a) + np.linalg.norm(c - xz[m])
-                        if ln < best_len - 1e-9 and self.s.segment_ok(li, q, a, xz[m]) \
-                                and self.s.segment_ok(li, q, xz[m], c):
+                        if (
+                            ln < best_len - 1e-9
+                            and self.s.segment_ok(li, q, a, xz[m])
+                            and self.s.segment_ok(li, q, xz[m], c)
+                        ):
                             best_m, best_len = m, ln
                     idx[k] = best_m
             out = [xz[i] for i in idx]
@@ -267,4 +285,3 @@ class FastMarching:
                 y = self.s.height_at(li, pt[0], pt[1], loc.y)
                 pts.append(np.array([pt[0], y, pt[1]], dtype=np.float32))
         return pts, dist
-

@@ -8,6 +8,7 @@ up to millimetres. Slopes and stairs count in 3D (segment lengths with their hei
 change). A fast-marching field (:mod:`.fastmarch`) is the fallback for a point that sees
 no node.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,7 +20,16 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from habitat_mosnav.sims.grid.cells import INF, Location
-from habitat_mosnav.sims.grid.corners import BIN, BIN_MARGIN, RAYS, first_seen, len3, reach_at, reach_tables, sees_cols
+from habitat_mosnav.sims.grid.corners import (
+    BIN,
+    BIN_MARGIN,
+    RAYS,
+    first_seen,
+    len3,
+    reach_at,
+    reach_tables,
+    sees_cols,
+)
 
 
 @dataclass
@@ -39,7 +49,6 @@ class DistanceField:
     fmm: Optional["DistanceField"] = None  # fast-marching fallback, built on demand
     goal_rays: Dict[int, np.ndarray] = field(default_factory=dict)  # patch -> (k, RAYS) visibility
     cands: Dict[int, tuple] = field(default_factory=dict)  # patch -> reached nodes (query cache)
-
 
 
 #: a look-up in a patch of more than 4 * WIDE reached nodes tries the WIDE nearest (by
@@ -89,11 +98,24 @@ class Geodesics:
                 # the nodes that see the goal: the same test as a query's, so d(a, b) = d(b, a)
                 slack = self.see_slack(L, gx, gz)
                 sub = self.g.may_see(p, gx, gz, slack)
-                vis = sub[sees_cols(tab, sub * RAYS, self.g.node_xz[sub, 0], self.g.node_xz[sub, 1],
-                                    float(gx), float(gz), slack)[0]]
+                vis = sub[
+                    sees_cols(
+                        tab,
+                        sub * RAYS,
+                        self.g.node_xz[sub, 0],
+                        self.g.node_xz[sub, 1],
+                        float(gx),
+                        float(gz),
+                        slack,
+                    )[0]
+                ]
                 rows.append(np.full(len(vis), int(gid), np.int64))
                 cols.append(vis)
-                wts.append(np.maximum(len3(np.array([gx, gz]), gy, self.g.node_xz[vis], self.g.node_y[vis]), 1e-6))
+                wts.append(
+                    np.maximum(
+                        len3(np.array([gx, gz]), gy, self.g.node_xz[vis], self.g.node_y[vis]), 1e-6
+                    )
+                )
         for p, lst in per_patch.items():
             arr = np.asarray(lst, np.float64)
             df.goals[p] = arr[:, :2]
@@ -106,8 +128,13 @@ class Geodesics:
             return df
         r, c, w = np.concatenate(rows), np.concatenate(cols), np.concatenate(wts)
         graph = coo_matrix((w, (r, c)), shape=(N + k, N + k)).tocsr()
-        dist, pred = dijkstra(graph, directed=False, indices=np.arange(N, N + k), min_only=True,
-                              return_predecessors=True)[:2]
+        dist, pred = dijkstra(
+            graph,
+            directed=False,
+            indices=np.arange(N, N + k),
+            min_only=True,
+            return_predecessors=True,
+        )[:2]
         df.node_d = dist[:N]
         df.pred = pred
         df.goal_pos = {int(i): (x, z, y) for lst in per_patch.values() for (x, z, y, i) in lst}
@@ -120,7 +147,9 @@ class Geodesics:
         points take the same test, so that d(a, b) = d(b, a)."""
         return (1.0 + math.sqrt(2.0)) * max(self.c.erode - self.c.sdf_point(L, x, z), 0.0) + 0.01
 
-    def candidates(self, df: DistanceField, p: int, x: Optional[float] = None, z: Optional[float] = None):
+    def candidates(
+        self, df: DistanceField, p: int, x: Optional[float] = None, z: Optional[float] = None
+    ):
         """(node ids, their xz, y, D, then float64 x, z, y columns and ray-table offsets) of
         the nodes of patch ``p`` the goal set reaches (cached per field); with a point
         (x, z), only those that may see it (its bin, :meth:`.CornerGraph.bin_nodes`)."""
@@ -134,13 +163,22 @@ class Geodesics:
             idx = idx[np.isfinite(df.node_d[idx])] if len(idx) else idx
             xz, ys = self.g.node_xz[idx], self.g.node_y[idx]
             cols = np.ascontiguousarray(np.asarray(xz, np.float64).T)
-            c = (idx, xz, ys, df.node_d[idx], cols[0], cols[1], np.asarray(ys, np.float64),
-                 idx.astype(np.int64) * RAYS)
+            c = (
+                idx,
+                xz,
+                ys,
+                df.node_d[idx],
+                cols[0],
+                cols[1],
+                np.asarray(ys, np.float64),
+                idx.astype(np.int64) * RAYS,
+            )
             df.cands[key] = c
         return c
 
-    def best_goal(self, df: DistanceField, loc: Location, best: float, arg: int,
-                  slack: float) -> Tuple[float, int]:
+    def best_goal(
+        self, df: DistanceField, loc: Location, best: float, arg: int, slack: float
+    ) -> Tuple[float, int]:
         """The goal part of :meth:`best_corner` for a few goals, in plain Python (the same
         operations as the vectorised part, np.hypot / np.arctan2 kept)."""
         p, mx, mz, my = loc.patch, loc.x, loc.z, loc.y
@@ -148,7 +186,9 @@ class Geodesics:
         dx, dz = mx - gx, mz - gz
         dist, ang = np.hypot(dx, dz).tolist(), np.arctan2(dz, dx).tolist()
         keys, vis, edge = [], [], []
-        for t, (x, z, y, b) in enumerate(zip(gx.tolist(), gz.tolist(), gy.tolist(), gbase.tolist())):
+        for t, (x, z, y, b) in enumerate(
+            zip(gx.tolist(), gz.tolist(), gy.tolist(), gbase.tolist())
+        ):
             ex, ez, ey = x - mx, z - mz, y - my
             k = math.sqrt(ex * ex + ez * ez + ey * ey)
             d = dist[t]
@@ -159,7 +199,9 @@ class Geodesics:
             keys.append(k)
             vis.append(v)
         if edge:
-            ok = self.c.los(loc.layer, np.repeat(np.array([[mx, mz]]), len(edge), 0), df.goals[p][edge])
+            ok = self.c.los(
+                loc.layer, np.repeat(np.array([[mx, mz]]), len(edge), 0), df.goals[p][edge]
+            )
             for t, v in zip(edge, ok.tolist()):
                 vis[t] = v
         j, kj = -1, INF
@@ -175,9 +217,13 @@ class Geodesics:
         c = df.cands.get(("goals", p))
         if c is None:
             gxz = np.asarray(df.goals[p], np.float64)
-            c = (np.ascontiguousarray(gxz[:, 0]), np.ascontiguousarray(gxz[:, 1]),
-                 np.asarray(df.goal_y[p], np.float64), reach_tables(df.goal_rays[p]),
-                 np.arange(len(gxz), dtype=np.int64) * RAYS)
+            c = (
+                np.ascontiguousarray(gxz[:, 0]),
+                np.ascontiguousarray(gxz[:, 1]),
+                np.asarray(df.goal_y[p], np.float64),
+                reach_tables(df.goal_rays[p]),
+                np.arange(len(gxz), dtype=np.int64) * RAYS,
+            )
             df.cands[("goals", p)] = c
         return c
 
@@ -190,8 +236,9 @@ class Geodesics:
         slack = self.see_slack(self.s.layers[loc.layer], mx, mz)
         best, arg = INF, -1
         # the nodes of its bin, unless the slack reaches past the bins' margin (all of them)
-        idx, _, _, dn, fx, fz, fy, base = (self.candidates(df, p, mx, mz) if slack <= BIN_MARGIN
-                                           else self.candidates(df, p))
+        idx, _, _, dn, fx, fz, fy, base = (
+            self.candidates(df, p, mx, mz) if slack <= BIN_MARGIN else self.candidates(df, p)
+        )
         n = len(idx)
         if n:
             # |loc - v| + D(v), as _len3 computes it (float64, same operation order)
@@ -239,8 +286,11 @@ class Geodesics:
                 short = sees_cols(tab, base, fx, fz, mx, mz, slack)[1]
                 near = np.nonzero(short > -0.5)[0]
                 if len(near):
-                    ok = self.c.los(loc.layer, np.repeat([[mx, mz]], len(near), 0),
-                                    np.stack([fx[near], fz[near]], axis=1))
+                    ok = self.c.los(
+                        loc.layer,
+                        np.repeat([[mx, mz]], len(near), 0),
+                        np.stack([fx[near], fz[near]], axis=1),
+                    )
                     if ok.any():
                         j = int(near[ok][int(np.argmin(key[near[ok]]))])
             if j >= 0:
@@ -258,7 +308,9 @@ class Geodesics:
                 if len(edge):
                     vis = vis.copy()
                     me = np.array([mx, mz])
-                    vis[edge] = self.c.los(loc.layer, np.repeat(me[None], len(edge), 0), df.goals[p][edge])
+                    vis[edge] = self.c.los(
+                        loc.layer, np.repeat(me[None], len(edge), 0), df.goals[p][edge]
+                    )
                 if vis.any():
                     j = int(np.argmin(np.where(vis, key, np.inf)))
                     if key[j] <= best:
@@ -268,7 +320,9 @@ class Geodesics:
             return INF, (-2 if (len(self.candidates(df, p)[0]) or p in df.goals) else -1)
         return best + lifted, arg
 
-    def best_corner_los(self, df: DistanceField, loc: Location, binned: bool = False) -> Tuple[float, int]:
+    def best_corner_los(
+        self, df: DistanceField, loc: Location, binned: bool = False
+    ) -> Tuple[float, int]:
         """As :meth:`best_corner`, with every candidate's segment tested (no visibility
         tables): candidates in increasing order of |loc - v| + D(v), the first one seen wins.
         Slower; for paths, whose first leg must be free exactly. ``binned``: only the nodes
@@ -276,7 +330,9 @@ class Geodesics:
         loc, lifted = self.c.lift(loc)
         p = loc.patch
         me = np.array([loc.x, loc.z])
-        idx, xz, ys, dn = (self.candidates(df, p, loc.x, loc.z) if binned else self.candidates(df, p))[:4]
+        idx, xz, ys, dn = (
+            self.candidates(df, p, loc.x, loc.z) if binned else self.candidates(df, p)
+        )[:4]
         ids, pts, key = [idx], [xz], [len3(me, loc.y, xz, ys) + dn + lifted]
         if p in df.goals:
             ids.append(df.goal_id[p])
@@ -287,7 +343,7 @@ class Geodesics:
             return INF, -1
         order = np.argsort(key, kind="stable")
         for s in range(0, len(order), 64):
-            o = order[s:s + 64]
+            o = order[s : s + 64]
             vis = self.c.los(loc.layer, np.repeat(me[None], len(o), 0), pts[o])
             if vis.any():
                 j = int(o[int(np.argmax(vis))])
@@ -365,7 +421,8 @@ class Geodesics:
                 break
             if j < 0:
                 break
-            pts.append(np.array([self.g.node_xz[j, 0], self.g.node_y[j], self.g.node_xz[j, 1]], np.float32))
+            pts.append(
+                np.array([self.g.node_xz[j, 0], self.g.node_y[j], self.g.node_xz[j, 1]], np.float32)
+            )
             j = int(df.pred[j])
         return pts, val
-

@@ -6,6 +6,7 @@ patch (or crosses a seam into a neighbour patch), slides along the edge as habit
 ``allow_sliding`` does: the move's component along the edge (the clearance gradient),
 else its x or z part.
 """
+
 from __future__ import annotations
 
 import math
@@ -75,7 +76,12 @@ class Motion:
         for L in self.s.layers:
             r, c = R - L.r0, C - L.c0
             h, w = L.nav.shape
-            if 0 <= r < h and 0 <= c < w and L.nav[r, c] and abs(float(L.height[r, c]) - y) <= max_y_delta:
+            if (
+                0 <= r < h
+                and 0 <= c < w
+                and L.nav[r, c]
+                and abs(float(L.height[r, c]) - y) <= max_y_delta
+            ):
                 return True
         return False
 
@@ -118,7 +124,10 @@ class Motion:
             d = (cx - x) ** 2 + (cz - z) ** 2 + (L.height[cells[:, 0], cells[:, 1]] - y) ** 2
             k = int(np.argmin(d))
             if d[k] < best:
-                best, arg = float(d[k]), (li, int(cells[k, 0]), int(cells[k, 1]), float(cx[k]), float(cz[k]))
+                best, arg = (
+                    float(d[k]),
+                    (li, int(cells[k, 0]), int(cells[k, 1]), float(cx[k]), float(cz[k])),
+                )
         if arg is None:
             return None
         return self.s.loc(*arg)
@@ -227,4 +236,3 @@ class Motion:
         if not (0 <= r < h and 0 <= c < w):
             return 0.0
         return float(min(max(float(L.clear[r, c]) - 0.5 * self.s.cell, 0.0), max_search_radius))
-

@@ -10,6 +10,7 @@ ones), eroded by the agent radius (:mod:`.clearance`). Navigable cells form *pat
 patches joined by seams (*portals*) form an *island*. A Recast/Detour navmesh can stand
 in for the mesh (``walkable_only``: every triangle is floor, no erosion).
 """
+
 from __future__ import annotations
 
 import math
@@ -20,7 +21,14 @@ from scipy import ndimage
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from habitat_mosnav.sims.grid.cells import CLIMB_EPS, HEAD_EPS, AgentShape, Layer, Location, run_offsets
+from habitat_mosnav.sims.grid.cells import (
+    CLIMB_EPS,
+    HEAD_EPS,
+    AgentShape,
+    Layer,
+    Location,
+    run_offsets,
+)
 from habitat_mosnav.sims.grid.clearance import layer_clearance
 
 
@@ -40,9 +48,14 @@ def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000
     tris = np.asarray(tris)
     if len(tris) == 0:
         return
-    opp = np.stack([np.linalg.norm(tris[:, 2] - tris[:, 1], axis=1),
-                    np.linalg.norm(tris[:, 0] - tris[:, 2], axis=1),
-                    np.linalg.norm(tris[:, 1] - tris[:, 0], axis=1)], axis=1)  # edge opposite vertex k
+    opp = np.stack(
+        [
+            np.linalg.norm(tris[:, 2] - tris[:, 1], axis=1),
+            np.linalg.norm(tris[:, 0] - tris[:, 2], axis=1),
+            np.linalg.norm(tris[:, 1] - tris[:, 0], axis=1),
+        ],
+        axis=1,
+    )  # edge opposite vertex k
     o = np.argmax(opp, axis=1)  # the widest angle faces the longest edge
     f = np.arange(len(tris))
     a, b, c = tris[f, o], tris[f, (o + 1) % 3], tris[f, (o + 2) % 3]
@@ -54,14 +67,17 @@ def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000
     cum = np.cumsum(per)
     start = 0
     while start < len(tris):
-        stop = max(start + 1, int(np.searchsorted(cum, (cum[start - 1] if start else 0) + max_points, "right")))
+        stop = max(
+            start + 1,
+            int(np.searchsorted(cum, (cum[start - 1] if start else 0) + max_points, "right")),
+        )
         t = np.arange(start, min(stop, len(tris)))
         ti = np.repeat(t, n1[t] + 1)  # one entry per lattice row
         i = run_offsets(n1[t] + 1)
         cnt = (n2[ti] * (n1[ti] - i)) // n1[ti] + 1
         # each row starts on edge a-b and steps along a-c
         row0 = a[ti] + (b[ti] - a[ti]) * (i / n1[ti]).astype(np.float32)[:, None]
-        step = ((c[ti] - a[ti]) / n2[ti].astype(np.float32)[:, None])
+        step = (c[ti] - a[ti]) / n2[ti].astype(np.float32)[:, None]
         row = np.repeat(np.arange(len(ti)), cnt)
         j = run_offsets(cnt).astype(np.float32)
         lat = row0[row] + step[row] * j[:, None]
@@ -92,7 +108,10 @@ def sample_walls(tris: np.ndarray, spacing: float, rise: float, max_points: int 
     cum = np.cumsum(est)
     start = 0
     while start < len(tris):
-        stop = max(start + 1, int(np.searchsorted(cum, (cum[start - 1] if start else 0) + max_points, "right")))
+        stop = max(
+            start + 1,
+            int(np.searchsorted(cum, (cum[start - 1] if start else 0) + max_points, "right")),
+        )
         idx = np.arange(start, min(stop, len(tris)))
         ti = np.repeat(idx, nlev[idx])
         k = run_offsets(nlev[idx])
@@ -104,8 +123,11 @@ def sample_walls(tris: np.ndarray, spacing: float, rise: float, max_points: int 
         s1 = np.clip((yl - y0[ti]) / np.where(lo_h > 0, lo_h, 1.0), 0.0, 1.0)
         s2 = np.clip((yl - y1[ti]) / np.where(hi_h > 0, hi_h, 1.0), 0.0, 1.0)
         lower = (yl <= y1[ti]) & (lo_h > 0)
-        Q = np.where(lower[:, None], a + (b - a) * s1[:, None],
-                     np.where((hi_h > 0)[:, None], b + (c - b) * s2[:, None], b))
+        Q = np.where(
+            lower[:, None],
+            a + (b - a) * s1[:, None],
+            np.where((hi_h > 0)[:, None], b + (c - b) * s2[:, None], b),
+        )
         m = np.ceil(np.linalg.norm(Q - P, axis=1) / spacing).astype(np.int64) + 1
         li = np.repeat(np.arange(len(ti)), m)
         u = run_offsets(m) / np.maximum(m[li] - 1, 1)
@@ -118,8 +140,16 @@ class Surface:
     """The navigable cells of one scene for one agent shape, in layers, patches and
     islands, with the portals between patches and the obstacle KD-trees (``trees``)."""
 
-    def __init__(self, tris: np.ndarray, agent: AgentShape, cell: float = 0.05, progress: bool = False,
-                 drop_roofs: bool = True, desc: str = "", walkable_only: bool = False):
+    def __init__(
+        self,
+        tris: np.ndarray,
+        agent: AgentShape,
+        cell: float = 0.05,
+        progress: bool = False,
+        drop_roofs: bool = True,
+        desc: str = "",
+        walkable_only: bool = False,
+    ):
         self.cell = float(cell)
         self.agent = agent
         self.drop_roofs = drop_roofs
@@ -156,15 +186,22 @@ class Surface:
         if progress or len(tris) > 200_000:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(tris), desc=f"navigability {self.desc}".strip(), unit="tri",
-                       leave=False, mininterval=1.0)
+            bar = tqdm(
+                total=len(tris),
+                desc=f"navigability {self.desc}".strip(),
+                unit="tri",
+                leave=False,
+                mininterval=1.0,
+            )
         # steep faces by lines (most of a scene's area: walls), the rest by a lattice
         steep = np.abs(ny) < WALL_NY
         if self.walkable_only:
             steep[:] = False
         lat, lin = np.nonzero(~steep)[0], np.nonzero(steep)[0]
-        chunks = [((p, lat[t], n) for p, t, n in sample_surface(tris[lat], 0.7 * cell)),
-                  ((p, lin[t], n) for p, t, n in sample_walls(tris[lin], 0.7 * cell, WALL_RISE))]
+        chunks = [
+            ((p, lat[t], n) for p, t, n in sample_surface(tris[lat], 0.7 * cell)),
+            ((p, lin[t], n) for p, t, n in sample_walls(tris[lin], 0.7 * cell, WALL_RISE)),
+        ]
         for pts, tidx, ntri in (c for gen in chunks for c in gen):
             if bar is not None:
                 bar.update(ntri)
@@ -236,11 +273,13 @@ class Surface:
         ncomp, comp = connected_components(graph, directed=False)
 
         if self._covered is not None:
-            frac = np.asarray(ndimage.mean(self._covered.astype(np.float64), comp, np.arange(ncomp)))
+            frac = np.asarray(
+                ndimage.mean(self._covered.astype(np.float64), comp, np.arange(ncomp))
+            )
             size = np.bincount(comp, minlength=ncomp)
             keep_comp = frac >= 0.5
             # only a scene with a real roofed floor (>= 1 m2) loses its open-sky pieces
-            roofed_floor = (keep_comp & (size * self.cell ** 2 >= 1.0)).any()
+            roofed_floor = (keep_comp & (size * self.cell**2 >= 1.0)).any()
             if roofed_floor and not keep_comp.all():
                 idx = np.nonzero(keep_comp[comp])[0]
                 nk, ny_ = nk[idx], ny_[idx]
@@ -329,7 +368,13 @@ class Surface:
             keys = nk[nodes]
             pr, pc = np.divmod(keys, self.W)
             a0, b0 = max(int(pr.min()) - gap, 0), max(int(pc.min()) - gap, 0)
-            crop = np.zeros((min(int(pr.max()) + gap + 1, self.H) - a0, min(int(pc.max()) + gap + 1, self.W) - b0), bool)
+            crop = np.zeros(
+                (
+                    min(int(pr.max()) + gap + 1, self.H) - a0,
+                    min(int(pc.max()) + gap + 1, self.W) - b0,
+                ),
+                bool,
+            )
             crop[pr - a0, pc - b0] = True
             crop = ndimage.binary_dilation(crop, iterations=gap)
             dr, dc = np.nonzero(crop)
@@ -394,8 +439,21 @@ class Surface:
                 sm[nrows[here] - r0, ncols[here] - c0] = False
                 near = ndimage.distance_transform_edt(sm) <= need + 1
                 ghost = near & ~present & any_core.reshape(self.H, self.W)[r0:r1, c0:c1]
-            sdf, tree, nav = layer_clearance(self, r0, r1, c0, c1, height, present, ghost, lr, lc, flags[sel],
-                                           (skey, sx, sz, span), er)
+            sdf, tree, nav = layer_clearance(
+                self,
+                r0,
+                r1,
+                c0,
+                c1,
+                height,
+                present,
+                ghost,
+                lr,
+                lc,
+                flags[sel],
+                (skey, sx, sz, span),
+                er,
+            )
             self.trees.append(tree)
             lab, nlab = ndimage.label(nav)
             patch = np.where(nav, lab - 1 + base, -1).astype(np.int32)
@@ -437,8 +495,9 @@ class Surface:
         rv, cv = nrows[seam_dst[ok]], ncols[seam_dst[ok]]
         self.portals: Dict[int, List[Tuple[int, int, int, int, int]]] = {}
         self.portal_map: Dict[Tuple[int, int, int], List[Tuple[int, int, int]]] = {}
-        for a, ra, ca, b, rb, cb in zip(pu.tolist(), ru.tolist(), cu.tolist(),
-                                        pv.tolist(), rv.tolist(), cv.tolist()):
+        for a, ra, ca, b, rb, cb in zip(
+            pu.tolist(), ru.tolist(), cu.tolist(), pv.tolist(), rv.tolist(), cv.tolist()
+        ):
             self.portals.setdefault(a, []).append((ra, ca, b, rb, cb))
             self.portals.setdefault(b, []).append((rb, cb, a, ra, ca))
             self.portal_map.setdefault((a, ra, ca), []).append((b, rb, cb))
@@ -459,7 +518,9 @@ class Surface:
         roots = np.array([find(i) for i in range(self.num_patches)], np.int64)
         uniq, self.patch_island = np.unique(roots, return_inverse=True)
         self.num_islands = len(uniq)
-        self.patch_neighbors = {p: sorted({q for (_, _, q, _, _) in lst}) for p, lst in self.portals.items()}
+        self.patch_neighbors = {
+            p: sorted({q for (_, _, q, _, _) in lst}) for p, lst in self.portals.items()
+        }
         if rows_all:
             R = np.concatenate(rows_all)
             C = np.concatenate(cols_all)
@@ -471,12 +532,21 @@ class Surface:
             d2 = (C - mx[isl]) ** 2 + (R - mz[isl]) ** 2
             rad = np.sqrt(np.asarray(ndimage.maximum(d2, isl, np.arange(self.num_islands)))) * cell
             self.island_cells = cnt.tolist()
-            self.island_center = [(self.x0 + (mx[i] + 0.5) * cell, self.z0 + (mz[i] + 0.5) * cell)
-                                  for i in range(self.num_islands)]
+            self.island_center = [
+                (self.x0 + (mx[i] + 0.5) * cell, self.z0 + (mz[i] + 0.5) * cell)
+                for i in range(self.num_islands)
+            ]
             self.island_radius_m = np.atleast_1d(rad).astype(float).tolist()
-            self.island_y = np.atleast_1d(ndimage.mean(Y, isl, np.arange(self.num_islands))).tolist()
+            self.island_y = np.atleast_1d(
+                ndimage.mean(Y, isl, np.arange(self.num_islands))
+            ).tolist()
         else:
-            self.island_cells, self.island_center, self.island_radius_m, self.island_y = [], [], [], []
+            self.island_cells, self.island_center, self.island_radius_m, self.island_y = (
+                [],
+                [],
+                [],
+                [],
+            )
         self._finish()
 
     def _finish_empty(self) -> None:
@@ -494,7 +564,7 @@ class Surface:
         self._finish()
 
     def _finish(self) -> None:
-        self.island_area = np.asarray(self.island_cells, np.float64) * self.cell ** 2
+        self.island_area = np.asarray(self.island_cells, np.float64) * self.cell**2
         self.largest_island = int(np.argmax(self.island_area)) if len(self.island_area) else -1
         cells = [(li, np.argwhere(L.nav)) for li, L in enumerate(self.layers)]
         self.nav_index = cells  # for random sampling
@@ -508,17 +578,31 @@ class Surface:
                     continue
                 rr, cc = np.nonzero(L.nav)
                 ys = L.height[rr, cc]
-                lo = np.minimum(lo, [self.x0 + (L.c0 + cc.min()) * self.cell, ys.min(),
-                                     self.z0 + (L.r0 + rr.min()) * self.cell])
-                hi = np.maximum(hi, [self.x0 + (L.c0 + cc.max() + 1) * self.cell, ys.max(),
-                                     self.z0 + (L.r0 + rr.max() + 1) * self.cell])
+                lo = np.minimum(
+                    lo,
+                    [
+                        self.x0 + (L.c0 + cc.min()) * self.cell,
+                        ys.min(),
+                        self.z0 + (L.r0 + rr.min()) * self.cell,
+                    ],
+                )
+                hi = np.maximum(
+                    hi,
+                    [
+                        self.x0 + (L.c0 + cc.max() + 1) * self.cell,
+                        ys.max(),
+                        self.z0 + (L.r0 + rr.max() + 1) * self.cell,
+                    ],
+                )
             self.bounds = (lo.astype(np.float32), hi.astype(np.float32))
         else:
             self.bounds = (np.zeros(3, np.float32), np.zeros(3, np.float32))
 
     # ------------------------------------------------------------ cell look-ups
     def rc(self, x: float, z: float) -> Tuple[int, int]:
-        return int(math.floor((z - self.z0) / self.cell)), int(math.floor((x - self.x0) / self.cell))
+        return int(math.floor((z - self.z0) / self.cell)), int(
+            math.floor((x - self.x0) / self.cell)
+        )
 
     def cell_center(self, layer: int, r: int, c: int) -> Tuple[float, float]:
         L = self.layers[layer]
