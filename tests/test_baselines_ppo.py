@@ -11,7 +11,8 @@ import sys
 import pytest
 
 import habitat_mosnav
-from habitat_mosnav.evaluation.results import read_jsonl, summarize
+from habitat_mosnav.evaluation.rank_files import read_jsonl
+from habitat_mosnav.evaluation.summary import summarize
 
 from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset  # noqa: E402
 

@@ -44,7 +44,7 @@ def _summary(run):
 def report(room_runs, tmp_path_factory):
     """A report over: scripted (complete), broken (an error record), partial (a record
     removed: incomplete) and old (no summary.json)."""
-    from habitat_mosnav.evaluation.results import summarize, write_summary
+    from habitat_mosnav.evaluation.summary import summarize, write_summary
 
     root = tmp_path_factory.mktemp("report")
     partial = str(root / "partial")
@@ -90,7 +90,7 @@ def test_every_number_of_leaderboard_csv_is_the_summary_json(report):
     for name, run in report["runs"].items():
         row = rows[name]
         if name == "old":  # no summary.json: the summary the records give
-            from habitat_mosnav.evaluation.results import summarize
+            from habitat_mosnav.evaluation.summary import summarize
 
             summary = summarize(run)
         else:

@@ -35,7 +35,21 @@ import numpy as np
 
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
 from habitat_mosnav.evaluation import interrupts
-from habitat_mosnav.evaluation import results as res
+from habitat_mosnav.evaluation.durable import ResultFileError, write_failed
+from habitat_mosnav.evaluation.rank_files import (
+    DONE_FILE,
+    PROMPTS_FILE,
+    RankWriter,
+    read_jsonl,
+    refuse_existing,
+)
+from habitat_mosnav.evaluation.records import make_record, to_jsonable
+from habitat_mosnav.evaluation.summary import (
+    remove_stale_summary,
+    summarize,
+    SUMMARY_FILE,
+    write_summary,
+)
 from habitat_mosnav.evaluation.manifest import RunManifest, check_or_write_manifest, keys_digest
 from habitat_mosnav.agents.legacy import adapt_agent
 from habitat_mosnav.agents.loading import agent_code_digest
@@ -570,17 +584,17 @@ class Evaluator:
         self._check_scene_files([pool[k] for _, k in selection])
         try:
             if not cfg.resume:
-                res.refuse_existing(cfg.output_dir, rank)
+                refuse_existing(cfg.output_dir, rank)
             if selection:  # the simulator is built before anything is written: a failure
                 self._make_env([pool[k] for _, k in selection])  # leaves the directory as it was
             if not cfg.resume:
-                res.remove_stale_summary(cfg.output_dir)
+                remove_stale_summary(cfg.output_dir)
             manifest = self.manifest(dataset, world).to_dict()
             check_or_write_manifest(cfg.output_dir, manifest)
-            writer = res.RankWriter(cfg.output_dir, rank, resume=cfg.resume)
+            writer = RankWriter(cfg.output_dir, rank, resume=cfg.resume)
         except BaseException as exc:
             self._close_env()
-            if isinstance(exc, res.ResultFileError):  # ResultWriteError (exit 3) goes through
+            if isinstance(exc, ResultFileError):  # ResultWriteError (exit 3) goes through
                 raise EvaluationSetupError(_one_line(exc)) from None
             raise
         try:  # each rank keeps the manifest too: a rank of another run is never mixed in
@@ -588,7 +602,7 @@ class Evaluator:
         except BaseException as exc:
             writer.close()
             self._close_env()
-            if isinstance(exc, res.ResultFileError):
+            if isinstance(exc, ResultFileError):
                 raise EvaluationSetupError(_one_line(exc)) from None
             raise
         interrupted = False
@@ -710,7 +724,7 @@ class Evaluator:
         directory (the agent creates the file at its first step)."""
         setter = getattr(self.agent, "set_log_path", None)
         if self.config.log_prompts and callable(setter):
-            setter(os.path.join(writer.dir, res.PROMPTS_FILE))
+            setter(os.path.join(writer.dir, PROMPTS_FILE))
 
     def _agent_keeps_prompt_log(self) -> bool:
         return callable(getattr(self.agent, "set_log_path", None))
@@ -727,7 +741,7 @@ class Evaluator:
                 return None
             if not isinstance(stats, Mapping):
                 raise ValueError(f"expected a dict, got {type(stats).__name__}")
-            return {"agent": res.to_jsonable(dict(stats), "agent")}
+            return {"agent": to_jsonable(dict(stats), "agent")}
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
@@ -740,7 +754,7 @@ class Evaluator:
     def _prior_records(self, path: str) -> "OrderedDict[str, Tuple[str, dict]]":
         latest: "OrderedDict[str, Tuple[str, dict]]" = OrderedDict()
         if os.path.exists(path):
-            records, _ = res.read_jsonl(path)
+            records, _ = read_jsonl(path)
             for rec in records:
                 if rec["status"] == "ok":
                     latest[rec["episode_key"]] = (rec["episode"]["target_mode"], rec["metrics"])
@@ -902,13 +916,13 @@ class Evaluator:
         """The episode's record; one that cannot be written as JSON (a value the agent
         returned) becomes an error record of that episode, never the end of the run."""
         if isinstance(run.error, AgentError) and isinstance(run.error.original, PlantedLinkError):
-            raise res.write_failed(str(run.error.original.filename), run.error.original)
+            raise write_failed(str(run.error.original.filename), run.error.original)
         try:
             record = self._build_record(env, run, index, key, episode, seed, rank, max_steps)
             json.dumps(record, allow_nan=False)  # what the writer does with it
             return record
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-            return res.make_record(
+            return make_record(
                 episode_key=key,
                 episode_index=index,
                 rank=rank,
@@ -928,7 +942,7 @@ class Evaluator:
         extras = self._agent_extras(key)
         replay = self._replay_block(env, run)
         if run.error is not None:
-            return res.make_record(
+            return make_record(
                 episode_key=key,
                 episode_index=index,
                 rank=rank,
@@ -944,7 +958,7 @@ class Evaluator:
                 benchmark=self._benchmark,
                 replay=replay,
             )
-        return res.make_record(
+        return make_record(
             episode_key=key,
             episode_index=index,
             rank=rank,
@@ -1091,7 +1105,7 @@ class Evaluator:
         try:
             write_video(path, frames)
         except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
-            raise res.write_failed(path, exc) from None
+            raise write_failed(path, exc) from None
         except Exception as exc:  # a video problem never loses the record
             self._warn(f"could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
 
@@ -1104,7 +1118,7 @@ class Evaluator:
             grid = self._map_grid(env, episode, start_height(record, episode))
             save_record_map(path, grid, episode.goals, record, getattr(episode, "goal_text", None))
         except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
-            raise res.write_failed(path, exc) from None
+            raise write_failed(path, exc) from None
         except Exception as exc:  # a map problem never loses the record
             self._warn(f"could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
 
@@ -1180,23 +1194,21 @@ class Evaluator:
             return {
                 "rank_done": done,
                 "status": "rank_finished",
-                "summary_path": os.path.join(out, res.SUMMARY_FILE),
+                "summary_path": os.path.join(out, SUMMARY_FILE),
             }
         try:
-            summary = res.summarize(
-                out, expected_episode_count=total, expected_keys=self.selected_keys
-            )
+            summary = summarize(out, expected_episode_count=total, expected_keys=self.selected_keys)
             if self.config.policy_id is not None:
                 summary["policy_id"] = self.config.policy_id
-            res.write_summary(out, summary)
-        except res.ResultFileError as exc:  # ResultWriteError (exit 3) goes through
+            write_summary(out, summary)
+        except ResultFileError as exc:  # ResultWriteError (exit 3) goes through
             raise EvaluationSetupError(
                 f"this rank finished, but the summary failed: {_one_line(exc)}"
             ) from None
         if missing:
             self._warn(
                 f"rank(s) {', '.join(map(str, missing))} of {world} did not finish within "
-                f"{timeout:g} s (no {res.DONE_FILE}): {out}/summary.json "
+                f"{timeout:g} s (no {DONE_FILE}): {out}/summary.json "
                 f"is incomplete; it is rewritten when the last rank finishes, or run "
                 f"`mosnav-aggregate {out}` then"
             )

@@ -29,7 +29,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from habitat_mosnav.evaluation.results import (
+from habitat_mosnav.evaluation.durable import (
     ResultFileError,
     atomic_write_json,
     read_json_object,

@@ -39,7 +39,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
-from habitat_mosnav.evaluation import results as res
+from habitat_mosnav.evaluation.durable import read_json_object, ResultFileError, ResultWriteError
+from habitat_mosnav.evaluation.rank_files import read_run
+from habitat_mosnav.evaluation.records import scalar_or_none
+from habitat_mosnav.evaluation.summary import SUMMARY_FILE, summary_of_run
 from habitat_mosnav.evaluation.maps import (
     add_map_source_arguments,
     claim_kind,
@@ -196,7 +199,7 @@ def _episode_values(records: Sequence[Mapping[str, Any]], fieldname: str) -> Lis
     out = []
     for rec in records:
         value = (rec.get("metrics") or {}).get(fieldname)
-        ok, value = res.scalar_or_none(value)
+        ok, value = scalar_or_none(value)
         out.append(value if ok and value is not None else None)
     return out
 
@@ -214,15 +217,15 @@ def load_run(
     if not os.path.isdir(path):
         raise ReportError(f"{path}: no such run directory")
     try:
-        read = res.read_run(path)
-        computed = res.summary_of_run(read)
-    except res.ResultFileError as exc:
+        read = read_run(path)
+        computed = summary_of_run(read)
+    except ResultFileError as exc:
         raise ReportError(str(exc)) from None
     records = [rec for _, rec in read[0].values()]
     notes: List[str] = []
-    summary_path = os.path.join(path, res.SUMMARY_FILE)
+    summary_path = os.path.join(path, SUMMARY_FILE)
     if os.path.exists(summary_path):
-        summary = res.read_json_object(summary_path)
+        summary = read_json_object(summary_path)
         metrics = summary.get("metrics")
         if not isinstance(metrics, dict):
             raise ReportError(f"{summary_path}: field 'metrics' is missing or not an object")
@@ -257,7 +260,7 @@ def load_run(
     if status not in ("complete", "completed_with_errors", "incomplete"):
         raise ReportError(f"{summary_path}: field 'status' is {status!r}")
     manifest_path = os.path.join(path, "run.json")
-    manifest = res.read_json_object(manifest_path) if os.path.exists(manifest_path) else {}
+    manifest = read_json_object(manifest_path) if os.path.exists(manifest_path) else {}
     run = RunData(
         path=path,
         name=name or os.path.basename(os.path.normpath(path)),
@@ -1258,8 +1261,8 @@ def _run_name(path: str) -> str:
     manifest = os.path.join(path, "run.json")
     if os.path.isfile(manifest):
         try:
-            name = res.read_json_object(manifest).get("run_name")
-        except (res.ResultFileError, OSError):
+            name = read_json_object(manifest).get("run_name")
+        except (ResultFileError, OSError):
             name = None
         # A plain file name only: it becomes the run's folder under maps/ and videos/.
         if isinstance(name, str) and re.fullmatch(r"[\w.-]+", name) and name.strip(".") != "":
@@ -1368,10 +1371,10 @@ def write_report(
         with replacing_dir(out_dir) as stage:
             with interrupts.interruptible():  # a signal ends the building at once
                 _write_pages(runs, stage, resamples, seed)
-    except (PlantedLinkError, res.ResultWriteError):
+    except (PlantedLinkError, ResultWriteError):
         raise
     except OSError as exc:
-        raise res.ResultWriteError(
+        raise ResultWriteError(
             f"cannot write the report {out_dir}: {exc.strerror or exc}"
             + (f" ({exc.filename})" if exc.filename else "")
             + "; the previous report is kept",
@@ -1466,7 +1469,7 @@ def _report(args) -> int:
             overrides=args.overrides,
             progress=args.progress,
         )
-    except (PlantedLinkError, res.ResultWriteError) as exc:
+    except (PlantedLinkError, ResultWriteError) as exc:
         print(
             safe_line(
                 f"{PROG}: error: cannot write {exc.filename}: {exc.strerror}"
@@ -1476,7 +1479,7 @@ def _report(args) -> int:
             file=sys.stderr,
         )
         return 3
-    except (ReportError, res.ResultFileError, ValueError, OSError) as exc:
+    except (ReportError, ResultFileError, ValueError, OSError) as exc:
         print(safe_line(f"{PROG}: error: {' '.join(str(exc).split())}"), file=sys.stderr)
         return 2
     for line in markdown_table(runs).splitlines():  # run names and agents come from the runs
