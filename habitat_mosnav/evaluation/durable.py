@@ -36,6 +36,11 @@ class ResultWriteError(Exception):
         self.errno = errno_
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (its type name when it has none)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def write_failed(path: str, exc: OSError, what: str = "write") -> ResultWriteError:
     reason = (
         exc.strerror

@@ -31,11 +31,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-import numpy as np
 
-from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
+from habitat_mosnav.api import ACTION_PROTOCOLS
 from habitat_mosnav.evaluation import interrupts
-from habitat_mosnav.evaluation.durable import ResultFileError, write_failed
+from habitat_mosnav.evaluation.durable import ResultFileError, one_line, write_failed
 from habitat_mosnav.evaluation.rank_files import (
     DONE_FILE,
     PROMPTS_FILE,
@@ -55,9 +54,6 @@ from habitat_mosnav.agents.legacy import adapt_agent
 from habitat_mosnav.agents.loading import agent_code_digest
 from habitat_mosnav.evaluation.observations import (
     ObservationBuilder,
-    depth_in_metres,
-    depth_limits,
-    depth_normalization,
 )
 from habitat_mosnav.evaluation.policy import EpisodeContext, public_episode_fields
 from habitat_mosnav.evaluation.ranks import (
@@ -79,13 +75,20 @@ from habitat_mosnav.evaluation.rollout import (
     trace_for_record,
 )
 from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
+from habitat_mosnav.evaluation.step_observers import (
+    EpisodeFrames,
+    EpisodeLog,
+    EpisodeMaps,
+    MapGrids,
+    ProgressBar,
+    StepObserver,
+)
 from habitat_mosnav.keys import (
     episode_key as make_episode_key,
     episode_scene_name,
     episode_seed,
     scene_name_from_path,
 )
-from habitat_mosnav.metrics import aggregate
 from habitat_mosnav.safety import PlantedLinkError, mask_secrets, safe_line
 
 __all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
@@ -185,10 +188,6 @@ class EvaluationConfig:
             )
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 def _check_gltf_for_habitat_sim(episodes) -> None:
     """habitat-sim reads the scene files natively, where a hostile glTF can crash the process:
     each scene's ``.glb`` and the ``.semantic.glb`` beside it are checked first
@@ -200,7 +199,7 @@ def _check_gltf_for_habitat_sim(episodes) -> None:
         try:
             check_scene_files(scene)
         except SceneFormatError as exc:
-            raise EvaluationSetupError(_one_line(exc)) from None
+            raise EvaluationSetupError(one_line(exc)) from None
 
 
 def _episode_summary(episode, max_steps: int) -> Dict[str, Any]:
@@ -290,9 +289,8 @@ class Evaluator:
         self.env = env
         self.on_record = on_record
         self._owns_env = env is None
-        self._viewer = None
         self._benchmark: Optional[Dict[str, Any]] = None
-        self._grid = None  # (scene, height, MapGrid) of the last map drawn
+        self._grids = MapGrids()  # the maps' and videos' grids, cached per floor
         self._interrupt: Optional[BaseException] = None
         self._current_episode = None
         #: True when ``fail_fast`` stopped the run after an error record (CLI: exit 1).
@@ -362,7 +360,7 @@ class Evaluator:
         try:
             self._dataset = make_dataset(id_dataset=dcfg.type, config=dcfg)
         except Exception as exc:
-            raise EvaluationSetupError(f"cannot load the dataset: {_one_line(exc)}") from None
+            raise EvaluationSetupError(f"cannot load the dataset: {one_line(exc)}") from None
         return self._dataset
 
     def _episode_key(self, episode, split: str) -> str:
@@ -580,7 +578,7 @@ class Evaluator:
             try:
                 check({episode_scene_name(pool[k]) for _, k in selection})
             except Exception as exc:  # noqa: BLE001 - a DatasetFormatError, one line
-                raise EvaluationSetupError(_one_line(exc)) from None
+                raise EvaluationSetupError(one_line(exc)) from None
         self._check_scene_files([pool[k] for _, k in selection])
         try:
             if not cfg.resume:
@@ -595,7 +593,7 @@ class Evaluator:
         except BaseException as exc:
             self._close_env()
             if isinstance(exc, ResultFileError):  # ResultWriteError (exit 3) goes through
-                raise EvaluationSetupError(_one_line(exc)) from None
+                raise EvaluationSetupError(one_line(exc)) from None
             raise
         try:  # each rank keeps the manifest too: a rank of another run is never mixed in
             check_or_write_manifest(writer.dir, manifest)
@@ -603,7 +601,7 @@ class Evaluator:
             writer.close()
             self._close_env()
             if isinstance(exc, ResultFileError):
-                raise EvaluationSetupError(_one_line(exc)) from None
+                raise EvaluationSetupError(one_line(exc)) from None
             raise
         interrupted = False
         try:
@@ -631,7 +629,7 @@ class Evaluator:
             raise EvaluationSetupError(self._start_error(exc)) from None
         except Exception as exc:
             if is_scene_file_error(exc):  # a broken scene file is bad input: one line, exit 2
-                raise EvaluationSetupError(_one_line(exc)) from None
+                raise EvaluationSetupError(one_line(exc)) from None
             raise
         finally:
             writer.close()
@@ -663,7 +661,7 @@ class Evaluator:
             try:
                 check_scene(scene, option, detour=detour)
             except (NavMeshError, SceneFormatError) as exc:
-                raise EvaluationSetupError(_one_line(exc)) from None
+                raise EvaluationSetupError(one_line(exc)) from None
 
     def _check_benchmark(self) -> Optional[Dict[str, Any]]:
         """The setting's identity and this run's deviations from it, for every record;
@@ -747,7 +745,7 @@ class Evaluator:
         except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
             self._warn(
                 f"{key}: agent.episode_stats() left out of the record: "
-                f"{type(exc).__name__}: {_one_line(exc)}"
+                f"{type(exc).__name__}: {one_line(exc)}"
             )
             return None
 
@@ -776,14 +774,11 @@ class Evaluator:
         except Exception as exc:
             interrupts.check()  # a signal noted meanwhile, not a setup error
             raise EvaluationSetupError(
-                f"cannot create the habitat environment: {_one_line(exc)}"
+                f"cannot create the habitat environment: {one_line(exc)}"
             ) from None
         return self.env
 
     def _close_env(self) -> None:
-        if self._viewer is not None:
-            self._viewer.close()
-            self._viewer = None
         if self.env is not None and self._owns_env:
             try:
                 self.env.close()
@@ -798,39 +793,22 @@ class Evaluator:
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
-                self._warn(f"agent.close() raised {type(exc).__name__}: {_one_line(exc)}")
+                self._warn(f"agent.close() raised {type(exc).__name__}: {one_line(exc)}")
 
     def _run_episodes(self, todo, pool, writer, prior, rank_total: int) -> bool:
         """Roll out ``todo``; True when interrupted (KeyboardInterrupt / human quit)."""
-        from tqdm import tqdm
-
         cfg = self.config
         env = self._make_env([pool[k] for _, k in todo])
         max_steps = self._max_steps()
         builder = ObservationBuilder(max_steps, cfg.action_protocol, self._depth_cfg())
-        if cfg.render_live:
-            from habitat_mosnav.evaluation.viewer import LiveViewer
+        observers = self._observers(env, writer, prior, rank_total, len(todo), max_steps)
+        stepping = [o for o in observers if o.watches_steps]
 
-            self._viewer = LiveViewer()
-            if hasattr(self.agent, "key_source"):
-                self.agent.key_source = self._viewer.read_key
-        bar = tqdm(
-            total=rank_total,
-            initial=rank_total - len(todo),
-            file=self.stream,
-            disable=not cfg.progress,
-            dynamic_ncols=True,
-            unit="ep",
-            desc=f"mosnav-eval rank {writer.rank}",
-        )
-        self._update_bar(bar, prior)
+        def on_step(info: Dict[str, Any]) -> None:
+            for observer in stepping:
+                observer.on_step(info)
+
         unavailable = 0  # consecutive episodes lost to an unreachable model server
-        steps = {"done": 0, "episode": 0}
-        self._step_progress = (bar, steps, max_steps)
-        from tqdm.contrib.logging import logging_redirect_tqdm
-
-        redirect = logging_redirect_tqdm(loggers=[logging.getLogger("habitat_mosnav")])
-        redirect.__enter__()
         try:
             for index, key in todo:
                 if interrupts.requested() is not None:  # a safe point: between episodes
@@ -839,8 +817,8 @@ class Evaluator:
                     )
                 episode = pool[key]
                 seed = episode_seed(cfg.seed, key)
-                frames: List[np.ndarray] = []
-                hook = self._with_step_progress(bar, prior, self._make_hook(key, frames))
+                for observer in observers:
+                    observer.on_episode_start(key, episode)
                 self._current_episode = episode
                 context = EpisodeContext(
                     episode_key=key,
@@ -862,7 +840,7 @@ class Evaluator:
                         protocol=cfg.action_protocol,
                         seed=seed,
                         record_trace=True,
-                        on_step=hook,
+                        on_step=on_step if stepping else None,
                         step_timeout=cfg.step_timeout,
                         context=context,
                     )
@@ -875,22 +853,10 @@ class Evaluator:
                 writer.write(record)
                 if self.on_record is not None:
                     self.on_record(record)
-                if record["status"] == "ok":
-                    prior.pop(key, None)
-                    prior[key] = (record["episode"]["target_mode"], record["metrics"])
-                else:
-                    prior.pop(key, None)
+                if record["status"] != "ok":
                     self._warn(f"episode {key} failed: {describe_error(run.error)}")
-                if cfg.log_episodes:
-                    self._log(self._episode_line(record))
-                if frames and cfg.video:
-                    self._write_video(key, frames)
-                if cfg.maps:
-                    self._write_map(env, key, episode, record)
-                steps["done"] += run.steps_taken
-                steps["episode"] = 0
-                bar.update(1)
-                self._update_bar(bar, prior)
+                for observer in observers:
+                    observer.on_episode_end(key, episode, record)
                 if record["status"] == "error" and cfg.fail_fast:
                     self._log("--fail-fast: stopping after the first failed episode")
                     self.stopped_by_fail_fast = True
@@ -900,10 +866,59 @@ class Evaluator:
                     self.stopped_by_unavailable = unavailable
                     break
         finally:
-            self._step_progress = None
-            bar.close()
-            redirect.__exit__(None, None, None)
+            for observer in reversed(observers):
+                observer.close()
         return False
+
+    def _observers(self, env, writer, prior, rank_total: int, todo: int, max_steps: int):
+        """The :mod:`~habitat_mosnav.evaluation.step_observers` this run's flags ask for,
+        in the order the loop calls them (the live window is wired to a human agent's keys)."""
+        cfg = self.config
+        print_prompts = cfg.log_prompts and not self._agent_keeps_prompt_log()
+        observers: List[StepObserver] = []
+        if print_prompts or cfg.log_positions or cfg.log_episodes:
+            observers.append(
+                EpisodeLog(
+                    self._log,
+                    prompts=print_prompts,
+                    positions=cfg.log_positions,
+                    episodes=cfg.log_episodes,
+                )
+            )
+        viewer = None
+        if cfg.render_live:
+            from habitat_mosnav.evaluation.viewer import LiveViewer
+
+            viewer = LiveViewer()
+            if hasattr(self.agent, "key_source"):
+                self.agent.key_source = viewer.read_key
+        if cfg.video or viewer is not None:
+            observers.append(
+                EpisodeFrames(
+                    env,
+                    self._grids,
+                    max_steps=max_steps,
+                    depth_cfg=self._depth_cfg(),
+                    output_dir=cfg.output_dir,
+                    video=cfg.video,
+                    viewer=viewer,
+                    warn=self._warn,
+                )
+            )
+        if cfg.maps:
+            observers.append(EpisodeMaps(env, self._grids, cfg.output_dir, self._warn))
+        observers.append(
+            ProgressBar(
+                stream=self.stream,
+                enabled=cfg.progress,
+                rank=writer.rank,
+                total=rank_total,
+                done=rank_total - todo,
+                max_steps=max_steps,
+                prior=prior,
+            )
+        )
+        return observers
 
     def _stopped(self, key: str, exc: KeyboardInterrupt, started: bool = True) -> bool:
         """The run stops on a signal (or the human agent's quit) at ``key``."""
@@ -931,7 +946,7 @@ class Evaluator:
                 steps_taken=run.steps_taken,
                 error="UnwritableRecord",
                 benchmark=self._benchmark,
-                error_message=f"the episode's record cannot be written: {mask_secrets(_one_line(exc))[:200]}",
+                error_message=f"the episode's record cannot be written: {mask_secrets(one_line(exc))[:200]}",
             )
 
     def _build_record(
@@ -992,184 +1007,6 @@ class Evaluator:
             motion_settings(env, self._hcfg),
         )
 
-    def _map_grid(self, env, episode, height: float):
-        """habitat's top-down grid of the episode's floor (cached per scene and floor)."""
-        from habitat_mosnav.evaluation.maps import MapGrid
-
-        scene = getattr(episode, "scene_id", None)
-        cached = self._grid
-        if cached is None or cached[0] != scene or abs(cached[1] - height) > 0.5:
-            cached = (scene, height, MapGrid.from_pathfinder(env.sim.pathfinder, height))
-            self._grid = cached
-        return cached[2]
-
-    def _with_step_progress(self, bar, prior, hook):
-        """``hook`` plus the bar's step count, redrawn at most twice a second."""
-        if bar.disable:
-            return hook
-        import time
-
-        last = [0.0]
-        steps = self._step_progress[1]
-
-        def on_step(info: Dict[str, Any]) -> None:
-            if hook is not None:
-                hook(info)
-            steps["episode"] = info["step"]
-            now = time.monotonic()
-            if now - last[0] >= 0.5:
-                last[0] = now
-                self._update_bar(bar, prior, info["step"])
-
-        return on_step
-
-    def _make_hook(self, key: str, frames: List[np.ndarray]):
-        cfg = self.config
-        print_prompts = cfg.log_prompts and not self._agent_keeps_prompt_log()
-        wants = print_prompts or cfg.log_positions or cfg.video or self._viewer is not None
-        if not wants:
-            return None
-        trail: List[List[float]] = []
-        painter: List[Any] = []
-        depth_cfg = self._depth_cfg()
-        depth_scale = (depth_normalization(depth_cfg), depth_limits(depth_cfg))  # frames in metres
-
-        def growing_map(info: Dict[str, Any]):
-            """(the map so far or None, the claims so far) for a video frame."""
-            from habitat_mosnav.evaluation.maps import EpisodeMapPainter
-
-            pose, episode = info["pose"], info["episode"]
-            if info["step"] == 0:
-                trail.clear()
-                painter.clear()
-                try:
-                    grid = self._map_grid(self.env, episode, pose["position"][1])
-                    painter.append(
-                        EpisodeMapPainter(grid, episode.goals, pose["position"], pose["rotation"])
-                    )
-                except Exception as exc:  # a map problem never loses the episode
-                    self._warn(
-                        f"{key}: no map in the video: {type(exc).__name__}: {_one_line(exc)}"
-                    )
-                    painter.append(None)
-            trail.append(pose["position"])
-            events = [dict(ev) for ev in self.env.task.mos_state.events]
-            if not painter or painter[0] is None:
-                return None, events
-            return painter[0].draw(
-                trail, events, total_steps=self._max_steps(), agent_rotation=pose["rotation"]
-            ), events
-
-        def hook(info: Dict[str, Any]) -> None:
-            step, pose, observation = info["step"], info["pose"], info["observation"]
-            if print_prompts and step == 0 and observation is not None:
-                self._log(f"--- prompt for {key} ---")
-                for line in str(observation.task_prompt).split("\n"):
-                    self._log(line)
-            if cfg.log_positions:
-                p = pose["position"]
-                act = "reset" if info["action"] is None else f"action {info['action']}"
-                self._log(
-                    f"{key} step {step:4d} {act:>9}: position "
-                    f"({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f})"
-                )
-            if cfg.video or self._viewer is not None:
-                from habitat_mosnav.evaluation.video import compose_frame
-
-                top_down, events = growing_map(info)  # the video and the live window alike
-                obs = dict(info["obs"])
-                obs["depth"] = depth_in_metres(obs.get("depth"), depth_scale[0])
-                frame = compose_frame(
-                    obs,
-                    info["episode"],
-                    step,
-                    info["action"],
-                    self._max_steps(),
-                    top_down_map=top_down,
-                    events=events,
-                    depth_range=depth_scale[1],
-                )
-                if cfg.video:
-                    frames.append(frame)
-                if self._viewer is not None:
-                    self._viewer.show(frame)
-
-        return hook
-
-    def _write_video(self, key: str, frames: List[np.ndarray]) -> None:
-        from habitat_mosnav.evaluation.maps import episode_file_stem
-        from habitat_mosnav.evaluation.video import write_video
-
-        directory = os.path.join(self.config.output_dir, "videos")
-        path = os.path.join(directory, episode_file_stem(key) + "." + self.config.video)
-        try:
-            write_video(path, frames)
-        except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
-            raise write_failed(path, exc) from None
-        except Exception as exc:  # a video problem never loses the record
-            self._warn(f"could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
-
-    def _write_map(self, env, key: str, episode, record: Mapping[str, Any]) -> None:
-        """``<out>/maps/<episode>.png`` of a finished (or failed) episode."""
-        from habitat_mosnav.evaluation.maps import episode_file_stem, save_record_map, start_height
-
-        path = os.path.join(self.config.output_dir, "maps", episode_file_stem(key) + ".png")
-        try:
-            grid = self._map_grid(env, episode, start_height(record, episode))
-            save_record_map(path, grid, episode.goals, record, getattr(episode, "goal_text", None))
-        except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
-            raise write_failed(path, exc) from None
-        except Exception as exc:  # a map problem never loses the record
-            self._warn(f"could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
-
-    @staticmethod
-    def _episode_line(record: Mapping[str, Any]) -> str:
-        m = record.get("metrics", {})
-
-        def f(name):
-            v = m.get(name)
-            return "null" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
-
-        if record["status"] != "ok":
-            return (
-                f"{record['episode_key']}: error {record.get('error_type')} after "
-                f"{record['steps_taken']} steps"
-            )
-        return (
-            f"{record['episode_key']}: {record['terminated_by']} after {record['steps_taken']} "
-            f"steps  success={f('success')} f1={f('f1')} spl_multi={f('spl_multi')} "
-            f"found={f('targets_found')}/{f('required_target_count')}"
-        )
-
-    @staticmethod
-    def _metrics_text(prior) -> str:
-        """SR/F1 over the finished many+all episodes (SR of single/any when only those)."""
-        pairs = [p for p in prior.values() if p[0] in MULTI_MODES]
-        if not pairs:
-            pairs_all = list(prior.values())
-            if pairs_all:
-                m = aggregate(pairs_all)
-                sr = [m.get(f"sr_{x}") for x in ("single", "any") if m.get(f"sr_{x}") is not None]
-                if sr:
-                    return f"SR={sum(sr) / len(sr):.3f}"
-            return ""
-        m = aggregate(pairs)
-        sr, f1 = m.get("sr"), m.get("f1")
-        return f"SR={'-' if sr is None else f'{sr:.3f}'} F1={'-' if f1 is None else f'{f1:.3f}'}"
-
-    def _update_bar(self, bar, prior, step: Optional[int] = None) -> None:
-        """The bar's text: the metrics so far, the current episode's step and the steps
-        run by this process (a 500-step episode shows progress, not just ``0/4``)."""
-        if step is None:
-            self._bar_metrics = self._metrics_text(prior)
-        progress = getattr(self, "_step_progress", None)
-        parts = [getattr(self, "_bar_metrics", "")]
-        if progress is not None:
-            _, steps, max_steps = progress
-            current = steps["episode"] if step is None else step
-            parts.append(f"step {current}/{max_steps}, {steps['done'] + current} steps")
-        bar.set_postfix_str(" ".join(p for p in parts if p))
-
     def _finish(self, rank: int, world: int, total: int, done: Dict[str, Any]) -> Dict[str, Any]:
         """The summary over all ranks, written by the last rank to finish; rank 0 waits up
         to ``rank_timeout`` for the others (see :mod:`~habitat_mosnav.evaluation.ranks`)
@@ -1203,7 +1040,7 @@ class Evaluator:
             write_summary(out, summary)
         except ResultFileError as exc:  # ResultWriteError (exit 3) goes through
             raise EvaluationSetupError(
-                f"this rank finished, but the summary failed: {_one_line(exc)}"
+                f"this rank finished, but the summary failed: {one_line(exc)}"
             ) from None
         if missing:
             self._warn(
