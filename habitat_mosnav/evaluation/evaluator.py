@@ -49,7 +49,12 @@ from habitat_mosnav.evaluation.summary import (
     SUMMARY_FILE,
     write_summary,
 )
-from habitat_mosnav.evaluation.manifest import RunManifest, check_or_write_manifest, keys_digest
+from habitat_mosnav.evaluation.manifest import (
+    RunManifest,
+    check_or_write_manifest,
+    input_files,
+    keys_digest,
+)
 from habitat_mosnav.agents.legacy import adapt_agent
 from habitat_mosnav.agents.loading import agent_code_digest
 from habitat_mosnav.evaluation.observations import (
@@ -74,7 +79,7 @@ from habitat_mosnav.evaluation.rollout import (
     run_episode,
     trace_for_record,
 )
-from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
+from habitat_mosnav.evaluation.selection import episode_pool, launcher_rank_world, select_episodes
 from habitat_mosnav.evaluation.step_observers import (
     EpisodeFrames,
     EpisodeLog,
@@ -87,7 +92,6 @@ from habitat_mosnav.keys import (
     episode_key as make_episode_key,
     episode_scene_name,
     episode_seed,
-    scene_name_from_path,
 )
 from habitat_mosnav.safety import PlantedLinkError, mask_secrets, safe_line
 
@@ -388,28 +392,15 @@ class Evaluator:
         """(this rank's (index, key) pairs, key -> episode, global selection size)."""
         cfg = self.config
         split = self._split(episodes)
-        by_scene: "OrderedDict[str, List[Tuple[str, Any]]]" = OrderedDict()
-        keyed = sorted(((self._episode_key(ep, split), ep) for ep in episodes), key=lambda t: t[0])
-        for key, ep in keyed:
-            by_scene.setdefault(episode_scene_name(ep), []).append((key, ep))
-        scenes = sorted(by_scene)
-        if cfg.scene_limit is not None and cfg.scene_limit >= 0:
-            scenes = scenes[: cfg.scene_limit]
-        pool: Dict[str, Any] = {}
-        for scene in scenes:
-            items = by_scene[scene]
-            if cfg.episode_limit is not None and cfg.episode_limit >= 0:
-                items = items[: cfg.episode_limit]
-            pool.update(items)
-        wanted = self.setting.episode_keys if self.setting is not None else None
-        if wanted is not None:
-            missing = [k for k in wanted if k not in pool]
-            if missing:
-                raise EvaluationSetupError(
-                    f"benchmark {self.setting.name}: the dataset has no episode {missing[0]!r} "
-                    f"({len(missing)} of the setting's {len(wanted)} keys missing; {self.setting.path})"
-                )
-            pool = {k: pool[k] for k in wanted}
+        keyed = [(self._episode_key(ep, split), episode_scene_name(ep), ep) for ep in episodes]
+        pool = episode_pool(keyed, cfg.scene_limit, cfg.episode_limit)
+        if self.setting is not None:
+            from habitat_mosnav.evaluation.settings import SettingError
+
+            try:
+                pool = self.setting.pick_episodes(pool)
+            except SettingError as exc:
+                raise EvaluationSetupError(str(exc)) from None
         rank, world = self._rank_world()
         try:
             everything = select_episodes(pool.keys(), cfg.offset, cfg.num_episodes, 0, 1)
@@ -455,42 +446,11 @@ class Evaluator:
                 "keys_sha256": keys_digest(self.selected_keys),
             },
             dataset_fingerprint=combine_digests(digests) if digests is not None else None,
-            input_files=self._input_files(dataset),
+            input_files=input_files(
+                self._hcfg, getattr(self, "_selected_episodes", {}).values(), dataset
+            ),
             extra={**({"benchmark": self._benchmark} if self._benchmark else {}), **given},
         )
-
-    def _input_files(self, dataset) -> Dict[str, str]:
-        """``{name: "<size>:<sha256>"}`` of the other files that decide the numbers (run
-        manifest ``input_files``): every file of each selected scene
-        (:func:`~habitat_mosnav.sims.mosnav_sim.scene_input_files`, as
-        ``<scene>/<file name>``), the scene dataset config and ``categories.json`` wherever
-        the loader found it. Hashed once per process (:func:`file_digest`)."""
-        from habitat_mosnav.datasets.fingerprint import file_digest
-        from habitat_mosnav.sims.mosnav_sim import scene_input_files
-
-        hcfg = self._hcfg
-        navmesh = ""
-        if hcfg is not None:
-            from omegaconf import OmegaConf
-
-            navmesh = str(OmegaConf.select(hcfg, "simulator.mosnav_mesh.navmesh", default="") or "")
-        files: Dict[str, str] = {}
-        episodes = getattr(self, "_selected_episodes", {}).values()
-        for path in sorted({str(getattr(ep, "scene_id", "") or "") for ep in episodes} - {""}):
-            scene = scene_name_from_path(path)
-            for name in scene_input_files(path, navmesh):
-                files[f"{scene}/{os.path.basename(name)}"] = file_digest(name)
-        configs = {str(getattr(ep, "scene_dataset_config", "") or "") for ep in episodes}
-        for config in sorted(configs):
-            if os.path.isfile(config):
-                key = "scene_dataset_config" + (
-                    "" if len(configs) == 1 else f" {os.path.basename(config)}"
-                )
-                files[key] = file_digest(config)
-        categories = getattr(dataset, "_categories_file", None)
-        if categories and os.path.isfile(categories):
-            files["categories.json"] = file_digest(categories)
-        return files
 
     def _dataset_digests(self, data_path: Optional[str]) -> Optional[Dict[str, str]]:
         """The dataset's per-file digests (None: no dataset directory), hashed once per run:
@@ -664,8 +624,9 @@ class Evaluator:
                 raise EvaluationSetupError(one_line(exc)) from None
 
     def _check_benchmark(self) -> Optional[Dict[str, Any]]:
-        """The setting's identity and this run's deviations from it, for every record;
-        refuses a run that contradicts the setting (one line)."""
+        """The setting's identity and this run's deviations from it, for every record
+        (:meth:`~habitat_mosnav.evaluation.settings.BenchmarkSetting.check_run`); refuses a
+        run that contradicts the setting (one line)."""
         setting, cfg = self.setting, self.config
         if setting is None:
             return None
@@ -676,35 +637,18 @@ class Evaluator:
                 f"benchmark {setting.name}: pass the habitat config "
                 "together with the env (habitat_config=...)"
             )
-        for name, value, default in (
-            ("offset", cfg.offset, 0),
-            ("scene_limit", cfg.scene_limit, None),
-            ("episode_limit", cfg.episode_limit, None),
-        ):
-            if value != default:
-                raise EvaluationSetupError(
-                    f"benchmark {setting.name} fixes the episode selection: {name}={value} "
-                    "contradicts it (use num_episodes for a partial, non-reportable run)"
-                )
         try:
-            deviations = setting.check_config(self._hcfg)
+            return setting.check_run(
+                self._hcfg,
+                offset=cfg.offset,
+                scene_limit=cfg.scene_limit,
+                episode_limit=cfg.episode_limit,
+                num_episodes=cfg.num_episodes,
+                dataset_digests=self._dataset_digests,
+                warn=self._warn,
+            )
         except SettingError as exc:
             raise EvaluationSetupError(str(exc)) from None
-        if cfg.num_episodes != -1:
-            deviations.append(f"num_episodes {cfg.num_episodes} (a part of the selection)")
-        dcfg = self._hcfg.dataset
-        data_path = str(dcfg.data_path).replace("{split}", str(dcfg.get("split", "")))
-        differences = setting.check_dataset(data_path, self._dataset_digests(data_path))
-        if differences:
-            more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
-            text = f"benchmark {setting.name}: the dataset differs from the setting: {differences[0]}{more}"
-            if setting.reportable:
-                raise EvaluationSetupError(
-                    text + f"; {setting.kind} runs need the frozen dataset ({setting.path})"
-                )
-            self._warn(f"{text}; running the {setting.kind} setting anyway")
-            deviations.append("dataset differs from the setting's fingerprint")
-        return dict(setting.identity(), deviations=deviations)
 
     def _start_error(self, exc: StartNotNavigable) -> str:
         episode = self._current_episode
