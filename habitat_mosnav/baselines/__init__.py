@@ -1,7 +1,8 @@
 """habitat-baselines glue for habitat_mosnav (needs the ``[baselines]`` extra).
 
-:func:`register` (called by ``python -m habitat_mosnav.run`` and on import of
-``factory``, ``evaluator``, ``text_goal`` or ``trainer``) registers, on top of the plugin:
+:func:`register` (called by ``python -m habitat_mosnav.run`` and by the lazy names below)
+registers, on top of the plugin (importing one of ``factory``, ``evaluator``, ``text_goal``
+or ``trainer`` registers what that module defines and the non-scalar measures):
 
 * the vector-env factory :class:`~habitat_mosnav.baselines.factory.MosNavVectorEnvFactory`
   (its worker processes import the plugin);
@@ -34,10 +35,10 @@ def register() -> None:
     if _REGISTERED:
         return
     _REGISTERED = True
-    from habitat_baselines.utils import info_dict
-
-    info_dict.NON_SCALAR_METRICS.update(NON_SCALAR_MEASURES)
     from habitat_mosnav.baselines import evaluator, factory, text_goal, trainer  # noqa: F401
+    from habitat_mosnav.baselines.non_scalar import mark_non_scalar_measures
+
+    mark_non_scalar_measures()
 
 
 def __getattr__(name):
