@@ -1097,12 +1097,24 @@ class Evaluator:
 
     def _write_map(self, env, key: str, episode, record: Mapping[str, Any]) -> None:
         """``<out>/maps/<episode>.png`` of a finished (or failed) episode."""
-        from habitat_mosnav.evaluation.maps import episode_file_stem, save_record_map, start_height
+        from habitat_mosnav.evaluation.maps import (
+            episode_file_stem,
+            episode_goal_image,
+            save_record_map,
+            start_height,
+        )
 
         path = os.path.join(self.config.output_dir, "maps", episode_file_stem(key) + ".png")
         try:
             grid = self._map_grid(env, episode, start_height(record, episode))
-            save_record_map(path, grid, episode.goals, record, getattr(episode, "goal_text", None))
+            save_record_map(
+                path,
+                grid,
+                episode.goals,
+                record,
+                getattr(episode, "goal_text", None),
+                episode_goal_image(env, episode),
+            )
         except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
             raise res.write_failed(path, exc) from None
         except Exception as exc:  # a map problem never loses the record
