@@ -9,7 +9,7 @@ camera sensor placed at the pose and removed again, as habitat-lab's
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,17 +18,10 @@ CAMERA_KINDS = ("rgb", "semantic")
 _TEMP_UUID = "mosnav_camera_{kind}"
 
 
-def render_camera(
-    sim: Any,
-    kind: str,
-    position: Sequence[float],
-    rotation: Sequence[float],
-    hfov: float,
-    width: int,
-    height: int,
-) -> np.ndarray:
+def render_camera(sim: Any, kind: str, position, rotation, hfov, width, height) -> np.ndarray:
     """``rgb``: (H, W, 3) uint8; ``semantic``: (H, W) int64 object ids. ``position`` is the
-    camera's (world, Y up), ``rotation`` ``[x, y, z, w]`` (-Z forward), ``hfov`` degrees."""
+    camera's (world, Y up; a sequence of 3), ``rotation`` ``[x, y, z, w]`` (-Z forward),
+    ``hfov`` degrees, ``width`` / ``height`` pixels."""
     if kind not in CAMERA_KINDS:
         raise ValueError(f"render_camera: kind {kind!r} (expected {' or '.join(CAMERA_KINDS)})")
     own = getattr(sim, "render_camera", None)
