@@ -74,7 +74,8 @@ def test_readme_settings_table_is_generated_from_the_files():
     )
     official = load_setting("demo/official")
     assert (
-        f"| `demo/official` | val | official | many,all | {official.episode_count} | 500 |" in table
+        f"| `demo/official` | val | official | many,all | description | {official.episode_count} | 500 |"
+        in table
     )
 
 
