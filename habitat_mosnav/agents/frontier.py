@@ -33,8 +33,10 @@ step, agent radius and height; documented defaults matching the demo config are 
 without ``bind_env``). It reads no navmesh, geodesic, agent state or target position. All
 perception privilege sits in the detector: :class:`GroundTruthDetector` (the default)
 reads the semantic camera (``env.sim.get_observations_at()["semantic"]``, needs
-:data:`SEMANTIC_SENSOR_OVERRIDE` in the config) and the episode's matching instance ids
-(``env.current_episode.target_object_ids``): perfect detection and grounding of the goal.
+:data:`SEMANTIC_SENSOR_OVERRIDE` in the config), the episode's matching instance ids
+(``env.current_episode.target_object_ids``) and its category
+(``env.current_episode.object_category``; for an image goal the pictured exemplar's, which
+is what the picture tells a perfect perceiver): perfect detection and grounding of the goal.
 Replace it with an open-vocabulary model by passing ``detector=`` (anything with
 ``detect(observation) -> list[Detection]``).
 """
