@@ -6,7 +6,8 @@ as habitat-lab's ``HabitatSim`` (``Sim-v0``) offers it, and the CPU simulator
 ``MosNavMeshSim-v0`` mirrors it (``tests/test_simulator_interface.py`` checks both). Optional
 extras are asked for on the object: ``tilt_camera(degrees)`` (the look actions) and
 ``path_request_types`` (the ``ShortestPath`` / ``MultiGoalShortestPath`` classes its
-``pathfinder.find_path`` takes; :func:`path_request_types`).
+``pathfinder.find_path`` takes; :func:`path_request_types`). A camera at any pose
+(:class:`CameraRendering`) is asked through :func:`habitat_mosnav.sims.camera.render_camera`.
 
 :data:`SIMULATORS` is the one table of ``--simulator`` (``mosnav-eval``) / ``--backend``
 (``mosnav-build``) choices: name, habitat registry type, structured config and options
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 __all__ = [
+    "CameraRendering",
     "NavPathFinder",
     "NavSimulator",
     "SimulatorChoice",
@@ -120,6 +122,17 @@ class NavSimulator(Protocol):
         rotation: Any = None,
         keep_agent_at_new_pose: bool = False,
     ) -> Any: ...
+
+
+@runtime_checkable
+class CameraRendering(Protocol):
+    """A picture from a camera at a world pose, apart from the agent's sensors (the image
+    goal, ``sensors/sensors.py``): ``kind`` ``rgb`` or ``semantic``, ``position`` the eye,
+    ``rotation`` ``[x, y, z, w]``. The CPU simulator offers it as a method; on habitat-sim
+    :func:`habitat_mosnav.sims.camera.render_camera` adds and removes a camera sensor,
+    which is what every caller goes through."""
+
+    def render_camera(self, kind, position, rotation, hfov, width, height) -> Any: ...
 
 
 def _members(protocol) -> Dict[str, Any]:

@@ -210,6 +210,7 @@ def test_finds_a_target_behind_a_corner_and_reads_only_config_and_detector(corne
         "sim.get_observations_at",
         "current_episode",
         "current_episode.target_object_ids",
+        "current_episode.object_category",  # the goal's category (an image goal's exemplar's)
     }
     assert agent.obs_reads <= {
         "depth",

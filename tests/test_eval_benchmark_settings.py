@@ -49,7 +49,7 @@ def test_package_settings_load_and_demo_ones_match_the_committed_demo_data():
         "mosnav-v1/val/official",
     } <= set(names)
     actual = dataset_file_digests(DEMO_DATA)
-    for name in ("demo/smoke", "demo/mini", "demo/official"):
+    for name in ("demo/smoke", "demo/mini", "demo/official", "demo/image"):
         s = load_setting(name)
         assert s.name == name and s.frozen
         assert s.dataset_files == actual, (
@@ -57,6 +57,7 @@ def test_package_settings_load_and_demo_ones_match_the_committed_demo_data():
             f"`python -m habitat_mosnav.evaluation.settings freeze {name}`"
         )
     assert load_setting("demo/smoke").max_steps == 5
+    assert load_setting("demo/image").goal_type == "image"
     assert load_setting("demo/official").episode_keys is None
     mini = load_setting("demo/mini")
     assert mini.episode_keys and len(mini.episode_keys) == mini.episode_count
@@ -73,7 +74,8 @@ def test_readme_settings_table_is_generated_from_the_files():
     )
     official = load_setting("demo/official")
     assert (
-        f"| `demo/official` | val | official | many,all | {official.episode_count} | 500 |" in table
+        f"| `demo/official` | val | official | many,all | description | {official.episode_count} | 500 |"
+        in table
     )
 
 

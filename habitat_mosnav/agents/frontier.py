@@ -33,8 +33,10 @@ step, agent radius and height; documented defaults matching the demo config are 
 without ``bind_env``). It reads no navmesh, geodesic, agent state or target position. All
 perception privilege sits in the detector: :class:`GroundTruthDetector` (the default)
 reads the semantic camera (``env.sim.get_observations_at()["semantic"]``, needs
-:data:`SEMANTIC_SENSOR_OVERRIDE` in the config) and the episode's matching instance ids
-(``env.current_episode.target_object_ids``): perfect detection and grounding of the goal.
+:data:`SEMANTIC_SENSOR_OVERRIDE` in the config), the episode's matching instance ids
+(``env.current_episode.target_object_ids``) and its category
+(``env.current_episode.object_category``; for an image goal the pictured exemplar's, which
+is what the picture tells a perfect perceiver): perfect detection and grounding of the goal.
 Replace it with an open-vocabulary model by passing ``detector=`` (anything with
 ``detect(observation) -> list[Detection]``).
 """
@@ -148,7 +150,9 @@ class GroundTruthDetector(Detector):
     Reads ``env.sim.get_observations_at()["semantic"]`` (the simulator's public render of
     the current pose) and ``env.current_episode.target_object_ids``; a detection is every
     matching instance with at least ``min_pixels`` pixels. Needs a semantic sensor in the
-    config: :data:`SEMANTIC_SENSOR_OVERRIDE`.
+    config: :data:`SEMANTIC_SENSOR_OVERRIDE`. ``goal_category`` is the episode's category
+    (``object_category``): for an image goal the pictured exemplar's, which is what the
+    picture tells a perfect perceiver; detections carry it.
     """
 
     def __init__(self, min_pixels: int = 20, uuid: str = "semantic") -> None:
@@ -156,6 +160,7 @@ class GroundTruthDetector(Detector):
         self.uuid = uuid
         self.env = None
         self._targets: Optional[Set[int]] = None
+        self.goal_category: Optional[str] = None
 
     def bind_env(self, env) -> None:
         self.env = env
@@ -163,6 +168,7 @@ class GroundTruthDetector(Detector):
 
     def reset(self) -> None:
         self._targets = None
+        self.goal_category = None
 
     def detect(self, observation: Observation) -> List[Detection]:
         if self.env is None:
@@ -171,7 +177,9 @@ class GroundTruthDetector(Detector):
                 "or Evaluator, which bind the environment"
             )
         if self._targets is None:
-            self._targets = {int(i) for i in self.env.current_episode.target_object_ids}
+            episode = self.env.current_episode
+            self._targets = {int(i) for i in episode.target_object_ids}
+            self.goal_category = getattr(episode, "object_category", None)
         obs = self.env.sim.get_observations_at()
         if obs is None or self.uuid not in obs:
             raise RuntimeError(
@@ -190,7 +198,14 @@ class GroundTruthDetector(Detector):
         out = []
         for oid, n in zip(ids.tolist(), counts.tolist()):
             if oid in self._targets and n >= self.min_pixels:
-                out.append(Detection(instance_id=int(oid), matches_goal=True, mask=sem == oid))
+                out.append(
+                    Detection(
+                        instance_id=int(oid),
+                        matches_goal=True,
+                        category=self.goal_category,
+                        mask=sem == oid,
+                    )
+                )
         return out
 
 

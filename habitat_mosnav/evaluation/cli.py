@@ -35,7 +35,7 @@ from habitat_mosnav.agents.loading import (
     instantiate_agent,
     resolve_agent,
 )
-from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, TARGET_MODES
+from habitat_mosnav.api import ACTION_PROTOCOLS, GOAL_TYPES, MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation import interrupts
 from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
 from habitat_mosnav.evaluation.interrupts import Terminated
@@ -103,6 +103,18 @@ def _target_modes(text: str) -> List[str]:
     return list(dict.fromkeys(modes))
 
 
+def _goal_types(text: str) -> str:
+    """One goal type, or a comma list of them (each run in its own sub-directory)."""
+    types = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in types if t not in GOAL_TYPES]
+    if bad or not types:
+        raise argparse.ArgumentTypeError(
+            f"unknown goal type {', '.join(bad) or repr(text)}; use one of "
+            f"{', '.join(GOAL_TYPES)} or a comma list of them"
+        )
+    return ",".join(dict.fromkeys(types))
+
+
 def _key_value(text: str) -> str:
     if text.startswith("~") and len(text) > 1:
         return text  # Hydra deletion: ~KEY
@@ -140,10 +152,15 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--goal-type",
-        choices=("description", "object"),
+        type=_goal_types,
         default=None,
+        metavar="TYPE[,TYPE...]",
         help="description: the natural-language instruction; object: the category "
-        "name, pure-category queries only (default: the config's, description)",
+        "name, pure-category queries only; image: a picture of one matching instance "
+        "(Observation.goal_image; the dataset's image_goal cameras). A comma list "
+        "(description,object,image) runs each goal type as its own complete run in "
+        "OUTPUT_DIR/<goal type>/, identical to a run with that one goal type "
+        "(default: the config's, description)",
     )
     g.add_argument(
         "--dataset-dir",
@@ -692,8 +709,39 @@ def recorded_agent_spec(spec: str, cwd: Optional[str] = None) -> str:
     return (rel if not rel.startswith("..") else os.path.basename(module)) + ":" + attr
 
 
+def _without_flags(argv: Sequence[str], flags: Sequence[str]) -> List[str]:
+    """``argv`` without the given flags and their values (``--flag V`` or ``--flag=V``)."""
+    out: List[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in flags:
+            skip = True
+        elif not any(a.startswith(f + "=") for f in flags):
+            out.append(a)
+    return out
+
+
+def _run_each_goal_type(argv: Sequence[str], args, ctx: dict) -> int:
+    """``--goal-type a,b,c``: one complete run per goal type, in ``OUTPUT_DIR/<type>/``,
+    each exactly the run that ``--goal-type <type> --output-dir OUTPUT_DIR/<type>`` makes
+    (same episode keys, seeds and records); the first failing run's status ends it."""
+    out = args.output_dir or os.path.join(ctx.get("cwd") or os.getcwd(), _default_output_dir(args))
+    rest = _without_flags(argv, ("--goal-type", "--output-dir"))
+    for goal_type in args.goal_type.split(","):
+        sub = os.path.join(out, goal_type)
+        print(f"{PROG}: goal type {goal_type} -> {sub}", flush=True)
+        code = _run(rest + ["--goal-type", goal_type, "--output-dir", sub], ctx)
+        if code != 0:
+            return code
+    return 0
+
+
 def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     args, factory = _parse(argv)
+    if args.goal_type is not None and "," in args.goal_type:
+        return _run_each_goal_type(sys.argv[1:] if argv is None else list(argv), args, ctx)
     interrupts.check()  # a signal noted while habitat was imported
     if args.render_live:
         from habitat_mosnav.evaluation.viewer import DisplayUnavailable, check_display

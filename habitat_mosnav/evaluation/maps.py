@@ -17,7 +17,8 @@ agent's position at its step (green = true positive, orange = duplicate, red = f
 claims at one spot are spread on a ring and counted, ``x9``), and the end point (a black
 square for FINISH, grey otherwise). The legend panel opens with a banner saying SUCCESS,
 FAILURE or ERROR and how the episode ended, then the goal text, mode and claims, the
-markers, the time colour bar and a scale bar (pixels of the map's own size). The PNG
+markers, the time colour bar and a scale bar (pixels of the map's own size); an image
+goal's picture stands right of the legend (``goal_image``: its rows and columns). The PNG
 carries a ``mosnav_map`` text chunk (JSON: ``meters_per_pixel``, ``map_shape`` (habitat's
 grid), ``margin_px``, ``bounds``, ``height``, and what is drawn: ``outcome``, ``header``,
 ``goal_text``, ``legend``, ``banner``, ``scale_bar``, ``start_px``, ``claim_groups``) so the
@@ -653,12 +654,50 @@ def record_header(
     return outcome, banner, lines
 
 
+def episode_goal_image(env, episode) -> Optional[np.ndarray]:
+    """The goal image of an image-goal episode, from the task's ``mosnav_goal_image``
+    sensor (the picture the agent got: its cached render, or a render at this episode's
+    camera); None for other goal types or without the sensor."""
+    if getattr(episode, "image_goal", None) is None:
+        return None
+    task = getattr(env, "task", None)
+    sensor = None if task is None else task.sensor_suite.sensors.get("mosnav_goal_image")
+    if sensor is None:
+        return None
+    return np.asarray(sensor.get_observation(None, episode))
+
+
+def goal_image_panel(image: np.ndarray, height: int) -> Tuple[np.ndarray, List[int]]:
+    """The goal image on a white panel ``height`` rows tall, shrunk by an integer factor
+    (nearest pixel) to at most :data:`LEGEND_WIDTH` wide, under a "goal image" caption;
+    returns the panel and the picture's ``[row0, row1, col0, col1]`` in it."""
+    img = np.asarray(image, dtype=np.uint8)[..., :3]
+    caption = 24
+    step = max(
+        1,
+        -(-img.shape[1] // (LEGEND_WIDTH - 20)),
+        -(-img.shape[0] // max(1, height - caption - 10)),
+    )
+    small = img[::step, ::step]
+    h, w = small.shape[:2]
+    panel = np.full((max(height, h + caption + 10), w + 20, 3), 255, np.uint8)
+    r0, c0 = caption, 10
+    panel[r0 : r0 + h, c0 : c0 + w] = small
+    _text(panel, "goal image", (c0, 16))
+    return panel, [r0, r0 + h, c0, c0 + w]
+
+
 def render_record_map(
-    grid: MapGrid, goals: Iterable[Any], record: Mapping[str, Any], goal_text: Optional[str] = None
+    grid: MapGrid,
+    goals: Iterable[Any],
+    record: Mapping[str, Any],
+    goal_text: Optional[str] = None,
+    goal_image: Optional[np.ndarray] = None,
 ) -> Tuple[np.ndarray, Dict[str, Any]]:
-    """The saved map of one record (map on the left in grid pixels, legend on the right)
-    and what it shows (outcome, header lines, legend labels, scale bar, claim spots,
-    start: PNG pixels), which :func:`save_record_map` stores in the PNG."""
+    """The saved map of one record (map on the left in grid pixels, legend on the right,
+    an image goal's picture right of that) and what it shows (outcome, header lines,
+    legend labels, scale bar, claim spots, start, goal image: PNG pixels), which
+    :func:`save_record_map` stores in the PNG."""
     start = record.get("initial_agent_state") or {}
     final = record.get("final_agent_state") or {}
     positions = record.get("positions") or []
@@ -699,7 +738,22 @@ def render_record_map(
         "start_px": list(grid.to_pixel(start_position)),
         "claim_groups": painter.claim_groups,
     }
-    return np.concatenate([img, legend], axis=1), meta
+    parts = [img, legend]
+    if goal_image is not None:
+        panel, (r0, r1, c0, c1) = goal_image_panel(goal_image, img.shape[0])
+        rows = max(img.shape[0], panel.shape[0])
+        parts = [_pad_rows(p, rows) for p in parts + [panel]]
+        left = width + legend.shape[1]
+        meta["goal_image"] = {"rows": [r0, r1], "cols": [left + c0, left + c1]}
+    return np.concatenate(parts, axis=1), meta
+
+
+def _pad_rows(img: np.ndarray, rows: int) -> np.ndarray:
+    """``img`` with white rows below it up to ``rows``."""
+    if img.shape[0] >= rows:
+        return img
+    pad = np.full((rows - img.shape[0], img.shape[1], 3), 255, np.uint8)
+    return np.concatenate([img, pad], axis=0)
 
 
 def save_map_png(path: str, image: np.ndarray, info: Mapping[str, Any]) -> str:
@@ -734,10 +788,11 @@ def save_record_map(
     goals: Iterable[Any],
     record: Mapping[str, Any],
     goal_text: Optional[str] = None,
+    goal_image: Optional[np.ndarray] = None,
 ) -> Dict[str, Any]:
     """Write the record's map; returns the ``mosnav_map`` JSON stored in it (the grid's
     :meth:`MapGrid.info`, the episode key and :func:`render_record_map`'s layout)."""
-    image, meta = render_record_map(grid, goals, record, goal_text)
+    image, meta = render_record_map(grid, goals, record, goal_text, goal_image)
     info = dict(grid.info(), episode_key=record.get("episode_key"), **meta)
     save_map_png(path, image, info)
     return info
@@ -843,7 +898,14 @@ def render_run_maps(
                 grid = MapGrid.from_pathfinder(env.sim.pathfinder, height)
                 grid_height = height
             target = os.path.join(out_dir, episode_file_stem(key) + ".png")
-            save_record_map(target, grid, ep.goals, rec, getattr(ep, "goal_text", None))
+            save_record_map(
+                target,
+                grid,
+                ep.goals,
+                rec,
+                getattr(ep, "goal_text", None),
+                episode_goal_image(env, ep),
+            )
             written[key] = target
         return written
     finally:

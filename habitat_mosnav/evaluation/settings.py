@@ -402,8 +402,9 @@ def select_mini_keys(keys_by_mode: Mapping[str, Sequence[str]], fraction: float)
 def settings_table(root: Optional[str] = None) -> str:
     """The README's table of settings (generated, so it cannot drift from the files)."""
     lines = [
-        "| setting | split | kind | target modes | episodes | max steps | success distance | file |",
-        "|---|---|---|---|---|---|---|---|",
+        "| setting | split | kind | target modes | goal type | episodes | max steps "
+        "| success distance | file |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     base = _settings_root(root)
     settings = [load_setting(name, root) for name in list_settings(root)]
@@ -412,7 +413,8 @@ def settings_table(root: Optional[str] = None) -> str:
         count = "not frozen" if s.episode_count is None else str(s.episode_count)
         rel = os.path.relpath(s.path, os.path.dirname(os.path.dirname(base)))
         lines.append(
-            f"| `{s.name}` | {s.split} | {s.kind} | {','.join(s.target_modes)} | {count} "
+            f"| `{s.name}` | {s.split} | {s.kind} | {','.join(s.target_modes)} | {s.goal_type} "
+            f"| {count} "
             f"| {s.max_steps} | {s.success_distance:g} m | `habitat_mosnav/{rel}` |"
         )
     return "\n".join(lines)

@@ -237,12 +237,24 @@ class EpisodeMaps(StepObserver):
         self.env, self.grids, self.output_dir, self.warn = env, grids, output_dir, warn
 
     def on_episode_end(self, key: str, episode, record: Mapping[str, Any]) -> None:
-        from habitat_mosnav.evaluation.maps import episode_file_stem, save_record_map, start_height
+        from habitat_mosnav.evaluation.maps import (
+            episode_file_stem,
+            episode_goal_image,
+            save_record_map,
+            start_height,
+        )
 
         path = os.path.join(self.output_dir, "maps", episode_file_stem(key) + ".png")
         try:
             grid = self.grids.get(self.env, episode, start_height(record, episode))
-            save_record_map(path, grid, episode.goals, record, getattr(episode, "goal_text", None))
+            save_record_map(
+                path,
+                grid,
+                episode.goals,
+                record,
+                getattr(episode, "goal_text", None),
+                episode_goal_image(self.env, episode),
+            )
         except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
             raise write_failed(path, exc) from None
         except Exception as exc:  # a map problem never loses the record

@@ -1,0 +1,455 @@
+"""Goal type ``image`` (issue 33): the ``image-goals`` build stage, the dataset's
+``image_goal`` camera parameters, the ``mosnav_goal_image`` sensor on both simulators,
+``Observation.goal_image``, ``mosnav-eval --goal-type image`` and the maps."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import habitat_mosnav
+from habitat_mosnav.datasets.fingerprint import (
+    dataset_file_digests,
+    dataset_fingerprint,
+    fingerprint_differences,
+)
+from habitat_mosnav.datasets.schema import DatasetFormatError, load_scene_dir
+from habitat_mosnav.simulators import SIMULATORS, CameraRendering, interface_mismatches
+
+from conftest import read_records, read_summary
+
+PKG = os.path.dirname(os.path.abspath(habitat_mosnav.__file__))
+DEMO_DATA = os.path.join(PKG, "data", "demo", "dataset_semantic")
+DEMO_SCENES = os.path.join(PKG, "data", "demo", "scenes")
+SCENE = "Cukxndkh48K"
+DEMO_CONFIG = "benchmark/nav/mosnav/mos_demo.yaml"
+
+
+def _queries(data, scene=SCENE):
+    with open(os.path.join(data, scene, "queries.json")) as f:
+        return json.load(f)
+
+
+def _write_queries(data, doc, scene=SCENE):
+    with open(os.path.join(data, scene, "queries.json"), "w") as f:
+        json.dump(doc, f)
+
+
+@pytest.fixture
+def demo_copy(tmp_path):
+    dst = tmp_path / "dataset_semantic"
+    shutil.copytree(DEMO_DATA, dst)
+    return str(dst)
+
+
+# ----------------------------------------------------------------------------- dataset
+def test_stage_keeps_the_view_point_where_an_instance_covers_most_of_the_frame():
+    """Every demo query's image_goal is, over all view points of all its matched instances,
+    the one whose semantic frame (the build camera, 160x160, hfov 79, 0.88 m eye height)
+    has the largest share of the instance's pixels, recomputed here pixel by pixel."""
+    from habitat_mosnav.dataset_building.common import discover_scenes
+    from habitat_mosnav.dataset_building.geometry import CameraSpec, open_scene
+
+    goals, queries, _ = load_scene_dir(os.path.join(DEMO_DATA, SCENE))
+    scene = discover_scenes(DEMO_SCENES, [SCENE])[0]
+    geo = open_scene(scene, "mosnav", CameraSpec(rgb=False))
+    try:
+        for q in list(queries.values())[:3]:
+            shares = []
+            for oid in q["matched_object_ids"]:
+                for vp in goals[oid]["view_points"]:
+                    sem = geo.semantic(vp["position"], vp["rotation"])
+                    shares.append((np.mean(sem == oid), oid, vp))
+            share, oid, vp = max(shares, key=lambda t: t[0])
+            ig = q["image_goal"]
+            assert ig["object_id"] == oid
+            assert ig["coverage"] == pytest.approx(share, abs=1e-4)
+            assert ig["position"] == pytest.approx(
+                [vp["position"][0], vp["position"][1] + 0.88, vp["position"][2]], abs=1e-4
+            )
+            assert ig["rotation"] == pytest.approx(vp["rotation"])
+            assert ig["hfov"] == 79.0 and ig["width"] is None and ig["height"] is None
+    finally:
+        geo.close()
+
+
+def test_the_stage_regenerates_the_bundled_demo_queries(demo_copy, tmp_path):
+    """`mosnav-build image-goals` on the demo without image goals writes the bundled
+    queries.json byte for byte (how the demo was made: habitat_mosnav/data/demo/README.md)."""
+    from habitat_mosnav.dataset_building.cli import main as build_main
+
+    for scene in ("Cukxndkh48K", "EdBrNAgONm2", "b2ZCdoVqp4V"):
+        doc = _queries(demo_copy, scene)
+        for q in doc["queries"]:
+            del q["image_goal"]
+        _write_queries(demo_copy, doc, scene)
+    code = build_main(
+        [
+            "image-goals",
+            "--scenes",
+            DEMO_SCENES,
+            "--out",
+            demo_copy,
+            "--work",
+            str(tmp_path / "work"),
+            "--no-progress",
+            "--scene-ids",
+            SCENE,
+        ]
+    )
+    assert code == 0
+    with open(os.path.join(DEMO_DATA, SCENE, "queries.json"), "rb") as a:
+        with open(os.path.join(demo_copy, SCENE, "queries.json"), "rb") as b:
+            assert a.read() == b.read()
+
+
+def test_the_fingerprint_covers_the_image_goal_parameters(demo_copy):
+    before = dataset_file_digests(demo_copy)
+    doc = _queries(demo_copy)
+    doc["queries"][0]["image_goal"]["hfov"] = 90.0
+    _write_queries(demo_copy, doc)
+    after = dataset_file_digests(demo_copy)
+    assert dataset_fingerprint(demo_copy) != dataset_fingerprint(DEMO_DATA)
+    assert fingerprint_differences(before, after) == [f"{SCENE}/queries.json differs"]
+
+
+@pytest.mark.parametrize(
+    "change, field, problem",
+    [
+        (lambda ig: ig.update(hfov=200), "hfov", "(0, 180)"),
+        (lambda ig: ig.update(width=0), "width", "1..4096"),
+        (lambda ig: ig.update(object_id=99999), "object_id", "matched_object_ids"),
+        (lambda ig: ig.update(rotation=[0, 0, 0, 0]), "rotation", "zero-length"),
+        (lambda ig: ig.update(position=[0, "up", 0]), "position", "finite numbers"),
+        (lambda ig: ig.pop("position"), "position", "missing"),
+    ],
+)
+def test_bad_image_goal_parameters_are_one_line_errors(demo_copy, change, field, problem):
+    doc = _queries(demo_copy)
+    q = doc["queries"][1]
+    change(q["image_goal"])
+    _write_queries(demo_copy, doc)
+    with pytest.raises(DatasetFormatError) as err:
+        load_scene_dir(os.path.join(demo_copy, SCENE))
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith(os.path.join(demo_copy, SCENE, "queries.json") + ": ")
+    assert f"query '{q['query_id']}' image_goal: field '{field}'" in msg and problem in msg
+
+
+def test_goal_type_image_without_image_goals_names_the_stage(demo_copy, capsys):
+    from habitat_mosnav.evaluation.cli import main
+
+    doc = _queries(demo_copy)
+    del doc["queries"][1]["image_goal"]  # q0001: a many and an all episode
+    _write_queries(demo_copy, doc)
+    code = main(
+        [
+            "--goal-type",
+            "image",
+            "--dataset-dir",
+            demo_copy,
+            "--scene-root",
+            DEMO_SCENES,
+            "--agent",
+            "random",
+            "--output-dir",
+            os.path.join(os.path.dirname(demo_copy), "out"),
+            "--no-progress",
+        ]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"queries.json: query '{doc['queries'][1]['query_id']}': field 'image_goal'" in err
+    assert "mosnav-build image-goals" in err
+
+
+def test_loader_keeps_targets_and_modes_of_the_query():
+    """Image episodes are the description episodes with the same targets, modes and
+    keys; the goal text names no category, object_category is the exemplar's."""
+    import habitat
+
+    from habitat_mosnav import get_config
+    from habitat_mosnav.prompts import IMAGE_GOAL_TEXT
+
+    def load(goal_type):
+        cfg = get_config(DEMO_CONFIG, [f"habitat.dataset.goal_type={goal_type}"])
+        return habitat.make_dataset(cfg.habitat.dataset.type, config=cfg.habitat.dataset)
+
+    desc, image = load("description"), load("image")
+    assert [e.episode_key for e in image.episodes] == [e.episode_key for e in desc.episodes]
+    for d, i in zip(desc.episodes, image.episodes):
+        assert i.target_object_ids == d.target_object_ids and i.target_mode == d.target_mode
+        assert i.goal_type == "image" and i.goal_text == IMAGE_GOAL_TEXT
+        exemplar = next(g for g in i.goals if g.object_id == i.image_goal["object_id"])
+        assert i.object_category == exemplar.object_category
+        assert d.image_goal is None
+
+
+# ----------------------------------------------------------------------------- sensor
+def _image_env(overrides=()):
+    import habitat
+
+    from habitat_mosnav import get_config
+
+    cfg = get_config(DEMO_CONFIG, ["habitat.dataset.goal_type=image", *overrides])
+    assert "mosnav_goal_image" in cfg.habitat.task.lab_sensors  # get_config adds it
+    return habitat.Env(cfg)
+
+
+def test_the_cpu_simulator_offers_a_camera_at_any_pose():
+    from habitat_mosnav.sims import MosNavMeshSim
+
+    assert interface_mismatches(MosNavMeshSim, CameraRendering) == []
+
+
+def test_goal_image_is_rendered_once_per_episode(monkeypatch):
+    from habitat_mosnav.sims import camera
+
+    calls = []
+    real = camera.render_camera
+
+    def counting(*args, **kwargs):
+        calls.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(camera, "render_camera", counting)
+    env = _image_env()
+    try:
+        first = env.reset()["mosnav_goal_image"].copy()
+        assert calls == ["rgb"]
+        for _ in range(4):
+            obs = env.step(1)
+            assert np.array_equal(obs["mosnav_goal_image"], first)
+        assert calls == ["rgb"]
+        env.reset()
+        assert calls == ["rgb", "rgb"]
+    finally:
+        env.close()
+
+
+def test_goal_image_shows_a_matching_instance():
+    """The semantic camera at the goal image's parameters sees the pictured target: its id
+    covers a visible part of the picture (about the share the stage measured)."""
+    from habitat_mosnav.sims.camera import render_camera
+
+    env = _image_env(["habitat.dataset.target_modes=[]"])
+    try:
+        sensor = env.task.sensor_suite.sensors["mosnav_goal_image"]
+        seen = set()
+        for _ in range(len(env.episodes)):
+            obs = env.reset()
+            ep = env.current_episode
+            if (ep.scene_id, ep.query_id) in seen:
+                continue
+            seen.add((ep.scene_id, ep.query_id))
+            img = obs["mosnav_goal_image"]
+            assert img.shape == (256, 256, 3) and img.dtype == np.uint8 and img.std() > 3
+            sem = render_camera(env.sim, "semantic", **sensor.camera(ep))
+            share = np.mean(sem == ep.image_goal["object_id"])
+            assert ep.image_goal["object_id"] in ep.target_object_ids
+            assert share > 0.04 and share == pytest.approx(ep.image_goal["coverage"], abs=0.05)
+        assert len(seen) >= 10
+    finally:
+        env.close()
+
+
+_RENDER_GOALS = """
+import sys
+import numpy as np
+import habitat
+from habitat.config import read_write
+from habitat.sims import make_sim
+from habitat_mosnav import get_config
+from habitat_mosnav.sims.camera import render_camera
+
+path, out = sys.argv[1], sys.argv[2]
+cfg = get_config(path, ["habitat.dataset.goal_type=image", "habitat.dataset.target_modes=[]"])
+ds = habitat.make_dataset(cfg.habitat.dataset.type, config=cfg.habitat.dataset)
+firsts = {}
+for ep in ds.episodes:
+    firsts.setdefault((ep.scene_name, ep.query_id), ep)
+sc, sim, arrays = cfg.habitat.simulator, None, {}
+for (scene, query), ep in sorted(firsts.items()):
+    with read_write(sc):
+        sc.scene, sc.scene_dataset = ep.scene_id, ep.scene_dataset_config
+    if sim is None:
+        sim = make_sim(sc.type, config=sc)
+    else:
+        sim.reconfigure(sc)
+    ig = ep.image_goal
+    cam = dict(position=ig["position"], rotation=ig["rotation"], hfov=79, width=96, height=96)
+    arrays[f"{scene}/{query}/rgb"] = render_camera(sim, "rgb", **cam)
+    arrays[f"{scene}/{query}/semantic"] = render_camera(sim, "semantic", **cam)
+sim.close()
+np.savez(out, **arrays)
+"""
+
+
+@pytest.mark.slow
+def test_goal_images_agree_between_the_simulators(tmp_path):
+    """Same camera on both simulators (each in its own process): the semantic pictures
+    agree pixel for pixel (>= 99 %) and the RGB pictures in structure (grayscale
+    correlation >= 0.8; README: the CPU simulator's colours and light are its own)."""
+    import subprocess
+    import sys
+
+    if not SIMULATORS["habitat-sim"].available():
+        pytest.skip("habitat-sim is not installed")
+    pictures = {}
+    for name, path in (
+        ("mosnav", DEMO_CONFIG),
+        ("habitat-sim", "benchmark/nav/mosnav/mos_demo_habitat_sim.yaml"),
+    ):
+        out = str(tmp_path / f"{name}.npz")
+        proc = subprocess.run(
+            [sys.executable, "-c", _RENDER_GOALS, path, out],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        pictures[name] = dict(np.load(out))
+    a, b = pictures["mosnav"], pictures["habitat-sim"]
+    assert sorted(a) == sorted(b) and len(a) >= 20
+    for key in sorted(k[: -len("/rgb")] for k in a if k.endswith("/rgb")):
+        assert np.mean(a[key + "/semantic"] == b[key + "/semantic"]) >= 0.99, key
+        gray_a, gray_b = a[key + "/rgb"].mean(-1).ravel(), b[key + "/rgb"].mean(-1).ravel()
+        assert np.corrcoef(gray_a, gray_b)[0, 1] >= 0.8, key
+
+
+# ----------------------------------------------------------------------------- mosnav-eval
+_RECORDING_AGENT = '''
+import hashlib, json, os
+import numpy as np
+from habitat_mosnav.agents.oracle import OracleAgent
+
+class Recording(OracleAgent):
+    """The oracle, writing what Observation.goal_image held at every step."""
+
+    def act(self, observation):
+        img = observation.goal_image
+        seen = None if img is None else [list(img.shape), str(img.dtype),
+                                         hashlib.sha256(img.tobytes()).hexdigest()]
+        key = observation.extras["episode_key"]
+        path = os.environ["MOSNAV_TEST_GOAL_IMAGES"]
+        log = json.load(open(path)) if os.path.exists(path) else {}
+        log.setdefault(key, [])
+        if seen not in log[key]:
+            log[key].append(seen)
+            if img is not None:
+                np.save(path + "." + hashlib.sha256(key.encode()).hexdigest()[:12] + ".npy", img)
+        json.dump(log, open(path, "w"))
+        return super().act(observation)
+'''
+
+
+@pytest.mark.slow
+def test_eval_goal_type_image_oracle_succeeds_and_every_step_has_the_goal_image(
+    tmp_path, monkeypatch
+):
+    import hashlib
+
+    from habitat_mosnav.evaluation.cli import main
+    from habitat_mosnav.evaluation.maps import read_map_info
+
+    agent = tmp_path / "recording.py"
+    agent.write_text(_RECORDING_AGENT)
+    log = tmp_path / "goal_images.json"
+    monkeypatch.setenv("MOSNAV_TEST_GOAL_IMAGES", str(log))
+    out = tmp_path / "out"
+    code = main(
+        [
+            "--goal-type",
+            "image",
+            "--agent",
+            f"{agent}:Recording",
+            "--save-maps",
+            "--space-coverage-samples",
+            "0",
+            "--no-progress",
+            "--output-dir",
+            str(out),
+        ]
+    )
+    assert code == 0
+    summary = read_summary(out)
+    assert summary["ok_episode_count"] == 12 and summary["error_episode_count"] == 0
+    assert summary["metrics"]["sr"] == 1.0
+    records = read_records(out)
+    assert len(records) == 12
+    assert all(r["episode"]["goal_type"] == "image" for r in records)
+    assert all(r["metrics"]["success"] == 1 for r in records)
+    seen = json.loads(log.read_text())
+    assert set(seen) == {r["episode_key"] for r in records}
+    for key, images in seen.items():
+        assert len(images) == 1, key  # one picture, the same at every step
+        assert images[0][:2] == [[256, 256, 3], "uint8"]
+    # the map shows the picture the agent got, beside the legend
+    key = records[0]["episode_key"]
+    stem = key.replace("::", "__")
+    info = read_map_info(str(out / "maps" / f"{stem}.png"))
+    from PIL import Image
+
+    png = np.asarray(Image.open(out / "maps" / f"{stem}.png").convert("RGB"))
+    (r0, r1), (c0, c1) = info["goal_image"]["rows"], info["goal_image"]["cols"]
+    got = np.load(f"{log}.{hashlib.sha256(key.encode()).hexdigest()[:12]}.npy")
+    step = -(-256 // (r1 - r0))
+    assert np.array_equal(png[r0:r1, c0:c1], got[::step, ::step])
+
+
+@pytest.mark.slow
+def test_a_goal_type_list_runs_each_goal_type_as_its_single_run(tmp_path):
+    """`--goal-type description,image` = the two single runs: same keys, seeds, actions and
+    metrics in OUTPUT_DIR/description and OUTPUT_DIR/image."""
+    from habitat_mosnav.evaluation.cli import main
+
+    common = [
+        "--agent",
+        "random",
+        "--max-steps",
+        "8",
+        "--space-coverage-samples",
+        "0",
+        "--episode-limit",
+        "3",
+        "--no-progress",
+    ]
+    both = tmp_path / "both"
+    assert main(["--goal-type", "description,image", "--output-dir", str(both), *common]) == 0
+    for goal_type in ("description", "image"):
+        single = tmp_path / goal_type
+        assert main(["--goal-type", goal_type, "--output-dir", str(single), *common]) == 0
+        a, b = read_records(both / goal_type), read_records(single)
+        assert [r["episode_key"] for r in a] == [r["episode_key"] for r in b] and len(a) == 9
+        for ra, rb in zip(a, b):
+            for field in ("seed", "action_trace", "positions", "metrics", "episode"):
+                assert ra.get(field) == rb.get(field), (goal_type, field)
+            assert ra["episode"]["goal_type"] == goal_type
+
+
+def test_the_frontier_detector_is_told_the_exemplars_category():
+    from types import SimpleNamespace
+
+    from habitat_mosnav.agents.frontier import GroundTruthDetector
+
+    env = _image_env()
+    try:
+        env.reset()
+        ep = env.current_episode
+        sem = np.full((8, 8), ep.target_object_ids[0], np.int32)
+        det = GroundTruthDetector(min_pixels=1)
+        det.bind_env(
+            SimpleNamespace(
+                current_episode=ep,
+                sim=SimpleNamespace(get_observations_at=lambda: {"semantic": sem}),
+            )
+        )
+        found = det.detect(SimpleNamespace(depth=None))
+        exemplar = next(g for g in ep.goals if g.object_id == ep.image_goal["object_id"])
+        assert det.goal_category == exemplar.object_category
+        assert [d.category for d in found] == [exemplar.object_category]
+    finally:
+        env.close()
