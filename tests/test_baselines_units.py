@@ -180,7 +180,12 @@ def test_eval_plan_refuses_existing_results_and_resume_skips_complete_ones(tmp_p
                 episode_index=0,
                 rank=0,
                 seed=1,
-                episode={"scene_id": "s", "episode_id": "e", "target_mode": "many"},
+                episode={
+                    "scene_id": "s",
+                    "episode_id": "e",
+                    "target_mode": "many",
+                    "goal_type": "object",
+                },
                 metrics={"success": 1.0},
             )
         )
