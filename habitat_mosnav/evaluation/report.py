@@ -2,7 +2,9 @@
 
 Writes ``DIR/index.html`` (one self-contained page: plots embedded as PNG data URIs, the
 episode maps beside it in ``DIR/maps/<run>/``), ``DIR/leaderboard.md`` and
-``DIR/leaderboard.csv`` (one row per run, named by its directory).
+``DIR/leaderboard.csv`` (one row per run, named by its directory), and
+``DIR/leaderboard_by_goal_type.csv`` (one row per run and goal type: summary.json's
+``by_goal_type``, also a table of the page and of leaderboard.md).
 
 A row's point values are the run's ``summary.json`` metrics (SPEC §5), never recomputed
 differently; the 95 % intervals of ``sr``, ``f1`` and ``spl_multi`` are percentile
@@ -49,6 +51,7 @@ from habitat_mosnav.evaluation.maps import (
 from habitat_mosnav.metrics import finite_mean
 from habitat_mosnav.metrics.measure_table import (
     AGGREGATES,
+    INTEGER,
     METRICS,
     RATIO,
     aggregate_spec,
@@ -104,6 +107,13 @@ CSV_COLUMNS = (
     + DIAGNOSTICS
     + BY_MODE
     + ("notes",)
+)
+#: ``leaderboard_by_goal_type.csv``: a row per run and goal type, from summary.json's
+#: ``by_goal_type`` (the same SPEC §5 aggregates over that type's episodes).
+GOAL_TYPE_CSV_COLUMNS = (
+    ("run", "goal_type", "num_episodes")
+    + tuple(f"num_episodes_{m}" for m in TARGET_MODES)
+    + tuple(a.name for a in _SHOWN)
 )
 #: Episode table metric columns (record fields): the main board's, then the others.
 EPISODE_METRICS = tuple(
@@ -235,6 +245,22 @@ def load_run(
             for k, _ in BOARD_FIELDS + (("num_episodes", None),)
             if not _same(metrics.get(k), fresh.get(k))
         ]
+        if "by_goal_type" not in summary:  # written before summaries split by goal type
+            summary["by_goal_type"] = computed["by_goal_type"]
+        groups = summary["by_goal_type"]
+        if not isinstance(groups, dict) or not all(isinstance(g, dict) for g in groups.values()):
+            raise ReportError(f"{summary_path}: field 'by_goal_type' is not an object of objects")
+        fresh_groups = computed["by_goal_type"]
+        stale += [
+            gt
+            for gt in set(groups) | set(fresh_groups)
+            if gt not in groups
+            or gt not in fresh_groups
+            or any(
+                not _same(groups[gt].get(k), fresh_groups[gt].get(k))
+                for k, _ in BOARD_FIELDS + (("num_episodes", None),)
+            )
+        ]
         if stale or summary.get("unique_record_count") != computed["unique_record_count"]:
             notes.append("summary.json disagrees with the records (re-run mosnav-aggregate)")
     else:
@@ -349,6 +375,24 @@ def board_row(run: RunData) -> Dict[str, Any]:
     return row
 
 
+def goal_type_rows(run: RunData) -> List[Dict[str, Any]]:
+    """The run's rows of the by-goal-type table (CSV values before formatting)."""
+    rows = []
+    for goal_type, m in sorted((run.summary.get("by_goal_type") or {}).items()):
+        row = {c: m.get(c) for c in GOAL_TYPE_CSV_COLUMNS[2:]}
+        rows.append(dict(row, run=run.name, goal_type=goal_type))
+    return rows
+
+
+def write_goal_type_csv(path: str, runs: Sequence[RunData]) -> None:
+    with open_file(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(GOAL_TYPE_CSV_COLUMNS)
+        for run in runs:
+            for row in goal_type_rows(run):
+                w.writerow([_csv_value(row[c]) for c in GOAL_TYPE_CSV_COLUMNS])
+
+
 def write_csv(path: str, runs: Sequence[RunData]) -> None:
     with open_file(path, "w", newline="") as f:
         w = csv.writer(f)
@@ -449,7 +493,24 @@ def markdown_table(runs: Sequence[RunData]) -> str:
     )
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
-    return text
+    return text + "\n" + markdown_goal_type_table(runs)
+
+
+def markdown_goal_type_table(runs: Sequence[RunData]) -> str:
+    """The main board per goal type: a row per run and goal type (point values)."""
+    head = ["run", "goal type", "episodes"] + [aggregate_spec(c).label for c, _ in BOARD_FIELDS]
+    lines = [
+        "By goal type (SR, F1 and SPL-multi over the many + all episodes of each goal type):",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for run in runs:
+        for row in goal_type_rows(run):
+            cells = [_md_code(run.name), _md_text(row["goal_type"]), str(row["num_episodes"])]
+            cells += [_agg(row, c) for c, _ in BOARD_FIELDS]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 # ----------------------------------------------------------------------------- plots
@@ -871,6 +932,23 @@ def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     return _table("leaderboard", head, rows)
 
 
+def _goal_types_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
+    """The main board per goal type: run, goal type, episodes, SR, F1, SPL-multi."""
+    head = [("run", "", "t"), ("goal type", "", "t"), ("episodes", "episodes", "")]
+    head += _board_head()
+    rows = [
+        f"<tr{_row_class(run)}>"
+        + _run_cell(run, colors)
+        + _cell(row["goal_type"], False, cls="t")
+        + _cell(row["num_episodes"], digits=0, fmt=INTEGER)
+        + "".join(_cell(row[c]) for c, _ in BOARD_FIELDS)
+        + "</tr>"
+        for run in runs
+        for row in goal_type_rows(run)
+    ]
+    return "<h3>By goal type</h3>" + _table("by-goal-type", head, rows)
+
+
 def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     """The second tables: diagnostics, by task type / mode, and the run details."""
     diagnostics = [aggregate_spec(k) for k in DIAGNOSTICS]
@@ -1220,6 +1298,7 @@ def render_html(
         "sort.</p>",
         "<section id='leaderboard-section'><h2>Leaderboard</h2>",
         _board_html(runs, colors),
+        _goal_types_html(runs, colors),
     ]
     if warn:
         parts.append(
@@ -1306,7 +1385,15 @@ def collect_videos(run: RunData, out_dir: str) -> None:
 
 #: What a report directory holds (a directory with anything else is never replaced).
 REPORT_ENTRIES = frozenset(
-    {"index.html", "leaderboard.md", "leaderboard.csv", "plots.json", "maps", "videos"}
+    {
+        "index.html",
+        "leaderboard.md",
+        "leaderboard.csv",
+        "leaderboard_by_goal_type.csv",
+        "plots.json",
+        "maps",
+        "videos",
+    }
 )
 
 
@@ -1343,7 +1430,8 @@ def write_report(
     overrides: Sequence[str] = (),
     progress: bool = True,
 ) -> List[RunData]:
-    """Read the runs, write index.html, leaderboard.md and leaderboard.csv into ``out_dir``.
+    """Read the runs, write index.html, leaderboard.md, leaderboard.csv and
+    leaderboard_by_goal_type.csv into ``out_dir``.
 
     The report is built in a new directory beside ``out_dir`` and swapped in whole
     (:func:`~habitat_mosnav.safety.replacing_dir`): a full disk or a signal leaves the
@@ -1385,6 +1473,7 @@ def _write_pages(runs: Sequence[RunData], out_dir: str, resamples: int, seed: in
         collect_maps(run, out_dir)
         collect_videos(run, out_dir)
     write_csv(os.path.join(out_dir, "leaderboard.csv"), runs)
+    write_goal_type_csv(os.path.join(out_dir, "leaderboard_by_goal_type.csv"), runs)
     with open_file(os.path.join(out_dir, "leaderboard.md"), "w") as f:
         f.write(markdown_table(runs))
     colors = run_colors(runs)
@@ -1402,7 +1491,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=(
             "Compare mosnav-eval runs: DIR/index.html (plots, leaderboard, sortable episode table "
-            "linking each episode's map), DIR/leaderboard.md and DIR/leaderboard.csv."
+            "linking each episode's map), DIR/leaderboard.md, DIR/leaderboard.csv and "
+            "DIR/leaderboard_by_goal_type.csv."
         ),
     )
     add_version_argument(p)
@@ -1493,7 +1583,10 @@ def _report(args) -> int:
             file=sys.stderr,
         )
     print(
-        safe_line(f"wrote {os.path.join(args.out, 'index.html')}, leaderboard.md, leaderboard.csv")
+        safe_line(
+            f"wrote {os.path.join(args.out, 'index.html')}, leaderboard.md, leaderboard.csv, "
+            "leaderboard_by_goal_type.csv"
+        )
     )
     return 0
 
