@@ -168,11 +168,16 @@ def test_time_to_first_target_is_an_integer_in_records_summary_and_page(report):
     assert str(values["many"]) in shown and "–" in shown
     assert all(re.fullmatch(r"\d+|–", text) for text in shown), shown
     assert re.search(rf'<td data-v="{float(values["many"])!r}">{values["many"]}</td>', page)
-    # the Markdown leaderboard: as many cells in every row as in the header
+    # the Markdown leaderboard: in each table (the board, by goal type) as many cells in
+    # every row as in its header
     md = open(os.path.join(report["out"], "leaderboard.md"), encoding="utf-8").read()
-    rows = [line for line in md.splitlines() if line.startswith("| ")]
-    widths = {len(re.split(r"(?<!\\)\|", line)) for line in rows}
-    assert len(widths) == 1 and "| TTFT |" in rows[0], md
+    tables = [
+        [line for line in block.splitlines() if line.startswith("| ")] for block in md.split("\n\n")
+    ]
+    tables = [rows for rows in tables if rows]
+    assert len(tables) == 2 and "| TTFT |" in tables[0][0], md
+    for rows in tables:
+        assert len({len(re.split(r"(?<!\\)\|", line)) for line in rows}) == 1, md
 
 
 def test_page_renders_in_headless_chromium_with_maps_and_sorting(report, tmp_path):
