@@ -32,7 +32,14 @@ from habitat_mosnav.baselines.text_goal import (  # noqa: E402
 from habitat_mosnav.baselines.trainer import EvalSetupError, list_checkpoints  # noqa: E402
 from habitat_mosnav.sensors.sensors import encode_goal_text  # noqa: E402
 
-EXPERIMENTS = ["ppo_mos_demo", "ppo_moc_demo", "ppo_mos_hm3d", "ppo_moc_hm3d", "ddppo_mos_hm3d"]
+EXPERIMENTS = [
+    "ppo_mos_demo",
+    "ppo_moc_demo",
+    "ppo_mos_demo_image",
+    "ppo_mos_hm3d",
+    "ppo_moc_hm3d",
+    "ddppo_mos_hm3d",
+]
 
 
 def test_hashed_bag_of_words_is_stable_normalised_and_word_based():
@@ -288,10 +295,22 @@ def test_experiment_configs_compose(name):
     assert hb.rl.policy.main_agent.obs_transforms.text_goal.type == "MosNavTextGoalEncoder"
     assert list(cfg.habitat.task.actions)[6] == "target_found"
     assert cfg.habitat.task.success_reward == 0.0 and cfg.habitat.task.slack_reward == 0.0
-    assert "mosnav_goal_text" in cfg.habitat.gym.obs_keys
+    if name.endswith("_image"):  # the goal picture through the policy's goal ResNet
+        assert cfg.habitat.dataset.goal_type == "image"
+        assert cfg.habitat.task.lab_sensors.mosnav_goal_image.type == "MosNavGoalImageSensor"
+        transform = hb.rl.policy.main_agent.obs_transforms.goal_image
+        assert (transform.type, transform.image_uuid) == (
+            "MosNavGoalImageInput",
+            "mosnav_goal_image",
+        )
+        assert "mosnav_goal_image" in cfg.habitat.gym.obs_keys
+        assert "mosnav_goal_text" not in cfg.habitat.gym.obs_keys
+    else:
+        assert "mosnav_goal_text" in cfg.habitat.gym.obs_keys
+        assert "goal_image" not in hb.rl.policy.main_agent.obs_transforms
     mode = "many" if "_mos_" in f"_{name}_" or "mos_" in name else "all"
     assert list(cfg.habitat.dataset.target_modes) == [mode]
-    if name.endswith("_demo"):
+    if "_demo" in name:
         assert hb.num_environments == 2
         assert cfg.habitat.simulator.type == "MosNavMeshSim-v0"
         rgb = cfg.habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor
