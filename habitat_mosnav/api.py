@@ -15,8 +15,9 @@ import numpy as np
 
 __all__ = ["ACTION_PROTOCOLS", "Action", "GOAL_TYPES", "MULTI_MODES", "Observation", "TARGET_MODES"]
 
-#: ``Observation.goal_type``: an instruction or a category name.
-GOAL_TYPES = ("description", "object")
+#: ``Observation.goal_type``: an instruction, a category name, or a picture of one matching
+#: instance (``goal_image``; SPEC §1).
+GOAL_TYPES = ("description", "object", "image")
 #: ``Observation.target_mode`` (SPEC §1).
 TARGET_MODES = ("single", "any", "many", "all")
 #: The modes where the agent claims several targets (MOS and MOC); the main board.
@@ -62,7 +63,11 @@ class Observation:
       the ``--action-protocol`` in use); ``goal_text`` the instruction or category name.
     - ``target_count``: set for ``many`` only. In ``many``/``all`` nothing says how many
       targets remain.
-    - ``goal_embedding`` / ``goal_image``: None (reserved).
+    - ``goal_image``: (H, W, 3) uint8 for ``goal_type == "image"``: an exemplar, a view of
+      one instance the goal matches, rendered by the simulator from the episode's camera
+      parameters at reset; None for the other goal types. ``goal_text`` then names no
+      category (a fixed sentence).
+    - ``goal_embedding``: None (reserved).
     - ``extras``: ``{"episode_key", "query_id", "depth_units"}`` (read-only hints).
     """
 

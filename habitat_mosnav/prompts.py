@@ -36,9 +36,19 @@ def _article_free(text: str) -> str:
     return " ".join(str(text).split())
 
 
+#: ``goal_text`` of an image goal: the picture is the goal, the text names no category.
+IMAGE_GOAL_TEXT = "Find objects like the one in the goal image."
+
+
 def goal_sentence(goal_text: str, goal_type: str) -> str:
-    """One sentence stating the goal; ``object`` goals are category names."""
+    """One sentence stating the goal; ``object`` goals are category names, ``image`` goals
+    a picture (``Observation.goal_image``)."""
     text = _article_free(goal_text)
+    if goal_type == "image":
+        return (
+            "Goal (image): the goal image shows one matching object; objects like it "
+            "(the same kind of object) match."
+        )
     if goal_type == "object":
         return f'Goal (object category): "{text}". Any instance of this category matches.'
     return f'Goal (description): "{text}"'

@@ -52,4 +52,24 @@ def get_config(
     """Compose ``config_path`` (absolute, cwd-relative, or relative to this package's
     config directory) with Hydra ``overrides`` such as ``["habitat.seed=1"]``."""
     register_configs()
-    return _habitat_get_config(config_path, overrides, configs_dir)
+    cfg = _habitat_get_config(config_path, overrides, configs_dir)
+    return with_goal_image_sensor(cfg)
+
+
+def with_goal_image_sensor(cfg: DictConfig) -> DictConfig:
+    """Goal type ``image`` needs the ``mosnav_goal_image`` lab sensor: added (with its
+    defaults) when the config lacks it, so every entry point (``mosnav-eval``, a benchmark
+    setting, training) gets it; other goal types are left as they are (the sensor would
+    change a policy's inputs)."""
+    from habitat.config import read_write
+
+    from habitat_mosnav.config.default_structured_configs import GoalImageSensorConfig
+
+    hab = cfg.get("habitat") if "habitat" in cfg else None
+    if hab is None or "dataset" not in hab or hab.dataset.get("goal_type") != "image":
+        return cfg
+    if "mosnav_goal_image" in hab.task.lab_sensors:
+        return cfg
+    with read_write(cfg):
+        hab.task.lab_sensors["mosnav_goal_image"] = OmegaConf.structured(GoalImageSensorConfig)
+    return cfg

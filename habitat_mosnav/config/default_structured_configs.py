@@ -48,8 +48,10 @@ class MultiObjectNavDatasetConfig(DatasetConfig):
     split: str = "val"
     data_path: str = "${mosnav_pkg:data/demo/dataset_semantic}"
     scenes_dir: str = "${mosnav_pkg:data/demo/scenes}"
-    #: ``description`` (natural-language instruction) or ``object`` (category name,
-    #: pure-category queries only).
+    #: ``description`` (natural-language instruction), ``object`` (category name,
+    #: pure-category queries only) or ``image`` (a picture of one matching instance, from
+    #: each query's ``image_goal``; ``get_config`` then adds the ``mosnav_goal_image``
+    #: sensor).
     goal_type: str = "description"
     #: Keep only these target modes (empty = all of single, any, many, all).
     target_modes: List[str] = field(default_factory=list)
@@ -112,6 +114,19 @@ class TargetCountSensorConfig(LabSensorConfig):
 
     type: str = "MosNavTargetCountSensor"
     max_count: int = 100
+
+
+@dataclass
+class GoalImageSensorConfig(LabSensorConfig):
+    """uuid ``mosnav_goal_image``: the image goal's picture, rendered once per episode.
+    ``width`` / ``height`` / ``hfov`` <= 0 take the agent's RGB camera's; a dataset
+    ``image_goal`` that gives its own hfov wins, one that gives another size is an error.
+    ``get_config`` adds this sensor when ``habitat.dataset.goal_type`` is ``image``."""
+
+    type: str = "MosNavGoalImageSensor"
+    width: int = -1
+    height: int = -1
+    hfov: float = -1.0
 
 
 # ----------------------------------------------------------------------------- measures
@@ -195,6 +210,7 @@ def _store() -> None:
         "mosnav_objectgoal": MosNavObjectGoalSensorConfig,
         "mosnav_target_mode": TargetModeSensorConfig,
         "mosnav_target_count": TargetCountSensorConfig,
+        "mosnav_goal_image": GoalImageSensorConfig,
     }
     for name, node in sensors.items():
         cs.store(

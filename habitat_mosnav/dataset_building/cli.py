@@ -4,7 +4,8 @@
     mosnav-build extract --scenes /path/to/hm3d/val --out dataset_semantic --scene-ids TEEsavR23oF
     mosnav-build show --scenes ... --out ... --scene-ids X --object-ids 101 102
 
-Stages: extract, attributes, normalize, queries, language, episodes, show, all. Each stage
+Stages: extract, attributes, normalize, queries, language, episodes, image-goals, show,
+all. Each stage
 skips scenes it already finished with the same settings (``--overwrite`` redoes them) and
 gives the same output for the same ``--seed``. Exit status: 0 done; 2 bad input or a file
 that cannot be read or written (a full disk: one line naming the file; every file is
@@ -32,8 +33,10 @@ STAGE_HELP = {
     "queries": "query programs + matched_object_ids -> queries.json",
     "language": "natural-language instruction per query (templates, or --llm)",
     "episodes": "start positions per query and target mode -> episodes.json",
+    "image-goals": "per query, the camera of its goal image (goal type image): the view "
+    "point where a matched instance covers the most of the frame -> queries.json",
     "show": "PNGs of goals' view points for checking by eye",
-    "all": "extract, attributes, normalize, queries, language, episodes",
+    "all": "extract, attributes, normalize, queries, language, episodes, image-goals",
 }
 
 

@@ -26,7 +26,15 @@ import numpy as np
 from habitat_mosnav.safety import replacing
 
 SCHEMA_VERSION = 1
-STAGES = ("extract", "attributes", "normalize", "queries", "language", "episodes")
+STAGES = (
+    "extract",
+    "attributes",
+    "normalize",
+    "queries",
+    "language",
+    "episodes",
+    "image-goals",
+)
 ATTRIBUTE_FIELDS = ("color", "material", "feature")
 
 log = logging.getLogger("habitat_mosnav.dataset_building")

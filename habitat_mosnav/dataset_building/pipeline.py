@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 
 from habitat_mosnav.dataset_building.common import (
     ATTRIBUTE_FIELDS,
+    STAGES,
     BuildError,
     SceneFiles,
     StageMarkers,
@@ -439,32 +440,80 @@ def run_language(cfg: BuildConfig) -> StageReport:
     )
 
 
-def run_episodes(cfg: BuildConfig) -> StageReport:
-    from habitat_mosnav.dataset_building.episodes import build_episodes
-
+def _input_scenes_of_output(cfg: BuildConfig, stage: str):
+    """({scene id: SceneFiles}, the dataset's scene ids); every one of those must be among
+    the input scenes (a stage that renders or walks needs the scene files)."""
     scenes = {s.scene_id: s for s in cfg.input_scenes()}
     ids = cfg.output_scene_ids()
     missing = [s for s in ids if s not in scenes]
     if missing:
         raise BuildError(
             f"{cfg.scenes}: scene(s) {', '.join(missing)} of {cfg.out} not found "
-            "(episodes needs the scene files: --scenes)"
+            f"({stage} needs the scene files: --scenes)"
         )
+    return scenes, ids
+
+
+def _over_queries(cfg: BuildConfig, scene, desc: str, total: int, fn):
+    """``fn(geometry, progress bar)`` with the scene open in the simulator (semantics only)."""
+    geo = cfg.open_geometry(scene, rgb=False)
+    try:
+        with cfg.bar(total, desc) as bar:
+            return fn(geo, bar)
+    finally:
+        geo.close()
+
+
+def run_episodes(cfg: BuildConfig) -> StageReport:
+    from habitat_mosnav.dataset_building.episodes import build_episodes
+
+    scenes, ids = _input_scenes_of_output(cfg, "episodes")
     params = {"seed": cfg.seed, "backend": cfg.backend, "episodes": cfg.episodes.params()}
 
     def work(sid: str, counts: Counter) -> None:
         goals = _load_goals(cfg, sid)
         queries = _load_queries(cfg, sid, goals)
-        geo = cfg.open_geometry(scenes[sid], rgb=False)
-        try:
-            with cfg.bar(len(queries), f"episodes {sid}") as bar:
-                eps = build_episodes(geo, sid, goals, queries, cfg.episodes, cfg.seed, counts, bar)
-        finally:
-            geo.close()
+        eps = _over_queries(
+            cfg,
+            scenes[sid],
+            f"episodes {sid}",
+            len(queries),
+            lambda geo, bar: build_episodes(
+                geo, sid, goals, queries, cfg.episodes, cfg.seed, counts, bar
+            ),
+        )
         counts["episodes"] = len(eps)
         write_json(_episodes_path(cfg, sid), make_doc(sid, "episodes", eps))
 
     return _per_scene(cfg, "episodes", ids, params, lambda s: [_episodes_path(cfg, s)], work)
+
+
+def run_image_goals(cfg: BuildConfig) -> StageReport:
+    """Each query's ``image_goal``: the view point where a matched instance covers the most
+    of the frame, measured with the semantic camera (``image_goals.py``)."""
+    from dataclasses import replace
+
+    from habitat_mosnav.dataset_building.image_goals import add_image_goals
+
+    scenes, ids = _input_scenes_of_output(cfg, "image-goals")
+    params = {
+        "backend": cfg.backend,
+        "camera": {k: v for k, v in replace(cfg.camera, rgb=False).__dict__.items() if k != "rgb"},
+    }
+
+    def work(sid: str, counts: Counter) -> None:
+        goals = _load_goals(cfg, sid)
+        queries = _load_queries(cfg, sid, goals)
+        queries = _over_queries(
+            cfg,
+            scenes[sid],
+            f"image-goals {sid}",
+            len(queries),
+            lambda geo, bar: add_image_goals(geo, queries, goals, cfg.camera, counts, bar),
+        )
+        write_json(_queries_path(cfg, sid), make_doc(sid, "queries", queries))
+
+    return _per_scene(cfg, "image-goals", ids, params, lambda s: [_queries_path(cfg, s)], work)
 
 
 def run_show(cfg: BuildConfig) -> StageReport:
@@ -507,13 +556,11 @@ STAGE_FUNCS = {
     "queries": run_queries,
     "language": run_language,
     "episodes": run_episodes,
+    "image-goals": run_image_goals,
     "show": run_show,
 }
 
 
 def run_all(cfg: BuildConfig) -> List[StageReport]:
-    """extract -> attributes -> normalize -> queries -> language -> episodes."""
-    return [
-        STAGE_FUNCS[s](cfg)
-        for s in ("extract", "attributes", "normalize", "queries", "language", "episodes")
-    ]
+    """extract -> attributes -> normalize -> queries -> language -> episodes -> image-goals."""
+    return [STAGE_FUNCS[s](cfg) for s in STAGES]

@@ -40,7 +40,8 @@ class MultiObjectNavEpisode(NavigationEpisode):
 
     ``scene_id`` is the scene file path (habitat convention); ``scene_name`` the short id
     (e.g. ``TEEsavR23oF``); ``episode_key`` is ``<split>::<scene_name>::<episode_id>``.
-    ``object_category`` is the goal category for the ``objectgoal`` sensor.
+    ``object_category`` is the goal category for the ``objectgoal`` sensor (for an image
+    goal, the pictured instance's category).
     """
 
     target_mode: str = "single"
@@ -50,6 +51,9 @@ class MultiObjectNavEpisode(NavigationEpisode):
     goal_type: str = "description"
     query_id: str = ""
     object_category: Optional[str] = None
+    #: goal type ``image``: the query's camera parameters (``datasets/schema.py``
+    #: ``parse_image_goal``); the ``mosnav_goal_image`` sensor renders them at reset.
+    image_goal: Optional[Dict[str, Any]] = None
     scene_name: str = ""
     split: str = ""
     episode_key: str = ""

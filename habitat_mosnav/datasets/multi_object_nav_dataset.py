@@ -25,6 +25,7 @@ from habitat.tasks.nav.object_nav_task import ObjectViewLocation
 from habitat_mosnav.datasets.episode import MultiObjectGoal, MultiObjectNavEpisode
 from habitat_mosnav.api import GOAL_TYPES, TARGET_MODES
 from habitat_mosnav.keys import episode_key, scene_name_from_path
+from habitat_mosnav.prompts import IMAGE_GOAL_TEXT
 from habitat_mosnav.datasets.schema import (
     DatasetFormatError,
     load_scene_dir,
@@ -224,13 +225,24 @@ class MultiObjectNavDatasetV1(Dataset):
                     )
         goal_objs = {oid: _make_goal(g) for oid, g in goals.items()}
         scene_categories = {g["category"] for g in goals.values()}
+        qpath = os.path.join(self.data_path, scene_id, "queries.json")
         for e in wanted:
             query = queries[e["query_id"]]
+            image_goal = None
             if goal_type == "object":
                 category = pure_category(query)
                 if category is None or category not in scene_categories:
                     continue  # description-only query (SPEC §1)
                 goal_text = category
+            elif goal_type == "image":
+                image_goal = query["image_goal"]
+                if image_goal is None:
+                    raise DatasetFormatError(
+                        f"{qpath}: query '{query['query_id']}': field 'image_goal': missing "
+                        "(habitat.dataset.goal_type image; add it with mosnav-build image-goals)"
+                    )
+                category = goals[image_goal["object_id"]]["category"]
+                goal_text = IMAGE_GOAL_TEXT
             else:
                 category = query_category(query)
                 goal_text = query["instruction"]
@@ -255,6 +267,7 @@ class MultiObjectNavDatasetV1(Dataset):
                     goal_type=goal_type,
                     query_id=e["query_id"],
                     object_category=category,
+                    image_goal=None if image_goal is None else dict(image_goal),
                     info=dict(e["info"]),
                 )
             )

@@ -275,13 +275,55 @@ def parse_queries(path: str, scene_id: str) -> Dict[str, Dict[str, Any]]:
                     ),
                 )
             )
+        matched = field(q, "matched_object_ids", list, path, rec)
         queries[qid] = {
             "query_id": qid,
             "where": conditions,
             "instruction": field(q, "instruction", str, path, rec),
-            "matched_object_ids": field(q, "matched_object_ids", list, path, rec),
+            "matched_object_ids": matched,
+            "image_goal": parse_image_goal(q, matched, path, rec),
         }
     return queries
+
+
+#: Largest goal image side a dataset may ask for (pixels).
+MAX_IMAGE_SIDE = 4096
+
+
+def parse_image_goal(
+    query: Dict[str, Any], matched: List[Any], path: str, rec: str
+) -> Optional[Dict[str, Any]]:
+    """A query's ``image_goal`` (goal type ``image``, SPEC §1): the camera that pictures one
+    matching instance, ``{object_id, position, rotation, hfov, width, height, coverage}``;
+    ``position`` is the camera's (the eye, not the feet); ``hfov`` / ``width`` / ``height``
+    null take the agent's RGB camera's. None when absent (``mosnav-build image-goals``
+    adds it)."""
+    ig = field(query, "image_goal", dict, path, rec, optional=True)
+    if ig is None:
+        return None
+    irec = f"{rec} image_goal"
+    oid = field(ig, "object_id", int, path, irec)
+    if oid not in matched:
+        _fail(path, irec, "object_id", f"{oid} is not one of the query's matched_object_ids")
+    hfov = field(ig, "hfov", float, path, irec, optional=True)
+    if hfov is not None and not 0.0 < hfov < 180.0:
+        _fail(path, irec, "hfov", f"expected degrees in (0, 180), got {hfov}")
+    size = {}
+    for name in ("width", "height"):
+        v = field(ig, name, int, path, irec, optional=True)
+        if v is not None and not 1 <= v <= MAX_IMAGE_SIDE:
+            _fail(path, irec, name, f"expected pixels in 1..{MAX_IMAGE_SIDE}, got {v}")
+        size[name] = v
+    coverage = field(ig, "coverage", float, path, irec, optional=True)
+    return {
+        "object_id": oid,
+        "position": vector(ig, "position", 3, path, irec),
+        "rotation": quaternion(ig, "rotation", path, irec),
+        "hfov": None if hfov is None else float(hfov),
+        "width": size["width"],
+        "height": size["height"],
+        "coverage": None if coverage is None else float(coverage),
+    }
 
 
 def pure_category(query: Dict[str, Any]) -> Optional[str]:

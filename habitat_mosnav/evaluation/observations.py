@@ -90,6 +90,24 @@ def _gps_compass(obs: Mapping[str, Any], pose: Mapping[str, Any], episode):
     )
 
 
+def goal_image(obs: Mapping[str, Any], goal_type: str) -> Optional[np.ndarray]:
+    """``Observation.goal_image``: the ``mosnav_goal_image`` sensor's picture for an image
+    goal (a read-only view: the sensor repeats it every step); None otherwise."""
+    if goal_type != "image":
+        return None
+    img = obs.get("mosnav_goal_image")
+    if img is None:
+        raise RuntimeError(
+            "goal type image without the mosnav_goal_image sensor in the observations "
+            "(habitat.task.lab_sensors.mosnav_goal_image; habitat_mosnav.get_config adds it)"
+        )
+    out = np.asarray(img)
+    if out.flags.writeable:
+        out = out.view()
+        out.flags.writeable = False
+    return out
+
+
 class ObservationBuilder:
     """Builds the agent's :class:`Observation` from Habitat's observation dict.
 
@@ -156,7 +174,7 @@ class ObservationBuilder:
             depth=depth_in_metres(obs.get("depth"), self._depth_range),
             goal_text=goal_text,
             goal_embedding=None,
-            goal_image=None,
+            goal_image=goal_image(obs, goal_type),
             goal_type=goal_type,
             subtask_type=goal_type,
             target_mode=mode,

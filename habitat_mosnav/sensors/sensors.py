@@ -112,3 +112,84 @@ class MosNavTargetCountSensor(_MosSensor):
                 "(habitat.task.lab_sensors.mosnav_target_count.max_count)"
             )
         return np.array([float(count or 0)], dtype=np.float32)
+
+
+def agent_rgb_camera(sim_config) -> Any:
+    """The agent's RGB sensor config (width, height, hfov) in ``habitat.simulator``; None
+    when the agent has none."""
+    agents = sim_config.agents
+    agent = agents["main_agent"] if "main_agent" in agents else next(iter(agents.values()))
+    for key, scfg in agent.sim_sensors.items():
+        if key == "rgb_sensor" or "RGB" in str(scfg.get("type", "")):
+            return scfg
+    return None
+
+
+@registry.register_sensor
+class MosNavGoalImageSensor(_MosSensor):
+    """``mosnav_goal_image``: goal type ``image``'s picture, (H, W, 3) uint8: the simulator
+    renders the episode's ``image_goal`` camera (position, rotation; hfov, width, height
+    where the dataset gives them, else this sensor's config, else the agent's RGB camera's)
+    once per episode, at reset, and every later step repeats it. Zeros for an episode of
+    another goal type (no render)."""
+
+    cls_uuid = "mosnav_goal_image"
+    sensor_type = SensorTypes.COLOR
+
+    def __init__(self, sim, config, dataset=None, *args: Any, **kwargs: Any):
+        rgb = agent_rgb_camera(sim.habitat_config)
+
+        def pick(own, name, cast):
+            if own is not None and own > 0:
+                return cast(own)
+            if rgb is None:
+                raise ValueError(
+                    f"habitat.task.lab_sensors.mosnav_goal_image.{name}: not set and the "
+                    "agent has no RGB sensor to take it from"
+                )
+            return cast(rgb[name])
+
+        self.width = pick(config.width, "width", int)
+        self.height = pick(config.height, "height", int)
+        self.hfov = pick(config.hfov, "hfov", float)
+        #: renders so far (the once-per-episode contract is tested on it)
+        self.render_count = 0
+        self._key: Any = None
+        self._image: Any = None
+        super().__init__(sim, config, dataset, *args, **kwargs)
+
+    def _get_observation_space(self, *args: Any, **kwargs: Any):
+        return spaces.Box(low=0, high=255, shape=(self.height, self.width, 3), dtype=np.uint8)
+
+    def camera(self, episode) -> dict:
+        """The episode's goal camera with every parameter filled in."""
+        ig = episode.image_goal
+        cam = {
+            "position": list(ig["position"]),
+            "rotation": list(ig["rotation"]),
+            "hfov": self.hfov if ig.get("hfov") is None else float(ig["hfov"]),
+            "width": self.width if ig.get("width") is None else int(ig["width"]),
+            "height": self.height if ig.get("height") is None else int(ig["height"]),
+        }
+        if (cam["height"], cam["width"]) != (self.height, self.width):
+            raise ValueError(
+                f"episode {episode.episode_id!r} (query {episode.query_id!r}): image_goal is "
+                f"{cam['width']}x{cam['height']} but the mosnav_goal_image sensor is "
+                f"{self.width}x{self.height} (habitat.task.lab_sensors.mosnav_goal_image."
+                "width/height)"
+            )
+        return cam
+
+    def get_observation(self, observations, episode, *args: Any, **kwargs: Any):
+        from habitat_mosnav.sims.camera import render_camera
+
+        key = (getattr(episode, "episode_key", ""), episode.scene_id, episode.episode_id)
+        if key != self._key:
+            if getattr(episode, "image_goal", None) is None:
+                self._image = np.zeros((self.height, self.width, 3), np.uint8)
+            else:
+                cam = self.camera(episode)
+                self._image = render_camera(self._sim, "rgb", **cam)
+                self.render_count += 1
+            self._key = key
+        return self._image

@@ -599,6 +599,35 @@ class MosNavMeshSim(Simulator):
                     sim_obs[s.uuid] = np.zeros(shape, dtype)
         return self._sensor_suite.get_observations(sim_obs)
 
+    def render_camera(
+        self,
+        kind: str,
+        position: Sequence[float],
+        rotation: Sequence[float],
+        hfov: float,
+        width: int,
+        height: int,
+    ) -> np.ndarray:
+        """One picture from a camera at a world pose (``position`` the eye, ``rotation``
+        ``[x, y, z, w]``), apart from the agent's sensors: ``rgb`` (H, W, 3) uint8 or
+        ``semantic`` (H, W) int32 (:func:`habitat_mosnav.sims.camera.render_camera`)."""
+        from types import SimpleNamespace
+
+        from habitat_mosnav.sims.render import CameraSpec
+
+        if kind not in ("rgb", "semantic"):
+            raise ValueError(f"MosNavMeshSim-v0.render_camera: kind {kind!r} (rgb or semantic)")
+        w, h = int(width), int(height)
+        if self._renderer is None:
+            shape = (h, w, 3) if kind == "rgb" else (h, w)
+            return np.zeros(shape, np.uint8 if kind == "rgb" else np.int32)
+        cfg = SimpleNamespace(
+            width=w, height=h, hfov=float(hfov), position=[0, 0, 0], orientation=[0, 0, 0]
+        )
+        cam = CameraSpec(f"_camera_{kind}", kind, cfg)
+        pose = (np.asarray(position, np.float64), _rotmat(_quat_from_coeffs(rotation)))
+        return self._renderer.render(self._scene, [cam], {cam.uuid: pose})[cam.uuid]
+
     def render(self, mode: str = "rgb") -> Any:
         obs = self._observations()
         out = obs.get(mode)
