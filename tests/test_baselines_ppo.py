@@ -225,6 +225,20 @@ def test_ppo_trains_and_evaluates_on_image_goals(tmp_path):
     data, scenes = write_open_room_dataset(tmp_path)
     _add_image_goals(data)
     common = _common(data, scenes, "exp_image")
+    # what the policy gets: the rendered goal picture, at the camera's size
+    import habitat
+    from habitat.config.default_structured_configs import register_hydra_plugin
+    from habitat_baselines.config.default_structured_configs import HabitatBaselinesConfigPlugin
+
+    import habitat_mosnav.baselines
+
+    habitat_mosnav.baselines.register()  # the obs transformer's config
+    register_hydra_plugin(HabitatBaselinesConfigPlugin)
+    cfg = habitat_mosnav.get_config("baselines/ppo_mos_demo_image.yaml", common)
+    with habitat.Env(cfg) as env:
+        goal = env.reset()["mosnav_goal_image"]
+    assert goal.shape == (64, 64, 3) and goal.dtype.name == "uint8"
+    assert goal.any() and goal.std() > 1.0  # a render, not the zeros of no image goal
     rc, log = run(
         tmp_path,
         *common,
