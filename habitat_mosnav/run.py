@@ -28,7 +28,7 @@ from habitat_mosnav.baselines.checkpoint import CheckpointError
 from habitat_mosnav.baselines.trainer import EvalSetupError
 from habitat_mosnav.config.default_structured_configs import MosNavConfigPlugin
 from habitat_mosnav.datasets.schema import DatasetFormatError
-from habitat_mosnav.evaluation.results import ResultFileError
+from habitat_mosnav.evaluation.durable import ResultFileError
 
 #: One-line errors (file, field, what to do) instead of a traceback.
 USER_ERRORS = (EvalSetupError, CheckpointError, ResultFileError, DatasetFormatError)

@@ -29,6 +29,11 @@ sys.path.insert(0, os.path.dirname(__file__))  # mosnav_fixtures, chat_server
 from chat_server import ChatServer, Reply  # noqa: E402
 from mosnav_fixtures import write_open_room_dataset  # noqa: E402
 
+# habitat's logger binds its handler to the sys.stderr of the moment habitat is first imported.
+# Imported here, under pytest's session-long capture, it never holds a capsys stream that a test
+# closes ("Logging error ... I/O operation on closed file" in the next test that logs).
+import habitat.core.logging  # noqa: E402,F401
+
 
 def pytest_configure(config):
     """The Python 3.9 lane (scripts/test_py39.sh) tests the installed wheel: stop at once if
@@ -125,8 +130,9 @@ def read_summary(out):
 def write_records_run(out, episodes):
     """A complete one-rank run of made-up records with its summary.json: ``episodes`` are
     ``(target_mode, goal_type, success)``; f1 = success, spl_multi = spl = 0.5 * success."""
-    from habitat_mosnav.evaluation.results import RankWriter, make_record, summarize
-    from habitat_mosnav.evaluation.results import write_summary
+    from habitat_mosnav.evaluation.rank_files import RankWriter
+    from habitat_mosnav.evaluation.records import make_record
+    from habitat_mosnav.evaluation.summary import summarize, write_summary
 
     out = str(out)
     with RankWriter(out, rank=0) as w:

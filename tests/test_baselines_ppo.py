@@ -12,7 +12,8 @@ import sys
 import pytest
 
 import habitat_mosnav
-from habitat_mosnav.evaluation.results import read_jsonl, summarize
+from habitat_mosnav.evaluation.rank_files import read_jsonl
+from habitat_mosnav.evaluation.summary import summarize
 
 from mosnav_fixtures import SCENE, EPISODE_KEYS, write_open_room_dataset  # noqa: E402
 
@@ -131,7 +132,7 @@ def test_evaluation_reports_measures_and_writes_records(experiment):
         assert "/" not in r["episode"]["scene_id"]
 
     # mosnav-report names the run after its experiment and shows the agent (issue 24)
-    from habitat_mosnav.evaluation.report import write_report
+    from habitat_mosnav.evaluation.report.cli import write_report
 
     (board,) = write_report([str(out)], str(root / "report"), resamples=20, progress=False)
     assert board.name == "exp_ckpt.0"

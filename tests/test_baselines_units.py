@@ -241,7 +241,8 @@ def _demo_config(*overrides):
 
 def test_eval_plan_refuses_existing_results_and_resume_skips_complete_ones(tmp_path):
     from habitat_mosnav.baselines.trainer import MosNavPPOTrainer
-    from habitat_mosnav.evaluation.results import RankWriter, make_record
+    from habitat_mosnav.evaluation.rank_files import RankWriter
+    from habitat_mosnav.evaluation.records import make_record
 
     ckpts = tmp_path / "checkpoints"
     ckpts.mkdir()

@@ -13,7 +13,7 @@ import pytest
 from conftest import NO_IMAGES, read_records, read_summary
 from habitat_mosnav.datasets.fingerprint import dataset_file_digests
 from habitat_mosnav.evaluation.cli import main
-from habitat_mosnav.evaluation.results import benchmark_summary
+from habitat_mosnav.evaluation.summary import benchmark_summary
 from habitat_mosnav.evaluation.settings import (
     MINI_RULE,
     SETTINGS_DIR,

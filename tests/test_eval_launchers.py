@@ -19,7 +19,7 @@ import pytest
 import habitat_mosnav
 from habitat_mosnav.evaluation.cli import main
 from habitat_mosnav.evaluation.ranks import missing_ranks, rank_timeout, wait_for_ranks
-from habitat_mosnav.evaluation.results import write_done
+from habitat_mosnav.evaluation.rank_files import write_done
 from conftest import read_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(habitat_mosnav.__file__)))
@@ -136,7 +136,7 @@ def test_rank_0_gives_the_last_rank_time_to_write_the_summary(tmp_path):
     than every done.json (it printed a second summary when it looked too soon, under
     load), and gives up after the grace (that rank died while summarising)."""
     from habitat_mosnav.evaluation.ranks import summary_after_ranks, wait_for_summary
-    from habitat_mosnav.evaluation.results import SUMMARY_FILE
+    from habitat_mosnav.evaluation.summary import SUMMARY_FILE
 
     out = str(tmp_path)
     now, slept = [0.0], []

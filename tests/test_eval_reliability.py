@@ -14,10 +14,12 @@ import time
 
 import pytest
 
-from habitat_mosnav.evaluation import results
+from habitat_mosnav.evaluation import durable
 from habitat_mosnav.evaluation.cli import main
 from habitat_mosnav.evaluation.manifest import MANIFEST_FIELDS, RECORDED_FIELDS
-from habitat_mosnav.evaluation.results import RankLockedError, RankWriter
+from habitat_mosnav.evaluation.durable import RankLockedError
+from habitat_mosnav.evaluation.rank_files import RankWriter
+from habitat_mosnav.evaluation.summary import summarize, write_summary
 
 from mosnav_fixtures import EPISODE_KEYS, quick_eval_args
 
@@ -113,7 +115,7 @@ def test_disk_full_while_writing_a_record_enospc(
 ):
     """The same without root: the second record's write stores half of it, then the disk is
     full (what write(2) does on a full disk)."""
-    real_write = results._os_write
+    real_write = durable._os_write
     calls = {"n": 0}
 
     def full_disk(fd, data):
@@ -124,7 +126,7 @@ def test_disk_full_while_writing_a_record_enospc(
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_write(fd, data)
 
-    monkeypatch.setattr(results, "_os_write", full_disk)
+    monkeypatch.setattr(durable, "_os_write", full_disk)
     out = tmp_path / "run"
     argv = ("--agent", "oracle", *ALL_MODES, "--output-dir", str(out))
     rc, lines, err = cli(capsys, open_room, *argv)
@@ -134,7 +136,7 @@ def test_disk_full_while_writing_a_record_enospc(
         "left on device; free some space, then continue with --resume"
     ]
     assert [r["episode_key"] for r in jsonl(out)] == [EPISODE_KEYS[0]]  # truncated back
-    monkeypatch.setattr(results, "_os_write", real_write)
+    monkeypatch.setattr(durable, "_os_write", real_write)
     rc, lines, err = cli(capsys, open_room, *argv, "--resume")
     assert rc == 0, err
     assert comparable(jsonl(out)) == reference
@@ -143,7 +145,7 @@ def test_disk_full_while_writing_a_record_enospc(
 def test_done_and_summary_full_disk_is_exit_3_without_temp_files(
     capsys, open_room, tmp_path, monkeypatch
 ):
-    real_write = results._os_write
+    real_write = durable._os_write
 
     def full_for_json(fd, data):
         if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith(".tmp_"):
@@ -152,7 +154,7 @@ def test_done_and_summary_full_disk_is_exit_3_without_temp_files(
 
     out = tmp_path / "run"
     os.makedirs(out)
-    monkeypatch.setattr(results, "_os_write", full_for_json)
+    monkeypatch.setattr(durable, "_os_write", full_for_json)
     rc, lines, err = cli(capsys, open_room, "--num-episodes", "1", "--output-dir", str(out))
     assert rc == 3 and len(lines) == 1, err
     assert lines[0].startswith(f"mosnav-eval: error: cannot write {out}/run.json: No space left")
@@ -201,7 +203,7 @@ def test_second_writer_refused_with_the_holders_pid(capsys, open_room, tmp_path)
             "-c",
             textwrap.dedent(f"""
             import sys
-            from habitat_mosnav.evaluation.results import RankWriter
+            from habitat_mosnav.evaluation.rank_files import RankWriter
             w = RankWriter({str(out)!r}, 0, resume=True)
             print("locked", flush=True)
             sys.stdin.read()
@@ -276,7 +278,7 @@ def test_manifest_written_at_first_start(capsys, open_room, tmp_path):
     assert "habitat.environment.max_episode_steps=9" in m["config_overrides"]
     assert not any(str(tmp_path) in o for o in m["config_overrides"])  # no local paths
     assert m["dataset_fingerprint"].startswith("sha256:")
-    assert oct((out / "run.json").stat().st_mode & 0o777) == oct(0o666 & ~results._umask())
+    assert oct((out / "run.json").stat().st_mode & 0o777) == oct(0o666 & ~durable._umask())
 
 
 @pytest.mark.parametrize(
@@ -339,7 +341,7 @@ def test_summary_counts_only_expected_keys(tmp_path):
             w.write(record(i, 1.0))
         w.write_done(expected_count=2)
     keys = [record(i, 1.0)["episode_key"] for i in range(2)]
-    s = results.summarize(out, expected_keys=keys)
+    s = summarize(out, expected_keys=keys)
     assert (s["expected_episode_count"], s["record_count"], s["unique_record_count"]) == (2, 2, 2)
     assert s["status"] == "complete"
 
@@ -566,7 +568,7 @@ def test_signal_during_a_record_write_is_delivered_after_it(tmp_path):
 
     threading.Thread(target=time.sleep, args=(3,), daemon=True).start()
     out = str(tmp_path / "o")
-    real_write = results._os_write
+    real_write = durable._os_write
 
     def write_then_signal(fd, data):
         n = real_write(fd, bytes(data[:10]))
@@ -574,12 +576,12 @@ def test_signal_during_a_record_write_is_delivered_after_it(tmp_path):
         return n
 
     with RankWriter(out) as w:
-        results._os_write = write_then_signal
+        durable._os_write = write_then_signal
         try:
             with pytest.raises(KeyboardInterrupt):
                 w.write(record(0, 1.0))
         finally:
-            results._os_write = real_write
+            durable._os_write = real_write
     assert [r["episode_key"] for r in jsonl(out)] == [record(0, 1.0)["episode_key"]]
 
 
@@ -813,7 +815,7 @@ def test_result_json_files_are_0644_and_the_directory_is_fsynced(tmp_path, monke
         monkeypatch.setattr(os, "fsync", fsync)
         monkeypatch.setattr(os, "replace", replace)
         w.write_done(expected_count=0)
-        results.write_summary(out, results.summarize(out))
+        write_summary(out, summarize(out))
     monkeypatch.undo()
     done, summary = os.path.join(out, "rank_00000", "done.json"), os.path.join(out, "summary.json")
     assert events == [
@@ -823,7 +825,7 @@ def test_result_json_files_are_0644_and_the_directory_is_fsynced(tmp_path, monke
         ("fsync-dir", out),
     ]
     jsonl_mode = os.stat(os.path.join(out, "rank_00000", "episodes.jsonl")).st_mode & 0o777
-    assert jsonl_mode == 0o666 & ~results._umask()
+    assert jsonl_mode == 0o666 & ~durable._umask()
     assert [os.stat(p).st_mode & 0o777 for p in (done, summary)] == [jsonl_mode, jsonl_mode]
 
 

@@ -125,7 +125,8 @@ def test_drawing_the_report_keeps_the_importers_backend(room_runs):
     run_dir = room_runs["scripted"]
     code = (
         "import matplotlib, sys; matplotlib.use('svg'); "
-        "from habitat_mosnav.evaluation.report import load_run, make_plots; "
+        "from habitat_mosnav.evaluation.report.data import load_run; "
+        "from habitat_mosnav.evaluation.report.plots import make_plots; "
         f"plots = make_plots([load_run({str(run_dir)!r}, resamples=20)]); "
         "assert plots and all(p.uri.startswith('data:image/png') for p in plots); "
         "print(matplotlib.get_backend(), 'matplotlib.pyplot' in sys.modules)"

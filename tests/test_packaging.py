@@ -100,6 +100,11 @@ def test_wheel_ships_the_hook_and_the_data_without_warnings(source, tmp_path):
     }
     assert yamls <= set(names)
     assert "habitat_mosnav/data/demo/dataset_semantic/categories.json" in names
+    # the report page's style and script, read with importlib.resources
+    assert {
+        "habitat_mosnav/evaluation/report/static/report.css",
+        "habitat_mosnav/evaluation/report/static/report.js",
+    } <= set(names)
     assert "benchmark_api.py" in names and "_habitat_mosnav_pth.py" in names
     unpacked = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:

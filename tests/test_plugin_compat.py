@@ -139,7 +139,7 @@ def test_habitat_free_parts_import_without_habitat_or_torch():
     _assert_fresh_interpreter_ok("""
         import sys, habitat_mosnav
         import habitat_mosnav.api, habitat_mosnav.metrics, habitat_mosnav.scenes
-        import habitat_mosnav.evaluation.results, habitat_mosnav.evaluation.aggregate_cli
+        import habitat_mosnav.evaluation.summary, habitat_mosnav.evaluation.aggregate_cli
         heavy = [m for m in ('habitat', 'torch') if m in sys.modules]
         assert not heavy, heavy
         import habitat

@@ -188,7 +188,7 @@ def test_cpu_run_replays_on_habitat_sim_within_the_stated_agreement(tmp_path):
 
 
 def test_report_shows_the_verification_mark(random_run, tmp_path):
-    from habitat_mosnav.evaluation.report import write_report
+    from habitat_mosnav.evaluation.report.cli import write_report
 
     run = tmp_path / "run"
     shutil.copytree(random_run, run)

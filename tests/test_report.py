@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from conftest import read_records, write_records_run
-from habitat_mosnav.evaluation.report import CSV_COLUMNS, bootstrap_interval, main
+from habitat_mosnav.evaluation.report import main
+from habitat_mosnav.evaluation.report.data import CSV_COLUMNS, bootstrap_interval
 
 RUN_FIELDS = (
     "status",
@@ -44,7 +45,7 @@ def _summary(run):
 def report(room_runs, tmp_path_factory):
     """A report over: scripted (complete), broken (an error record), partial (a record
     removed: incomplete) and old (no summary.json)."""
-    from habitat_mosnav.evaluation.results import summarize, write_summary
+    from habitat_mosnav.evaluation.summary import summarize, write_summary
 
     root = tmp_path_factory.mktemp("report")
     partial = str(root / "partial")
@@ -90,7 +91,7 @@ def test_every_number_of_leaderboard_csv_is_the_summary_json(report):
     for name, run in report["runs"].items():
         row = rows[name]
         if name == "old":  # no summary.json: the summary the records give
-            from habitat_mosnav.evaluation.results import summarize
+            from habitat_mosnav.evaluation.summary import summarize
 
             summary = summarize(run)
         else:
@@ -239,7 +240,8 @@ def test_bad_runs_are_one_line_errors(report, tmp_path, capsys):
 
 
 def test_official_flag_and_benchmark_come_from_summary(room_runs, tmp_path):
-    from habitat_mosnav.evaluation.report import board_row, load_run
+    from habitat_mosnav.evaluation.report.data import load_run
+    from habitat_mosnav.evaluation.report.leaderboard import board_row
 
     run = str(tmp_path / "bench")
     shutil.copytree(room_runs["scripted"], run)
@@ -566,7 +568,7 @@ def test_a_run_name_with_markup_stays_text_in_the_page_and_its_plot_data(room_ru
 def test_run_name_from_run_json_is_a_plain_file_name_only(tmp_path):
     """A habitat-baselines evaluation names itself (run.json ``run_name``, issue 24); the
     name becomes a folder under maps/, so anything but a plain file name is ignored."""
-    from habitat_mosnav.evaluation.report import _unique_names
+    from habitat_mosnav.evaluation.report.data import unique_names
 
     runs = []
     for i, name in enumerate(["ppo_mos_demo_ckpt.0", "../escape", "a/b", ".."]):
@@ -574,7 +576,7 @@ def test_run_name_from_run_json_is_a_plain_file_name_only(tmp_path):
         run.mkdir()
         (run / "run.json").write_text(json.dumps({"run_name": name}))
         runs.append(str(run))
-    assert _unique_names(runs) == ["ppo_mos_demo_ckpt.0", "ckpt.1", "ckpt.2", "ckpt.3"]
+    assert unique_names(runs) == ["ppo_mos_demo_ckpt.0", "ckpt.1", "ckpt.2", "ckpt.3"]
 
 
 def test_report_splits_results_by_goal_type(tmp_path):

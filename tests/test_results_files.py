@@ -10,16 +10,10 @@ import numpy as np
 import pytest
 
 from habitat_mosnav.evaluation import aggregate_cli
-from habitat_mosnav.evaluation.results import (
-    RankWriter,
-    ResultFileError,
-    make_record,
-    format_summary,
-    read_jsonl,
-    summarize,
-    write_done,
-    write_summary,
-)
+from habitat_mosnav.evaluation.durable import ResultFileError
+from habitat_mosnav.evaluation.rank_files import RankWriter, read_jsonl, write_done
+from habitat_mosnav.evaluation.records import make_record
+from habitat_mosnav.evaluation.summary import format_summary, summarize, write_summary
 from habitat_mosnav.evaluation.selection import select_episodes
 from habitat_mosnav.keys import episode_key, episode_seed
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
+from habitat_mosnav.evaluation.selection import episode_pool, launcher_rank_world, select_episodes
 from habitat_mosnav.keys import episode_key, episode_seed, split_key
 
 KEYS = [episode_key("val", "sceneA", f"q{i:04d}-many-0") for i in range(7)]
@@ -61,6 +61,28 @@ def test_offset_and_limit():
 def test_bad_selection_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         select_episodes(KEYS, **kwargs)
+
+
+def test_episode_pool_takes_the_first_scenes_and_episodes_by_name():
+    # scenes b, a, c with keys out of order; --limit 2 keeps scenes a and b (by name),
+    # --episode-limit 2 their first two keys each
+    keyed = [
+        ("val::b::q3", "b", "B3"),
+        ("val::a::q2", "a", "A2"),
+        ("val::c::q1", "c", "C1"),
+        ("val::a::q1", "a", "A1"),
+        ("val::b::q1", "b", "B1"),
+        ("val::a::q3", "a", "A3"),
+    ]
+    pool = episode_pool(keyed, scene_limit=2, episode_limit=2)
+    assert list(pool.items()) == [
+        ("val::a::q1", "A1"),
+        ("val::a::q2", "A2"),
+        ("val::b::q1", "B1"),
+        ("val::b::q3", "B3"),
+    ]
+    assert len(episode_pool(keyed)) == 6 and len(episode_pool(keyed, -1, -1)) == 6
+    assert episode_pool(keyed, scene_limit=0) == {}
 
 
 def test_duplicate_keys_refused():

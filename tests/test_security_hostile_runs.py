@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from habitat_mosnav.evaluation import report
+from habitat_mosnav.evaluation.report import cli as report
 from habitat_mosnav.evaluation.cli import main
 
 from mosnav_fixtures import SCENE, goal, quick_eval_args, write_room_variant
@@ -295,7 +295,7 @@ def test_a_full_tmpfs_during_mosnav_report_keeps_the_previous_report(capsys, roo
 #: Runs mosnav-report with ``make_plots`` sending this process a signal first.
 _SIGNALLED_REPORT = """
 import os, signal, sys
-from habitat_mosnav.evaluation import report
+from habitat_mosnav.evaluation.report import cli as report
 
 real = report.make_plots
 

@@ -12,7 +12,7 @@ import pytest
 
 from habitat_mosnav.evaluation.cli import main
 from habitat_mosnav.evaluation.report import main as report
-from habitat_mosnav.evaluation.results import summarize, write_summary
+from habitat_mosnav.evaluation.summary import summarize, write_summary
 
 from mosnav_fixtures import quick_eval_args, write_room_variant
 

@@ -9,7 +9,7 @@ import pytest
 
 from habitat_mosnav.evaluation import aggregate_cli
 from habitat_mosnav.evaluation.report import main as report
-from habitat_mosnav.evaluation.results import RankWriter
+from habitat_mosnav.evaluation.rank_files import RankWriter
 
 from test_results_files import record
 

@@ -243,7 +243,7 @@ def test_ppo_trains_and_evaluates_on_habitat_sim(tmp_path):
 
     pytest.importorskip("habitat_baselines")
     from habitat_mosnav.config.simulator import simulator_overrides
-    from habitat_mosnav.evaluation.results import summarize
+    from habitat_mosnav.evaluation.summary import summarize
 
     common = [
         *simulator_overrides("habitat-sim"),

@@ -1,8 +1,8 @@
 """habitat-baselines glue for habitat_mosnav (needs the ``[baselines]`` extra).
 
-:func:`register` (called by ``python -m habitat_mosnav.run`` and on import of
-``factory``, ``evaluator``, ``image_goal``, ``text_goal`` or ``trainer``) registers, on top
-of the plugin:
+:func:`register` (called by ``python -m habitat_mosnav.run`` and by the lazy names below)
+registers, on top of the plugin (importing one of ``factory``, ``evaluator``, ``image_goal``,
+``text_goal`` or ``trainer`` registers what that module defines and the non-scalar measures):
 
 * the vector-env factory :class:`~habitat_mosnav.baselines.factory.MosNavVectorEnvFactory`
   (its worker processes import the plugin);
@@ -38,9 +38,6 @@ def register() -> None:
     if _REGISTERED:
         return
     _REGISTERED = True
-    from habitat_baselines.utils import info_dict
-
-    info_dict.NON_SCALAR_METRICS.update(NON_SCALAR_MEASURES)
     from habitat_mosnav.baselines import (  # noqa: F401
         evaluator,
         factory,
@@ -48,6 +45,9 @@ def register() -> None:
         text_goal,
         trainer,
     )
+    from habitat_mosnav.baselines.non_scalar import mark_non_scalar_measures
+
+    mark_non_scalar_measures()
 
 
 def __getattr__(name):

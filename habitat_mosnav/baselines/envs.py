@@ -22,7 +22,7 @@ import gym
 import habitat_mosnav  # noqa: F401  (must precede habitat)
 from habitat import make_dataset  # importing habitat registers the plugin in this process
 
-from habitat_mosnav.evaluation.results import to_jsonable
+from habitat_mosnav.evaluation.records import to_jsonable
 
 #: ``info`` key of the per-episode payload (a JSON string), present on the final step only.
 EPISODE_INFO_KEY = "mosnav_episode"
@@ -72,7 +72,7 @@ class MosNavEpisodeInfo(gym.Wrapper):
         self._initial = None
         self._actions = []
         if henv is not None:
-            from habitat_mosnav.evaluation.results import scalar_metrics
+            from habitat_mosnav.evaluation.records import scalar_metrics
 
             self._initial = {
                 "agent_state": _pose(henv),

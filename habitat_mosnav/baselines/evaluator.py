@@ -40,7 +40,10 @@ from habitat_baselines.rl.ppo.habitat_evaluator import HabitatEvaluator
 from hydra.core.config_store import ConfigStore
 
 from habitat_mosnav.baselines.envs import EPISODE_INFO_KEY, episode_payload
-from habitat_mosnav.evaluation import results as res
+from habitat_mosnav.evaluation.durable import ResultFileError
+from habitat_mosnav.evaluation.rank_files import RankWriter
+from habitat_mosnav.evaluation.records import make_record
+from habitat_mosnav.evaluation.summary import format_summary, summarize, write_summary
 from habitat_mosnav.keys import episode_seed
 from habitat_mosnav.metrics.measure_table import NON_SCALAR_MEASURES
 
@@ -134,8 +137,8 @@ def completed(out_dir: str) -> bool:
     if not os.path.isdir(out_dir):
         return False
     try:
-        return res.summarize(out_dir)["status"] in ("complete", "completed_with_errors")
-    except (res.ResultFileError, OSError, ValueError):
+        return summarize(out_dir)["status"] in ("complete", "completed_with_errors")
+    except (ResultFileError, OSError, ValueError):
         return False
 
 
@@ -274,7 +277,7 @@ class MosNavEvaluator(HabitatEvaluator):
         # them: readers refuse records of a rank without its run.json (issue 23)
         manifest = run_manifest(config, out_dir)
         check_or_write_manifest(out_dir, manifest)
-        rank_writer = res.RankWriter(out_dir, rank=0, resume=resume)
+        rank_writer = RankWriter(out_dir, rank=0, resume=resume)
         try:
             check_or_write_manifest(rank_writer.dir, manifest)
         except BaseException:
@@ -287,7 +290,7 @@ class MosNavEvaluator(HabitatEvaluator):
             key = payload.get("episode_key") or ""
             if key in skipped:
                 return
-            record = res.make_record(
+            record = make_record(
                 episode_key=key,
                 episode_index=index_of.get(key, -1),
                 rank=0,
@@ -330,9 +333,9 @@ class MosNavEvaluator(HabitatEvaluator):
             rank_writer.write_done(expected_count=len(keys))
         finally:
             rank_writer.close()
-        summary = res.summarize(out_dir)
-        res.write_summary(out_dir, summary)
-        logger.info("mosnav summary (" + out_dir + "):\n" + res.format_summary(summary))
+        summary = summarize(out_dir)
+        write_summary(out_dir, summary)
+        logger.info("mosnav summary (" + out_dir + "):\n" + format_summary(summary))
         for key, value in summary["metrics"].items():
             if (
                 isinstance(value, (int, float))
@@ -344,6 +347,6 @@ class MosNavEvaluator(HabitatEvaluator):
         return summary
 
 
-from habitat_mosnav.baselines import register as _register  # noqa: E402
+from habitat_mosnav.baselines.non_scalar import mark_non_scalar_measures  # noqa: E402
 
-_register()
+mark_non_scalar_measures()

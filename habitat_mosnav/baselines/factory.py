@@ -113,6 +113,6 @@ class MosNavVectorEnvFactory(VectorEnvFactory):
         return envs
 
 
-from habitat_mosnav.baselines import register as _register  # noqa: E402
+from habitat_mosnav.baselines.non_scalar import mark_non_scalar_measures  # noqa: E402
 
-_register()
+mark_non_scalar_measures()

@@ -84,6 +84,6 @@ class MosNavGoalImageInput(ObservationTransformer):
         return observations
 
 
-from habitat_mosnav.baselines import register as _register  # noqa: E402
+from habitat_mosnav.baselines.non_scalar import mark_non_scalar_measures  # noqa: E402
 
-_register()
+mark_non_scalar_measures()

@@ -33,7 +33,7 @@ from habitat_mosnav.baselines import evaluator as mos_eval
 from habitat_mosnav.baselines.checkpoint import CheckpointError, load_checkpoint, load_resume_state
 from habitat_baselines.rl.ddppo.ddp_utils import resume_state_filename
 from habitat_baselines.rl.ppo import ppo_trainer as _ppo_trainer_module
-from habitat_mosnav.evaluation.results import ResultFileError
+from habitat_mosnav.evaluation.durable import ResultFileError
 
 _CKPT_RE = re.compile(r"^ckpt\.(\d+)\.pth$")
 
@@ -218,6 +218,6 @@ class MosNavPPOTrainer(PPOTrainer):
             self._mosnav_evaluating = False
 
 
-from habitat_mosnav.baselines import register as _register  # noqa: E402
+from habitat_mosnav.baselines.non_scalar import mark_non_scalar_measures  # noqa: E402
 
-_register()
+mark_non_scalar_measures()

@@ -9,17 +9,10 @@ first use, so importing this package stays cheap.
 """
 
 from habitat_mosnav.evaluation.policy import EpisodeContext, PolicyAdapter, PolicyStep
-from habitat_mosnav.evaluation.results import (
-    RankWriter,
-    ResultFileError,
-    error_info,
-    format_summary,
-    make_record,
-    read_jsonl,
-    summarize,
-    write_done,
-    write_summary,
-)
+from habitat_mosnav.evaluation.durable import ResultFileError
+from habitat_mosnav.evaluation.rank_files import RankWriter, read_jsonl, write_done
+from habitat_mosnav.evaluation.records import error_info, make_record
+from habitat_mosnav.evaluation.summary import format_summary, summarize, write_summary
 from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
 from habitat_mosnav.keys import episode_key, episode_seed, split_key
 

@@ -14,13 +14,8 @@ import sys
 from typing import Optional, Sequence
 
 from habitat_mosnav.safety import safe_line
-from habitat_mosnav.evaluation.results import (
-    ResultFileError,
-    ResultWriteError,
-    format_summary,
-    summarize,
-    write_summary,
-)
+from habitat_mosnav.evaluation.durable import ResultFileError, ResultWriteError
+from habitat_mosnav.evaluation.summary import format_summary, summarize, write_summary
 from habitat_mosnav.versions import add_version_argument
 
 

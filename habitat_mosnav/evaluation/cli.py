@@ -37,6 +37,7 @@ from habitat_mosnav.agents.loading import (
 )
 from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation import interrupts
+from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
 from habitat_mosnav.evaluation.interrupts import Terminated
 from habitat_mosnav.safety import mask_secrets, safe_line
 from habitat_mosnav.versions import add_version_argument
@@ -51,8 +52,6 @@ __all__ = [
 ]
 
 PROG = "mosnav-eval"
-#: The demo MOS+MOC configuration: bundled scenes, CPU simulator, many/all episodes.
-DEFAULT_CONFIG = "benchmark/nav/mosnav/mos_demo.yaml"
 DEFAULT_TARGET_MODES = MULTI_MODES
 
 
@@ -730,7 +729,7 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
         EvaluationSetupError,
         Evaluator,
     )
-    from habitat_mosnav.evaluation.results import format_summary
+    from habitat_mosnav.evaluation.summary import format_summary
     from habitat_mosnav.evaluation.ranks import rank_timeout
     from habitat_mosnav.evaluation.selection import launcher_rank_world
 
@@ -749,7 +748,8 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
         args.output_dir_given = _default_output_dir(args)
         output_dir = os.path.join(ctx.get("cwd") or os.getcwd(), args.output_dir_given)
 
-    from habitat_mosnav.evaluation.results import ResultFileError, refuse_existing
+    from habitat_mosnav.evaluation.durable import ResultFileError
+    from habitat_mosnav.evaluation.rank_files import refuse_existing
 
     ctx["output_dir"] = args.output_dir_given  # as typed, for messages
     if not args.resume:
@@ -878,7 +878,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command; returns the exit status (SPEC §8), never raises for bad input,
     a full disk or a signal. SIGINT and SIGTERM are noted while this runs and end the run
     at the next safe point (:mod:`~habitat_mosnav.evaluation.interrupts`): 130 / 143."""
-    from habitat_mosnav.evaluation.results import ResultWriteError
+    from habitat_mosnav.evaluation.durable import ResultWriteError
 
     ctx: dict = {"cwd": os.getcwd()}
     threads = set(threading.enumerate())

@@ -31,19 +31,34 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-import numpy as np
 
-from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
+from habitat_mosnav.api import ACTION_PROTOCOLS
 from habitat_mosnav.evaluation import interrupts
-from habitat_mosnav.evaluation import results as res
-from habitat_mosnav.evaluation.manifest import RunManifest, check_or_write_manifest, keys_digest
+from habitat_mosnav.evaluation.durable import ResultFileError, one_line, write_failed
+from habitat_mosnav.evaluation.rank_files import (
+    DONE_FILE,
+    PROMPTS_FILE,
+    RankWriter,
+    read_jsonl,
+    refuse_existing,
+)
+from habitat_mosnav.evaluation.records import make_record, to_jsonable
+from habitat_mosnav.evaluation.summary import (
+    remove_stale_summary,
+    summarize,
+    SUMMARY_FILE,
+    write_summary,
+)
+from habitat_mosnav.evaluation.manifest import (
+    RunManifest,
+    check_or_write_manifest,
+    input_files,
+    keys_digest,
+)
 from habitat_mosnav.agents.legacy import adapt_agent
 from habitat_mosnav.agents.loading import agent_code_digest
 from habitat_mosnav.evaluation.observations import (
     ObservationBuilder,
-    depth_in_metres,
-    depth_limits,
-    depth_normalization,
 )
 from habitat_mosnav.evaluation.policy import EpisodeContext, public_episode_fields
 from habitat_mosnav.evaluation.ranks import (
@@ -64,14 +79,20 @@ from habitat_mosnav.evaluation.rollout import (
     run_episode,
     trace_for_record,
 )
-from habitat_mosnav.evaluation.selection import launcher_rank_world, select_episodes
+from habitat_mosnav.evaluation.selection import episode_pool, launcher_rank_world, select_episodes
+from habitat_mosnav.evaluation.step_observers import (
+    EpisodeFrames,
+    EpisodeLog,
+    EpisodeMaps,
+    MapGrids,
+    ProgressBar,
+    StepObserver,
+)
 from habitat_mosnav.keys import (
     episode_key as make_episode_key,
     episode_scene_name,
     episode_seed,
-    scene_name_from_path,
 )
-from habitat_mosnav.metrics import aggregate
 from habitat_mosnav.safety import PlantedLinkError, mask_secrets, safe_line
 
 __all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
@@ -171,10 +192,6 @@ class EvaluationConfig:
             )
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 def _check_gltf_for_habitat_sim(episodes) -> None:
     """habitat-sim reads the scene files natively, where a hostile glTF can crash the process:
     each scene's ``.glb`` and the ``.semantic.glb`` beside it are checked first
@@ -186,7 +203,7 @@ def _check_gltf_for_habitat_sim(episodes) -> None:
         try:
             check_scene_files(scene)
         except SceneFormatError as exc:
-            raise EvaluationSetupError(_one_line(exc)) from None
+            raise EvaluationSetupError(one_line(exc)) from None
 
 
 def _episode_summary(episode, max_steps: int) -> Dict[str, Any]:
@@ -276,9 +293,8 @@ class Evaluator:
         self.env = env
         self.on_record = on_record
         self._owns_env = env is None
-        self._viewer = None
         self._benchmark: Optional[Dict[str, Any]] = None
-        self._grid = None  # (scene, height, MapGrid) of the last map drawn
+        self._grids = MapGrids()  # the maps' and videos' grids, cached per floor
         self._interrupt: Optional[BaseException] = None
         self._current_episode = None
         #: True when ``fail_fast`` stopped the run after an error record (CLI: exit 1).
@@ -348,7 +364,7 @@ class Evaluator:
         try:
             self._dataset = make_dataset(id_dataset=dcfg.type, config=dcfg)
         except Exception as exc:
-            raise EvaluationSetupError(f"cannot load the dataset: {_one_line(exc)}") from None
+            raise EvaluationSetupError(f"cannot load the dataset: {one_line(exc)}") from None
         return self._dataset
 
     def _episode_key(self, episode, split: str) -> str:
@@ -376,28 +392,15 @@ class Evaluator:
         """(this rank's (index, key) pairs, key -> episode, global selection size)."""
         cfg = self.config
         split = self._split(episodes)
-        by_scene: "OrderedDict[str, List[Tuple[str, Any]]]" = OrderedDict()
-        keyed = sorted(((self._episode_key(ep, split), ep) for ep in episodes), key=lambda t: t[0])
-        for key, ep in keyed:
-            by_scene.setdefault(episode_scene_name(ep), []).append((key, ep))
-        scenes = sorted(by_scene)
-        if cfg.scene_limit is not None and cfg.scene_limit >= 0:
-            scenes = scenes[: cfg.scene_limit]
-        pool: Dict[str, Any] = {}
-        for scene in scenes:
-            items = by_scene[scene]
-            if cfg.episode_limit is not None and cfg.episode_limit >= 0:
-                items = items[: cfg.episode_limit]
-            pool.update(items)
-        wanted = self.setting.episode_keys if self.setting is not None else None
-        if wanted is not None:
-            missing = [k for k in wanted if k not in pool]
-            if missing:
-                raise EvaluationSetupError(
-                    f"benchmark {self.setting.name}: the dataset has no episode {missing[0]!r} "
-                    f"({len(missing)} of the setting's {len(wanted)} keys missing; {self.setting.path})"
-                )
-            pool = {k: pool[k] for k in wanted}
+        keyed = [(self._episode_key(ep, split), episode_scene_name(ep), ep) for ep in episodes]
+        pool = episode_pool(keyed, cfg.scene_limit, cfg.episode_limit)
+        if self.setting is not None:
+            from habitat_mosnav.evaluation.settings import SettingError
+
+            try:
+                pool = self.setting.pick_episodes(pool)
+            except SettingError as exc:
+                raise EvaluationSetupError(str(exc)) from None
         rank, world = self._rank_world()
         try:
             everything = select_episodes(pool.keys(), cfg.offset, cfg.num_episodes, 0, 1)
@@ -443,42 +446,11 @@ class Evaluator:
                 "keys_sha256": keys_digest(self.selected_keys),
             },
             dataset_fingerprint=combine_digests(digests) if digests is not None else None,
-            input_files=self._input_files(dataset),
+            input_files=input_files(
+                self._hcfg, getattr(self, "_selected_episodes", {}).values(), dataset
+            ),
             extra={**({"benchmark": self._benchmark} if self._benchmark else {}), **given},
         )
-
-    def _input_files(self, dataset) -> Dict[str, str]:
-        """``{name: "<size>:<sha256>"}`` of the other files that decide the numbers (run
-        manifest ``input_files``): every file of each selected scene
-        (:func:`~habitat_mosnav.sims.mosnav_sim.scene_input_files`, as
-        ``<scene>/<file name>``), the scene dataset config and ``categories.json`` wherever
-        the loader found it. Hashed once per process (:func:`file_digest`)."""
-        from habitat_mosnav.datasets.fingerprint import file_digest
-        from habitat_mosnav.sims.mosnav_sim import scene_input_files
-
-        hcfg = self._hcfg
-        navmesh = ""
-        if hcfg is not None:
-            from omegaconf import OmegaConf
-
-            navmesh = str(OmegaConf.select(hcfg, "simulator.mosnav_mesh.navmesh", default="") or "")
-        files: Dict[str, str] = {}
-        episodes = getattr(self, "_selected_episodes", {}).values()
-        for path in sorted({str(getattr(ep, "scene_id", "") or "") for ep in episodes} - {""}):
-            scene = scene_name_from_path(path)
-            for name in scene_input_files(path, navmesh):
-                files[f"{scene}/{os.path.basename(name)}"] = file_digest(name)
-        configs = {str(getattr(ep, "scene_dataset_config", "") or "") for ep in episodes}
-        for config in sorted(configs):
-            if os.path.isfile(config):
-                key = "scene_dataset_config" + (
-                    "" if len(configs) == 1 else f" {os.path.basename(config)}"
-                )
-                files[key] = file_digest(config)
-        categories = getattr(dataset, "_categories_file", None)
-        if categories and os.path.isfile(categories):
-            files["categories.json"] = file_digest(categories)
-        return files
 
     def _dataset_digests(self, data_path: Optional[str]) -> Optional[Dict[str, str]]:
         """The dataset's per-file digests (None: no dataset directory), hashed once per run:
@@ -566,30 +538,30 @@ class Evaluator:
             try:
                 check({episode_scene_name(pool[k]) for _, k in selection})
             except Exception as exc:  # noqa: BLE001 - a DatasetFormatError, one line
-                raise EvaluationSetupError(_one_line(exc)) from None
+                raise EvaluationSetupError(one_line(exc)) from None
         self._check_scene_files([pool[k] for _, k in selection])
         try:
             if not cfg.resume:
-                res.refuse_existing(cfg.output_dir, rank)
+                refuse_existing(cfg.output_dir, rank)
             if selection:  # the simulator is built before anything is written: a failure
                 self._make_env([pool[k] for _, k in selection])  # leaves the directory as it was
             if not cfg.resume:
-                res.remove_stale_summary(cfg.output_dir)
+                remove_stale_summary(cfg.output_dir)
             manifest = self.manifest(dataset, world).to_dict()
             check_or_write_manifest(cfg.output_dir, manifest)
-            writer = res.RankWriter(cfg.output_dir, rank, resume=cfg.resume)
+            writer = RankWriter(cfg.output_dir, rank, resume=cfg.resume)
         except BaseException as exc:
             self._close_env()
-            if isinstance(exc, res.ResultFileError):  # ResultWriteError (exit 3) goes through
-                raise EvaluationSetupError(_one_line(exc)) from None
+            if isinstance(exc, ResultFileError):  # ResultWriteError (exit 3) goes through
+                raise EvaluationSetupError(one_line(exc)) from None
             raise
         try:  # each rank keeps the manifest too: a rank of another run is never mixed in
             check_or_write_manifest(writer.dir, manifest)
         except BaseException as exc:
             writer.close()
             self._close_env()
-            if isinstance(exc, res.ResultFileError):
-                raise EvaluationSetupError(_one_line(exc)) from None
+            if isinstance(exc, ResultFileError):
+                raise EvaluationSetupError(one_line(exc)) from None
             raise
         interrupted = False
         try:
@@ -617,7 +589,7 @@ class Evaluator:
             raise EvaluationSetupError(self._start_error(exc)) from None
         except Exception as exc:
             if is_scene_file_error(exc):  # a broken scene file is bad input: one line, exit 2
-                raise EvaluationSetupError(_one_line(exc)) from None
+                raise EvaluationSetupError(one_line(exc)) from None
             raise
         finally:
             writer.close()
@@ -649,11 +621,12 @@ class Evaluator:
             try:
                 check_scene(scene, option, detour=detour)
             except (NavMeshError, SceneFormatError) as exc:
-                raise EvaluationSetupError(_one_line(exc)) from None
+                raise EvaluationSetupError(one_line(exc)) from None
 
     def _check_benchmark(self) -> Optional[Dict[str, Any]]:
-        """The setting's identity and this run's deviations from it, for every record;
-        refuses a run that contradicts the setting (one line)."""
+        """The setting's identity and this run's deviations from it, for every record
+        (:meth:`~habitat_mosnav.evaluation.settings.BenchmarkSetting.check_run`); refuses a
+        run that contradicts the setting (one line)."""
         setting, cfg = self.setting, self.config
         if setting is None:
             return None
@@ -664,35 +637,18 @@ class Evaluator:
                 f"benchmark {setting.name}: pass the habitat config "
                 "together with the env (habitat_config=...)"
             )
-        for name, value, default in (
-            ("offset", cfg.offset, 0),
-            ("scene_limit", cfg.scene_limit, None),
-            ("episode_limit", cfg.episode_limit, None),
-        ):
-            if value != default:
-                raise EvaluationSetupError(
-                    f"benchmark {setting.name} fixes the episode selection: {name}={value} "
-                    "contradicts it (use num_episodes for a partial, non-reportable run)"
-                )
         try:
-            deviations = setting.check_config(self._hcfg)
+            return setting.check_run(
+                self._hcfg,
+                offset=cfg.offset,
+                scene_limit=cfg.scene_limit,
+                episode_limit=cfg.episode_limit,
+                num_episodes=cfg.num_episodes,
+                dataset_digests=self._dataset_digests,
+                warn=self._warn,
+            )
         except SettingError as exc:
             raise EvaluationSetupError(str(exc)) from None
-        if cfg.num_episodes != -1:
-            deviations.append(f"num_episodes {cfg.num_episodes} (a part of the selection)")
-        dcfg = self._hcfg.dataset
-        data_path = str(dcfg.data_path).replace("{split}", str(dcfg.get("split", "")))
-        differences = setting.check_dataset(data_path, self._dataset_digests(data_path))
-        if differences:
-            more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
-            text = f"benchmark {setting.name}: the dataset differs from the setting: {differences[0]}{more}"
-            if setting.reportable:
-                raise EvaluationSetupError(
-                    text + f"; {setting.kind} runs need the frozen dataset ({setting.path})"
-                )
-            self._warn(f"{text}; running the {setting.kind} setting anyway")
-            deviations.append("dataset differs from the setting's fingerprint")
-        return dict(setting.identity(), deviations=deviations)
 
     def _start_error(self, exc: StartNotNavigable) -> str:
         episode = self._current_episode
@@ -710,7 +666,7 @@ class Evaluator:
         directory (the agent creates the file at its first step)."""
         setter = getattr(self.agent, "set_log_path", None)
         if self.config.log_prompts and callable(setter):
-            setter(os.path.join(writer.dir, res.PROMPTS_FILE))
+            setter(os.path.join(writer.dir, PROMPTS_FILE))
 
     def _agent_keeps_prompt_log(self) -> bool:
         return callable(getattr(self.agent, "set_log_path", None))
@@ -727,20 +683,20 @@ class Evaluator:
                 return None
             if not isinstance(stats, Mapping):
                 raise ValueError(f"expected a dict, got {type(stats).__name__}")
-            return {"agent": res.to_jsonable(dict(stats), "agent")}
+            return {"agent": to_jsonable(dict(stats), "agent")}
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
             self._warn(
                 f"{key}: agent.episode_stats() left out of the record: "
-                f"{type(exc).__name__}: {_one_line(exc)}"
+                f"{type(exc).__name__}: {one_line(exc)}"
             )
             return None
 
     def _prior_records(self, path: str) -> "OrderedDict[str, Tuple[str, dict]]":
         latest: "OrderedDict[str, Tuple[str, dict]]" = OrderedDict()
         if os.path.exists(path):
-            records, _ = res.read_jsonl(path)
+            records, _ = read_jsonl(path)
             for rec in records:
                 if rec["status"] == "ok":
                     latest[rec["episode_key"]] = (rec["episode"]["target_mode"], rec["metrics"])
@@ -762,14 +718,11 @@ class Evaluator:
         except Exception as exc:
             interrupts.check()  # a signal noted meanwhile, not a setup error
             raise EvaluationSetupError(
-                f"cannot create the habitat environment: {_one_line(exc)}"
+                f"cannot create the habitat environment: {one_line(exc)}"
             ) from None
         return self.env
 
     def _close_env(self) -> None:
-        if self._viewer is not None:
-            self._viewer.close()
-            self._viewer = None
         if self.env is not None and self._owns_env:
             try:
                 self.env.close()
@@ -784,39 +737,22 @@ class Evaluator:
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: B902 - the agent's failure, of any kind
-                self._warn(f"agent.close() raised {type(exc).__name__}: {_one_line(exc)}")
+                self._warn(f"agent.close() raised {type(exc).__name__}: {one_line(exc)}")
 
     def _run_episodes(self, todo, pool, writer, prior, rank_total: int) -> bool:
         """Roll out ``todo``; True when interrupted (KeyboardInterrupt / human quit)."""
-        from tqdm import tqdm
-
         cfg = self.config
         env = self._make_env([pool[k] for _, k in todo])
         max_steps = self._max_steps()
         builder = ObservationBuilder(max_steps, cfg.action_protocol, self._depth_cfg())
-        if cfg.render_live:
-            from habitat_mosnav.evaluation.viewer import LiveViewer
+        observers = self._observers(env, writer, prior, rank_total, len(todo), max_steps)
+        stepping = [o for o in observers if o.watches_steps]
 
-            self._viewer = LiveViewer()
-            if hasattr(self.agent, "key_source"):
-                self.agent.key_source = self._viewer.read_key
-        bar = tqdm(
-            total=rank_total,
-            initial=rank_total - len(todo),
-            file=self.stream,
-            disable=not cfg.progress,
-            dynamic_ncols=True,
-            unit="ep",
-            desc=f"mosnav-eval rank {writer.rank}",
-        )
-        self._update_bar(bar, prior)
+        def on_step(info: Dict[str, Any]) -> None:
+            for observer in stepping:
+                observer.on_step(info)
+
         unavailable = 0  # consecutive episodes lost to an unreachable model server
-        steps = {"done": 0, "episode": 0}
-        self._step_progress = (bar, steps, max_steps)
-        from tqdm.contrib.logging import logging_redirect_tqdm
-
-        redirect = logging_redirect_tqdm(loggers=[logging.getLogger("habitat_mosnav")])
-        redirect.__enter__()
         try:
             for index, key in todo:
                 if interrupts.requested() is not None:  # a safe point: between episodes
@@ -825,8 +761,8 @@ class Evaluator:
                     )
                 episode = pool[key]
                 seed = episode_seed(cfg.seed, key)
-                frames: List[np.ndarray] = []
-                hook = self._with_step_progress(bar, prior, self._make_hook(key, frames))
+                for observer in observers:
+                    observer.on_episode_start(key, episode)
                 self._current_episode = episode
                 context = EpisodeContext(
                     episode_key=key,
@@ -848,7 +784,7 @@ class Evaluator:
                         protocol=cfg.action_protocol,
                         seed=seed,
                         record_trace=True,
-                        on_step=hook,
+                        on_step=on_step if stepping else None,
                         step_timeout=cfg.step_timeout,
                         context=context,
                     )
@@ -861,22 +797,10 @@ class Evaluator:
                 writer.write(record)
                 if self.on_record is not None:
                     self.on_record(record)
-                if record["status"] == "ok":
-                    prior.pop(key, None)
-                    prior[key] = (record["episode"]["target_mode"], record["metrics"])
-                else:
-                    prior.pop(key, None)
+                if record["status"] != "ok":
                     self._warn(f"episode {key} failed: {describe_error(run.error)}")
-                if cfg.log_episodes:
-                    self._log(self._episode_line(record))
-                if frames and cfg.video:
-                    self._write_video(key, frames)
-                if cfg.maps:
-                    self._write_map(env, key, episode, record)
-                steps["done"] += run.steps_taken
-                steps["episode"] = 0
-                bar.update(1)
-                self._update_bar(bar, prior)
+                for observer in observers:
+                    observer.on_episode_end(key, episode, record)
                 if record["status"] == "error" and cfg.fail_fast:
                     self._log("--fail-fast: stopping after the first failed episode")
                     self.stopped_by_fail_fast = True
@@ -886,10 +810,59 @@ class Evaluator:
                     self.stopped_by_unavailable = unavailable
                     break
         finally:
-            self._step_progress = None
-            bar.close()
-            redirect.__exit__(None, None, None)
+            for observer in reversed(observers):
+                observer.close()
         return False
+
+    def _observers(self, env, writer, prior, rank_total: int, todo: int, max_steps: int):
+        """The :mod:`~habitat_mosnav.evaluation.step_observers` this run's flags ask for,
+        in the order the loop calls them (the live window is wired to a human agent's keys)."""
+        cfg = self.config
+        print_prompts = cfg.log_prompts and not self._agent_keeps_prompt_log()
+        observers: List[StepObserver] = []
+        if print_prompts or cfg.log_positions or cfg.log_episodes:
+            observers.append(
+                EpisodeLog(
+                    self._log,
+                    prompts=print_prompts,
+                    positions=cfg.log_positions,
+                    episodes=cfg.log_episodes,
+                )
+            )
+        viewer = None
+        if cfg.render_live:
+            from habitat_mosnav.evaluation.viewer import LiveViewer
+
+            viewer = LiveViewer()
+            if hasattr(self.agent, "key_source"):
+                self.agent.key_source = viewer.read_key
+        if cfg.video or viewer is not None:
+            observers.append(
+                EpisodeFrames(
+                    env,
+                    self._grids,
+                    max_steps=max_steps,
+                    depth_cfg=self._depth_cfg(),
+                    output_dir=cfg.output_dir,
+                    video=cfg.video,
+                    viewer=viewer,
+                    warn=self._warn,
+                )
+            )
+        if cfg.maps:
+            observers.append(EpisodeMaps(env, self._grids, cfg.output_dir, self._warn))
+        observers.append(
+            ProgressBar(
+                stream=self.stream,
+                enabled=cfg.progress,
+                rank=writer.rank,
+                total=rank_total,
+                done=rank_total - todo,
+                max_steps=max_steps,
+                prior=prior,
+            )
+        )
+        return observers
 
     def _stopped(self, key: str, exc: KeyboardInterrupt, started: bool = True) -> bool:
         """The run stops on a signal (or the human agent's quit) at ``key``."""
@@ -902,13 +875,13 @@ class Evaluator:
         """The episode's record; one that cannot be written as JSON (a value the agent
         returned) becomes an error record of that episode, never the end of the run."""
         if isinstance(run.error, AgentError) and isinstance(run.error.original, PlantedLinkError):
-            raise res.write_failed(str(run.error.original.filename), run.error.original)
+            raise write_failed(str(run.error.original.filename), run.error.original)
         try:
             record = self._build_record(env, run, index, key, episode, seed, rank, max_steps)
             json.dumps(record, allow_nan=False)  # what the writer does with it
             return record
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-            return res.make_record(
+            return make_record(
                 episode_key=key,
                 episode_index=index,
                 rank=rank,
@@ -917,7 +890,7 @@ class Evaluator:
                 steps_taken=run.steps_taken,
                 error="UnwritableRecord",
                 benchmark=self._benchmark,
-                error_message=f"the episode's record cannot be written: {mask_secrets(_one_line(exc))[:200]}",
+                error_message=f"the episode's record cannot be written: {mask_secrets(one_line(exc))[:200]}",
             )
 
     def _build_record(
@@ -928,7 +901,7 @@ class Evaluator:
         extras = self._agent_extras(key)
         replay = self._replay_block(env, run)
         if run.error is not None:
-            return res.make_record(
+            return make_record(
                 episode_key=key,
                 episode_index=index,
                 rank=rank,
@@ -944,7 +917,7 @@ class Evaluator:
                 benchmark=self._benchmark,
                 replay=replay,
             )
-        return res.make_record(
+        return make_record(
             episode_key=key,
             episode_index=index,
             rank=rank,
@@ -978,184 +951,6 @@ class Evaluator:
             motion_settings(env, self._hcfg),
         )
 
-    def _map_grid(self, env, episode, height: float):
-        """habitat's top-down grid of the episode's floor (cached per scene and floor)."""
-        from habitat_mosnav.evaluation.maps import MapGrid
-
-        scene = getattr(episode, "scene_id", None)
-        cached = self._grid
-        if cached is None or cached[0] != scene or abs(cached[1] - height) > 0.5:
-            cached = (scene, height, MapGrid.from_pathfinder(env.sim.pathfinder, height))
-            self._grid = cached
-        return cached[2]
-
-    def _with_step_progress(self, bar, prior, hook):
-        """``hook`` plus the bar's step count, redrawn at most twice a second."""
-        if bar.disable:
-            return hook
-        import time
-
-        last = [0.0]
-        steps = self._step_progress[1]
-
-        def on_step(info: Dict[str, Any]) -> None:
-            if hook is not None:
-                hook(info)
-            steps["episode"] = info["step"]
-            now = time.monotonic()
-            if now - last[0] >= 0.5:
-                last[0] = now
-                self._update_bar(bar, prior, info["step"])
-
-        return on_step
-
-    def _make_hook(self, key: str, frames: List[np.ndarray]):
-        cfg = self.config
-        print_prompts = cfg.log_prompts and not self._agent_keeps_prompt_log()
-        wants = print_prompts or cfg.log_positions or cfg.video or self._viewer is not None
-        if not wants:
-            return None
-        trail: List[List[float]] = []
-        painter: List[Any] = []
-        depth_cfg = self._depth_cfg()
-        depth_scale = (depth_normalization(depth_cfg), depth_limits(depth_cfg))  # frames in metres
-
-        def growing_map(info: Dict[str, Any]):
-            """(the map so far or None, the claims so far) for a video frame."""
-            from habitat_mosnav.evaluation.maps import EpisodeMapPainter
-
-            pose, episode = info["pose"], info["episode"]
-            if info["step"] == 0:
-                trail.clear()
-                painter.clear()
-                try:
-                    grid = self._map_grid(self.env, episode, pose["position"][1])
-                    painter.append(
-                        EpisodeMapPainter(grid, episode.goals, pose["position"], pose["rotation"])
-                    )
-                except Exception as exc:  # a map problem never loses the episode
-                    self._warn(
-                        f"{key}: no map in the video: {type(exc).__name__}: {_one_line(exc)}"
-                    )
-                    painter.append(None)
-            trail.append(pose["position"])
-            events = [dict(ev) for ev in self.env.task.mos_state.events]
-            if not painter or painter[0] is None:
-                return None, events
-            return painter[0].draw(
-                trail, events, total_steps=self._max_steps(), agent_rotation=pose["rotation"]
-            ), events
-
-        def hook(info: Dict[str, Any]) -> None:
-            step, pose, observation = info["step"], info["pose"], info["observation"]
-            if print_prompts and step == 0 and observation is not None:
-                self._log(f"--- prompt for {key} ---")
-                for line in str(observation.task_prompt).split("\n"):
-                    self._log(line)
-            if cfg.log_positions:
-                p = pose["position"]
-                act = "reset" if info["action"] is None else f"action {info['action']}"
-                self._log(
-                    f"{key} step {step:4d} {act:>9}: position "
-                    f"({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f})"
-                )
-            if cfg.video or self._viewer is not None:
-                from habitat_mosnav.evaluation.video import compose_frame
-
-                top_down, events = growing_map(info)  # the video and the live window alike
-                obs = dict(info["obs"])
-                obs["depth"] = depth_in_metres(obs.get("depth"), depth_scale[0])
-                frame = compose_frame(
-                    obs,
-                    info["episode"],
-                    step,
-                    info["action"],
-                    self._max_steps(),
-                    top_down_map=top_down,
-                    events=events,
-                    depth_range=depth_scale[1],
-                )
-                if cfg.video:
-                    frames.append(frame)
-                if self._viewer is not None:
-                    self._viewer.show(frame)
-
-        return hook
-
-    def _write_video(self, key: str, frames: List[np.ndarray]) -> None:
-        from habitat_mosnav.evaluation.maps import episode_file_stem
-        from habitat_mosnav.evaluation.video import write_video
-
-        directory = os.path.join(self.config.output_dir, "videos")
-        path = os.path.join(directory, episode_file_stem(key) + "." + self.config.video)
-        try:
-            write_video(path, frames)
-        except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
-            raise res.write_failed(path, exc) from None
-        except Exception as exc:  # a video problem never loses the record
-            self._warn(f"could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
-
-    def _write_map(self, env, key: str, episode, record: Mapping[str, Any]) -> None:
-        """``<out>/maps/<episode>.png`` of a finished (or failed) episode."""
-        from habitat_mosnav.evaluation.maps import episode_file_stem, save_record_map, start_height
-
-        path = os.path.join(self.config.output_dir, "maps", episode_file_stem(key) + ".png")
-        try:
-            grid = self._map_grid(env, episode, start_height(record, episode))
-            save_record_map(path, grid, episode.goals, record, getattr(episode, "goal_text", None))
-        except PlantedLinkError as exc:  # never written through: exit 3, the record is kept
-            raise res.write_failed(path, exc) from None
-        except Exception as exc:  # a map problem never loses the record
-            self._warn(f"could not write {path}: {type(exc).__name__}: {_one_line(exc)}")
-
-    @staticmethod
-    def _episode_line(record: Mapping[str, Any]) -> str:
-        m = record.get("metrics", {})
-
-        def f(name):
-            v = m.get(name)
-            return "null" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
-
-        if record["status"] != "ok":
-            return (
-                f"{record['episode_key']}: error {record.get('error_type')} after "
-                f"{record['steps_taken']} steps"
-            )
-        return (
-            f"{record['episode_key']}: {record['terminated_by']} after {record['steps_taken']} "
-            f"steps  success={f('success')} f1={f('f1')} spl_multi={f('spl_multi')} "
-            f"found={f('targets_found')}/{f('required_target_count')}"
-        )
-
-    @staticmethod
-    def _metrics_text(prior) -> str:
-        """SR/F1 over the finished many+all episodes (SR of single/any when only those)."""
-        pairs = [p for p in prior.values() if p[0] in MULTI_MODES]
-        if not pairs:
-            pairs_all = list(prior.values())
-            if pairs_all:
-                m = aggregate(pairs_all)
-                sr = [m.get(f"sr_{x}") for x in ("single", "any") if m.get(f"sr_{x}") is not None]
-                if sr:
-                    return f"SR={sum(sr) / len(sr):.3f}"
-            return ""
-        m = aggregate(pairs)
-        sr, f1 = m.get("sr"), m.get("f1")
-        return f"SR={'-' if sr is None else f'{sr:.3f}'} F1={'-' if f1 is None else f'{f1:.3f}'}"
-
-    def _update_bar(self, bar, prior, step: Optional[int] = None) -> None:
-        """The bar's text: the metrics so far, the current episode's step and the steps
-        run by this process (a 500-step episode shows progress, not just ``0/4``)."""
-        if step is None:
-            self._bar_metrics = self._metrics_text(prior)
-        progress = getattr(self, "_step_progress", None)
-        parts = [getattr(self, "_bar_metrics", "")]
-        if progress is not None:
-            _, steps, max_steps = progress
-            current = steps["episode"] if step is None else step
-            parts.append(f"step {current}/{max_steps}, {steps['done'] + current} steps")
-        bar.set_postfix_str(" ".join(p for p in parts if p))
-
     def _finish(self, rank: int, world: int, total: int, done: Dict[str, Any]) -> Dict[str, Any]:
         """The summary over all ranks, written by the last rank to finish; rank 0 waits up
         to ``rank_timeout`` for the others (see :mod:`~habitat_mosnav.evaluation.ranks`)
@@ -1180,23 +975,21 @@ class Evaluator:
             return {
                 "rank_done": done,
                 "status": "rank_finished",
-                "summary_path": os.path.join(out, res.SUMMARY_FILE),
+                "summary_path": os.path.join(out, SUMMARY_FILE),
             }
         try:
-            summary = res.summarize(
-                out, expected_episode_count=total, expected_keys=self.selected_keys
-            )
+            summary = summarize(out, expected_episode_count=total, expected_keys=self.selected_keys)
             if self.config.policy_id is not None:
                 summary["policy_id"] = self.config.policy_id
-            res.write_summary(out, summary)
-        except res.ResultFileError as exc:  # ResultWriteError (exit 3) goes through
+            write_summary(out, summary)
+        except ResultFileError as exc:  # ResultWriteError (exit 3) goes through
             raise EvaluationSetupError(
-                f"this rank finished, but the summary failed: {_one_line(exc)}"
+                f"this rank finished, but the summary failed: {one_line(exc)}"
             ) from None
         if missing:
             self._warn(
                 f"rank(s) {', '.join(map(str, missing))} of {world} did not finish within "
-                f"{timeout:g} s (no {res.DONE_FILE}): {out}/summary.json "
+                f"{timeout:g} s (no {DONE_FILE}): {out}/summary.json "
                 f"is incomplete; it is rewritten when the last rank finishes, or run "
                 f"`mosnav-aggregate {out}` then"
             )

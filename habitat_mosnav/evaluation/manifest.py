@@ -18,7 +18,8 @@ and ``categories.json`` wherever the loader found it; so a resume or a rank with
 ``software`` (:func:`habitat_mosnav.versions.software_versions` of the first start: package
 version, git commit, habitat-lab and habitat-sim) is recorded, not compared: a resume after
 an upgrade is allowed, and the summary records the versions that wrote it.
-Standard library only.
+Standard library only at import (:func:`input_files` hashes with the dataset and scene
+modules).
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from habitat_mosnav.evaluation.results import (
+from habitat_mosnav.evaluation.durable import (
     ResultFileError,
     atomic_write_json,
     read_json_object,
     write_failed,
 )
+from habitat_mosnav.keys import scene_name_from_path
 from habitat_mosnav.safety import PlantedLinkError, refuse_link
 from habitat_mosnav.versions import software_versions
 
@@ -95,6 +97,40 @@ def keys_digest(keys: Iterable[str]) -> str:
     for key in sorted(keys):
         h.update(key.encode("utf-8") + b"\n")
     return h.hexdigest()
+
+
+def input_files(hcfg, episodes: Iterable[Any], dataset) -> Dict[str, str]:
+    """``input_files``: ``{name: "<size>:<sha256>"}`` of the other files that decide the
+    numbers: every file of each selected episode's scene
+    (:func:`~habitat_mosnav.sims.mosnav_sim.scene_input_files`, as ``<scene>/<file
+    name>``), the scene dataset config and ``categories.json`` wherever the loader found it
+    (``dataset._categories_file``). ``hcfg``: the ``habitat`` config node or None (an env
+    given alone). Hashed once per process (:func:`file_digest`)."""
+    from habitat_mosnav.datasets.fingerprint import file_digest
+    from habitat_mosnav.sims.mosnav_sim import scene_input_files
+
+    navmesh = ""
+    if hcfg is not None:
+        from omegaconf import OmegaConf
+
+        navmesh = str(OmegaConf.select(hcfg, "simulator.mosnav_mesh.navmesh", default="") or "")
+    episodes = list(episodes)
+    files: Dict[str, str] = {}
+    for path in sorted({str(getattr(ep, "scene_id", "") or "") for ep in episodes} - {""}):
+        scene = scene_name_from_path(path)
+        for name in scene_input_files(path, navmesh):
+            files[f"{scene}/{os.path.basename(name)}"] = file_digest(name)
+    configs = {str(getattr(ep, "scene_dataset_config", "") or "") for ep in episodes}
+    for config in sorted(configs):
+        if os.path.isfile(config):
+            key = "scene_dataset_config" + (
+                "" if len(configs) == 1 else f" {os.path.basename(config)}"
+            )
+            files[key] = file_digest(config)
+    categories = getattr(dataset, "_categories_file", None)
+    if categories and os.path.isfile(categories):
+        files["categories.json"] = file_digest(categories)
+    return files
 
 
 @dataclass

@@ -45,6 +45,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
 from habitat_mosnav.pose import wrap_angle, yaw_of
 from habitat_mosnav.safety import mask_secrets, safe_line
 from habitat_mosnav.versions import add_version_argument
@@ -754,7 +755,7 @@ def start_height(record: Mapping[str, Any], episode=None) -> float:
 
 def _manifest(run_dir: str) -> Dict[str, Any]:
     """The run's ``run.json`` (written by ``mosnav-eval``), or {} for an older run."""
-    from habitat_mosnav.evaluation.results import read_json_object
+    from habitat_mosnav.evaluation.durable import read_json_object
 
     path = os.path.join(run_dir, "run.json")
     return read_json_object(path) if os.path.exists(path) else {}
@@ -773,8 +774,6 @@ def _config_source(run_dir: str, config: Optional[str], overrides: Sequence[str]
         path = cfg
         ov = manifest.get("config_overrides") or manifest.get("overrides") or []
     if not isinstance(path, str) or not path:
-        from habitat_mosnav.evaluation.cli import DEFAULT_CONFIG
-
         path = DEFAULT_CONFIG
     return path, [str(o) for o in ov] + list(overrides)
 
@@ -796,7 +795,7 @@ def render_run_maps(
     from tqdm import tqdm
 
     from habitat_mosnav import get_config
-    from habitat_mosnav.evaluation.results import latest_records
+    from habitat_mosnav.evaluation.rank_files import latest_records
 
     out_dir = out_dir or os.path.join(run_dir, "maps")
     records = {k: rec for k, (_, rec) in latest_records(run_dir).items()}
@@ -885,7 +884,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    from habitat_mosnav.evaluation.results import ResultFileError
+    from habitat_mosnav.evaluation.durable import ResultFileError
 
     try:
         written = render_run_maps(

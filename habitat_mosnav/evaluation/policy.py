@@ -140,7 +140,7 @@ def split_policy_step(result, step: int) -> Tuple[Any, Optional[Any]]:
         raise InvalidAction(
             f"PolicyStep.info at step {step} must be a dict, got {type(result.info).__name__}"
         )
-    from habitat_mosnav.evaluation.results import to_jsonable
+    from habitat_mosnav.evaluation.records import to_jsonable
 
     try:
         info = to_jsonable(result.info, "info")

@@ -15,7 +15,8 @@ import os
 import time
 from typing import Callable, List, Optional
 
-from habitat_mosnav.evaluation.results import DONE_FILE, SUMMARY_FILE, rank_dir
+from habitat_mosnav.evaluation.rank_files import DONE_FILE, rank_dir
+from habitat_mosnav.evaluation.summary import SUMMARY_FILE
 
 __all__ = [
     "LAUNCHER_RANK_TIMEOUT",

@@ -33,7 +33,10 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from habitat_mosnav.evaluation import results as res
+from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
+from habitat_mosnav.evaluation.durable import ResultFileError, atomic_write_json
+from habitat_mosnav.evaluation.rank_files import read_run
+from habitat_mosnav.evaluation.records import to_jsonable
 from habitat_mosnav.evaluation.replay_data import (
     REPLAY_FIELD,
     ReplayDataError,
@@ -203,8 +206,8 @@ def load_records(run_dir: str) -> Tuple[Dict[str, Tuple[str, Dict[str, Any]]], D
     """(key -> ("file:line", record), run.json or {}) of a run; every record's replay
     block checked (:class:`ReplayInputError` names the file, line and field)."""
     try:
-        read = res.read_run(run_dir)
-    except res.ResultFileError as exc:
+        read = read_run(run_dir)
+    except ResultFileError as exc:
         raise ReplayInputError(str(exc)) from None
     latest, manifest = read.latest, read.manifest or {}
     if not latest:
@@ -244,7 +247,6 @@ def replay_config(
     recorded motion settings, the chosen simulator, then ``extra_overrides``."""
     from habitat_mosnav import get_config
     from habitat_mosnav.config.simulator import simulator_overrides
-    from habitat_mosnav.evaluation.cli import DEFAULT_CONFIG
 
     path = config or manifest.get("config") or DEFAULT_CONFIG
     overrides = [str(o) for o in (manifest.get("config_overrides") or [])]
@@ -445,7 +447,7 @@ def replay_run(
     from habitat_mosnav.evaluation.selection import select_episodes
 
     mine = {k for _, k in select_episodes(sorted(latest), 0, -1, rank, world_size)}
-    replayed = res.read_run(out_dir).latest
+    replayed = read_run(out_dir).latest
     result = ReplayResult(out_dir=out_dir, simulator=types[simulator])
     from habitat_mosnav.evaluation.replay_data import simulator_version
 
@@ -474,5 +476,5 @@ def replay_run(
         result.differences.extend(diffs)
     name = REPORT_FILE if world_size == 1 else f"replay_rank_{rank:05d}.json"
     result.report_path = os.path.join(out_dir, name)
-    res.atomic_write_json(result.report_path, res.to_jsonable(result.report(), "replay report"))
+    atomic_write_json(result.report_path, to_jsonable(result.report(), "replay report"))
     return result

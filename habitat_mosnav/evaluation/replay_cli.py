@@ -112,10 +112,11 @@ def _overrides(args) -> list:
 
 def mark_verification(run_dir: str, result) -> dict:
     """Write the outcome of ``--verify`` into ``RUN_DIR/summary.json`` (``verification``)."""
-    from habitat_mosnav.evaluation import results as res
+    from habitat_mosnav.evaluation.durable import atomic_write_json, read_json_object
+    from habitat_mosnav.evaluation.summary import summarize, SUMMARY_FILE
 
-    path = os.path.join(run_dir, res.SUMMARY_FILE)
-    summary = res.read_json_object(path) if os.path.exists(path) else res.summarize(run_dir)
+    path = os.path.join(run_dir, SUMMARY_FILE)
+    summary = read_json_object(path) if os.path.exists(path) else summarize(run_dir)
     mark = {
         "status": "verified" if result.agrees else "not_verified",
         "simulator": result.simulator,
@@ -127,7 +128,7 @@ def mark_verification(run_dir: str, result) -> dict:
         mark["differences"] = [d.line() for d in result.differences[:20]]
         mark["differing_episode_count"] = len({d.episode_key for d in result.differences})
     summary[VERIFICATION_FIELD] = mark
-    res.atomic_write_json(path, summary)
+    atomic_write_json(path, summary)
     return mark
 
 

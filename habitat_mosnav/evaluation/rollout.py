@@ -165,7 +165,7 @@ def episode_metrics_record(env) -> Dict[str, Any]:
     ``success``/``spl`` next to ours) is kept as ``habitat_<name>``, never dropped; one whose
     prefixed name is taken too is refused. NaN/inf become None; lists and images are left
     out."""
-    from habitat_mosnav.evaluation.results import scalar_metrics
+    from habitat_mosnav.evaluation.records import scalar_metrics
 
     out = scalar_metrics(env.task.mos_state.metrics())
     for key, value in scalar_metrics(env.get_metrics()).items():

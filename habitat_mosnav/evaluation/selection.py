@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numbers
 import os
-from typing import Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 
 def _check_int(name: str, value, minimum: int) -> int:
@@ -40,6 +40,29 @@ def select_episodes(
     if limit >= 0:
         selected = selected[:limit]
     return [(i, key) for i, key in enumerate(selected)][rank::world_size]
+
+
+def episode_pool(
+    keyed: Iterable[Tuple[str, str, Any]],
+    scene_limit: Optional[int] = None,
+    episode_limit: Optional[int] = None,
+) -> Dict[str, Any]:
+    """key -> episode of ``(key, scene, episode)`` triples to select from: the first
+    ``scene_limit`` scenes by name, of each the first ``episode_limit`` episodes by key
+    (None or negative: all), scenes in name order, keys in order within a scene."""
+    by_scene: Dict[str, List[Tuple[str, Any]]] = {}
+    for key, scene, episode in sorted(keyed, key=lambda t: t[0]):
+        by_scene.setdefault(scene, []).append((key, episode))
+    scenes = sorted(by_scene)
+    if scene_limit is not None and scene_limit >= 0:
+        scenes = scenes[:scene_limit]
+    pool: Dict[str, Any] = {}
+    for scene in scenes:
+        items = by_scene[scene]
+        if episode_limit is not None and episode_limit >= 0:
+            items = items[:episode_limit]
+        pool.update(items)
+    return pool
 
 
 def _env_int(env, name: str) -> Optional[int]:

@@ -28,7 +28,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from habitat_mosnav.api import GOAL_TYPES, TARGET_MODES
 from habitat_mosnav.datasets.fingerprint import (
@@ -177,6 +177,64 @@ class BenchmarkSetting:
         if steps != self.max_steps:
             return [f"max_steps {steps} instead of {self.max_steps}"]
         return []
+
+    def check_run(
+        self,
+        hcfg,
+        *,
+        offset: int,
+        scene_limit: Optional[int],
+        episode_limit: Optional[int],
+        num_episodes: int,
+        dataset_digests: Callable[[str], Optional[Mapping[str, str]]],
+        warn: Callable[[str], None],
+    ) -> Dict[str, Any]:
+        """A run of this setting (its resolved habitat config, the selection flags): the
+        setting's :meth:`identity` with the run's ``deviations``, which every record
+        carries. A run that contradicts the setting raises SettingError (one line); a
+        dataset that differs from a ``dev`` setting's fingerprint is a warning and a
+        deviation. ``dataset_digests(data_path)``: the dataset's file digests (the caller
+        caches them for the manifest)."""
+        for name, value, default in (
+            ("offset", offset, 0),
+            ("scene_limit", scene_limit, None),
+            ("episode_limit", episode_limit, None),
+        ):
+            if value != default:
+                raise SettingError(
+                    f"benchmark {self.name} fixes the episode selection: {name}={value} "
+                    "contradicts it (use num_episodes for a partial, non-reportable run)"
+                )
+        deviations = self.check_config(hcfg)
+        if num_episodes != -1:
+            deviations.append(f"num_episodes {num_episodes} (a part of the selection)")
+        dcfg = hcfg.dataset
+        data_path = str(dcfg.data_path).replace("{split}", str(dcfg.get("split", "")))
+        differences = self.check_dataset(data_path, dataset_digests(data_path))
+        if differences:
+            more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
+            text = f"benchmark {self.name}: the dataset differs from the setting: {differences[0]}{more}"
+            if self.reportable:
+                raise SettingError(
+                    text + f"; {self.kind} runs need the frozen dataset ({self.path})"
+                )
+            warn(f"{text}; running the {self.kind} setting anyway")
+            deviations.append("dataset differs from the setting's fingerprint")
+        return dict(self.identity(), deviations=deviations)
+
+    def pick_episodes(self, pool: Mapping[str, Any]) -> Dict[str, Any]:
+        """``pool`` (key -> episode) cut to the setting's fixed keys, in their order (all of
+        ``pool`` when the setting runs every episode); a missing key is a SettingError."""
+        wanted = self.episode_keys
+        if wanted is None:
+            return dict(pool)
+        missing = [k for k in wanted if k not in pool]
+        if missing:
+            raise SettingError(
+                f"benchmark {self.name}: the dataset has no episode {missing[0]!r} "
+                f"({len(missing)} of the setting's {len(wanted)} keys missing; {self.path})"
+            )
+        return {k: pool[k] for k in wanted}
 
     def check_dataset(
         self, data_path: str, actual: Optional[Mapping[str, str]] = None

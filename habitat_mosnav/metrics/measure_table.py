@@ -15,7 +15,7 @@ Everything else is derived from :data:`METRICS` or checked against it by a test:
   by ``tests/test_measure_table.py``, which also checks that docs/SPEC.md defines every
   field and names every measure);
 - the SPEC §5 aggregates (:mod:`habitat_mosnav.metrics.aggregate`), the printed summary
-  (:func:`habitat_mosnav.evaluation.results.format_summary`) and every column of
+  (:func:`habitat_mosnav.evaluation.summary.format_summary`) and every column of
   ``mosnav-report`` (CSV, Markdown, HTML, tooltips, glossary).
 
 Adding a metric: its formula in :mod:`habitat_mosnav.metrics.episode` (a key of

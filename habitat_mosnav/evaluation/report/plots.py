@@ -1,0 +1,246 @@
+"""The report's plots (matplotlib's ``Figure``, never pyplot): one colour per run in every
+plot, what each plot shows per run (:class:`Plot`, ``plots.json``)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
+from habitat_mosnav.metrics import finite_mean
+from habitat_mosnav.evaluation.report.data import BOARD_FIELDS, RunData, episode_values, record_mode
+
+
+def run_colors(runs: Sequence[RunData]) -> Dict[str, str]:
+    """One colour per run (matplotlib's tab10, tab20 beyond ten runs), in the runs' order:
+    the same in every plot and table of a page."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    cmap = colormaps["tab10" if len(runs) <= 10 else "tab20"]
+    return {run.name: to_hex(cmap(i % cmap.N)) for i, run in enumerate(runs)}
+
+
+@dataclass
+class Plot:
+    """One plot of the page: its PNG and what it shows per run (``series``: the colour
+    read back from the drawn artists and the number of values; ``missing``: why a run
+    has nothing in it), embedded in the page as JSON and written to ``plots.json``."""
+
+    key: str
+    title: str
+    uri: str = ""
+    series: List[Dict[str, Any]] = field(default_factory=list)
+    missing: Dict[str, str] = field(default_factory=dict)
+
+    def drawn(self, run: str, artist, n: int, panel: str = "") -> None:
+        from matplotlib.colors import to_hex
+
+        color = _artist_color(artist)
+        self.series.append({"run": run, "panel": panel, "color": to_hex(color), "n": int(n)})
+
+    def data(self) -> Dict[str, Any]:
+        return {
+            "key": self.key,
+            "title": self.title,
+            "series": self.series,
+            "missing": self.missing,
+        }
+
+
+def _artist_color(artist):
+    """The colour matplotlib drew ``artist`` (a bar container, histogram patch list,
+    scatter collection or line) with."""
+    if hasattr(artist, "patches"):  # BarContainer
+        return artist.patches[0].get_facecolor()
+    if isinstance(artist, (list, tuple)):  # hist(histtype="step") patches
+        return artist[0].get_edgecolor()
+    if hasattr(artist, "get_offsets"):  # scatter
+        return artist.get_facecolor()[0]
+    return artist.get_color()  # Line2D
+
+
+def _subplots(*grid: int, figsize):
+    """A figure of its own (matplotlib's ``Figure``, not pyplot): drawing the report never
+    switches the importer's matplotlib backend nor keeps figures open in pyplot."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig, fig.subplots(*grid)
+
+
+def _figure_uri(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _finite(values) -> List[float]:
+    return [float(v) for v in values if v is not None and math.isfinite(float(v))]
+
+
+def _run_legend(fig, runs: Sequence[RunData], colors: Mapping[str, str], plot: Plot) -> None:
+    """Every run in the page's order and colour, outside the axes (right); a run with
+    nothing (or not everything) in this plot says why."""
+    from matplotlib.patches import Patch
+
+    drawn = {s["run"] for s in plot.series}
+    handles = [
+        Patch(
+            color=colors[r.name],
+            label=r.name
+            + (
+                ""
+                if r.name not in plot.missing
+                else " (partly: see note)"
+                if r.name in drawn
+                else " (no value: see note)"
+            ),
+        )
+        for r in runs
+    ]
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+
+
+def _multi(run: RunData) -> List[Dict[str, Any]]:
+    return [r for r in run.ok_records if record_mode(r) in MULTI_MODES]
+
+
+def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = None) -> List[Plot]:
+    """The page's plots, each run in its colour of :func:`run_colors` and its slot of the
+    runs' order whether or not it has a value there (then it is noted as missing)."""
+    from matplotlib.ticker import MaxNLocator
+
+    colors = dict(colors or run_colors(runs))
+    plots: List[Plot] = []
+    modes = [m for m in TARGET_MODES if any(m in r.mode_intervals for r in runs)]
+    width = 0.8 / max(1, len(runs))
+
+    # 1. per mode: SR / F1 / SPL-multi bars with 95 % intervals
+    plot = Plot("by_mode", "Per-mode SR, F1 and SPL-multi with 95 % intervals")
+    fig, axes = _subplots(1, 3, figsize=(13, 3.6))
+    for ax, (column, fieldname) in zip(axes, BOARD_FIELDS):
+        for i, run in enumerate(runs):
+            xs, ys, lo, hi = [], [], [], []
+            for j, mode in enumerate(modes):
+                subset = [r for r in run.ok_records if record_mode(r) == mode]
+                mean = finite_mean(episode_values(subset, fieldname))
+                interval = run.mode_intervals.get(mode, {}).get(column, (None, None))
+                if mean is None or (column == "f1" and mode not in MULTI_MODES):
+                    continue
+                xs.append(j + (i - (len(runs) - 1) / 2) * width)
+                ys.append(mean)
+                lo.append(mean - (interval[0] if interval[0] is not None else mean))
+                hi.append((interval[1] if interval[1] is not None else mean) - mean)
+            if xs:
+                bars = ax.bar(xs, ys, width=width, yerr=[lo, hi], capsize=3, color=colors[run.name])
+                ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=2)  # a 0 is a value too
+                plot.drawn(run.name, bars, len(xs), column)
+        ax.set_xticks(range(len(modes)))
+        ax.set_xticklabels(modes)
+        ax.set_ylim(0, 1.12)
+        ax.set_title(f"{column} by mode (95 % bootstrap)")
+    _note_missing(plot, runs, "no ok episode of any mode")
+    _run_legend(fig, runs, colors, plot)
+    plot.uri = _figure_uri(fig)
+    plots.append(plot)
+
+    # 2. distributions of spl_multi and pe over episodes (many + all)
+    plot = Plot("distributions", "Distributions of SPL-multi and PE (many + all episodes)")
+    fig, axes = _subplots(1, 2, figsize=(11, 3.4))
+    bins = np.linspace(0.0, 1.0, 21)
+    lacks: Dict[str, List[str]] = {}
+    for ax, fieldname in zip(axes, ("spl_multi", "pe")):
+        for run in runs:
+            values = _finite(episode_values(_multi(run), fieldname))
+            if values:
+                _, _, patches = ax.hist(
+                    values, bins=bins, histtype="step", linewidth=1.6, color=colors[run.name]
+                )
+                plot.drawn(run.name, patches, len(values), fieldname)
+            else:
+                lacks.setdefault(run.name, []).append(fieldname)
+        ax.set_title(f"{fieldname} per episode (many + all)")
+        ax.set_xlabel(fieldname)
+        ax.set_ylabel("episodes")
+    for name, fields in lacks.items():
+        plot.missing[name] = "no finite " + " or ".join(fields) + " value"
+    _run_legend(fig, runs, colors, plot)
+    plot.uri = _figure_uri(fig)
+    plots.append(plot)
+
+    # 3. oer_target against ftr, one point per run
+    plot = Plot("oer_ftr", "OER-target against FTR (one point per run)")
+    fig, ax = _subplots(figsize=(7, 4))
+    top = 0.1
+    for run in runs:
+        x, y = run.metrics.get("ftr"), run.metrics.get("oer_target")
+        if x is None or y is None:
+            plot.missing[run.name] = (
+                "no FTR (no all episode ended by FINISH)"
+                if x is None
+                else "no OER-target (never found all required targets)"
+            )
+            continue
+        top = max(top, 1.15 * y)
+        points = ax.scatter([x], [y], s=50, color=colors[run.name])
+        plot.drawn(run.name, points, 1)
+        ax.annotate(run.name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xlabel("FTR (FINISH with targets left, all mode)")
+    ax.set_ylabel("OER-target (steps after all found / T)")
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_ylim(-0.02, min(1.05, top))
+    ax.set_title("stopping early vs. searching on")
+    _run_legend(fig, runs, colors, plot)
+    plot.uri = _figure_uri(fig)
+    plots.append(plot)
+
+    # 4. success by number of required targets
+    plot = Plot("by_count", "Success by the number of required targets (many + all)")
+    fig, ax = _subplots(figsize=(7.5, 3.6))
+    for run in runs:
+        by: Dict[int, List[Optional[float]]] = {}
+        for rec in _multi(run):
+            count = (rec.get("metrics") or {}).get("required_target_count")
+            if count is not None:
+                by.setdefault(int(count), []).append((rec.get("metrics") or {}).get("success"))
+        xs = sorted(by)
+        ys = [finite_mean(by[x]) for x in xs]
+        if xs:
+            (line,) = ax.plot(
+                xs, [y if y is not None else np.nan for y in ys], marker="o", color=colors[run.name]
+            )
+            plot.drawn(run.name, line, len(xs))
+    _note_missing(plot, runs, "no ok many/all episode")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("required targets R (many: target_count, all: all matches)")
+    ax.set_ylabel("success rate")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("success by target count (many + all)")
+    _run_legend(fig, runs, colors, plot)
+    plot.uri = _figure_uri(fig)
+    plots.append(plot)
+    return plots
+
+
+def _note_missing(plot: Plot, runs: Sequence[RunData], why: str) -> None:
+    drawn = {s["run"] for s in plot.series}
+    for run in runs:
+        if run.name not in drawn:
+            plot.missing.setdefault(run.name, why)
+
+
+def plot_data(
+    runs: Sequence[RunData], plots: Sequence[Plot], colors: Mapping[str, str]
+) -> Dict[str, Any]:
+    """What the page's plots show (``plots.json`` and the page's ``#plot-data``)."""
+    return {
+        "runs": [r.name for r in runs],
+        "colors": dict(colors),
+        "plots": [p.data() for p in plots],
+    }
