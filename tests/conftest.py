@@ -127,6 +127,37 @@ def read_summary(out):
         return json.load(f)
 
 
+def write_records_run(out, episodes):
+    """A complete one-rank run of made-up records with its summary.json: ``episodes`` are
+    ``(target_mode, goal_type, success)``; f1 = success, spl_multi = spl = 0.5 * success."""
+    from habitat_mosnav.evaluation.rank_files import RankWriter
+    from habitat_mosnav.evaluation.records import make_record
+    from habitat_mosnav.evaluation.summary import summarize, write_summary
+
+    out = str(out)
+    with RankWriter(out, rank=0) as w:
+        for i, (mode, goal_type, success) in enumerate(episodes):
+            key = f"val::scene::q{i:04d}-{mode}-0"
+            episode = {"scene_id": "scene", "episode_id": f"q{i:04d}-{mode}-0"}
+            episode.update(target_mode=mode, goal_type=goal_type, max_steps=100)
+            metrics = {"success": success, "f1": success, "spl_multi": 0.5 * success}
+            metrics["spl"] = metrics["spl_multi"]
+            w.write(
+                make_record(
+                    episode_key=key,
+                    episode_index=i,
+                    rank=0,
+                    seed=i,
+                    episode=episode,
+                    terminated_by="finish",
+                    metrics=metrics,
+                )
+            )
+        w.write_done(expected_count=len(episodes))
+    write_summary(out, summarize(out))
+    return out
+
+
 # ----------------------------------------------------------------------------- API agent
 @pytest.fixture
 def server():

@@ -86,6 +86,60 @@ def test_send_depth_adds_a_second_image(server):
     assert "depth view" in server.chat_requests()[0].texts()[1]
 
 
+def _with_goal_image(obs, goal):
+    return Observation(**{**obs.__dict__, "goal_image": goal, "goal_type": "image"})
+
+
+GOAL = np.random.default_rng(99).integers(0, 256, (20, 16, 3), dtype=np.uint8)
+
+
+def test_goal_image_is_sent_labelled_between_the_task_and_the_frame(server):
+    """docs/EVALUATION.md §6's order over real HTTP: task text, goal image, current view,
+    depth view, each image after a text part naming it."""
+    agent = make_agent(server, send_depth=True)
+    obs = _with_goal_image(make_obs(), GOAL)
+    agent.act(obs)
+    agent.act(_with_goal_image(make_obs(step=1), GOAL))
+    first, second = server.chat_requests()
+    user = first.json["messages"][1]["content"]
+    assert [p["type"] for p in user] == ["text"] + ["text", "image_url"] * 3
+    assert [p["text"] for p in user[1::2]] == ["Goal image:", "Current camera view:", "Depth view:"]
+    assert "The first image is the goal image" in user[0]["text"]
+    assert "The third image is the depth view" in user[0]["text"]
+    goal_url, rgb_url, depth_url = first.image_urls()
+    assert np.array_equal(_image(goal_url), GOAL) and np.array_equal(_image(rgb_url), obs.rgb)
+    assert _image(depth_url).shape == (24, 32, 3)
+    assert second.image_urls()[0] == goal_url  # the same goal at every step
+    assert second.image_urls()[1] != rgb_url
+
+
+def test_goal_image_without_depth_and_without_goal_image(server):
+    agent = make_agent(server)
+    agent.act(_with_goal_image(make_obs(), GOAL))
+    agent.act(make_obs(step=1))  # no goal image: the request is as before, unlabelled
+    with_goal, without = server.chat_requests()
+    assert len(with_goal.image_urls()) == 2 and "No depth image is sent." in with_goal.texts()[1]
+    assert [p["type"] for p in without.json["messages"][1]["content"]] == ["text", "image_url"]
+    with pytest.raises(ValueError, match=r"observation\.goal_image: expected an \(H, W, 3\)"):
+        agent.act(_with_goal_image(make_obs(step=2), np.zeros((4, 4), np.uint8)))
+
+
+def test_prompt_log_keeps_goal_image_references_and_saves_it_once(server, tmp_path):
+    agent = make_agent(server, log_images=True)
+    log = tmp_path / "prompts.jsonl"
+    agent.set_log_path(log)
+    agent.act(_with_goal_image(make_obs(), GOAL))
+    agent.act(_with_goal_image(make_obs(step=1), GOAL))
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [[im["role"] for im in line["images"]] for line in lines] == [["goal", "rgb"]] * 2
+    parts = lines[0]["messages"][1]["content"]
+    assert [p["type"] for p in parts] == ["text", "text", "image_ref", "text", "image_ref"]
+    assert "base64" not in log.read_text()
+    saved = sorted(p.name for p in tmp_path.rglob("*.png"))
+    assert saved == ["goal.png", "step_0001_rgb.png", "step_0002_rgb.png"]
+    assert np.array_equal(np.asarray(Image.open(log.parent / lines[1]["images"][0]["path"])), GOAL)
+
+
 def test_depth_in_metres_is_not_mistaken_for_normalised(server):
     agent = make_agent(server, send_depth=True, max_depth=10.0)
     obs = make_obs()

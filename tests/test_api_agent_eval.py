@@ -66,3 +66,35 @@ def test_api_agent_completes_demo_episodes(tmp_path):
     assert [x["action"] for x in log[:8]] == [1, 1, 2, 1, 6, 3, 1, 0]
     assert log[0]["episode_key"] == recs[0]["episode_key"]
     assert_key_nowhere(out)
+
+
+def test_api_agent_on_image_goals_sends_the_goal_before_each_frame(tmp_path):
+    """mosnav-eval on image goals (habitat.dataset.goal_type=image): each request holds the episode's goal picture, then
+    the current frame (docs/EVALUATION.md §6); the goal is the same all episode long, the
+    frames are not; the records and summary are of goal type image."""
+    import base64
+
+    out = str(tmp_path / "run")
+    with ChatServer(default=demo_model) as server:
+        args = api_args(server, out, "--set", "habitat.dataset.goal_type=image")
+        args[args.index("--num-episodes") + 1] = "2"
+        assert main(args) == 0
+        requests = server.chat_requests()
+    recs = read_records(out)
+    assert len(recs) == 2 and all(r["status"] == "ok" for r in recs)
+    assert {r["episode"]["goal_type"] for r in recs} == {"image"}
+    assert list(json.load(open(os.path.join(out, "summary.json")))["by_goal_type"]) == ["image"]
+    assert len(requests) == 8 * 2
+    for episode in (requests[:8], requests[8:]):
+        labels = [[p["text"] for p in r.json["messages"][1]["content"][1::2]] for r in episode]
+        assert labels == [["Goal image:", "Current camera view:"]] * 8
+        goals = {r.image_urls()[0] for r in episode}
+        frames = [r.image_urls()[1] for r in episode]
+        assert len(goals) == 1 and goals.isdisjoint(frames)
+        assert len(set(frames)) > 1  # the agent moved: the frames change, the goal does not
+        assert "The first image is the goal image" in episode[0].texts()[1]
+    picture = base64.b64decode(requests[0].image_urls()[0].split(",", 1)[1])
+    assert picture[:8] == b"\x89PNG\r\n\x1a\n"
+    log = [json.loads(x) for x in open(os.path.join(out, "rank_00000", "prompts.jsonl"))]
+    assert [im["role"] for im in log[0]["images"]] == ["goal", "rgb"]
+    assert "base64" not in open(os.path.join(out, "rank_00000", "prompts.jsonl")).read()

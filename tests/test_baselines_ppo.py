@@ -2,6 +2,7 @@
 (2 worker processes, small images, a few updates) and writes a checkpoint; evaluating it
 reports the mosnav measures and writes SPEC §8 records that the evaluation layer reads."""
 
+import json
 import math
 import os
 import re
@@ -14,7 +15,7 @@ import habitat_mosnav
 from habitat_mosnav.evaluation.rank_files import read_jsonl
 from habitat_mosnav.evaluation.summary import summarize
 
-from mosnav_fixtures import EPISODE_KEYS, write_open_room_dataset  # noqa: E402
+from mosnav_fixtures import SCENE, EPISODE_KEYS, write_open_room_dataset  # noqa: E402
 
 pytestmark = [pytest.mark.baselines, pytest.mark.slow]
 pytest.importorskip("habitat_baselines")
@@ -23,11 +24,11 @@ KEYS = set(EPISODE_KEYS)
 S = "habitat.simulator.agents.main_agent.sim_sensors"
 
 
-def run(cwd, *overrides, timeout=900):
+def run(cwd, *overrides, timeout=900, config="ppo_mos_demo"):
     env = dict(os.environ)
     env.pop("HABITAT_ENV_DEBUG", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "habitat_mosnav.run", "--config-name=ppo_mos_demo", *overrides],
+        [sys.executable, "-m", "habitat_mosnav.run", f"--config-name={config}", *overrides],
         cwd=str(cwd),
         env=env,
         capture_output=True,
@@ -37,11 +38,8 @@ def run(cwd, *overrides, timeout=900):
     return proc.returncode, proc.stdout + proc.stderr
 
 
-@pytest.fixture(scope="module")
-def experiment(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bl_ppo")
-    data, scenes = write_open_room_dataset(root)
-    common = [
+def _common(data, scenes, output_dir="exp"):
+    return [
         f"habitat.dataset.data_path={data}",
         f"habitat.dataset.scenes_dir={scenes}",
         "habitat.dataset.target_modes=[]",
@@ -51,8 +49,15 @@ def experiment(tmp_path_factory):
         f"{S}.rgb_sensor.height=64",
         f"{S}.depth_sensor.width=64",
         f"{S}.depth_sensor.height=64",
-        "mosnav_output_dir=exp",
+        f"mosnav_output_dir={output_dir}",
     ]
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bl_ppo")
+    data, scenes = write_open_room_dataset(root)
+    common = _common(data, scenes)
     rc, log = run(
         root, *common, "habitat_baselines.num_updates=3", "habitat_baselines.rl.ppo.num_steps=8"
     )
@@ -188,3 +193,82 @@ def test_evaluation_video_with_the_top_down_map(experiment):
     frames = imageio.mimread(str(root / "exp" / "video_map" / videos[0]), memtest=False)
     # the RGB and depth panels (64 px) plus habitat's map panel beside them
     assert len(frames) >= 2 and frames[0].shape[1] > 2 * 64
+
+
+def _add_image_goals(data):
+    """Each query of the open room gets an image goal: a camera 1 m in front (+z) of its
+    first matched object, at eye height, looking at it (-z)."""
+    path = os.path.join(data, SCENE, "queries.json")
+    with open(path) as f:
+        doc = json.load(f)
+    goals_path = os.path.join(data, SCENE, "goals.json")
+    with open(goals_path) as f:
+        nav = {g["object_id"]: g["navigable_position"] for g in json.load(f)["goals"]}
+    for q in doc["queries"]:
+        oid = q["matched_object_ids"][0]
+        x, _, z = nav[oid]
+        q["image_goal"] = {
+            "object_id": oid,
+            "position": [x, 0.88, z + 0.5],
+            "rotation": [0.0, 0.0, 0.0, 1.0],
+            "hfov": None,
+            "width": None,
+            "height": None,
+        }
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def test_ppo_trains_and_evaluates_on_image_goals(tmp_path):
+    """ppo_mos_demo_image: a few PPO updates with the goal picture as the policy's
+    goal-image input (its own ResNet in the checkpoint), then an evaluation whose records
+    and summary are of goal type image."""
+    data, scenes = write_open_room_dataset(tmp_path)
+    _add_image_goals(data)
+    common = _common(data, scenes, "exp_image")
+    # what the policy gets: the rendered goal picture, at the camera's size
+    import habitat
+    from habitat.config.default_structured_configs import register_hydra_plugin
+    from habitat_baselines.config.default_structured_configs import HabitatBaselinesConfigPlugin
+
+    import habitat_mosnav.baselines
+
+    habitat_mosnav.baselines.register()  # the obs transformer's config
+    register_hydra_plugin(HabitatBaselinesConfigPlugin)
+    cfg = habitat_mosnav.get_config("baselines/ppo_mos_demo_image.yaml", common)
+    with habitat.Env(cfg) as env:
+        goal = env.reset()["mosnav_goal_image"]
+    assert goal.shape == (64, 64, 3) and goal.dtype.name == "uint8"
+    assert goal.any() and goal.std() > 1.0  # a render, not the zeros of no image goal
+    rc, log = run(
+        tmp_path,
+        *common,
+        "habitat_baselines.num_updates=2",
+        "habitat_baselines.rl.ppo.num_steps=8",
+        config="ppo_mos_demo_image",
+    )
+    assert rc == 0, log[-3000:]
+    assert "update: 2" in log
+
+    from habitat_mosnav.baselines.checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(str(tmp_path / "exp_image" / "checkpoints" / "ckpt.0.pth"))
+    assert ckpt["extra_state"]["step"] == 2 * 8 * 2
+    weights = ckpt["state_dict"]
+    goal_keys = [k for k in weights if ".instance_imagegoal_encoder." in k]
+    assert goal_keys and any(".instance_imagegoal_fc." in k for k in weights)
+    # the camera's ResNet takes rgb + depth only (4 channels): the goal is not stacked on it
+    first_conv = next(
+        v for k, v in weights.items() if k.endswith("net.visual_encoder.backbone.conv1.0.weight")
+    )
+    assert first_conv.shape[1] == 4
+
+    rc, log = run(tmp_path, *common, "habitat_baselines.evaluate=True", config="ppo_mos_demo_image")
+    assert rc == 0, log[-3000:]
+    out = tmp_path / "exp_image" / "eval" / "ckpt.0"
+    summary = summarize(str(out))
+    assert summary["status"] == "complete" and summary["ok_episode_count"] == 4
+    assert list(summary["by_goal_type"]) == ["image"]
+    assert summary["by_goal_type"]["image"]["num_episodes"] == 4
+    records, _ = read_jsonl(str(out / "rank_00000" / "episodes.jsonl"))
+    assert {r["episode"]["goal_type"] for r in records} == {"image"}

@@ -24,6 +24,7 @@ from habitat_baselines.utils.info_dict import extract_scalars_from_info  # noqa:
 from habitat_mosnav.baselines.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from habitat_mosnav.baselines.envs import EPISODE_INFO_KEY  # noqa: E402
 from habitat_mosnav.baselines.evaluator import _RecordingEnvs, checkpoint_name  # noqa: E402
+from habitat_mosnav.baselines.image_goal import MosNavGoalImageInput  # noqa: E402
 from habitat_mosnav.baselines.text_goal import (  # noqa: E402
     MosNavTextGoalEncoder,
     hashed_bag_of_words,
@@ -31,7 +32,14 @@ from habitat_mosnav.baselines.text_goal import (  # noqa: E402
 from habitat_mosnav.baselines.trainer import EvalSetupError, list_checkpoints  # noqa: E402
 from habitat_mosnav.sensors.sensors import encode_goal_text  # noqa: E402
 
-EXPERIMENTS = ["ppo_mos_demo", "ppo_moc_demo", "ppo_mos_hm3d", "ppo_moc_hm3d", "ddppo_mos_hm3d"]
+EXPERIMENTS = [
+    "ppo_mos_demo",
+    "ppo_moc_demo",
+    "ppo_mos_demo_image",
+    "ppo_mos_hm3d",
+    "ppo_moc_hm3d",
+    "ddppo_mos_hm3d",
+]
 
 
 def test_hashed_bag_of_words_is_stable_normalised_and_word_based():
@@ -77,6 +85,74 @@ def test_text_goal_transformer_replaces_bytes_by_embedding():
     np.testing.assert_allclose(emb[1].numpy(), hashed_bag_of_words("Find a table.", 32))
     with pytest.raises(ValueError, match="encoder must be one of"):
         MosNavTextGoalEncoder(encoder="bert")
+
+
+def _image_space(size=64):
+    return spaces.Dict(
+        {
+            "rgb": spaces.Box(0, 255, (size, size, 3), np.uint8),
+            "depth": spaces.Box(0.0, 1.0, (size, size, 1), np.float32),
+            "mosnav_goal_image": spaces.Box(0, 255, (size, size, 3), np.uint8),
+            "gps": spaces.Box(-np.inf, np.inf, (2,), np.float32),
+        }
+    )
+
+
+def test_goal_image_input_gives_the_resnet_policy_a_goal_encoder_of_its_own():
+    """habitat-baselines' unchanged PointNavResNetPolicy on the renamed space: the camera's
+    ResNet sees rgb + depth (4 channels), the goal image has a ResNet of its own, and a
+    batch's goal image changes that environment's features only."""
+    from habitat_baselines.rl.ddppo.policy.resnet_policy import PointNavResNetPolicy
+
+    assert baseline_registry.get_obs_transformer("MosNavGoalImageInput") is MosNavGoalImageInput
+    transform = MosNavGoalImageInput()
+    space = transform.transform_observation_space(_image_space())
+    assert set(space.spaces) == {"rgb", "depth", "gps", "instance_imagegoal"}
+    assert space["instance_imagegoal"] == _image_space()["mosnav_goal_image"]
+    torch.manual_seed(0)
+    policy = PointNavResNetPolicy(space, spaces.Discrete(7), hidden_size=32).eval()
+    net = policy.net
+    assert net.visual_encoder._n_input_channels == 4  # rgb + depth, not the goal image
+    assert net.instance_imagegoal_encoder._n_input_channels == 3
+    gen = torch.Generator().manual_seed(1)
+
+    def batch(goals):
+        obs = {
+            "rgb": torch.randint(0, 256, (2, 64, 64, 3), generator=gen, dtype=torch.uint8),
+            "depth": torch.full((2, 64, 64, 1), 0.5),
+            "mosnav_goal_image": goals,
+            "gps": torch.zeros(2, 2),
+        }
+        return obs
+
+    goal_a = torch.randint(0, 256, (2, 64, 64, 3), generator=gen, dtype=torch.uint8)
+    goal_b = goal_a.clone()
+    goal_b[1] = 255 - goal_b[1]
+    first = batch(goal_a)
+    second = dict(first, mosnav_goal_image=goal_b)
+    hidden = torch.zeros(2, net.num_recurrent_layers, 32)
+    prev, masks = torch.zeros(2, 1, dtype=torch.long), torch.ones(2, 1, dtype=torch.bool)
+    with torch.no_grad():
+        out_a = net(transform(dict(first)), hidden, prev, masks)[0]
+        out_b = net(transform(dict(second)), hidden, prev, masks)[0]
+    torch.testing.assert_close(out_a[0], out_b[0])
+    assert not torch.allclose(out_a[1], out_b[1])
+    renamed = transform(dict(first))
+    assert "mosnav_goal_image" not in renamed and renamed["instance_imagegoal"] is goal_a
+
+
+def test_goal_image_input_refuses_a_taken_key_and_a_non_image():
+    transform = MosNavGoalImageInput()
+    plain = spaces.Dict({"gps": spaces.Box(-1.0, 1.0, (2,), np.float32)})
+    assert transform.transform_observation_space(plain) is plain  # no goal image: unchanged
+    taken = spaces.Dict(
+        dict(_image_space().spaces, instance_imagegoal=spaces.Box(0, 255, (8, 8, 3), np.uint8))
+    )
+    with pytest.raises(ValueError, match="already hold 'instance_imagegoal'"):
+        transform.transform_observation_space(taken)
+    flat = spaces.Dict({"mosnav_goal_image": spaces.Box(0, 255, (64, 64), np.uint8)})
+    with pytest.raises(ValueError, match=r"must be an \(H, W, 3\) image.*\(64, 64\)"):
+        transform.transform_observation_space(flat)
 
 
 def test_list_valued_measure_is_skipped_by_scalar_extraction():
@@ -181,7 +257,12 @@ def test_eval_plan_refuses_existing_results_and_resume_skips_complete_ones(tmp_p
                 episode_index=0,
                 rank=0,
                 seed=1,
-                episode={"scene_id": "s", "episode_id": "e", "target_mode": "many"},
+                episode={
+                    "scene_id": "s",
+                    "episode_id": "e",
+                    "target_mode": "many",
+                    "goal_type": "object",
+                },
                 metrics={"success": 1.0},
             )
         )
@@ -215,10 +296,22 @@ def test_experiment_configs_compose(name):
     assert hb.rl.policy.main_agent.obs_transforms.text_goal.type == "MosNavTextGoalEncoder"
     assert list(cfg.habitat.task.actions)[6] == "target_found"
     assert cfg.habitat.task.success_reward == 0.0 and cfg.habitat.task.slack_reward == 0.0
-    assert "mosnav_goal_text" in cfg.habitat.gym.obs_keys
+    if name.endswith("_image"):  # the goal picture through the policy's goal ResNet
+        assert cfg.habitat.dataset.goal_type == "image"
+        assert cfg.habitat.task.lab_sensors.mosnav_goal_image.type == "MosNavGoalImageSensor"
+        transform = hb.rl.policy.main_agent.obs_transforms.goal_image
+        assert (transform.type, transform.image_uuid) == (
+            "MosNavGoalImageInput",
+            "mosnav_goal_image",
+        )
+        assert "mosnav_goal_image" in cfg.habitat.gym.obs_keys
+        assert "mosnav_goal_text" not in cfg.habitat.gym.obs_keys
+    else:
+        assert "mosnav_goal_text" in cfg.habitat.gym.obs_keys
+        assert "goal_image" not in hb.rl.policy.main_agent.obs_transforms
     mode = "many" if "_mos_" in f"_{name}_" or "mos_" in name else "all"
     assert list(cfg.habitat.dataset.target_modes) == [mode]
-    if name.endswith("_demo"):
+    if "_demo" in name:
         assert hb.num_environments == 2
         assert cfg.habitat.simulator.type == "MosNavMeshSim-v0"
         rgb = cfg.habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor

@@ -14,7 +14,7 @@ import imageio
 import numpy as np
 import pytest
 
-from conftest import read_records
+from conftest import read_records, write_records_run
 from habitat_mosnav.evaluation.report import main
 from habitat_mosnav.evaluation.report.data import CSV_COLUMNS, bootstrap_interval
 
@@ -169,11 +169,16 @@ def test_time_to_first_target_is_an_integer_in_records_summary_and_page(report):
     assert str(values["many"]) in shown and "–" in shown
     assert all(re.fullmatch(r"\d+|–", text) for text in shown), shown
     assert re.search(rf'<td data-v="{float(values["many"])!r}">{values["many"]}</td>', page)
-    # the Markdown leaderboard: as many cells in every row as in the header
+    # the Markdown leaderboard: in each table (the board, by goal type) as many cells in
+    # every row as in its header
     md = open(os.path.join(report["out"], "leaderboard.md"), encoding="utf-8").read()
-    rows = [line for line in md.splitlines() if line.startswith("| ")]
-    widths = {len(re.split(r"(?<!\\)\|", line)) for line in rows}
-    assert len(widths) == 1 and "| TTFT |" in rows[0], md
+    tables = [
+        [line for line in block.splitlines() if line.startswith("| ")] for block in md.split("\n\n")
+    ]
+    tables = [rows for rows in tables if rows]
+    assert len(tables) == 2 and "| TTFT |" in tables[0][0], md
+    for rows in tables:
+        assert len({len(re.split(r"(?<!\\)\|", line)) for line in rows}) == 1, md
 
 
 def test_page_renders_in_headless_chromium_with_maps_and_sorting(report, tmp_path):
@@ -572,3 +577,65 @@ def test_run_name_from_run_json_is_a_plain_file_name_only(tmp_path):
         (run / "run.json").write_text(json.dumps({"run_name": name}))
         runs.append(str(run))
     assert unique_names(runs) == ["ppo_mos_demo_ckpt.0", "ckpt.1", "ckpt.2", "ckpt.3"]
+
+
+def test_report_splits_results_by_goal_type(tmp_path):
+    """leaderboard_by_goal_type.csv, leaderboard.md and the page (read back from headless
+    chromium's DOM) hold each run's SR / F1 / SPL-multi per goal type; values by hand
+    (spl_multi = 0.5 * success in write_records_run)."""
+    mixed = write_records_run(
+        tmp_path / "mixed",
+        [("many", "description", 1.0), ("all", "description", 0.0), ("many", "image", 1.0)]
+        + [("single", "image", 0.0)],
+    )
+    images = write_records_run(tmp_path / "images", [("all", "image", 0.0), ("many", "image", 1.0)])
+    # a summary.json written before the split: its by_goal_type comes from the records
+    summary = json.load(open(os.path.join(images, "summary.json")))
+    del summary["by_goal_type"]
+    with open(os.path.join(images, "summary.json"), "w") as f:
+        json.dump(summary, f)
+    out = str(tmp_path / "out")
+    assert main([mixed, images, "--out", out, "--no-progress"]) == 0
+    with open(os.path.join(out, "leaderboard_by_goal_type.csv"), newline="") as f:
+        rows = [
+            (r["run"], r["goal_type"], r["num_episodes"], r["sr"], r["f1"], r["spl_multi"])
+            for r in csv.DictReader(f)
+        ]
+    assert rows == [
+        # mixed, description: many + all success (1 + 0) / 2, spl_multi (0.5 + 0) / 2
+        ("mixed", "description", "2", "0.5", "0.5", "0.25"),
+        # mixed, image: the many episode alone (single is not in SR's many + all)
+        ("mixed", "image", "2", "1.0", "1.0", "0.5"),
+        ("images", "image", "2", "0.5", "0.5", "0.25"),
+    ]
+    with open(os.path.join(out, "leaderboard.csv"), newline="") as f:
+        assert {r["run"]: r["notes"] for r in csv.DictReader(f)}["images"] == ""  # not stale
+    md = open(os.path.join(out, "leaderboard.md"), encoding="utf-8").read()
+    assert "| run | goal type | episodes | SR | F1 | SPL-multi |" in md
+    assert "| `mixed` | description | 2 | 0.500 | 0.500 | 0.250 |" in md
+    assert "| `images` | image | 2 | 0.500 | 0.500 | 0.250 |" in md
+    dom = subprocess.run(
+        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        + ["--dump-dom", "file://" + os.path.join(out, "index.html")],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    table = dom[dom.index('id="by-goal-type"') :]
+    table = table[: table.index("</table>")]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr.*?</tr>", table)]
+    body = [[re.sub(r"<[^>]+>", "", c) for c in row] for row in cells if row]
+    assert body == [
+        ["mixed", "description", "2", "0.500", "0.500", "0.250"],
+        ["mixed", "image", "2", "1.000", "1.000", "0.500"],
+        ["images", "image", "2", "0.500", "0.500", "0.250"],
+    ]
+    # a by_goal_type that disagrees with the records is noted as stale
+    summary = json.load(open(os.path.join(mixed, "summary.json")))
+    summary["by_goal_type"]["image"]["sr"] = 0.0
+    with open(os.path.join(mixed, "summary.json"), "w") as f:
+        json.dump(summary, f)
+    assert main([mixed, "--out", str(tmp_path / "out2"), "--no-progress"]) == 0
+    with open(os.path.join(tmp_path, "out2", "leaderboard.csv"), newline="") as f:
+        assert "disagrees with the records" in next(csv.DictReader(f))["notes"]

@@ -13,18 +13,18 @@ from habitat_mosnav.evaluation import aggregate_cli
 from habitat_mosnav.evaluation.durable import ResultFileError
 from habitat_mosnav.evaluation.rank_files import RankWriter, read_jsonl, write_done
 from habitat_mosnav.evaluation.records import make_record
-from habitat_mosnav.evaluation.summary import summarize, write_summary
+from habitat_mosnav.evaluation.summary import format_summary, summarize, write_summary
 from habitat_mosnav.evaluation.selection import select_episodes
 from habitat_mosnav.keys import episode_key, episode_seed
 
 
-def episode(i, mode="many"):
+def episode(i, mode="many", goal_type="description"):
     return {
         "scene_id": "/data/scenes/00800-TEEsavR23oF/TEEsavR23oF.basis.glb",
         "episode_id": f"q{i:04d}-{mode}-0",
         "query_id": f"q{i:04d}",
         "target_mode": mode,
-        "goal_type": "description",
+        "goal_type": goal_type,
         "target_count": 2 if mode == "many" else None,
         "target_object_ids": [101, 105, 110],
         "max_steps": 100,
@@ -33,14 +33,14 @@ def episode(i, mode="many"):
     }
 
 
-def record(i, success, mode="many", rank=0, status="ok", key=None):
+def record(i, success, mode="many", rank=0, status="ok", key=None, goal_type="description"):
     key = key or episode_key("val", "TEEsavR23oF", f"q{i:04d}-{mode}-0")
     kw = dict(
         episode_key=key,
         episode_index=i,
         rank=rank,
         seed=episode_seed(1, key),
-        episode=episode(i, mode),
+        episode=episode(i, mode, goal_type),
         steps_taken=10,
         terminated_by="finish",
         metrics={
@@ -341,6 +341,77 @@ def test_summary_bad_inputs(tmp_path):
         summarize(str(tmp_path))
 
 
+def _two_goal_types():
+    """description: many success 1, all success 0, one error; object: many success 1,
+    single success 1; image: all success 1."""
+    return [
+        record(0, 1.0, "many"),
+        record(1, 0.0, "all"),
+        record(2, 1.0, "many", status="error"),
+        record(3, 1.0, "many", goal_type="object"),
+        record(4, 1.0, "single", goal_type="object"),
+        record(5, 1.0, "all", goal_type="image"),
+    ]
+
+
+def test_summary_splits_by_goal_type(tmp_path):
+    """summary.json's by_goal_type holds the SPEC §5 aggregates over each goal type's ok
+    episodes (values by hand: spl_multi = 0.5 * success in record())."""
+    out = str(tmp_path)
+    _write_run(out, _two_goal_types(), 2)
+    s = summarize(out)
+    assert list(s["by_goal_type"]) == ["description", "image", "object"]
+    d, o, i = (s["by_goal_type"][k] for k in ("description", "object", "image"))
+    # description over many+all: success (1 + 0) / 2, spl_multi (0.5 + 0) / 2; the error left out
+    assert (d["sr"], d["f1"], d["spl_multi"]) == (0.5, 0.5, 0.25)
+    assert (d["num_episodes"], d["num_episodes_many"], d["num_episodes_all"]) == (2, 1, 1)
+    assert (d["sr_many"], d["sr_all"]) == (1.0, 0.0)
+    # object: the many episode alone is many+all (single is not); sr_single its own
+    assert (o["sr"], o["f1"], o["spl_multi"], o["sr_single"]) == (1.0, 1.0, 0.5, 1.0)
+    assert (o["num_episodes"], o["num_episodes_single"], o["sr_all"]) == (2, 1, None)
+    assert (i["sr"], i["spl_multi"], i["sr_moc"], i["num_episodes"]) == (1.0, 0.5, 1.0, 1)
+    # the whole run: many+all success (1 + 0 + 1 + 1) / 4
+    assert s["metrics"]["sr"] == 0.75 and s["metrics"]["num_episodes"] == 5
+    assert set(d) == set(s["metrics"])  # every aggregate of the run, per goal type
+
+
+def test_summary_record_without_goal_type_is_an_error(tmp_path):
+    d = tmp_path / "rank_00000"
+    d.mkdir()
+    bad = record(0, 1.0)
+    bad["episode"]["goal_type"] = None
+    (d / "episodes.jsonl").write_text(json.dumps(bad) + "\n")
+    with pytest.raises(
+        ResultFileError, match=r"episodes\.jsonl:1: field 'episode.goal_type' is None"
+    ):
+        summarize(str(tmp_path))
+
+
+def test_printed_summary_has_goal_type_lines_only_with_two_types(tmp_path):
+    out = str(tmp_path / "mixed")
+    _write_run(out, _two_goal_types(), 1)
+    lines = format_summary(summarize(out)).splitlines()
+    at = lines.index("by goal type (many+all):")
+    assert lines[at + 1 :] == [
+        "  description  episodes 2  SR 0.5000  F1 0.5000  SPL-multi 0.2500",
+        "  image        episodes 1  SR 1.0000  F1 1.0000  SPL-multi 0.5000",
+        "  object       episodes 2  SR 1.0000  F1 1.0000  SPL-multi 0.5000",
+    ]
+    single = str(tmp_path / "single")
+    _write_run(single, _records(3), 1)
+    s = summarize(single)
+    assert list(s["by_goal_type"]) == ["description"]
+    assert s["by_goal_type"]["description"] == s["metrics"]
+    assert "goal type" not in format_summary(s)
+
+
+def test_summary_goal_type_names_are_escaped_when_printed(tmp_path):
+    out = str(tmp_path)
+    _write_run(out, [record(0, 1.0), record(1, 1.0, goal_type="x\x1b[2Jy")], 1)
+    printed = format_summary(summarize(out))
+    assert "\x1b" not in printed and "by goal type" in printed
+
+
 # ------------------------------------------------------------------ mosnav-aggregate
 
 
@@ -351,6 +422,12 @@ def test_aggregate_cli_exit_codes(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "status: complete" in printed and "SR (many+all)" in printed
     assert json.load(open(os.path.join(out, "summary.json")))["unique_record_count"] == 4
+    mixed = str(tmp_path / "mixed")
+    _write_run(mixed, _two_goal_types(), 3)
+    assert aggregate_cli.main([mixed]) == 0  # three ranks merged, by goal type too
+    assert "  image        episodes 1  SR 1.0000" in capsys.readouterr().out
+    written = json.load(open(os.path.join(mixed, "summary.json")))["by_goal_type"]
+    assert written["description"]["sr"] == 0.5 and written["object"]["num_episodes"] == 2
     with RankWriter(out, rank=2) as w:
         w.write(record(9, 0.0, rank=2, status="error"))
         w.write_done(expected_count=1)

@@ -12,12 +12,15 @@ import pytest
 
 from habitat_mosnav.evaluation.cli import main
 from habitat_mosnav.evaluation.report import main as report
+from habitat_mosnav.evaluation.summary import summarize, write_summary
 
 from mosnav_fixtures import quick_eval_args, write_room_variant
 
 HOSTILE_AGENT = (
     '=HYPERLINK("http://evil.example","x") <img src=x onerror=alert(1)>|x\x1b]0;pwned\x07\nforged'
 )
+#: A goal type from a record (summary.json's by_goal_type key, a row of the goal-type table).
+HOSTILE_GOAL_TYPE = "=1+1 <img src=x onerror=alert(2)>|y\x1b]0;goal\x07"
 
 
 def _hostile_run(room_runs, root, name):
@@ -27,6 +30,12 @@ def _hostile_run(room_runs, root, name):
         manifest = json.loads((where / "run.json").read_text())
         manifest["agent"] = HOSTILE_AGENT
         (where / "run.json").write_text(json.dumps(manifest))
+    jsonl = run / "rank_00000" / "episodes.jsonl"
+    records = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    for rec in records:
+        rec["episode"]["goal_type"] = HOSTILE_GOAL_TYPE
+    jsonl.write_text("".join(json.dumps(rec) + "\n" for rec in records))
+    write_summary(str(run), summarize(str(run)))
     return run
 
 
@@ -56,18 +65,27 @@ def test_csv_cells_that_look_like_formulas_are_neutralised(hostile_report):
     for row in rows:
         for value in row.values():
             assert not value.startswith(("=", "+", "@", "\t", "\r")), row
+    with open(out / "leaderboard_by_goal_type.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["goal_type"] for r in rows] == ["'" + HOSTILE_GOAL_TYPE] * 3
 
 
 def test_markdown_cells_hold_no_html_and_no_extra_columns(hostile_report):
     out, _ = hostile_report
-    lines = (out / "leaderboard.md").read_text().splitlines()
-    columns = len(re.split(r"(?<!\\)\|", lines[0]))
-    body = [line for line in lines[2:] if line.startswith("|")]
-    assert len(body) == 3
-    for line in body:
-        assert len(re.split(r"(?<!\\)\|", line)) == columns, line
-    text = "\n".join(lines)
+    text = (out / "leaderboard.md").read_text()
+    # the board, then the table by goal type (each run's hostile goal type a cell)
+    tables = [[x for x in block.splitlines() if x.startswith("|")] for block in text.split("\n\n")]
+    tables = [rows for rows in tables if rows]
+    assert [len(rows) for rows in tables] == [2 + 3, 2 + 3]
+    for rows in tables:
+        columns = len(re.split(r"(?<!\\)\|", rows[0]))
+        for line in rows[2:]:
+            assert len(re.split(r"(?<!\\)\|", line)) == columns, line
+    lines = text.splitlines()
     assert "<img" not in text and "&lt;img" in text and "\x1b" not in text
+    page = (out / "index.html").read_text()
+    assert "<img src=x onerror=alert(2)>" not in page
+    assert "&lt;img src=x onerror=alert(2)&gt;" in page  # the goal-type table, as text
     assert not any(line.startswith("forged") for line in lines)
 
 

@@ -1,13 +1,16 @@
 """habitat-baselines glue for habitat_mosnav (needs the ``[baselines]`` extra).
 
 :func:`register` (called by ``python -m habitat_mosnav.run`` and by the lazy names below)
-registers, on top of the plugin (importing one of ``factory``, ``evaluator``, ``text_goal``
-or ``trainer`` registers what that module defines and the non-scalar measures):
+registers, on top of the plugin (importing one of ``factory``, ``evaluator``, ``image_goal``,
+``text_goal`` or ``trainer`` registers what that module defines and the non-scalar measures):
 
 * the vector-env factory :class:`~habitat_mosnav.baselines.factory.MosNavVectorEnvFactory`
   (its worker processes import the plugin);
 * the observation transformer ``MosNavTextGoalEncoder`` (goal text → float vector) and its
   config ``habitat_baselines/rl/policy/obs_transforms: mosnav_text_goal``;
+* the observation transformer ``MosNavGoalImageInput`` (``mosnav_goal_image`` → the
+  policy's goal-image input, a ResNet of its own) and its config
+  ``habitat_baselines/rl/policy/obs_transforms: mosnav_goal_image``;
 * the evaluator config ``habitat_baselines/evaluator: mosnav`` (SPEC §8 records);
 * the trainers ``mosnav_ppo`` / ``mosnav_ddppo`` (checkpoint loading and eval fixes);
 * ``mos_report_events`` as a non-scalar metric of habitat-baselines (it is a list: the
@@ -35,7 +38,13 @@ def register() -> None:
     if _REGISTERED:
         return
     _REGISTERED = True
-    from habitat_mosnav.baselines import evaluator, factory, text_goal, trainer  # noqa: F401
+    from habitat_mosnav.baselines import (  # noqa: F401
+        evaluator,
+        factory,
+        image_goal,
+        text_goal,
+        trainer,
+    )
     from habitat_mosnav.baselines.non_scalar import mark_non_scalar_measures
 
     mark_non_scalar_measures()
@@ -44,6 +53,7 @@ def register() -> None:
 def __getattr__(name):
     lazy = {
         "MosNavEvaluator": "evaluator",
+        "MosNavGoalImageInput": "image_goal",
         "MosNavPPOTrainer": "trainer",
         "MosNavTextGoalEncoder": "text_goal",
         "MosNavVectorEnvFactory": "factory",
@@ -60,6 +70,7 @@ def __getattr__(name):
 __all__ = [
     "NON_SCALAR_MEASURES",
     "MosNavEvaluator",
+    "MosNavGoalImageInput",
     "MosNavPPOTrainer",
     "MosNavTextGoalEncoder",
     "MosNavVectorEnvFactory",

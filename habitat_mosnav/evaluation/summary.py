@@ -77,6 +77,7 @@ def summary_of_run(read: RunRead, expected_episode_count: Optional[int] = None) 
                 "selection.keys_sha256): episodes are missing"
             )
     ok, errors = [], 0
+    by_goal_type: Dict[str, list] = {}
     for where, rec in latest.values():
         if rec["status"] == "error":
             errors += 1
@@ -85,11 +86,15 @@ def summary_of_run(read: RunRead, expected_episode_count: Optional[int] = None) 
         mode = episode.get("target_mode") if isinstance(episode, dict) else None
         if mode not in TARGET_MODES:
             raise ResultFileError(f"{where}: field 'episode.target_mode' is {mode!r}")
+        goal_type = episode.get("goal_type")
+        if not isinstance(goal_type, str) or not goal_type:
+            raise ResultFileError(f"{where}: field 'episode.goal_type' is {goal_type!r}")
         metrics = rec.get("metrics")
         if not isinstance(metrics, dict):
             raise ResultFileError(f"{where}: field 'metrics' is missing or not an object")
         check_metrics(metrics, where)
         ok.append((mode, metrics))
+        by_goal_type.setdefault(goal_type, []).append((mode, metrics))
 
     if expected_episode_count is not None and len(latest) < expected_episode_count:
         incomplete = True
@@ -103,6 +108,8 @@ def summary_of_run(read: RunRead, expected_episode_count: Optional[int] = None) 
         "ok_episode_count": len(ok),
         "error_episode_count": errors,
         "metrics": aggregate(ok),
+        # the same SPEC §5 aggregates over each goal type's ok episodes (GOAT's per-modality view)
+        "by_goal_type": {gt: aggregate(pairs) for gt, pairs in sorted(by_goal_type.items())},
     }
     if warnings:
         summary["warnings"] = warnings
@@ -184,4 +191,27 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         if value is None:
             continue
         lines.append(f"  {label:<{width}}  {format_value(value, fmt, 4)}")
+    lines += goal_type_lines(summary)
     return "\n".join(safe_line(line) for line in lines)  # names come from the records
+
+
+#: The printed per-goal-type line: the main board's shown aggregates (SR, F1, SPL-multi).
+_GOAL_TYPE_COLUMNS = tuple(s for s in AGGREGATES if s.shown and s.table == "board")
+
+
+def goal_type_lines(summary: Mapping[str, Any]) -> List[str]:
+    """One line per goal type of ``summary["by_goal_type"]`` (its episodes and main board),
+    only when the run holds more than one goal type: a single-type run's line would repeat
+    the table above."""
+    groups = summary.get("by_goal_type")
+    if not isinstance(groups, Mapping) or len(groups) < 2:
+        return []
+    width = max(len(str(gt)) for gt in groups)
+    lines = ["by goal type (many+all):"]
+    for gt, m in groups.items():
+        m = m if isinstance(m, Mapping) else {}
+        cells = "  ".join(
+            f"{s.label} {format_value(m.get(s.name), s.format, 4)}" for s in _GOAL_TYPE_COLUMNS
+        )
+        lines.append(f"  {str(gt):<{width}}  episodes {m.get('num_episodes', 0)}  {cells}")
+    return lines

@@ -18,6 +18,7 @@ logs, records, ``repr`` or error messages. A server that stays down raises
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import numbers
 import os
@@ -28,6 +29,8 @@ from collections import deque
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Deque, Dict, List, Optional, Tuple, Union
+
+import numpy as np
 
 from habitat_mosnav.chat import (
     APIError,
@@ -178,6 +181,7 @@ class APIAgent:
         self._total = _stats_zero()
         self._episode_index = -1
         self._step = 0
+        self._goal_cache: Optional[Tuple[Any, EncodedImage]] = None
 
     def __repr__(self) -> str:  # never shows the key
         return f"APIAgent(model={self.model!r}, url={self.client.url!r})"
@@ -431,9 +435,11 @@ class APIAgent:
             raise ValueError(
                 "APIAgent: observation.rgb is missing; the API agent needs the RGB view"
             )
-        images: List[EncodedImage] = [
+        goal = getattr(obs, "goal_image", None)
+        images: List[EncodedImage] = [] if goal is None else [self._encoded_goal(goal)]
+        images.append(
             encode_image(rgb_to_image(obs.rgb), "rgb", self.image_size, self.image_format)
-        ]
+        )
         if self.send_depth and getattr(obs, "depth", None) is not None:
             extras = getattr(obs, "extras", None) or {}
             units = extras.get("depth_units") if isinstance(extras, dict) else None
@@ -447,8 +453,9 @@ class APIAgent:
                 )
             )
         history = list(self._history)[-self.history_length :] if self.history_length else None
-        text = user_text(obs, history, self.send_depth and len(images) > 1, self.max_depth)
-        messages = build_messages(self.system_prompt, text, images)
+        depth_sent = images[-1].role == "depth"
+        text = user_text(obs, history, depth_sent, self.max_depth, goal is not None)
+        messages = build_messages(self.system_prompt, text, images, labelled=goal is not None)
 
         attempts: List[Dict[str, Any]] = []
         action: Optional[int] = None
@@ -525,6 +532,16 @@ class APIAgent:
         """Nothing to release (one connection per request); present for symmetry."""
 
     # ------------------------------------------------------------------ logging
+    def _encoded_goal(self, goal: Any) -> EncodedImage:
+        """``obs.goal_image`` encoded as the frames are; encoded again only when its pixels
+        change (it is fixed for an episode)."""
+        arr = np.ascontiguousarray(np.asarray(goal))
+        key = (arr.shape, str(arr.dtype), hashlib.sha256(arr.tobytes()).hexdigest())
+        if self._goal_cache is None or self._goal_cache[0] != key:
+            img = rgb_to_image(arr, "observation.goal_image")
+            self._goal_cache = (key, encode_image(img, "goal", self.image_size, self.image_format))
+        return self._goal_cache[1]
+
     def _write_log(
         self,
         obs: Any,
@@ -550,7 +567,9 @@ class APIAgent:
             make_dirs(str(folder))
             make_dirs(str(sub))
             for im, ref in zip(images, refs):
-                target = sub / f"step_{step:04d}_{im.role}.{im.format}"
+                # the goal image is the same at every step: saved once per episode
+                name = f"goal.{im.format}" if im.role == "goal" else f"step_{step:04d}_{im.role}"
+                target = sub / (name if im.role == "goal" else f"{name}.{im.format}")
                 if not os.path.lexists(target):
                     with open_file(str(target), "wb") as fh:
                         fh.write(

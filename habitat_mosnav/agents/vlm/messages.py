@@ -55,9 +55,17 @@ GOAT_ACTIONS = (
 )
 
 DEPTH_NOTE = (
-    "The second image is the depth view, colour-coded: yellow = near, green = middle distance, "
-    "dark purple = far (about {max_depth:g} m or more), black = no reading."
+    "The {ordinal} image is the depth view, colour-coded: yellow = near, green = middle "
+    "distance, dark purple = far (about {max_depth:g} m or more), black = no reading."
 )
+GOAL_IMAGE_NOTE = (
+    "The first image is the goal image: it shows one object that matches the goal (objects "
+    "like it match); it stays the same for the whole episode. The second image is the "
+    "current camera view."
+)
+#: With a goal image every image part follows a text part naming it (docs/EVALUATION.md §6:
+#: task text, goal image, current view, depth view).
+IMAGE_LABELS = {"goal": "Goal image:", "rgb": "Current camera view:", "depth": "Depth view:"}
 
 
 @dataclass(frozen=True)
@@ -94,11 +102,11 @@ def _resize(img: Image.Image, size: int) -> Image.Image:
     return img.resize(new, Image.LANCZOS)
 
 
-def rgb_to_image(rgb: Any) -> Image.Image:
-    """(H, W, 3|4) uint8 (or float in [0, 1]) -> RGB PIL image."""
+def rgb_to_image(rgb: Any, name: str = "observation.rgb") -> Image.Image:
+    """(H, W, 3|4) uint8 (or float in [0, 1]) -> RGB PIL image; ``name`` for the error."""
     arr = np.asarray(rgb)
     if arr.ndim != 3 or arr.shape[2] not in (3, 4):
-        raise ValueError(f"observation.rgb: expected an (H, W, 3) array, got shape {arr.shape}")
+        raise ValueError(f"{name}: expected an (H, W, 3) array, got shape {arr.shape}")
     arr = arr[..., :3]
     if arr.dtype != np.uint8:
         arr = np.asarray(arr, dtype=np.float64)
@@ -193,9 +201,14 @@ def fallback_task_text(obs: Any) -> str:
 
 
 def user_text(
-    obs: Any, history: Optional[Sequence[Tuple[int, int, str]]], send_depth: bool, max_depth: float
+    obs: Any,
+    history: Optional[Sequence[Tuple[int, int, str]]],
+    send_depth: bool,
+    max_depth: float,
+    goal_image: bool = False,
 ) -> str:
-    """The text part of the user message for one step; ``history=None`` omits the history."""
+    """The text part of the user message for one step; ``history=None`` omits the history;
+    ``goal_image``: the goal image is sent first, before the current view."""
     task = getattr(obs, "task_prompt", None) or fallback_task_text(obs)
     parts: List[str] = [task.strip()]
     goal = getattr(obs, "goal_text", None)
@@ -210,9 +223,19 @@ def user_text(
         )
     if history is not None:
         parts.append(format_history(history))
-    if send_depth:
+    if goal_image:
         parts.append(
-            "The first image is the current camera view. " + DEPTH_NOTE.format(max_depth=max_depth)
+            GOAL_IMAGE_NOTE
+            + (
+                " " + DEPTH_NOTE.format(ordinal="third", max_depth=max_depth)
+                if send_depth
+                else " No depth image is sent."
+            )
+        )
+    elif send_depth:
+        parts.append(
+            "The first image is the current camera view. "
+            + DEPTH_NOTE.format(ordinal="second", max_depth=max_depth)
         )
     else:
         parts.append("The image is the current camera view (no depth image is sent).")
@@ -221,11 +244,14 @@ def user_text(
 
 
 def build_messages(
-    system_prompt: Optional[str], text: str, images: Sequence[EncodedImage]
+    system_prompt: Optional[str], text: str, images: Sequence[EncodedImage], labelled: bool = False
 ) -> List[Dict[str, Any]]:
-    """System + user (text part, then one ``image_url`` part per image)."""
+    """System + user (text part, then one ``image_url`` part per image, in order; with
+    ``labelled`` each image follows a text part naming it, :data:`IMAGE_LABELS`)."""
     content: List[Dict[str, Any]] = [{"type": "text", "text": text}]
     for im in images:
+        if labelled:
+            content.append({"type": "text", "text": IMAGE_LABELS[im.role]})
         content.append({"type": "image_url", "image_url": {"url": im.data_url}})
     messages: List[Dict[str, Any]] = []
     if system_prompt:

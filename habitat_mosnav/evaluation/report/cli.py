@@ -2,7 +2,9 @@
 
 Writes ``DIR/index.html`` (one self-contained page: plots embedded as PNG data URIs, the
 episode maps beside it in ``DIR/maps/<run>/``), ``DIR/leaderboard.md`` and
-``DIR/leaderboard.csv`` (one row per run, named by its directory).
+``DIR/leaderboard.csv`` (one row per run, named by its directory), and
+``DIR/leaderboard_by_goal_type.csv`` (one row per run and goal type: summary.json's
+``by_goal_type``, also a table of the page and of leaderboard.md).
 
 A row's point values are the run's ``summary.json`` metrics (SPEC §5), never recomputed
 differently; the 95 % intervals of ``sr``, ``f1`` and ``spl_multi`` are percentile
@@ -52,7 +54,11 @@ from habitat_mosnav.evaluation.report.data import (
     load_run,
     unique_names,
 )
-from habitat_mosnav.evaluation.report.leaderboard import markdown_table, write_csv
+from habitat_mosnav.evaluation.report.leaderboard import (
+    markdown_table,
+    write_csv,
+    write_goal_type_csv,
+)
 from habitat_mosnav.evaluation.report.page import render_html
 from habitat_mosnav.evaluation.report.plots import make_plots, plot_data, run_colors
 
@@ -92,7 +98,15 @@ def collect_videos(run: RunData, out_dir: str) -> None:
 
 #: What a report directory holds (a directory with anything else is never replaced).
 REPORT_ENTRIES = frozenset(
-    {"index.html", "leaderboard.md", "leaderboard.csv", "plots.json", "maps", "videos"}
+    {
+        "index.html",
+        "leaderboard.md",
+        "leaderboard.csv",
+        "leaderboard_by_goal_type.csv",
+        "plots.json",
+        "maps",
+        "videos",
+    }
 )
 
 
@@ -129,7 +143,8 @@ def write_report(
     overrides: Sequence[str] = (),
     progress: bool = True,
 ) -> List[RunData]:
-    """Read the runs, write index.html, leaderboard.md and leaderboard.csv into ``out_dir``.
+    """Read the runs, write index.html, leaderboard.md, leaderboard.csv and
+    leaderboard_by_goal_type.csv into ``out_dir``.
 
     The report is built in a new directory beside ``out_dir`` and swapped in whole
     (:func:`~habitat_mosnav.safety.replacing_dir`): a full disk or a signal leaves the
@@ -171,6 +186,7 @@ def _write_pages(runs: Sequence[RunData], out_dir: str, resamples: int, seed: in
         collect_maps(run, out_dir)
         collect_videos(run, out_dir)
     write_csv(os.path.join(out_dir, "leaderboard.csv"), runs)
+    write_goal_type_csv(os.path.join(out_dir, "leaderboard_by_goal_type.csv"), runs)
     with open_file(os.path.join(out_dir, "leaderboard.md"), "w") as f:
         f.write(markdown_table(runs))
     colors = run_colors(runs)
@@ -188,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=(
             "Compare mosnav-eval runs: DIR/index.html (plots, leaderboard, sortable episode table "
-            "linking each episode's map), DIR/leaderboard.md and DIR/leaderboard.csv."
+            "linking each episode's map), DIR/leaderboard.md, DIR/leaderboard.csv and "
+            "DIR/leaderboard_by_goal_type.csv."
         ),
     )
     add_version_argument(p)
@@ -279,6 +296,9 @@ def _report(args) -> int:
             file=sys.stderr,
         )
     print(
-        safe_line(f"wrote {os.path.join(args.out, 'index.html')}, leaderboard.md, leaderboard.csv")
+        safe_line(
+            f"wrote {os.path.join(args.out, 'index.html')}, leaderboard.md, leaderboard.csv, "
+            "leaderboard_by_goal_type.csv"
+        )
     )
     return 0

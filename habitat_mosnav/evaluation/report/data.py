@@ -61,6 +61,15 @@ CSV_COLUMNS = (
 )
 
 
+#: ``leaderboard_by_goal_type.csv``: a row per run and goal type, from summary.json's
+#: ``by_goal_type`` (the same SPEC §5 aggregates over that type's episodes).
+GOAL_TYPE_CSV_COLUMNS = (
+    ("run", "goal_type", "num_episodes")
+    + tuple(f"num_episodes_{m}" for m in TARGET_MODES)
+    + tuple(a.name for a in SHOWN_AGGREGATES)
+)
+
+
 #: Episode table metric columns (record fields): the main board's, then the others.
 EPISODE_METRICS = tuple(
     dict.fromkeys([f for _, f in BOARD_FIELDS] + [m.field for m in METRICS if m.episode_column])
@@ -186,6 +195,22 @@ def load_run(
             k
             for k, _ in BOARD_FIELDS + (("num_episodes", None),)
             if not _same(metrics.get(k), fresh.get(k))
+        ]
+        if "by_goal_type" not in summary:  # written before summaries split by goal type
+            summary["by_goal_type"] = computed["by_goal_type"]
+        groups = summary["by_goal_type"]
+        if not isinstance(groups, dict) or not all(isinstance(g, dict) for g in groups.values()):
+            raise ReportError(f"{summary_path}: field 'by_goal_type' is not an object of objects")
+        fresh_groups = computed["by_goal_type"]
+        stale += [
+            gt
+            for gt in set(groups) | set(fresh_groups)
+            if gt not in groups
+            or gt not in fresh_groups
+            or any(
+                not _same(groups[gt].get(k), fresh_groups[gt].get(k))
+                for k, _ in BOARD_FIELDS + (("num_episodes", None),)
+            )
         ]
         if stale or summary.get("unique_record_count") != computed["unique_record_count"]:
             notes.append("summary.json disagrees with the records (re-run mosnav-aggregate)")

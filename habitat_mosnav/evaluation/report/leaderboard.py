@@ -1,11 +1,13 @@
-"""``leaderboard.csv`` and ``leaderboard.md``: one row per run (:func:`board_row`), text from
-the runs escaped for a spreadsheet (no formulas) and for Markdown (no shifted columns)."""
+"""``leaderboard.csv`` and ``leaderboard.md``: one row per run (:func:`board_row`);
+``leaderboard_by_goal_type.csv`` and leaderboard.md's by-goal-type table: one row per run
+and goal type (:func:`goal_type_rows`); text from the runs escaped for a spreadsheet (no
+formulas) and for Markdown (no shifted columns)."""
 
 from __future__ import annotations
 
 import csv
 import html
-from typing import Any, Dict, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Sequence
 
 
 from habitat_mosnav.metrics.measure_table import (
@@ -23,6 +25,7 @@ from habitat_mosnav.evaluation.report.data import (
     COUNTS,
     CSV_COLUMNS,
     DIAGNOSTICS,
+    GOAL_TYPE_CSV_COLUMNS,
     RunData,
     SHOWN_AGGREGATES,
 )
@@ -84,6 +87,24 @@ def board_row(run: RunData) -> Dict[str, Any]:
         row[key] = m.get(key)
     row["notes"] = "; ".join(run.notes)
     return row
+
+
+def goal_type_rows(run: RunData) -> List[Dict[str, Any]]:
+    """The run's rows of the by-goal-type table (CSV values before formatting)."""
+    rows = []
+    for goal_type, m in sorted((run.summary.get("by_goal_type") or {}).items()):
+        row = {c: m.get(c) for c in GOAL_TYPE_CSV_COLUMNS[2:]}
+        rows.append(dict(row, run=run.name, goal_type=goal_type))
+    return rows
+
+
+def write_goal_type_csv(path: str, runs: Sequence[RunData]) -> None:
+    with open_file(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(GOAL_TYPE_CSV_COLUMNS)
+        for run in runs:
+            for row in goal_type_rows(run):
+                w.writerow([_csv_value(row[c]) for c in GOAL_TYPE_CSV_COLUMNS])
 
 
 def write_csv(path: str, runs: Sequence[RunData]) -> None:
@@ -178,4 +199,21 @@ def markdown_table(runs: Sequence[RunData]) -> str:
     )
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
-    return text
+    return text + "\n" + markdown_goal_type_table(runs)
+
+
+def markdown_goal_type_table(runs: Sequence[RunData]) -> str:
+    """The main board per goal type: a row per run and goal type (point values)."""
+    head = ["run", "goal type", "episodes"] + [aggregate_spec(c).label for c, _ in BOARD_FIELDS]
+    lines = [
+        "By goal type (SR, F1 and SPL-multi over the many + all episodes of each goal type):",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for run in runs:
+        for row in goal_type_rows(run):
+            cells = [_md_code(run.name), _md_text(row["goal_type"]), str(row["num_episodes"])]
+            cells += [_agg(row, c) for c, _ in BOARD_FIELDS]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

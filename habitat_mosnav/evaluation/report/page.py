@@ -17,6 +17,7 @@ from habitat_mosnav.evaluation.maps import (
     read_map_info,
 )
 from habitat_mosnav.metrics.measure_table import (
+    INTEGER,
     METRICS,
     RATIO,
     aggregate_spec,
@@ -35,6 +36,7 @@ from habitat_mosnav.evaluation.report.data import (
 )
 from habitat_mosnav.evaluation.report.leaderboard import (
     format_number,
+    goal_type_rows,
     official_text,
     verification_text,
     with_interval,
@@ -176,6 +178,23 @@ def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
         )
         rows.append(f"<tr{_row_class(run)}>" + "".join(cells) + "</tr>")
     return _table("leaderboard", head, rows)
+
+
+def _goal_types_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
+    """The main board per goal type: run, goal type, episodes, SR, F1, SPL-multi."""
+    head = [("run", "", "t"), ("goal type", "", "t"), ("episodes", "episodes", "")]
+    head += _board_head()
+    rows = [
+        f"<tr{_row_class(run)}>"
+        + _run_cell(run, colors)
+        + _cell(row["goal_type"], False, cls="t")
+        + _cell(row["num_episodes"], digits=0, fmt=INTEGER)
+        + "".join(_cell(row[c]) for c, _ in BOARD_FIELDS)
+        + "</tr>"
+        for run in runs
+        for row in goal_type_rows(run)
+    ]
+    return "<h3>By goal type</h3>" + _table("by-goal-type", head, rows)
 
 
 def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
@@ -476,6 +495,7 @@ def render_html(
         "sort.</p>",
         "<section id='leaderboard-section'><h2>Leaderboard</h2>",
         _board_html(runs, colors),
+        _goal_types_html(runs, colors),
     ]
     if warn:
         parts.append(
