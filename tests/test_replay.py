@@ -225,3 +225,28 @@ def test_replayed_maps_equal_the_original_runs(room_runs, tmp_path):
             assert (run / "replay" / "mosnav" / "maps" / name).read_bytes() == (
                 run / "maps" / name
             ).read_bytes(), name
+
+
+def test_replayed_videos_equal_the_original_runs(room_runs, tmp_path):
+    # The scripted room run was evaluated with --save-video gif. GIF, not mp4: its frames
+    # decode to exactly the palette-quantized pixels written (quantization is a pure function
+    # of the frame), so equal decoded arrays mean the replay composed the same frames;
+    # an mp4's decoded pixels also depend on the encoder's build and threads.
+    import imageio.v2 as imageio
+    import numpy as np
+
+    run = tmp_path / "scripted"
+    shutil.copytree(room_runs["scripted"], run)
+    out = tmp_path / "replayed"
+    args = ["--dataset-dir", room_runs["data"], "--scene-root", room_runs["scenes"]]
+    assert _replay(run, "--out", str(out), "--save-video", "gif", *args) == 0
+    original = sorted(n for n in os.listdir(run / "videos") if n.endswith(".gif"))
+    assert original and sorted(os.listdir(out / "videos")) == original
+    steps = {r["episode_key"]: r["steps_taken"] for r in read_records(run)}
+    assert len(original) == len(steps)
+    for name in original:
+        a = imageio.mimread(str(run / "videos" / name), memtest=False)
+        b = imageio.mimread(str(out / "videos" / name), memtest=False)
+        assert len(a) == len(b) and len(a) in {n + 1 for n in steps.values()}, name
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert np.array_equal(np.asarray(x), np.asarray(y)), (name, i)
