@@ -4,12 +4,15 @@ an edited record is caught by ``--verify``; bad input exits 2 naming the file an
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from chat_server import ChatServer
 from conftest import NO_IMAGES, api_agent_args, read_records, read_summary, scripted_model
 
+import habitat_mosnav
 from habitat_mosnav.evaluation.cli import main as eval_main
 from habitat_mosnav.evaluation.replay_cli import main as replay_main
 
@@ -20,6 +23,23 @@ FAST = ["--num-episodes", "2", "--space-coverage-samples", "10", "--no-progress"
 
 def _replay(run, *extra):
     return replay_main([str(run), "--no-progress", *extra])
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(habitat_mosnav.__file__)))
+LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS")
+
+
+def _replay_process(run, *extra, env=None):
+    """``mosnav-replay RUN --no-progress *extra`` as its own process (this checkout first)."""
+    clean = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    return subprocess.Popen(
+        [sys.executable, "-m", "habitat_mosnav.evaluation.replay_cli", str(run), "--no-progress"]
+        + list(extra),
+        env={**clean, "PYTHONPATH": REPO, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _same_records(run, out):
@@ -250,3 +270,47 @@ def test_replayed_videos_equal_the_original_runs(room_runs, tmp_path):
         assert len(a) == len(b) and len(a) in {n + 1 for n in steps.values()}, name
         for i, (x, y) in enumerate(zip(a, b)):
             assert np.array_equal(np.asarray(x), np.asarray(y)), (name, i)
+
+
+def test_verify_with_two_ranks_as_two_processes(random_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(random_run, run)
+    # rank 0 by its flags, rank 1 by a launcher's variables (as torchrun starts it)
+    procs = [
+        _replay_process(run, "--verify", "--rank", "0", "--world-size", "2"),
+        _replay_process(run, "--verify", env={"RANK": "1", "WORLD_SIZE": "2"}),
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    mark = read_summary(run)["verification"]
+    assert mark["status"] == "verified" and mark["episode_count"] == 2
+    out = run / "replay" / "mosnav"
+    keys = sorted(r["episode_key"] for r in read_records(random_run))
+    for rank in (0, 1):
+        part = json.loads((out / f"replay_rank_{rank:05d}.json").read_text())
+        assert part["episode_keys"] == [keys[rank]] and part["episode_count"] == 1
+        assert part["status"] == "agrees" and part["world_size"] == 2
+    whole = json.loads((out / "replay.json").read_text())
+    assert whole["status"] == "agrees" and whole["episode_count"] == 2 and whole["world_size"] == 2
+    _same_records(run, out)
+
+    # Rank 1's record edited: rank 1 alone finds rank 0's part made from other records
+    # (stale) and leaves the verdict to rank 0, which then concludes: not verified.
+    path = run / "rank_00000" / "episodes.jsonl"
+    lines = path.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if json.loads(line)["episode_key"] == keys[1])
+    rec = json.loads(lines[index])
+    rec["metrics"]["trajectory_length"] += 0.25
+    lines[index] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert _replay(run, "--verify", "--rank", "1", "--world-size", "2") == 1
+    err = capsys.readouterr().err
+    assert "waiting for rank(s) 0" in err and not (out / "replay.json").exists()
+    assert read_summary(run)["verification"]["status"] == "verified"  # not concluded yet
+    assert _replay(run, "--verify", "--rank", "0", "--world-size", "2") == 1
+    mark = read_summary(run)["verification"]
+    assert mark["status"] == "not_verified" and mark["differing_episode_count"] == 1
+    assert mark["differences"][0].startswith(f"{keys[1]}: metrics.trajectory_length")
+    whole = json.loads((out / "replay.json").read_text())
+    assert whole["status"] == "differs" and whole["episode_count"] == 2
