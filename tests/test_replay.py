@@ -338,3 +338,21 @@ def test_resume_continues_a_replay_and_the_progress_bar_counts_it(random_run, tm
     lines = path.read_text().splitlines()
     assert lines[0] == first and json.loads(lines[1]) == json.loads(second)
     _same_records(random_run, out)
+
+
+def test_a_rank_replaces_its_part_without_following_planted_links(random_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(random_run, run)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the replay's")
+    out = run / "replay" / "mosnav"
+    out.mkdir(parents=True)
+    os.symlink(outside, out / "rank_00000")  # the previous replay's part, as a link
+    os.symlink(outside / "keep.txt", out / "replay.json")
+    assert _replay(run, "--rank", "0", "--world-size", "2") == 0
+    assert (outside / "keep.txt").read_text() == "not the replay's"
+    assert os.listdir(outside) == ["keep.txt"]
+    assert not os.path.islink(out / "rank_00000") and (out / "rank_00000" / "done.json").exists()
+    assert not os.path.lexists(out / "replay.json")  # rank 1's part is still to come
+    assert json.loads((out / "replay_rank_00000.json").read_text())["episode_count"] == 1

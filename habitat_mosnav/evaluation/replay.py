@@ -34,7 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
-from habitat_mosnav.evaluation.durable import ResultFileError, atomic_write_json, read_json_object
+from habitat_mosnav.evaluation.durable import (
+    ResultFileError,
+    atomic_write_json,
+    read_json_object,
+    write_failed,
+)
 from habitat_mosnav.evaluation.rank_files import rank_dir, read_run
 from habitat_mosnav.evaluation.records import to_jsonable
 from habitat_mosnav.evaluation.replay_data import (
@@ -579,12 +584,16 @@ def _remove_stale(out_dir: str, rank: int, world_size: int, fresh: bool) -> None
     """Before a replay: ``fresh`` (the default --out, no --resume) replaces the previous
     replay there (with several ranks, only this rank's part); with several ranks this
     rank's old report and the old whole report never speak for this replay."""
-    if world_size == 1:
-        if fresh and os.path.isdir(out_dir):
-            shutil.rmtree(out_dir)
-        return
-    if fresh and os.path.isdir(rank_dir(out_dir, rank)):
-        shutil.rmtree(rank_dir(out_dir, rank))
-    for path in (rank_report_path(out_dir, rank), os.path.join(out_dir, REPORT_FILE)):
-        if os.path.lexists(path):
-            os.unlink(path)
+    doomed = []
+    if fresh:
+        doomed.append(out_dir if world_size == 1 else rank_dir(out_dir, rank))
+    if world_size > 1:
+        doomed += [rank_report_path(out_dir, rank), os.path.join(out_dir, REPORT_FILE)]
+    for path in doomed:
+        try:  # a link is removed itself, never followed
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                os.unlink(path)
+        except OSError as exc:
+            raise write_failed(path, exc, "remove the previous replay's") from None

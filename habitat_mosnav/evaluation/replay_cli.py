@@ -15,7 +15,7 @@ and writes its part of the report; the last to finish writes ``replay.json`` and
 
 Exit status: 0 every episode agrees (this rank's part, or the whole run for the rank that
 concludes); 1 some differ (one line per differing episode and field on stdout); 2 bad input
-(one line naming the file, record and field).
+(one line naming the file, record and field); 3 an output file could not be written.
 """
 
 from __future__ import annotations
@@ -244,11 +244,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     handler.setFormatter(logging.Formatter("warning: %(message)s"))
     log = logging.getLogger("habitat_mosnav")
     log.addHandler(handler)
+    from habitat_mosnav.evaluation.durable import ResultWriteError
+
     try:
         return _run(argv)
     except UsageError as exc:
         print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
         return 2
+    except ResultWriteError as exc:  # a full disk, no permission: as mosnav-eval, exit 3
+        print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
+        return 3
     finally:
         log.removeHandler(handler)
 
