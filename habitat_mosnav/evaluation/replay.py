@@ -9,6 +9,8 @@ selection), so the replayed records are written exactly as ``mosnav-eval`` write
 (and ``--save-maps`` / ``--save-video`` draw them the same way). Then
 :func:`compare_records` compares each replayed record with the original: status, steps,
 termination, every metric, the start and final pose, every position, every report event.
+With several ranks each writes its part of the report and the last to finish merges them
+(:func:`merge_rank_reports`), as ``mosnav-eval``'s last rank writes summary.json.
 
 Agreement (docs/EVALUATION.md "Replaying a run"):
 
@@ -432,7 +434,10 @@ def merge_rank_reports(
         ):
             missing.append(r)
             continue
-        reports.append(report)
+        try:
+            reports.append(ReplayResult.from_report(report))
+        except (KeyError, TypeError, ValueError):  # not a report this code wrote: stale
+            missing.append(r)
     if missing:
         return None, missing
     whole = ReplayResult(
@@ -440,7 +445,7 @@ def merge_rank_reports(
         simulator=str(stamp["simulator"]),
         simulator_version=str(stamp["simulator_version"]),
     )
-    for part in map(ReplayResult.from_report, reports):
+    for part in reports:
         whole.differences.extend(part.differences)
         whole.flips.extend(part.flips)
         whole.episode_count += part.episode_count
