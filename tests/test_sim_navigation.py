@@ -328,6 +328,28 @@ def test_navmesh_file_defines_navigability(tmp_path):
         make_sim(scene, start=[1.0, 0.0, 1.0], navmesh=str(tmp_path / "bad.navmesh"))
 
 
+def test_a_turn_puts_the_agent_on_the_navmesh_as_habitat_sims_step_filter(tmp_path):
+    """habitat-sim passes every body action, turns too, through tryStep (its step_filter):
+    a start on the floor (y 0) below the navmesh (y 0.05) is lifted by the first turn, with
+    x/z unchanged; look actions and reset leave the position alone."""
+    from habitat_mosnav.sims.navmesh import write_navmesh
+
+    scene = ts.export_boxes(str(tmp_path / "room.glb"), ts.room_boxes(0.0, 0.0, 4.0, 4.0))
+    y = 0.05
+    write_navmesh(
+        str(tmp_path / "room.navmesh"),
+        [np.array([[0.5, y, 0.5], [0.5, y, 3.5], [3.5, y, 3.5], [3.5, y, 0.5]])],
+    )
+    sim, _ = make_sim(scene, start=[1.0, 0.0, 1.0])
+    sim.step("look_up")
+    assert list(sim.get_agent_state().position) == [1.0, 0.0, 1.0]
+    sim.step("turn_right")
+    assert sim.get_agent_state().position == pytest.approx([1.0, y, 1.0], abs=1e-6)
+    assert not sim.previous_step_collided
+    sim.reset()
+    assert list(sim.get_agent_state().position) == [1.0, 0.0, 1.0]
+
+
 def test_bad_scene_files_give_one_line_errors(tmp_path):
     from habitat_mosnav.sims.geometry import SceneLoadError, read_semantic_table
 

@@ -197,7 +197,8 @@ def test_episodes_get_the_same_bounds_and_the_same_trajectories_on_both():
 @pytest.mark.slow
 def test_oracle_solves_mos_and_moc_without_sliding_on_both(tmp_path):
     """With the HM3D settings (sliding off) the oracle reaches every target on both
-    simulators, and its SPL-multi differs by at most 0.02."""
+    simulators, and its SPL-multi agrees to 1e-3 (measured: 1e-7; 0.013 apart while the
+    CPU simulator did not lift a start below the navmesh at a turn as habitat-sim does)."""
     from habitat_mosnav import get_config
     from habitat_mosnav.agents.oracle import OracleAgent
     from habitat_mosnav.config.simulator import simulator_overrides
@@ -230,7 +231,7 @@ def test_oracle_solves_mos_and_moc_without_sliding_on_both(tmp_path):
         )
         spl[sim] = float(np.mean([r["metrics"]["spl_multi"] for r in got]))
     assert spl["mosnav"] >= 0.85 and spl["habitat-sim"] >= 0.85, spl
-    assert abs(spl["mosnav"] - spl["habitat-sim"]) <= 0.02, spl
+    assert abs(spl["mosnav"] - spl["habitat-sim"]) <= 1e-3, spl
 
 
 @pytest.mark.slow

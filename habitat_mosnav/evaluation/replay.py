@@ -9,6 +9,8 @@ selection), so the replayed records are written exactly as ``mosnav-eval`` write
 (and ``--save-maps`` / ``--save-video`` draw them the same way). Then
 :func:`compare_records` compares each replayed record with the original: status, steps,
 termination, every metric, the start and final pose, every position, every report event.
+With several ranks each writes its part of the report and the last to finish merges them
+(:func:`merge_rank_reports`), as ``mosnav-eval``'s last rank writes summary.json.
 
 Agreement (docs/EVALUATION.md "Replaying a run"):
 
@@ -34,8 +36,13 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
-from habitat_mosnav.evaluation.durable import ResultFileError, atomic_write_json
-from habitat_mosnav.evaluation.rank_files import read_run
+from habitat_mosnav.evaluation.durable import (
+    ResultFileError,
+    atomic_write_json,
+    read_json_object,
+    write_failed,
+)
+from habitat_mosnav.evaluation.rank_files import rank_dir, read_run
 from habitat_mosnav.evaluation.records import to_jsonable
 from habitat_mosnav.evaluation.replay_data import (
     REPLAY_FIELD,
@@ -57,6 +64,9 @@ __all__ = [
     "ReplayResult",
     "compare_records",
     "load_records",
+    "merge_rank_reports",
+    "rank_report_path",
+    "records_digest",
     "replay_run",
 ]
 
@@ -103,10 +113,29 @@ class ReplayResult:
     simulator_version: str = ""
     out_dir: str = ""
     report_path: str = ""
+    #: The result over every rank once all have reported (this one with one rank); None
+    #: while another rank's report is missing (:func:`merge_rank_reports`).
+    whole: Optional["ReplayResult"] = None
+    #: With several ranks: those whose report is still missing or stale.
+    missing_ranks: List[int] = field(default_factory=list)
 
     @property
     def agrees(self) -> bool:
         return not self.differences
+
+    @classmethod
+    def from_report(cls, report: Mapping[str, Any]) -> "ReplayResult":
+        """A result read back from :meth:`report`'s content."""
+        return cls(
+            differences=[
+                Difference(d["episode_key"], d["field"], d["recorded"], d["replayed"])
+                for d in report.get("differences") or []
+            ],
+            flips=list(report.get("near_boundary_flips") or []),
+            episode_count=int(report.get("episode_count") or 0),
+            simulator=str(report.get("simulator") or ""),
+            simulator_version=str(report.get("simulator_version") or ""),
+        )
 
     def report(self) -> Dict[str, Any]:
         return {
@@ -371,6 +400,60 @@ def default_out_dir(run_dir: str, simulator: str) -> str:
     return os.path.join(run_dir, "replay", simulator)
 
 
+def rank_report_path(out_dir: str, rank: int) -> str:
+    """Rank ``rank``'s part of the report when several ranks replay a run."""
+    return os.path.join(out_dir, f"replay_rank_{int(rank):05d}.json")
+
+
+def records_digest(latest: Mapping[str, Tuple[str, Mapping[str, Any]]]) -> str:
+    """sha256 of a run's records (by key, canonical JSON): a rank's report counts toward
+    the whole only when it was made from the same records."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for key in sorted(latest):
+        h.update(json.dumps([key, latest[key][1]], sort_keys=True, allow_nan=True).encode())
+    return h.hexdigest()
+
+
+def merge_rank_reports(
+    out_dir: str, shares: Mapping[int, Sequence[str]], stamp: Mapping[str, Any]
+) -> Tuple[Optional[ReplayResult], List[int]]:
+    """(the result over every rank, []) once each rank ``r`` of ``shares`` has a report in
+    ``out_dir`` with ``stamp`` (records digest, simulator and version, world size) for
+    exactly its keys ``shares[r]``; else (None, the ranks missing or stale)."""
+    reports, missing = [], []
+    for r in sorted(shares):
+        try:
+            report = read_json_object(rank_report_path(out_dir, r))
+        except (OSError, ResultFileError):
+            missing.append(r)
+            continue
+        if any(report.get(k) != v for k, v in stamp.items()) or report.get("episode_keys") != list(
+            shares[r]
+        ):
+            missing.append(r)
+            continue
+        try:
+            reports.append(ReplayResult.from_report(report))
+        except (KeyError, TypeError, ValueError):  # not a report this code wrote: stale
+            missing.append(r)
+    if missing:
+        return None, missing
+    whole = ReplayResult(
+        out_dir=out_dir,
+        simulator=str(stamp["simulator"]),
+        simulator_version=str(stamp["simulator_version"]),
+    )
+    for part in reports:
+        whole.differences.extend(part.differences)
+        whole.flips.extend(part.flips)
+        whole.episode_count += part.episode_count
+    whole.differences.sort(key=lambda d: d.episode_key)  # stable: fields keep their order
+    whole.flips.sort(key=lambda f: f["episode_key"])
+    return whole, []
+
+
 def replay_run(
     run_dir: str,
     *,
@@ -406,8 +489,7 @@ def replay_run(
     cross = types[simulator] != motion["simulator"]
     given_out = out_dir is not None
     out_dir = out_dir or default_out_dir(run_dir, simulator)
-    if not given_out and not resume and os.path.isdir(out_dir):
-        shutil.rmtree(out_dir)  # the previous replay of this run on this simulator
+    _remove_stale(out_dir, rank, world_size, fresh=not given_out and not resume)
     hcfg = replay_config(
         manifest, motion, simulator, config=config, extra_overrides=extra_overrides
     )
@@ -474,7 +556,49 @@ def replay_run(
                 )
                 continue
         result.differences.extend(diffs)
-    name = REPORT_FILE if world_size == 1 else f"replay_rank_{rank:05d}.json"
-    result.report_path = os.path.join(out_dir, name)
-    atomic_write_json(result.report_path, to_jsonable(result.report(), "replay report"))
+    if world_size == 1:
+        result.report_path = os.path.join(out_dir, REPORT_FILE)
+        atomic_write_json(result.report_path, to_jsonable(result.report(), "replay report"))
+        result.whole = result
+        return result
+    stamp = {
+        "records_digest": records_digest(latest),
+        "simulator": result.simulator,
+        "simulator_version": result.simulator_version,
+        "world_size": world_size,
+    }
+    shares = {
+        r: [k for _, k in select_episodes(sorted(latest), 0, -1, r, world_size)]
+        for r in range(world_size)
+    }
+    result.report_path = rank_report_path(out_dir, rank)
+    part = dict(result.report(), rank=rank, episode_keys=shares[rank], **stamp)
+    atomic_write_json(result.report_path, to_jsonable(part, "replay report"))
+    # The last rank to report finds every part and writes the whole (as mosnav-eval's last
+    # rank writes summary.json); two finishing at once both write the same content.
+    whole, result.missing_ranks = merge_rank_reports(out_dir, shares, stamp)
+    if whole is not None:
+        whole.report_path = os.path.join(out_dir, REPORT_FILE)
+        report = dict(whole.report(), world_size=world_size)
+        atomic_write_json(whole.report_path, to_jsonable(report, "replay report"))
+        result.whole = whole
     return result
+
+
+def _remove_stale(out_dir: str, rank: int, world_size: int, fresh: bool) -> None:
+    """Before a replay: ``fresh`` (the default --out, no --resume) replaces the previous
+    replay there (with several ranks, only this rank's part); with several ranks this
+    rank's old report and the old whole report never speak for this replay."""
+    doomed = []
+    if fresh:
+        doomed.append(out_dir if world_size == 1 else rank_dir(out_dir, rank))
+    if world_size > 1:
+        doomed += [rank_report_path(out_dir, rank), os.path.join(out_dir, REPORT_FILE)]
+    for path in doomed:
+        try:  # a link is removed itself, never followed
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                os.unlink(path)
+        except OSError as exc:
+            raise write_failed(path, exc, "remove the previous replay's") from None

@@ -9,8 +9,13 @@ start through the evaluator's episode loop with no agent
 (:mod:`~habitat_mosnav.evaluation.replay`); the replayed run goes to ``--out`` (default
 ``RUN_DIR/replay/<simulator>``, replaced on each replay) with ``replay.json``, the report.
 
-Exit status: 0 every episode agrees; 1 some differ (one line per differing episode and
-field on stdout); 2 bad input (one line naming the file, record and field).
+With ``--rank/--world-size`` (or torchrun's/SLURM's variables) each rank replays its share
+and writes its part of the report; the last to finish writes ``replay.json`` and, with
+``--verify``, the mark (:func:`~habitat_mosnav.evaluation.replay.merge_rank_reports`).
+
+Exit status: 0 every episode agrees (this rank's part, or the whole run for the rank that
+concludes); 1 some differ (one line per differing episode and field on stdout); 2 bad input
+(one line naming the file, record and field); 3 an output file could not be written.
 """
 
 from __future__ import annotations
@@ -77,8 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="extra habitat config override (Hydra syntax), repeatable",
     )
-    p.add_argument("--rank", type=int, default=0)
-    p.add_argument("--world-size", type=int, default=1)
+    p.add_argument(
+        "--rank",
+        type=int,
+        default=None,
+        help="this worker's rank, as mosnav-eval's (default: RANK or SLURM_PROCID, else 0)",
+    )
+    p.add_argument(
+        "--world-size",
+        type=int,
+        default=None,
+        help="number of ranks (default: WORLD_SIZE or SLURM_NTASKS, else 1); the last rank "
+        "to finish writes replay.json and, with --verify, the mark",
+    )
     p.add_argument("--resume", action="store_true", help="continue a replay in --out")
     p.add_argument(
         "--save-maps", action="store_true", help="draw each replayed episode's map to OUT/maps"
@@ -138,10 +154,7 @@ def _run(argv) -> int:
     args = build_parser().parse_args(argv)
     if not os.path.isdir(args.run_dir):
         raise UsageError(f"{args.run_dir}: no such run directory")
-    if not 0 <= args.rank < max(args.world_size, 1):
-        raise UsageError(f"--rank {args.rank} must be < --world-size {args.world_size}")
-    if args.verify and args.world_size != 1:
-        raise UsageError("--verify replays every episode: run it with one rank")
+    rank, world = _rank_world(args)
     try:
         result = replay_run(
             args.run_dir,
@@ -149,8 +162,8 @@ def _run(argv) -> int:
             out_dir=args.out,
             config=args.config,
             extra_overrides=_overrides(args),
-            rank=args.rank,
-            world_size=args.world_size,
+            rank=rank,
+            world_size=world,
             resume=args.resume,
             progress=args.progress,
             maps=args.save_maps,
@@ -167,25 +180,60 @@ def _run(argv) -> int:
                 f"{', '.join(map(str, flip['claim_steps']))} (within the stated agreement)"
             )
         )
+    verdict = (
+        "agree" if result.agrees else f"{len({d.episode_key for d in result.differences})} differ"
+    )
+    print(
+        safe_line(
+            f"{PROG}: {result.episode_count} episodes replayed on {result.simulator}"
+            f"{f' by rank {rank} of {world}' if world > 1 else ''}: {verdict}; "
+            f"report: {result.report_path}"
+        ),
+        file=sys.stderr,
+    )
+    whole = result.whole
+    if whole is None:  # another rank's part is still to come: the last one concludes
+        print(
+            safe_line(
+                f"{PROG}: waiting for rank(s) {', '.join(map(str, result.missing_ranks))}: "
+                f"the last rank to finish writes replay.json"
+                f"{' and marks summary.json' if args.verify else ''}"
+            ),
+            file=sys.stderr,
+        )
+        return 0 if result.agrees else 1
+    if world > 1:
+        print(
+            safe_line(
+                f"{PROG}: all {world} ranks: {whole.episode_count} episodes, "
+                f"{'agree' if whole.agrees else 'some differ'}; report: {whole.report_path}"
+            ),
+            file=sys.stderr,
+        )
     if args.verify:
-        mark = mark_verification(args.run_dir, result)
+        mark = mark_verification(args.run_dir, whole)
         print(
             safe_line(
                 f"{args.run_dir}: {mark['status']} on {mark['simulator']} {mark['simulator_version']}"
             ),
             file=sys.stderr,
         )
-    verdict = (
-        "agree" if result.agrees else f"{len({d.episode_key for d in result.differences})} differ"
-    )
-    print(
-        safe_line(
-            f"{PROG}: {result.episode_count} episodes replayed on {result.simulator}: {verdict}; "
-            f"report: {result.report_path}"
-        ),
-        file=sys.stderr,
-    )
-    return 0 if result.agrees else 1
+    return 0 if whole.agrees else 1
+
+
+def _rank_world(args):
+    """(rank, world size): the flags, else the launcher's variables, as mosnav-eval."""
+    from habitat_mosnav.evaluation.selection import launcher_rank_world
+
+    try:
+        env_rank, env_world = launcher_rank_world()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    rank = env_rank if args.rank is None else args.rank
+    world = env_world if args.world_size is None else args.world_size
+    if world < 1 or not 0 <= rank < world:
+        raise UsageError(f"--rank {rank} must be in 0..{world - 1} (--world-size {world})")
+    return rank, world
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -196,11 +244,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     handler.setFormatter(logging.Formatter("warning: %(message)s"))
     log = logging.getLogger("habitat_mosnav")
     log.addHandler(handler)
+    from habitat_mosnav.evaluation.durable import ResultWriteError
+
     try:
         return _run(argv)
     except UsageError as exc:
         print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
         return 2
+    except ResultWriteError as exc:  # a full disk, no permission: as mosnav-eval, exit 3
+        print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
+        return 3
     finally:
         log.removeHandler(handler)
 

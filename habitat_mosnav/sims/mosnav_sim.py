@@ -442,8 +442,16 @@ class MosNavMeshSim(Simulator):
         return moved + 1e-5 < abs(amount)
 
     def _turn(self, degrees: float) -> None:
+        """Rotate about +Y, then filter the position as habitat-sim filters every body
+        action, turns included (its ``step_filter``: ``tryStep(p, p)``): an agent placed off
+        the surface's height (an episode start on the floor, the navmesh above it) stands on
+        the surface after its first turn, as after its first forward step."""
         self._rot = self._rot * _quat_axis(math.radians(degrees), (0.0, 1.0, 0.0))
         self._rot = self._rot / math.sqrt(self._rot.norm())
+        here = self._pos.astype(np.float64)
+        self._pos = np.asarray(
+            self._grid.try_step(here, here, sliding=self._allow_sliding), dtype=np.float32
+        )
 
     def tilt_camera(self, degrees: float) -> None:
         """Pitch every camera by ``degrees`` (+ up), clamped to ±90° (the look actions)."""
