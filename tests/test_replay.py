@@ -222,6 +222,20 @@ def test_report_shows_the_verification_mark(random_run, tmp_path):
         'class="badge ok">verified on MosNavMeshSim-v0'
         in (tmp_path / "after" / "index.html").read_text()
     )
+    # a record edited after --verify (here a field no aggregate reads): the mark is stale
+    path = run / "rank_00000" / "episodes.jsonl"
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["steps_taken"] += 1
+    lines[0] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n")
+    write_report([str(run)], str(tmp_path / "edited"), resamples=10, progress=False)
+    board = (tmp_path / "edited" / "leaderboard.md").read_text()
+    assert "verification STALE (records edited since) on MosNavMeshSim-v0" in board
+    assert "verified on" not in board.replace("STALE (records edited since) on", "")
+    assert (
+        'class="badge bad">verification STALE' in (tmp_path / "edited" / "index.html").read_text()
+    )
 
 
 def test_replayed_maps_equal_the_original_runs(room_runs, tmp_path):

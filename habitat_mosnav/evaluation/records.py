@@ -35,6 +35,17 @@ _PATH_RE = re.compile(r"(?<![^\s'\"=(\[:,])(?:[A-Za-z]:\\|/)[^\s'\",)\]]+")
 # ----------------------------------------------------------------------------- records
 
 
+def records_digest(latest: Mapping[str, Tuple[str, Mapping[str, Any]]]) -> str:
+    """sha256 of a run's records (each key's last record, canonical JSON, by key): what a
+    replay rank's part and a ``--verify`` mark were made from, so a later edit shows."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for key in sorted(latest):
+        h.update(json.dumps([key, latest[key][1]], sort_keys=True, allow_nan=True).encode())
+    return h.hexdigest()
+
+
 def _finite(x) -> Optional[float]:
     x = float(x)
     return x if math.isfinite(x) else None

@@ -43,7 +43,7 @@ from habitat_mosnav.evaluation.durable import (
     write_failed,
 )
 from habitat_mosnav.evaluation.rank_files import rank_dir, read_run
-from habitat_mosnav.evaluation.records import to_jsonable
+from habitat_mosnav.evaluation.records import records_digest, to_jsonable
 from habitat_mosnav.evaluation.replay_data import (
     REPLAY_FIELD,
     ReplayDataError,
@@ -66,7 +66,6 @@ __all__ = [
     "load_records",
     "merge_rank_reports",
     "rank_report_path",
-    "records_digest",
     "replay_run",
 ]
 
@@ -118,6 +117,8 @@ class ReplayResult:
     whole: Optional["ReplayResult"] = None
     #: With several ranks: those whose report is still missing or stale.
     missing_ranks: List[int] = field(default_factory=list)
+    #: :func:`records.records_digest` of the replayed run's records (the ``--verify`` mark's).
+    records_digest: str = ""
 
     @property
     def agrees(self) -> bool:
@@ -405,17 +406,6 @@ def rank_report_path(out_dir: str, rank: int) -> str:
     return os.path.join(out_dir, f"replay_rank_{int(rank):05d}.json")
 
 
-def records_digest(latest: Mapping[str, Tuple[str, Mapping[str, Any]]]) -> str:
-    """sha256 of a run's records (by key, canonical JSON): a rank's report counts toward
-    the whole only when it was made from the same records."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for key in sorted(latest):
-        h.update(json.dumps([key, latest[key][1]], sort_keys=True, allow_nan=True).encode())
-    return h.hexdigest()
-
-
 def merge_rank_reports(
     out_dir: str, shares: Mapping[int, Sequence[str]], stamp: Mapping[str, Any]
 ) -> Tuple[Optional[ReplayResult], List[int]]:
@@ -444,6 +434,7 @@ def merge_rank_reports(
         out_dir=out_dir,
         simulator=str(stamp["simulator"]),
         simulator_version=str(stamp["simulator_version"]),
+        records_digest=str(stamp["records_digest"]),
     )
     for part in reports:
         whole.differences.extend(part.differences)
@@ -530,7 +521,9 @@ def replay_run(
 
     mine = {k for _, k in select_episodes(sorted(latest), 0, -1, rank, world_size)}
     replayed = read_run(out_dir).latest
-    result = ReplayResult(out_dir=out_dir, simulator=types[simulator])
+    result = ReplayResult(
+        out_dir=out_dir, simulator=types[simulator], records_digest=records_digest(latest)
+    )
     from habitat_mosnav.evaluation.replay_data import simulator_version
 
     result.simulator_version = simulator_version(result.simulator)
@@ -562,7 +555,7 @@ def replay_run(
         result.whole = result
         return result
     stamp = {
-        "records_digest": records_digest(latest),
+        "records_digest": result.records_digest,
         "simulator": result.simulator,
         "simulator_version": result.simulator_version,
         "world_size": world_size,

@@ -138,6 +138,8 @@ def mark_verification(run_dir: str, result) -> dict:
         "simulator": result.simulator,
         "simulator_version": result.simulator_version,
         "episode_count": result.episode_count,
+        # the records it was made from: mosnav-report calls the mark stale after an edit
+        "records_sha256": result.records_digest,
         "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if not result.agrees:

@@ -16,7 +16,7 @@ import numpy as np
 from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation.durable import read_json_object, ResultFileError
 from habitat_mosnav.evaluation.rank_files import read_run
-from habitat_mosnav.evaluation.records import scalar_or_none
+from habitat_mosnav.evaluation.records import records_digest, scalar_or_none
 from habitat_mosnav.evaluation.summary import SUMMARY_FILE, summary_of_run
 from habitat_mosnav.metrics.measure_table import (
     AGGREGATES,
@@ -233,6 +233,13 @@ def load_run(
         )
     if status not in ("complete", "completed_with_errors", "incomplete"):
         raise ReportError(f"{summary_path}: field 'status' is {status!r}")
+    mark = summary.get("verification")
+    if isinstance(mark, dict) and mark.get("records_sha256") not in (
+        None,
+        records_digest(read.latest),
+    ):
+        summary["verification"] = dict(mark, status="stale")
+        notes.append("the records changed after mosnav-replay --verify: its mark is stale")
     manifest_path = os.path.join(path, "run.json")
     manifest = read_json_object(manifest_path) if os.path.exists(manifest_path) else {}
     run = RunData(

@@ -146,7 +146,9 @@ def verification_text(run: RunData) -> str:
     mark = run.summary.get("verification")
     if not isinstance(mark, Mapping) or "status" not in mark:
         return ""
-    word = "verified" if mark.get("status") == "verified" else "NOT verified"
+    word = {"verified": "verified", "stale": "verification STALE (records edited since)"}.get(
+        mark.get("status"), "NOT verified"
+    )
     return f"{word} on {mark.get('simulator')} {mark.get('simulator_version')}"
 
 
