@@ -347,6 +347,7 @@ def test_resume_continues_a_replay_and_the_progress_bar_counts_it(random_run, tm
     assert replay_main([str(random_run), "--out", str(out), "--resume"]) == 0
     err = capsys.readouterr().err
     assert "1 of 2 episodes already recorded" in err and "2/2" in err
+    assert "mosnav-replay rank 0" in err and "mosnav-eval rank" not in err
     report = json.loads((out / "replay.json").read_text())
     assert report["status"] == "agrees" and report["episode_count"] == 2
     lines = path.read_text().splitlines()

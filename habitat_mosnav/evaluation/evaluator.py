@@ -236,6 +236,9 @@ class Evaluator:
     is read).
     """
 
+    #: The program named on the progress bar ("mosnav-eval rank 0").
+    program = "mosnav-eval"
+
     def __init__(
         self,
         agent=None,
@@ -855,7 +858,7 @@ class Evaluator:
             ProgressBar(
                 stream=self.stream,
                 enabled=cfg.progress,
-                rank=writer.rank,
+                label=f"{self.program} rank {writer.rank}",
                 total=rank_total,
                 done=rank_total - todo,
                 max_steps=max_steps,

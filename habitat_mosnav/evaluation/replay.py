@@ -208,6 +208,7 @@ def _replay_evaluator_class():
     class ReplayEvaluator(Evaluator):
         """The evaluator with the recorded keys as its selection."""
 
+        program = "mosnav-replay"
         replay_keys: Sequence[str] = ()
 
         def select(self, episodes):

@@ -288,7 +288,7 @@ class ProgressBar(StepObserver):
         *,
         stream,
         enabled: bool,
-        rank: int,
+        label: str,
         total: int,
         done: int,
         max_steps: int,
@@ -305,7 +305,7 @@ class ProgressBar(StepObserver):
             disable=not enabled,
             dynamic_ncols=True,
             unit="ep",
-            desc=f"mosnav-eval rank {rank}",
+            desc=label,
         )
         self.watches_steps = not self.bar.disable
         self._steps = {"done": 0, "episode": 0}
