@@ -38,7 +38,8 @@ HFOV, HEIGHT = 79, 0.88
 STEPS = [
     ("unculled", dict(frustum=False, occlusion=False)),
     ("+ frustum", dict(frustum=True, occlusion=False)),
-    ("+ occlusion (default)", dict(frustum=True, occlusion=True)),
+    ("+ occlusion", dict(frustum=True, occlusion=True, prefill=False)),
+    ("+ occluders' depth kept (default)", dict(frustum=True, occlusion=True)),
     ("+ back faces (not exact)", dict(frustum=True, occlusion=True, backface=True)),
 ]
 

@@ -238,7 +238,8 @@ def culling_scenes(tmp_path_factory):
 @needs_egl
 @pytest.mark.parametrize("which", [0, 1, 2, 3], ids=["scan-like", "demo0", "demo1", "demo2"])
 def test_culling_gives_identical_frames(culling_scenes, which):
-    """Every culling step on and off: identical RGB and depth, bit for bit, at 40 poses of a
+    """Every culling step on and off (and the colour pass started from the occluders'
+    depth or from a cleared one): identical RGB and depth, bit for bit, at 40 poses of a
     generated scan-like scene and of each demo scene (chunked although small, so that
     culling has something to skip; back faces stay drawn: the scan's surfaces are seen
     from both sides)."""
@@ -259,7 +260,7 @@ def test_culling_gives_identical_frames(culling_scenes, which):
             renderer, entry, cams, poses, render.Culling(frustum=False, occlusion=False, **layout)
         )
         assert all(s["drawn"] == s["chunks"] > 1 for s in ref_stats)
-        for kw in (dict(occlusion=False), dict(frustum=False), {}):
+        for kw in (dict(occlusion=False), dict(frustum=False), dict(prefill=False), {}):
             got, stats = _frames(renderer, entry, cams, poses, render.Culling(**kw, **layout))
             for i, (a, b) in enumerate(zip(got, ref)):
                 assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]), (kw, i)
@@ -321,6 +322,17 @@ def test_frustum_keeps_every_chunk_with_a_vertex_in_view():
         seen = np.unique(chunk_of[inside.reshape(-1, 3).any(axis=1)])
         assert keep[seen].all()
         assert not keep.all()  # and it culls
+
+
+def test_face_shade_is_the_two_light_formula():
+    """0.45 + 0.4 |n.L1| + 0.15 |n.L2|, L1 = (0.35, 1, 0.25) / |..|, L2 = (-0.5, 0.3, -0.8)
+    / |..|, two-sided: by hand for +y (1 / sqrt(1.185) and 0.3 / sqrt(0.98)), -y the same,
+    and +x (0.35 / sqrt(1.185), 0.5 / sqrt(0.98))."""
+    up = 0.45 + 0.4 / math.sqrt(1.185) + 0.15 * 0.3 / math.sqrt(0.98)
+    side = 0.45 + 0.4 * 0.35 / math.sqrt(1.185) + 0.15 * 0.5 / math.sqrt(0.98)
+    got = render.face_shade(np.array([[0, 1, 0], [0, -1, 0], [1, 0, 0]], np.float64))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, [up, up, side], rtol=1e-6)
 
 
 def test_winding_report():

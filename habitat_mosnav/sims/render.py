@@ -3,7 +3,8 @@
 One GL context per process, shared by every simulator instance (Mesa's llvmpipe on a CPU
 machine, the GPU driver where there is one). RGB samples the mesh's base-colour textures
 at their UVs (Basis ones decoded at load, see ``geometry.basis_glb_to_png_glb``), or its
-vertex colours, with simple two-sided lighting; depth is planar (camera z) in metres, as habitat-sim; semantic
+vertex colours, with simple two-sided lighting (:func:`face_shade`, one factor per face,
+baked into the vertex data at load); depth is planar (camera z) in metres, as habitat-sim; semantic
 draws ``<id>.semantic.glb`` with each vertex's object id (0 where nothing is annotated), or,
 with semantic textures (HM3D v0.2), the object id of the texel under each pixel.
 
@@ -33,44 +34,41 @@ _VS_COLOR = """
 uniform mat4 mvp;
 uniform mat4 view;
 in vec3 in_pos;
-in vec3 in_nrm;
-in vec4 in_col;
+in vec3 in_col;
 in vec2 in_uv;
-out vec4 v_col;
-out vec3 v_nrm;
+out vec3 v_col;
 out vec2 v_uv;
 out float v_depth;
 void main() {
     gl_Position = mvp * vec4(in_pos, 1.0);
     v_col = in_col;
-    v_nrm = in_nrm;
     v_uv = in_uv;
     v_depth = -(view * vec4(in_pos, 1.0)).z;
 }
 """
 
 # two variants (textured or vertex colours): llvmpipe would otherwise sample the texture
-# for every fragment of a vertex-coloured face, the select done after both sides
+# for every fragment of a vertex-coloured face, the select done after both sides; v_col is
+# the shaded vertex colour, or for a textured face its shade alone (see _expand)
 _FS_COLOR = """
 #version 330
-in vec4 v_col;
-in vec3 v_nrm;
+in vec3 v_col;
 in vec2 v_uv;
 in float v_depth;
 uniform sampler2D tex;
 layout(location = 0) out vec4 out_col;
 layout(location = 1) out float out_depth;
-const vec3 L1 = normalize(vec3(0.35, 1.0, 0.25));
-const vec3 L2 = normalize(vec3(-0.5, 0.3, -0.8));
 void main() {
-    vec3 n = normalize(v_nrm);
-    float shade = 0.45 + 0.4 * abs(dot(n, L1)) + 0.15 * abs(dot(n, L2));
-    vec3 base = BASE;
-    out_col = vec4(clamp(base * shade, 0.0, 1.0), 1.0);
+    out_col = vec4(clamp(BASE, 0.0, 1.0), 1.0);
     out_depth = v_depth;
 }
 """
-_BASE_TEX, _BASE_COL = "texture(tex, v_uv).rgb", "v_col.rgb"
+_BASE_TEX, _BASE_COL = "texture(tex, v_uv).rgb * v_col", "v_col"
+#: the colour pass's vertex format: position, shaded colour, UV (32 bytes a vertex)
+_COLOR_FORMAT = ("3f 3f 2f", "in_pos", "in_col", "in_uv")
+#: the two lights of :func:`face_shade` (unit vectors, float32 as the GPU would hold them)
+_LIGHTS = np.array([[0.35, 1.0, 0.25], [-0.5, 0.3, -0.8]], np.float32)
+_LIGHTS /= np.linalg.norm(_LIGHTS, axis=1, keepdims=True)
 
 # depth only (occluders and occlusion boxes): the same position as _VS_COLOR's
 _VS_DEPTH = """
@@ -187,8 +185,25 @@ def _view(pos: np.ndarray, rot: np.ndarray) -> np.ndarray:
     return v
 
 
-def _expand(mesh, with_ids: bool, faces: Optional[np.ndarray] = None) -> np.ndarray:
-    """Unindexed interleaved vertex data: flat face normals keep box edges crisp."""
+def face_shade(normals: np.ndarray) -> np.ndarray:
+    """(F,) float32 light factor of faces with unit ``normals``: 0.45 + 0.4 |n.L1| +
+    0.15 |n.L2|, two-sided (a scan is seen from both sides). Per face, computed once at
+    load: per fragment it cost the colour pass a third of its vertex work on llvmpipe."""
+    d = np.abs(np.asarray(normals, np.float32) @ _LIGHTS.T)
+    return (np.float32(0.45) + np.float32(0.4) * d[:, 0] + np.float32(0.15) * d[:, 1]).astype(
+        np.float32
+    )
+
+
+def _expand(
+    mesh,
+    with_ids: bool,
+    faces: Optional[np.ndarray] = None,
+    textured: Optional[np.ndarray] = None,
+) -> np.ndarray:
+    """Unindexed interleaved vertex data (``_COLOR_FORMAT``): a flat shade per face keeps
+    box edges crisp; a ``textured`` face's (F,) colour is its shade (the texture is the
+    base)."""
     faces = mesh.faces if faces is None else faces
     tris = mesh.vertices[faces]  # (F, 3, 3)
     pos = tris.reshape(-1, 3).astype(np.float32)
@@ -197,14 +212,16 @@ def _expand(mesh, with_ids: bool, faces: Optional[np.ndarray] = None) -> np.ndar
         return np.concatenate([pos, ids], axis=1)
     n = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
     n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
-    nrm = np.repeat(n, 3, axis=0).astype(np.float32)
-    col = mesh.colors[faces].reshape(-1, 4).astype(np.float32) / 255.0
+    shade = np.repeat(face_shade(n), 3)[:, None]
+    col = mesh.colors[faces].reshape(-1, 4)[:, :3].astype(np.float32) / np.float32(255.0)
+    if textured is not None:
+        col[np.repeat(textured, 3)] = 1.0
     uv = (
         mesh.uv[faces].reshape(-1, 2)
         if getattr(mesh, "uv", None) is not None
         else np.zeros((len(pos), 2), np.float32)
     )
-    return np.concatenate([pos, nrm, col, uv], axis=1).astype(np.float32)
+    return np.concatenate([pos, col * shade, uv], axis=1).astype(np.float32)
 
 
 class Culling:
@@ -216,7 +233,10 @@ class Culling:
     ``occlusion_rounds``: distances (m) of the occluder rounds: round r draws, depth only,
     the chunks still kept whose boxes lie within that distance of the camera, then tests
     the boxes of the others against that depth; ``occlusion_min_chunks``: fewer chunks
-    left in the frustum than this skip the occlusion test."""
+    left in the frustum than this skip the occlusion test. ``prefill``: after an occlusion
+    test the colour pass starts from the occluders' depth (pushed back, see
+    :mod:`.render_cull`) instead of a cleared one, so that llvmpipe skips the shading of
+    fragments behind them."""
 
     def __init__(
         self,
@@ -227,6 +247,7 @@ class Culling:
         min_faces: int = 20000,
         occlusion_rounds: Sequence[float] = (1.5, 3.0, 6.0),
         occlusion_min_chunks: int = 8,
+        prefill: bool = True,
     ) -> None:
         self.frustum = frustum
         self.occlusion = occlusion
@@ -235,6 +256,7 @@ class Culling:
         self.min_faces = min_faces
         self.occlusion_rounds = tuple(occlusion_rounds)
         self.occlusion_min_chunks = occlusion_min_chunks
+        self.prefill = prefill
 
     def layout(self, num_faces: int) -> float:
         """The chunk size a scene of ``num_faces`` faces is split with."""
@@ -246,6 +268,9 @@ class Renderer:
 
     near = 0.01
     far = 100.0
+    #: polygon offset units that push the occluders' depth back when the colour pass
+    #: starts from it (``Culling.prefill``): see :mod:`.render_cull`
+    prefill_units = 4.0
 
     def __init__(self) -> None:
         try:
@@ -294,12 +319,19 @@ class Renderer:
         gl["cell"] = cell
         # faces in spatial chunks, one piece per (chunk, texture) (-1: vertex colours)
         chunks = render_cull.Chunks(mesh.vertices, mesh.faces, mesh.face_texture, cell)
-        data = _expand(mesh, with_ids=False, faces=mesh.faces[chunks.order])
+        ft = mesh.face_texture
+        data = _expand(
+            mesh,
+            with_ids=False,
+            faces=mesh.faces[chunks.order],
+            textured=None if ft is None else ft[chunks.order] >= 0,
+        )
         vbo = self.ctx.buffer(data.tobytes())
-        fmt = (vbo, "3f 3f 4f 2f", "in_pos", "in_nrm", "in_col", "in_uv")
+        fmt = (vbo, *_COLOR_FORMAT)
         gl["color"] = self.ctx.vertex_array(self.prog_color, [fmt], skip_errors=True)
         gl["color_tex"] = self.ctx.vertex_array(self.prog_color_tex, [fmt], skip_errors=True)
-        gl["depth"] = self.ctx.vertex_array(self.prog_depth, [(vbo, "3f 36x", "in_pos")])
+        # the depth pass reads the positions alone of the colour pass's buffer (_COLOR_FORMAT)
+        gl["depth"] = self.ctx.vertex_array(self.prog_depth, [(vbo, "3f 20x", "in_pos")])
         gl["color_vbo"] = vbo
         gl["chunks"] = chunks
         nc = chunks.num_chunks
@@ -469,12 +501,15 @@ class Renderer:
         ctx.front_face = "cw"  # the projection's y is flipped: see _draw_color
         ctx.cull_face = "back"
         ctx.enable(self.moderngl.CULL_FACE)
+        offset = (0.0, self.prefill_units if self.culling.prefill else 0.0)
         boxes_written = False
         try:
             for radius in self.culling.occlusion_rounds:
                 occ = keep & ~drawn & ((dist <= radius) | inside)
                 if occ.any():
+                    ctx.polygon_offset = offset  # the boxes are drawn without
                     self._occluder_faces += self._draw_pieces(gl, occ, depth_only=True)
+                    ctx.polygon_offset = (0.0, 0.0)
                     drawn |= occ
                 test = np.nonzero(keep & ~drawn & ~inside)[0]
                 if not len(test) or not drawn.any():
@@ -496,6 +531,7 @@ class Renderer:
                 hidden = [c for q, c in zip(qs, test.tolist()) if q.samples == 0]
                 keep[hidden] = False
         finally:
+            ctx.polygon_offset = (0.0, 0.0)
             ctx.disable(self.moderngl.CULL_FACE)
             ctx.front_face = "ccw"
             ctx.depth_func = "<"
@@ -513,10 +549,18 @@ class Renderer:
             keep = render_cull.frustum_keep(ch, mvp)
         n_frustum = int(keep.sum())
         self._occluder_faces = 0
+        prefilled = False
         if cull.occlusion and n_frustum >= cull.occlusion_min_chunks:
             keep = self._occlusion(gl, dfbo, mvp_bytes, eye, keep)
+            prefilled = cull.prefill
         fbo.use()
-        fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        if prefilled:  # the colour attachments only: the depth holds the occluders'
+            fbo.depth_mask = False
+            fbo.clear(0.0, 0.0, 0.0, 0.0)
+            fbo.depth_mask = True
+            fbo.use()
+        else:
+            fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
         if cull.backface:
             # the projection's y is flipped (rows read out top-down): a face wound
             # counter-clockwise seen from its front lands clockwise in the window

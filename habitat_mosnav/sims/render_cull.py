@@ -17,6 +17,14 @@ A chunk is skipped only when none of its triangles can give a fragment of the fr
   never more), passes no sample (see :func:`box_padding`); boxes the camera may be in
   are kept untested.
 
+The colour pass then starts from the occluders' depth instead of a cleared buffer
+(``Culling.prefill``), so that llvmpipe's early depth test skips the shading of what they
+hide. The occluders were drawn with a polygon offset (``Renderer.prefill_units`` units of
+depth resolution, the boxes without), so each prefilled depth lies strictly behind the
+colour pass's own depth of the same triangle; the nearest colour fragment at a pixel is
+never nearer than the nearest occluder, so it passes the test ``<`` as on a cleared
+buffer, and the first of equally deep fragments still wins: the same pixels.
+
 Back faces are not culled in the colour pass by default: a scan is not closed and its
 surfaces are seen from both sides (on the generated scan-like scene culling them changes
 most frames although its winding is consistent), so only an opt-in switch does it.
