@@ -14,16 +14,19 @@ from typing import Any
 import numpy as np
 
 #: What :func:`render_camera` draws.
-CAMERA_KINDS = ("rgb", "semantic")
+CAMERA_KINDS = ("rgb", "depth", "semantic")
 _TEMP_UUID = "mosnav_camera_{kind}"
 
 
 def render_camera(sim: Any, kind: str, position, rotation, hfov, width, height) -> np.ndarray:
-    """``rgb``: (H, W, 3) uint8; ``semantic``: (H, W) int64 object ids. ``position`` is the
+    """``rgb``: (H, W, 3) uint8; ``depth``: (H, W) float32 planar metres (0 where nothing
+    is hit); ``semantic``: (H, W) int64 object ids. ``position`` is the
     camera's (world, Y up; a sequence of 3), ``rotation`` ``[x, y, z, w]`` (-Z forward),
     ``hfov`` degrees, ``width`` / ``height`` pixels."""
     if kind not in CAMERA_KINDS:
-        raise ValueError(f"render_camera: kind {kind!r} (expected {' or '.join(CAMERA_KINDS)})")
+        raise ValueError(
+            f"render_camera: kind {kind!r} (expected one of {', '.join(CAMERA_KINDS)})"
+        )
     own = getattr(sim, "render_camera", None)
     if own is not None:
         img = own(kind, position, rotation, hfov, width, height)
@@ -32,6 +35,8 @@ def render_camera(sim: Any, kind: str, position, rotation, hfov, width, height) 
     img = np.asarray(img)
     if kind == "rgb":
         return np.ascontiguousarray(img[..., :3], dtype=np.uint8)
+    if kind == "depth":
+        return img.reshape(int(height), int(width)).astype(np.float32)
     return img.reshape(int(height), int(width)).astype(np.int64)
 
 
@@ -45,9 +50,11 @@ def _habitat_sim_camera(sim, kind, position, rotation, hfov, width, height) -> n
     uuid = _TEMP_UUID.format(kind=kind)
     spec = habitat_sim.CameraSensorSpec()
     spec.uuid = uuid
-    spec.sensor_type = (
-        habitat_sim.SensorType.COLOR if kind == "rgb" else habitat_sim.SensorType.SEMANTIC
-    )
+    spec.sensor_type = {
+        "rgb": habitat_sim.SensorType.COLOR,
+        "depth": habitat_sim.SensorType.DEPTH,
+        "semantic": habitat_sim.SensorType.SEMANTIC,
+    }[kind]
     spec.resolution = [int(height), int(width)]
     spec.hfov = float(hfov)
     spec.sensor_subtype = habitat_sim.SensorSubType.PINHOLE

@@ -617,18 +617,21 @@ class MosNavMeshSim(Simulator):
         height: int,
     ) -> np.ndarray:
         """One picture from a camera at a world pose (``position`` the eye, ``rotation``
-        ``[x, y, z, w]``), apart from the agent's sensors: ``rgb`` (H, W, 3) uint8 or
-        ``semantic`` (H, W) int32 (:func:`habitat_mosnav.sims.camera.render_camera`)."""
+        ``[x, y, z, w]``), apart from the agent's sensors: ``rgb`` (H, W, 3) uint8, ``depth``
+        (H, W) float32 planar metres or ``semantic`` (H, W) int32
+        (:func:`habitat_mosnav.sims.camera.render_camera`)."""
         from types import SimpleNamespace
 
         from habitat_mosnav.sims.render import CameraSpec
 
-        if kind not in ("rgb", "semantic"):
-            raise ValueError(f"MosNavMeshSim-v0.render_camera: kind {kind!r} (rgb or semantic)")
+        if kind not in ("rgb", "depth", "semantic"):
+            raise ValueError(
+                f"MosNavMeshSim-v0.render_camera: kind {kind!r} (rgb, depth or semantic)"
+            )
         w, h = int(width), int(height)
         if self._renderer is None:
             shape = (h, w, 3) if kind == "rgb" else (h, w)
-            return np.zeros(shape, np.uint8 if kind == "rgb" else np.int32)
+            return np.zeros(shape, {"rgb": np.uint8, "depth": np.float32}.get(kind, np.int32))
         cfg = SimpleNamespace(
             width=w, height=h, hfov=float(hfov), position=[0, 0, 0], orientation=[0, 0, 0]
         )
