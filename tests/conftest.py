@@ -310,3 +310,41 @@ def box_grid(tmp_path_factory):
         return built[key]
 
     return make
+
+
+# ----------------------------------------------------------------------------- headless browser
+def chromium():
+    """Debian's chromium (``make test`` installs it through scripts/ensure_chromium.sh)."""
+    import shutil
+
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail("no chromium on PATH: run scripts/ensure_chromium.sh (make test does)")
+
+
+def probe_page(page, script, pre_id, width=1280):
+    """``page`` (an HTML file) with ``script`` before ``</body>``, laid out at ``width`` px
+    in headless chromium (a copy beside it, so relative links resolve): (the JSON the
+    script wrote into ``<pre id=pre_id>``, the DOM)."""
+    import html
+    import subprocess
+
+    probe = os.path.join(os.path.dirname(str(page)), "probe.html")
+    with open(str(page), encoding="utf-8") as f:
+        text = f.read()
+    with open(probe, "w", encoding="utf-8") as f:
+        f.write(text.replace("</body>", script + "</body>"))
+    dom = subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+        + ["--disable-dev-shm-usage", f"--window-size={width},900", "--virtual-time-budget=5000"]
+        + ["--dump-dom", "file://" + probe],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    match = re.search(f'<pre id="{pre_id}">(.*?)</pre>', dom, re.S)
+    assert match, "the probe script did not run"
+    return json.loads(html.unescape(match.group(1))), dom

@@ -14,7 +14,7 @@ import imageio
 import numpy as np
 import pytest
 
-from conftest import read_records, write_records_run
+from conftest import chromium, probe_page, read_records, write_records_run
 from habitat_mosnav.evaluation.report import main
 from habitat_mosnav.evaluation.report.data import CSV_COLUMNS, bootstrap_interval
 
@@ -26,14 +26,6 @@ RUN_FIELDS = (
     "error_episode_count",
 )
 TEXT_COLUMNS = ("run", "status", "official", "benchmark", "agent", "config", "notes")
-
-
-def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.fail("no chromium on PATH: run scripts/ensure_chromium.sh (make test does)")
 
 
 def _summary(run):
@@ -194,7 +186,7 @@ def test_page_renders_in_headless_chromium_with_maps_and_sorting(report, tmp_pat
         assert os.path.exists(os.path.join(out, link))
     shot = str(tmp_path / "page.png")
     base = [
-        _chromium(),
+        chromium(),
         "--headless",
         "--no-sandbox",
         "--disable-gpu",
@@ -396,34 +388,7 @@ def _measure(out, tmp_path, width=1280):
     """The page of report ``out`` laid out at ``width`` px (a copy with MEASURE_JS, so its
     relative links resolve), and its DOM."""
     shutil.copytree(out, tmp_path / "page")
-    probe = str(tmp_path / "page" / "measure.html")
-    with open(os.path.join(out, "index.html"), encoding="utf-8") as f:
-        text = f.read()
-    with open(probe, "w", encoding="utf-8") as f:
-        f.write(text.replace("</body>", MEASURE_JS + "</body>"))
-    dom = subprocess.run(
-        [
-            _chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--disable-dev-shm-usage",
-            f"--window-size={width},900",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            "file://" + probe,
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
-    match = re.search(r'<pre id="measure">(.*?)</pre>', dom, re.S)
-    assert match, "the measuring script did not run"
-    import html
-
-    return json.loads(html.unescape(match.group(1))), dom
+    return probe_page(tmp_path / "page" / "index.html", MEASURE_JS, "measure", width)
 
 
 def test_demo_report_fits_1280px_with_glossary_and_episode_maps_side_by_side(demo_report, tmp_path):
@@ -615,7 +580,7 @@ def test_report_splits_results_by_goal_type(tmp_path):
     assert "| `mixed` | description | 2 | 0.500 | 0.500 | 0.250 |" in md
     assert "| `images` | image | 2 | 0.500 | 0.500 | 0.250 |" in md
     dom = subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
         + ["--dump-dom", "file://" + os.path.join(out, "index.html")],
         check=True,
         capture_output=True,

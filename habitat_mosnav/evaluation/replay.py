@@ -119,6 +119,9 @@ class ReplayResult:
     missing_ranks: List[int] = field(default_factory=list)
     #: :func:`records.records_digest` of the replayed run's records (the ``--verify`` mark's).
     records_digest: str = ""
+    #: ``diagnosis.json``'s content and path (``--diagnose``), else None and "".
+    diagnosis: Optional[Dict[str, Any]] = None
+    diagnosis_path: str = ""
 
     @property
     def agrees(self) -> bool:
@@ -210,6 +213,15 @@ def _replay_evaluator_class():
 
         program = "mosnav-replay"
         replay_keys: Sequence[str] = ()
+        #: a :class:`~habitat_mosnav.evaluation.replay_diagnosis.DiagnosisCollector` (--diagnose)
+        diagnosis = None
+
+        def _observers(self, env, *args):
+            observers = super()._observers(env, *args)
+            if self.diagnosis is not None:
+                self.diagnosis.env = env
+                observers.insert(0, self.diagnosis)
+            return observers
 
         def select(self, episodes):
             split = self._split(episodes)
@@ -459,10 +471,13 @@ def replay_run(
     progress: bool = True,
     maps: bool = False,
     video: Optional[str] = None,
+    diagnose: bool = False,
     stream=None,
 ) -> ReplayResult:
     """Replay every record of ``run_dir`` (this rank's share) and compare; writes the JSON
-    report (``replay.json``, ``replay_rank_XXXXX.json`` with several ranks) in ``out_dir``."""
+    report (``replay.json``, ``replay_rank_XXXXX.json`` with several ranks) in ``out_dir``.
+    ``diagnose``: also label why each episode failed (``diagnosis.json`` beside the report,
+    and with one rank a copy in ``run_dir``: :mod:`~habitat_mosnav.evaluation.replay_diagnosis`)."""
     from habitat_mosnav.simulators import SIMULATORS
 
     types = {name: choice.type for name, choice in SIMULATORS.items()}
@@ -485,6 +500,20 @@ def replay_run(
     hcfg = replay_config(
         manifest, motion, simulator, config=config, extra_overrides=extra_overrides
     )
+    collector = None
+    if diagnose:
+        from habitat_mosnav.evaluation import replay_diagnosis as rd
+
+        extra = rd.semantic_overrides(hcfg)
+        if extra:
+            hcfg = replay_config(
+                manifest,
+                motion,
+                simulator,
+                config=config,
+                extra_overrides=list(extra_overrides) + extra,
+            )
+        collector = rd.DiagnosisCollector(rd.semantic_uuid(hcfg) or "semantic")
     actions = {k: decode_actions(rec[REPLAY_FIELD]["actions"]) for k, (_, rec) in latest.items()}
     agent = ReplayAgent(actions)
     from habitat_mosnav.evaluation.evaluator import EvaluationConfig
@@ -514,6 +543,7 @@ def replay_run(
     )
     evaluator = ReplayEvaluator(agent, hcfg, cfg, stream=stream)
     evaluator.replay_keys = sorted(latest)
+    evaluator.diagnosis = collector
     try:
         evaluator.run()
     except EvaluationSetupError as exc:
@@ -550,6 +580,16 @@ def replay_run(
                 )
                 continue
         result.differences.extend(diffs)
+    if collector is not None:
+        _diagnose(
+            result,
+            run_dir,
+            {k: replayed[k][1] for k in mine if k in replayed},
+            collector,
+            hcfg,
+            rank,
+            world_size,
+        )
     if world_size == 1:
         result.report_path = os.path.join(out_dir, REPORT_FILE)
         atomic_write_json(result.report_path, to_jsonable(result.report(), "replay report"))
@@ -596,3 +636,19 @@ def _remove_stale(out_dir: str, rank: int, world_size: int, fresh: bool) -> None
                 os.unlink(path)
         except OSError as exc:
             raise write_failed(path, exc, "remove the previous replay's") from None
+
+
+def _diagnose(result, run_dir, records, collector, hcfg, rank: int, world_size: int) -> None:
+    """``diagnosis.json`` of the replayed records (and its copy in ``run_dir``, one rank)."""
+    from omegaconf import OmegaConf
+
+    from habitat_mosnav.evaluation import replay_diagnosis as rd
+
+    name = rd.DIAGNOSIS_FILE if world_size == 1 else f"diagnosis_rank_{rank:05d}.json"
+    result.diagnosis_path = os.path.join(result.out_dir, name)
+    success_distance = float(OmegaConf.select(hcfg, "habitat.task.mosnav_success_distance"))
+    result.diagnosis = rd.write_diagnosis(
+        result.diagnosis_path, records, collector, success_distance, result.simulator
+    )
+    if world_size == 1:
+        rd.copy_to_run(run_dir, result.diagnosis)

@@ -3,6 +3,7 @@
     mosnav-replay out/run1                          # on the simulator that produced it
     mosnav-replay out/run1 --simulator habitat-sim  # on the other one
     mosnav-replay out/run1 --verify                 # mark summary.json verified (or not)
+    mosnav-replay out/run1 --diagnose               # why each episode failed: diagnosis.json
 
 Each record's ``replay`` block (actions, start, motion settings) is re-executed from its
 start through the evaluator's episode loop with no agent
@@ -70,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="mark RUN_DIR/summary.json verified (with the simulator and version it was "
         "checked on), or not verified naming what differs",
+    )
+    p.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="label why each episode failed (a semantic camera in the replay): OUT/diagnosis.json "
+        "and, with one rank, RUN_DIR/diagnosis.json (what mosnav-report shows); prints the counts",
     )
     p.add_argument("--config", default=None, help="the habitat config (default: run.json's)")
     p.add_argument("--dataset-dir", default=None, help="the run's dataset_semantic directory")
@@ -157,6 +164,8 @@ def _run(argv) -> int:
     if not os.path.isdir(args.run_dir):
         raise UsageError(f"{args.run_dir}: no such run directory")
     rank, world = _rank_world(args)
+    if args.diagnose and args.resume:
+        raise UsageError("--diagnose watches every episode replayed: run it without --resume")
     try:
         result = replay_run(
             args.run_dir,
@@ -170,6 +179,7 @@ def _run(argv) -> int:
             progress=args.progress,
             maps=args.save_maps,
             video=args.save_video,
+            diagnose=args.diagnose,
         )
     except ReplayInputError as exc:
         raise UsageError(str(exc)) from None
@@ -182,6 +192,11 @@ def _run(argv) -> int:
                 f"{', '.join(map(str, flip['claim_steps']))} (within the stated agreement)"
             )
         )
+    if result.diagnosis is not None:
+        from habitat_mosnav.evaluation.replay_diagnosis import count_table
+
+        for line in count_table(result.diagnosis):
+            print(safe_line(line))
     verdict = (
         "agree" if result.agrees else f"{len({d.episode_key for d in result.differences})} differ"
     )

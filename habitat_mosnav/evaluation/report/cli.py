@@ -15,7 +15,9 @@ and takes the SPEC §5 mean (finite values only). A run whose summary is not ``c
 or disagrees with its records, is marked in the ``notes`` column and on the page; its
 numbers are those of its ok episodes and are never merged with other runs'. Whether a run
 is an official complete run of a benchmark setting comes from ``summary.json``'s
-``benchmark`` field; its agent and config from ``run.json`` when the run has one.
+``benchmark`` field; its agent and config from ``run.json`` when the run has one. A run
+with ``RUN/diagnosis.json`` (``mosnav-replay --diagnose``) gets a "why episodes fail" chart
+under the board (:func:`.plots._why_fail_plot`) and its episodes' labels in the episode table.
 
 Exit status: 0 written; 2 bad input (one line naming the file, record and field); 3 the
 report cannot be written (full disk); 130 / 143 SIGINT / SIGTERM. The report is built

@@ -17,6 +17,7 @@ from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
 from habitat_mosnav.evaluation.durable import read_json_object, ResultFileError
 from habitat_mosnav.evaluation.rank_files import read_run
 from habitat_mosnav.evaluation.records import records_digest, scalar_or_none
+from habitat_mosnav.evaluation.replay_diagnosis import read_diagnosis
 from habitat_mosnav.evaluation.summary import SUMMARY_FILE, summary_of_run
 from habitat_mosnav.metrics.measure_table import (
     AGGREGATES,
@@ -116,6 +117,8 @@ class RunData:
     )
     maps: Dict[str, str] = field(default_factory=dict)  # key -> map path relative to the page
     videos: Dict[str, str] = field(default_factory=dict)  # key -> video path relative to the page
+    #: RUN_DIR/diagnosis.json (``mosnav-replay --diagnose``), or None
+    diagnosis: Optional[Dict[str, Any]] = None
 
     @property
     def metrics(self) -> Dict[str, Any]:
@@ -249,6 +252,7 @@ def load_run(
         records=records,
         manifest=manifest,
         notes=notes,
+        diagnosis=read_diagnosis(path),
     )
     ok = run.ok_records
     multi = [r for r in ok if record_mode(r) in MULTI_MODES]

@@ -41,7 +41,7 @@ from habitat_mosnav.evaluation.report.leaderboard import (
     verification_text,
     with_interval,
 )
-from habitat_mosnav.evaluation.report.plots import Plot, plot_data, run_colors
+from habitat_mosnav.evaluation.report.plots import WHY_FAIL, Plot, plot_data, run_colors
 
 
 def static_text(name: str) -> str:
@@ -294,6 +294,7 @@ def _anchor(key: str) -> str:
 
 
 def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
+    diagnosed = any(run.diagnosis is not None for run in runs)
     head = (
         [
             ("run", "run", "str"),
@@ -302,6 +303,9 @@ def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
             ("R", "required", "num"),
             ("status", "status", "str"),
             ("end", "terminated_by", "str"),
+        ]
+        + ([("why failed", "diagnosis", "str")] if diagnosed else [])
+        + [
             ("steps", "steps", "num"),
         ]
         + [(k, k, "num") for k in EPISODE_METRICS]
@@ -332,6 +336,10 @@ def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
                 ),
                 _cell(status, False, cls="t"),
                 _cell(end, False, cls="t"),
+            ]
+            if diagnosed:
+                cells.append(_why_failed_cell(run, key))
+            cells += [
                 _cell(rec.get("steps_taken"), digits=0),
             ]
             cells += [_cell(m.get(k), fmt=metric(k).format) for k in EPISODE_METRICS]
@@ -362,6 +370,20 @@ def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     return (
         f'<div class="scroll"><table class="sortable" id="episodes"><thead><tr>{ths}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _why_failed_cell(run: RunData, key: str) -> str:
+    """The episode's label in the run's diagnosis ("–": none, or the run has no diagnosis)."""
+    from habitat_mosnav.metrics.diagnosis import EPISODE_LABELS
+
+    entry = ((run.diagnosis or {}).get("episodes") or {}).get(key) or {}
+    label = entry.get("label")
+    if not label:
+        return _cell("", False, cls="t", text="–")
+    return (
+        f'<td class="t" data-v="{_esc(label)}" title="{_esc(EPISODE_LABELS[label])}">'
+        f"{_esc(label)}</td>"
     )
 
 
@@ -495,6 +517,7 @@ def render_html(
         "sort.</p>",
         "<section id='leaderboard-section'><h2>Leaderboard</h2>",
         _board_html(runs, colors),
+        _plots_html([p for p in plots if p.key == WHY_FAIL]),  # under the board
         _goal_types_html(runs, colors),
     ]
     if warn:
@@ -508,7 +531,11 @@ def render_html(
         _diagnostics_html(runs, colors),
         "</details></section>",
     ]
-    parts += ["<section id='plots'><h2>Plots</h2>", _plots_html(plots), "</section>"]
+    parts += [
+        "<section id='plots'><h2>Plots</h2>",
+        _plots_html([p for p in plots if p.key != WHY_FAIL]),
+        "</section>",
+    ]
     parts += [
         "<section id='episodes-section'><h2>Episodes</h2>",
         _episodes_html(runs, colors),

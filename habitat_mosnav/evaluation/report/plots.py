@@ -225,7 +225,45 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
     _run_legend(fig, runs, colors, plot)
     plot.uri = _figure_uri(fig)
     plots.append(plot)
+    if any(run.diagnosis is not None for run in runs):
+        plots.append(_why_fail_plot(runs, colors))
     return plots
+
+
+#: The key of the "why episodes fail" plot, drawn under the leaderboard, not under Plots.
+WHY_FAIL = "why_fail"
+
+
+def _why_fail_plot(runs: Sequence[RunData], colors: Mapping[str, str]) -> Plot:
+    """A panel per run with a diagnosis: its failed episodes by label
+    (docs/SPEC.md §10; counts from RUN_DIR/diagnosis.json)."""
+    from matplotlib.ticker import MaxNLocator
+
+    from habitat_mosnav.metrics.diagnosis import EPISODE_LABELS
+
+    plot = Plot(WHY_FAIL, "Why episodes fail (mosnav-replay --diagnose)")
+    diagnosed = [run for run in runs if run.diagnosis is not None]
+    fig, axes = _subplots(1, len(diagnosed), figsize=(2.6 + 3.2 * len(diagnosed), 2.8))
+    labels = list(EPISODE_LABELS)
+    for ax, run in zip(np.atleast_1d(axes), diagnosed):
+        doc = run.diagnosis
+        values = [doc["counts"]["episodes"][name] for name in labels]
+        bars = ax.barh(range(len(labels)), values, color=colors[run.name])
+        ax.bar_label(bars, fontsize=7, padding=2)
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlim(0, max(values + [1]) * 1.2)
+        name = run.name if len(run.name) <= 24 else run.name[:23] + "…"
+        title = f"{name}: {doc['failed_episode_count']} of {doc['episode_count']} failed"
+        ax.set_title(title.replace("$", r"\$"), fontsize=9)
+        ax.set_xlabel("failed episodes")
+        plot.drawn(run.name, bars, sum(values), "episodes")
+    _note_missing(plot, runs, "no diagnosis.json (run mosnav-replay --diagnose)")
+    _run_legend(fig, runs, colors, plot)
+    plot.uri = _figure_uri(fig)
+    return plot
 
 
 def _note_missing(plot: Plot, runs: Sequence[RunData], why: str) -> None:
