@@ -19,6 +19,7 @@ made once per session:
 import json
 import os
 import re
+import signal
 import sys
 import textwrap
 
@@ -33,6 +34,12 @@ from mosnav_fixtures import write_open_room_dataset  # noqa: E402
 # Imported here, under pytest's session-long capture, it never holds a capsys stream that a test
 # closes ("Logging error ... I/O operation on closed file" in the next test that logs).
 import habitat.core.logging  # noqa: E402,F401
+
+# A non-interactive shell starts a background job with SIGINT ignored (scripts/test_lanes.sh
+# runs the 3.9 lane so), and Python then installs no KeyboardInterrupt handler; the signal
+# tests, and the commands they start, need the disposition a terminal gives.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_configure(config):
