@@ -24,8 +24,10 @@ log39="$venv39/pytest.log"
 if [ "$lane39" = run ]; then
   bash scripts/test_py39.sh "$venv39" --no-setup "$@" >"$log39" 2>&1 &
   pid39=$!
-  # a Ctrl-C or a CI timeout ends both lanes
-  trap 'kill -TERM "$pid39" 2>/dev/null; wait "$pid39" 2>/dev/null; exit 130' INT TERM
+  # a Ctrl-C or a CI timeout ends both lanes, with the shell's usual exit status
+  stop39() { kill -TERM "$pid39" 2>/dev/null; wait "$pid39" 2>/dev/null; exit "$1"; }
+  trap 'stop39 130' INT
+  trap 'stop39 143' TERM
   echo "Python 3.9 lane: running beside the 3.11 lane; its output ($log39) follows the 3.11 lane's"
 fi
 
