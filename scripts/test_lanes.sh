@@ -32,7 +32,8 @@ if [ "$lane39" = run ]; then
 fi
 
 echo "== Python 3.11 lane"
-"$py" -m pytest -q -ra "$@"
+# every test, on every core (pytest-xdist; loadgroup keeps an xdist_group on one worker)
+"$py" -m pytest -q -ra -n auto --dist loadgroup --durations=25 "$@"
 rc311=$?
 
 rc39=0

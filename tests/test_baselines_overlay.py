@@ -7,6 +7,7 @@ import pytest
 
 pytestmark = pytest.mark.baselines
 pytest.importorskip("torch")
+pytest.importorskip("habitat_baselines", reason="the [baselines] extra is not installed")
 
 from habitat.utils.visualizations.utils import overlay_frame  # noqa: E402
 from habitat_baselines.rl.ppo import habitat_evaluator  # noqa: E402

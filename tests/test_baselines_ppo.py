@@ -65,6 +65,7 @@ def experiment(tmp_path_factory):
     return root, common, log
 
 
+@pytest.mark.py39
 def test_training_writes_checkpoint_under_the_output_dir(experiment):
     root, _, log = experiment
     ckpts = sorted(os.listdir(root / "exp" / "checkpoints"))
@@ -85,6 +86,7 @@ def test_training_writes_checkpoint_under_the_output_dir(experiment):
     assert ckpt["config"].habitat_baselines.trainer_name == "mosnav_ppo"
 
 
+@pytest.mark.py39
 def test_evaluation_reports_measures_and_writes_records(experiment):
     root, common, _ = experiment
     rc, log = run(root, *common, "habitat_baselines.evaluate=True")

@@ -1,5 +1,5 @@
-"""Every code block of README.md and docs/*.md runs (issue 24): Python blocks in a fresh
-interpreter (fast), shell blocks as bash scripts (slow), in a scratch directory where
+"""Every code block of README.md and docs/*.md runs (issue 24): Python blocks in a process
+of their own (a warm child of tests/warm_runner.py), shell blocks as bash scripts (slow), in a scratch directory where
 ``/tmp/`` means that directory. A block that cannot run here says so on the line above it:
 ``<!-- docs-test: needs HM3D -->`` (or habitat-sim, a VLM server, SLURM), or
 ``<!-- docs-test: run by tests/<file>.py::<test> -->`` naming the test that runs it.
@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 import pytest
+import warm_runner
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ["README.md"] + sorted(
@@ -89,6 +90,7 @@ def _env(root):
     return env
 
 
+@pytest.mark.py39
 def test_every_code_block_is_run_or_marked():
     assert len(BLOCKS) > 20
     for doc, line, lang, code, mark in BLOCKS:
@@ -108,10 +110,11 @@ def test_every_code_block_is_run_or_marked():
             )
 
 
+@pytest.mark.py39
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b[2] == "python" and b[4] is None], ids=_id)
 def test_python_block_runs(block, scratch):
     doc, line, _, code, _ = block
-    proc = subprocess.run(
+    proc = warm_runner.run(
         [sys.executable, "-c", code],
         cwd=scratch,
         env=_env(scratch),
@@ -148,7 +151,7 @@ def test_habitat_blocks_run_on_habitat_sim(block, scratch):
     pytest.importorskip("habitat_sim")
     doc, line, _, code, _ = block
     code = code.replace("mosnav/mos_demo.yaml", "mosnav/mos_demo_habitat_sim.yaml") + ON_HABITAT_SIM
-    proc = subprocess.run(
+    proc = warm_runner.run(
         [sys.executable, "-c", code],
         cwd=scratch,
         env=_env(scratch),
@@ -160,17 +163,23 @@ def test_habitat_blocks_run_on_habitat_sim(block, scratch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
+@pytest.mark.xdist_group("docs-shell")  # in order, in one scratch directory: a block uses the
+@pytest.mark.parametrize(  # files an earlier one wrote (pytest-xdist --dist loadgroup)
     "block", [b for b in BLOCKS if b[2] in ("bash", "sh") and b[4] is None], ids=_id
 )
 def test_shell_block_runs(block, scratch):
     doc, line, _, code, _ = block
     script = "set -euo pipefail\n" + code.replace("/tmp/", f"{scratch}/tmp/")
     (scratch / "tmp").mkdir(exist_ok=True)
+    env = _env(scratch)
+    # the package's commands (mosnav-eval, ...) as warm children: the block's own processes,
+    # exit codes and signals, without 4 s of importing habitat per command
+    shims = warm_runner.command_shims(str(scratch / "bin"))
+    env["PATH"] = shims + os.pathsep + env["PATH"]
     proc = subprocess.run(
         ["bash", "-c", script],
         cwd=scratch,
-        env=_env(scratch),
+        env=env,
         capture_output=True,
         text=True,
         timeout=1200,

@@ -221,6 +221,7 @@ def test_three_ranks_plus_aggregate_equal_one_rank(tmp_path, slow_agent, full_ru
     )
 
 
+@pytest.mark.py39
 @pytest.mark.slow
 def test_acceptance_command_console_script(tmp_path):
     exe = os.path.join(os.path.dirname(sys.executable), "mosnav-eval")

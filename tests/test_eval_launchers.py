@@ -22,6 +22,9 @@ from habitat_mosnav.evaluation.ranks import missing_ranks, rank_timeout, wait_fo
 from habitat_mosnav.evaluation.rank_files import write_done
 from conftest import read_records
 
+# py39: torchrun of torch 2.8
+pytestmark = pytest.mark.py39
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(habitat_mosnav.__file__)))
 BIN = os.path.dirname(sys.executable)
 FAST = ["--agent", "random", "--max-steps", "8", "--space-coverage-samples", "0", "--no-progress"]

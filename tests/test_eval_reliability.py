@@ -22,6 +22,7 @@ from habitat_mosnav.evaluation.rank_files import RankWriter
 from habitat_mosnav.evaluation.summary import summarize, write_summary
 
 from mosnav_fixtures import EPISODE_KEYS, quick_eval_args
+import warm_runner
 
 ALL_MODES = ("--target-modes", "single,any,many,all")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -476,7 +477,8 @@ def _spawn(tmp_path, out, *extra, env=None):
         str(out),
         *extra,
     ]
-    return subprocess.Popen(
+    # a warm child (tests/warm_runner.py): its own process, signals and exit status
+    return warm_runner.popen(
         argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -494,6 +496,7 @@ def _wait_for(predicate, proc, timeout=120):
         time.sleep(0.05)
 
 
+@pytest.mark.py39
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "signum, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")]
@@ -524,6 +527,7 @@ def test_signal_mid_run_keeps_records_and_says_how_to_resume(
     assert sorted(keys) == EPISODE_KEYS and keys[: len(kept)] == [r["episode_key"] for r in kept]
 
 
+@pytest.mark.py39
 @pytest.mark.slow
 def test_sigint_during_start_up_is_one_line_without_traceback(open_room, tmp_path):
     marker = tmp_path / "built"
@@ -545,6 +549,7 @@ def test_sigint_during_start_up_is_one_line_without_traceback(open_room, tmp_pat
     ]
 
 
+@pytest.mark.py39
 def test_sigint_while_parsing_is_exit_130(capsys, monkeypatch):
     """Before the output directory is known (e.g. while habitat imports)."""
     from habitat_mosnav.evaluation import cli as cli_module
@@ -560,6 +565,7 @@ def test_sigint_while_parsing_is_exit_130(capsys, monkeypatch):
     ]
 
 
+@pytest.mark.py39
 def test_signal_during_a_record_write_is_delivered_after_it(tmp_path):
     """Also with another thread alive (the kernel may hand it the signal)."""
     import threading
@@ -639,7 +645,8 @@ def _signal_in_second_reset(tmp_path, flags, target, nth=1, signum=signal.SIGTER
         "MOSNAV_TEST_KILL_NTH": str(nth),
         "MOSNAV_TEST_KILL_SIGNAL": str(int(signum)),
     }
-    proc = subprocess.run(
+    # a warm child (tests/warm_runner.py): its own process, signals and exit status
+    proc = warm_runner.run(
         [
             sys.executable,
             "-m",

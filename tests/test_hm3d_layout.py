@@ -180,6 +180,7 @@ def test_hm3d_config_without_habitat_sim_is_one_line_with_the_install_command(
     )
 
 
+@pytest.mark.py39
 @pytest.mark.habitat_sim
 @pytest.mark.slow
 def test_readme_hm3d_command_runs_on_habitat_sim(hm3d, tmp_path):

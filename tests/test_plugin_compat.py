@@ -10,6 +10,9 @@ import pytest
 import habitat_mosnav  # noqa: F401
 from habitat_mosnav import _compat
 
+# py39: habitat-lab v0.3.3's API (source install) and the start-up hook
+pytestmark = pytest.mark.py39
+
 COMPAT_FILE = _compat.__file__
 #: What only holds on a machine without habitat-sim (CI); skipped where it is installed (HM3D).
 without_habitat_sim = pytest.mark.skipif(

@@ -14,6 +14,10 @@ from habitat_mosnav.datasets import DatasetFormatError, MultiObjectNavDatasetV1
 from mosnav_fixtures import SCENE, base_documents, write_dataset
 
 
+# py39: habitat-lab v0.3.3's dataset API
+pytestmark = pytest.mark.py39
+
+
 def make(root, docs=None, **kw):
     data, scenes = write_dataset(root, docs)
     cfg = OmegaConf.structured(MultiObjectNavDatasetConfig(data_path=data, scenes_dir=scenes, **kw))

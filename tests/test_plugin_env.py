@@ -23,6 +23,9 @@ from habitat_mosnav.metrics.measure_table import NON_SCALAR_MEASURES
 
 from mosnav_fixtures import base_documents, write_dataset
 
+# py39: habitat-lab v0.3.3's Env
+pytestmark = pytest.mark.py39
+
 T = 60  # max_episode_steps in these tests
 ALL_MEASURES = [
     "mos_targets_found",

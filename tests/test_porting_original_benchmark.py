@@ -20,6 +20,9 @@ from habitat_mosnav.agents.legacy import LegacyAgentAdapter, adapt_agent, has_le
 from habitat_mosnav.evaluation.cli import main
 from conftest import read_records
 
+# py39: the original benchmark's agents through the installed wheel
+pytestmark = pytest.mark.py39
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = ["--space-coverage-samples", "0", "--no-progress"]
 

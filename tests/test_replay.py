@@ -11,6 +11,7 @@ import pytest
 
 from chat_server import ChatServer
 from conftest import NO_IMAGES, api_agent_args, read_records, read_summary, scripted_model
+import warm_runner
 
 import habitat_mosnav
 from habitat_mosnav.evaluation.cli import main as eval_main
@@ -32,7 +33,8 @@ LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_NTAS
 def _replay_process(run, *extra, env=None):
     """``mosnav-replay RUN --no-progress *extra`` as its own process (this checkout first)."""
     clean = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
-    return subprocess.Popen(
+    # a warm child (tests/warm_runner.py): its own process, signals and exit status
+    return warm_runner.popen(
         [sys.executable, "-m", "habitat_mosnav.evaluation.replay_cli", str(run), "--no-progress"]
         + list(extra),
         env={**clean, "PYTHONPATH": REPO, **(env or {})},

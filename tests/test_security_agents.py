@@ -19,6 +19,7 @@ from habitat_mosnav.evaluation.cli import main
 
 from conftest import read_records, read_summary
 from mosnav_fixtures import EPISODE_KEYS, quick_eval_args
+import warm_runner
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AGENTS = textwrap.dedent("""
@@ -141,7 +142,8 @@ def test_chdir_in_reset_does_not_move_the_results(
 
 def _spawn(tmp_path, agent, *extra, env=None):
     argv = [sys.executable, "-m", "habitat_mosnav.eval", "--agent", agent, *extra]
-    return subprocess.Popen(
+    # a warm child (tests/warm_runner.py): its own process, signals and exit status
+    return warm_runner.popen(
         argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

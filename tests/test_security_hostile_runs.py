@@ -23,6 +23,7 @@ from habitat_mosnav.evaluation.report import cli as report
 from habitat_mosnav.evaluation.cli import main
 
 from mosnav_fixtures import SCENE, goal, quick_eval_args, write_room_variant
+import warm_runner
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -315,7 +316,8 @@ def test_a_signal_during_mosnav_report_is_one_line_and_keeps_the_previous_report
     room_runs, previous_report, signum, code, name
 ):
     before = _tree(previous_report)
-    proc = subprocess.run(
+    # a warm child (tests/warm_runner.py): its own process, signals and exit status
+    proc = warm_runner.run(
         [
             sys.executable,
             "-c",

@@ -11,13 +11,13 @@ import re
 import resource
 import shutil
 import struct
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
 import habitat_mosnav
+import warm_runner
 from habitat_mosnav.sims.navmesh import NavMeshError, read_navmesh, validate_navmesh
 
 DEMO = os.path.join(os.path.dirname(habitat_mosnav.__file__), "data", "demo")
@@ -103,13 +103,6 @@ def navmesh_of(root, k=0):
     return os.path.join(str(root), "scenes", SCENES[k], sid + ".navmesh")
 
 
-def _limit_memory(limit):
-    def apply():
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return apply
-
-
 def _baseline_vm() -> int:
     """Virtual memory of a Python that has imported what the commands import."""
     code = (
@@ -117,7 +110,8 @@ def _baseline_vm() -> int:
         "print(open('/proc/self/statm').read().split()[0])"
     )
     src = os.path.dirname(os.path.dirname(habitat_mosnav.__file__))
-    out = subprocess.run(
+    # as the commands run: warm children of tests/warm_runner.py (run_bounded)
+    out = warm_runner.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
@@ -139,12 +133,14 @@ def run_bounded(args, as_limit, cwd):
         os.environ,
         PYTHONPATH=os.pathsep.join([src] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
     )
-    return subprocess.run(
+    # a warm child (tests/warm_runner.py): its own process, limit and exit status, without
+    # the 4 s of importing habitat per case
+    return warm_runner.run(
         [sys.executable, *args],
         capture_output=True,
         text=True,
         timeout=60,
-        preexec_fn=_limit_memory(as_limit),
+        rlimits={"RLIMIT_AS": (as_limit, as_limit)},
         env=env,
         cwd=str(cwd),
     )

@@ -26,6 +26,7 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 
+import warm_runner
 from glb_fixtures import copy_demo_scenes, edit_glb, glb
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -149,23 +150,22 @@ def _run(argv, cwd, limit=None):
     """(rc, stderr, peak address space) of ``argv`` under RLIMIT_AS ``limit``, killed after
     TIME_LIMIT s; its stdin a pipe kept open (a terminal nobody types into)."""
 
-    def preexec():
-        if limit is not None:
-            resource.setrlimit(
-                resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1])
-            )
-
+    rlimits = None
+    if limit is not None:
+        rlimits = {"RLIMIT_AS": (limit, resource.getrlimit(resource.RLIMIT_AS)[1])}
     stdin_r, stdin_w = os.pipe()
     env = {**os.environ, "PYTHONPATH": REPO}
-    proc = subprocess.Popen(
+    # a warm child (tests/warm_runner.py): its own process, limits and exit status, without
+    # the 4 s of importing habitat per case
+    proc = warm_runner.popen(
         argv,
+        rlimits=rlimits,
         stdin=stdin_r,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         cwd=str(cwd),
         env=env,
-        preexec_fn=preexec,
     )
     os.close(stdin_r)
     chunks = []

@@ -16,6 +16,9 @@ from habitat_mosnav import __version__, versions
 
 from conftest import NO_IMAGES, room_args
 
+# py39: the version a wheel install reports
+pytestmark = pytest.mark.py39
+
 COMMANDS = [  # (module with main(argv), prog)
     ("habitat_mosnav.evaluation.cli", "mosnav-eval"),
     ("habitat_mosnav.evaluation.aggregate_cli", "mosnav-aggregate"),
