@@ -73,7 +73,7 @@ test: setup-baselines chromium habitat-sim lint
 	bash scripts/test_lanes.sh $(PY) $(VENV39) $(PYTEST_ARGS)
 
 test-py311: setup-baselines chromium habitat-sim lint
-	$(PY) -m pytest -q -ra -n auto --dist loadgroup --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest -q -ra -n auto --durations=25 $(PYTEST_ARGS)
 
 # The layout (ruff format; `$(PY) -m ruff format .` applies it), then pyflakes and syntax
 # errors on Python 3.9's grammar (pyproject.toml's [tool.ruff])
@@ -87,7 +87,7 @@ test-py39: egl chromium
 # The fast lane (a few minutes): every test but the slow end-to-end ones, on the base install
 # (what needs habitat-baselines or habitat-sim skips in one line); `make test` is the full suite.
 test-fast: setup chromium habitat-sim
-	$(PY) -m pytest -q -m "not slow and not baselines" -n auto --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not slow and not baselines" -n auto $(PYTEST_ARGS)
 
 # sdist + wheel in dist/ (the wheel holds the demo data, configs, the .pth start-up hook and
 # every command), checked by twine

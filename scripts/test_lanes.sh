@@ -32,8 +32,8 @@ if [ "$lane39" = run ]; then
 fi
 
 echo "== Python 3.11 lane"
-# every test, on every core (pytest-xdist; loadgroup keeps an xdist_group on one worker)
-"$py" -m pytest -q -ra -n auto --dist loadgroup --durations=25 "$@"
+# every test, on every core (pytest-xdist; tests/conftest.py says how work is split)
+"$py" -m pytest -q -ra -n auto --durations=25 "$@"
 rc311=$?
 
 rc39=0

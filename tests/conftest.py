@@ -42,6 +42,35 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The slow end-to-end tests first (a stable sort): on pytest-xdist's workers the long
+    ones start early and the short ones fill the gaps, instead of one long test at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # pytest-xdist is not installed: one process, collection order
+    pass
+else:
+    #: the tests one pytest-xdist worker runs in order, in one scratch directory:
+    #: README/docs shell blocks read what an earlier block wrote (``--dist loadgroup``'s
+    #: ``xdist_group`` mark does not group under pytest 9)
+    IN_ORDER = ("tests/test_docs_code_blocks.py::test_shell_block_runs[",)
+
+    class _OneTestAUnitButDocsInOrder(LoadScopeScheduling):
+        """pytest-xdist's ``load`` (a test a work unit), except :data:`IN_ORDER`, one unit."""
+
+        def _split_scope(self, nodeid):
+            for prefix in IN_ORDER:
+                if nodeid.startswith(prefix):
+                    return prefix
+            return nodeid
+
+    def pytest_xdist_make_scheduler(config, log):
+        return _OneTestAUnitButDocsInOrder(config, log)
+
+
 def pytest_configure(config):
     """The Python 3.9 lane (scripts/test_py39.sh) tests the installed wheel: stop at once if
     ``habitat_mosnav`` would come from this source tree instead."""

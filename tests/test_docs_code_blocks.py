@@ -162,9 +162,10 @@ def test_habitat_blocks_run_on_habitat_sim(block, scratch):
     assert proc.returncode == 0, f"{doc}:{line}:\n{proc.stderr[-3000:]}"
 
 
+# in order, in one scratch directory (one pytest-xdist worker: conftest.IN_ORDER): a block uses
+# the files an earlier one wrote
 @pytest.mark.slow
-@pytest.mark.xdist_group("docs-shell")  # in order, in one scratch directory: a block uses the
-@pytest.mark.parametrize(  # files an earlier one wrote (pytest-xdist --dist loadgroup)
+@pytest.mark.parametrize(
     "block", [b for b in BLOCKS if b[2] in ("bash", "sh") and b[4] is None], ids=_id
 )
 def test_shell_block_runs(block, scratch):
