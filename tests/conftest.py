@@ -42,10 +42,9 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def pytest_collection_modifyitems(config, items):
-    """The slow end-to-end tests first (a stable sort): on pytest-xdist's workers the long
-    ones start early and the short ones fill the gaps, instead of one long test at the end."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+# Collection order is kept (no slow-first sort): tests that run habitat-sim in their own process
+# (test_two_simulators.py) close its EGL context, which breaks the CPU renderer of the tests
+# after them in that process; at the end of the order they have no tests after them.
 
 
 try:
