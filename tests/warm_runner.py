@@ -149,12 +149,7 @@ def _wait_and_report(conn, request, fds):
     for fd in fds:
         os.close(fd)
     _send(conn, {"pid": pid})
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
+    _, status = os.waitpid(pid, 0)  # retried on EINTR by Python itself (PEP 475)
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     _send(conn, {"status": code})
     os._exit(0)
@@ -441,13 +436,7 @@ def _client(address, name, entry, args):
     pid = json.loads(reader.readline())["pid"]
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: os.kill(pid, signum))
-    while True:
-        try:
-            line = reader.readline()
-            break
-        except InterruptedError:
-            continue
-    status = json.loads(line)["status"]
+    status = json.loads(reader.readline())["status"]  # EINTR is retried (PEP 475)
     if status < 0:
         signal.signal(-status, signal.SIG_DFL)
         os.kill(os.getpid(), -status)
