@@ -13,7 +13,16 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-__all__ = ["ACTION_PROTOCOLS", "Action", "GOAL_TYPES", "MULTI_MODES", "Observation", "TARGET_MODES"]
+__all__ = [
+    "ACTION_PROTOCOLS",
+    "Action",
+    "EPISODE_MODES",
+    "GOAL_TYPES",
+    "MULTI_MODES",
+    "Observation",
+    "SEQUENTIAL",
+    "TARGET_MODES",
+]
 
 #: ``Observation.goal_type``: an instruction, a category name, or a picture of one matching
 #: instance (``goal_image``; SPEC §1).
@@ -22,6 +31,11 @@ GOAL_TYPES = ("description", "object", "image")
 TARGET_MODES = ("single", "any", "many", "all")
 #: The modes where the agent claims several targets (MOS and MOC); the main board.
 MULTI_MODES = ("many", "all")
+#: GOAT-Bench's protocol (SPEC §11): an episode of subtasks, one goal at a time. Not a
+#: ``TARGET_MODES`` member: the ``mosnav_target_mode`` sensor keeps its four entries.
+SEQUENTIAL = "sequential"
+#: Every ``target_mode`` an episode may have (episodes.json, ``--target-modes``, records).
+EPISODE_MODES = TARGET_MODES + (SEQUENTIAL,)
 #: ``--action-protocol``: how an agent's action id maps to a task action (SPEC §2).
 ACTION_PROTOCOLS = ("goat", "legacy", "compat")
 
@@ -69,6 +83,9 @@ class Observation:
       category (a fixed sentence).
     - ``goal_embedding``: None (reserved).
     - ``extras``: ``{"episode_key", "query_id", "depth_units"}`` (read-only hints).
+    - ``subtask_index`` / ``subtask_count``: in a ``sequential`` episode (SPEC §11) the
+      current subtask (0-based) and how many there are; the goal fields are that subtask's.
+      None in the other modes.
     """
 
     rgb: np.ndarray
@@ -89,3 +106,5 @@ class Observation:
     task_prompt: Optional[str]
     previous_action: Optional[int]
     extras: Optional[Dict[str, Any]] = None
+    subtask_index: Optional[int] = None
+    subtask_count: Optional[int] = None

@@ -35,6 +35,20 @@ class MultiObjectGoal(ObjectGoal):
 
 
 @attr.s(auto_attribs=True, kw_only=True)
+class SubtaskGoal:
+    """One subtask of a ``sequential`` episode (SPEC §11): its own goal and targets. The
+    episode's ``goals`` hold every subtask's targets; this names which are this one's."""
+
+    query_id: str
+    goal_type: str
+    goal_text: str
+    target_object_ids: List[int] = attr.ib(factory=list)
+    object_category: Optional[str] = None
+    #: goal type ``image``: the camera, as ``MultiObjectNavEpisode.image_goal``.
+    image_goal: Optional[Dict[str, Any]] = None
+
+
+@attr.s(auto_attribs=True, kw_only=True)
 class MultiObjectNavEpisode(NavigationEpisode):
     """An episode: find 1 (single/any), ``target_count`` (many) or all (all) of ``goals``.
 
@@ -54,6 +68,9 @@ class MultiObjectNavEpisode(NavigationEpisode):
     #: goal type ``image``: the query's camera parameters (``datasets/schema.py``
     #: ``parse_image_goal``); the ``mosnav_goal_image`` sensor renders them at reset.
     image_goal: Optional[Dict[str, Any]] = None
+    #: ``target_mode == "sequential"``: the subtasks in order (the other fields describe
+    #: the first one); empty in the other modes.
+    subtasks: List[SubtaskGoal] = attr.ib(factory=list)
     scene_name: str = ""
     split: str = ""
     episode_key: str = ""
