@@ -4,7 +4,8 @@
 simulator ``MosNavMeshSim-v0`` and the configs in habitat's registry and Hydra's
 ConfigStore, and makes habitat importable without habitat-sim (see ``_compat``).
 
-Registration happens as soon as habitat is imported (at once if it already is), so the
+The gym ids (``gym.make("HabitatMosNavMosDemo-v0")``) are registered as soon as gym is
+imported. Registration happens as soon as habitat is imported (at once if it already is), so the
 parts that need no habitat — ``metrics``, ``evaluation`` result files, ``scenes``, ``api``
 — import without habitat or torch, and their command-line tools start fast.
 """
@@ -42,11 +43,19 @@ def register() -> None:
     for name in _REGISTERING_MODULES:
         importlib.import_module(name)
     importlib.import_module("habitat_mosnav.config.default").register_configs()
+
+
+def _register_gym_ids() -> None:
+    """The gym ids (``habitat_mosnav.gym_envs``): registered once gym is imported, whoever
+    imports it (habitat does), so ``import gym, habitat_mosnav; gym.make(...)`` works."""
+    import importlib
+
     importlib.import_module("habitat_mosnav.gym_envs").register_gym_envs()
 
 
 _compat.install_import_hook()
 _compat.call_after_habitat_import(register)
+_compat.call_after_import("gym", _register_gym_ids)
 
 
 def __getattr__(name):

@@ -175,46 +175,53 @@ def is_placeholder(module: types.ModuleType) -> bool:
     return bool(getattr(module, "__dict__", {}).get("__mosnav_placeholder__", False))
 
 
-_AFTER_HABITAT: List[Callable[[], None]] = []
+#: module name -> callbacks to run once that module's ``__init__`` has finished.
+_AFTER_IMPORT: Dict[str, List[Callable[[], None]]] = {"habitat": [], "gym": []}
 
 
 class _LoaderThenCallbacks(importlib.abc.Loader):
-    """Wraps habitat's own loader: execute ``habitat/__init__``, then run the callbacks."""
+    """Wraps a package's own loader: execute its ``__init__``, then run the callbacks."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, callbacks: List[Callable[[], None]]):
         self.inner = inner
+        self.callbacks = callbacks
 
     def create_module(self, spec):
         return self.inner.create_module(spec)
 
     def exec_module(self, module):
         self.inner.exec_module(module)
-        while _AFTER_HABITAT:
-            _AFTER_HABITAT.pop(0)()
+        while self.callbacks:
+            self.callbacks.pop(0)()
 
 
 class _ImportHook(importlib.abc.MetaPathFinder):
-    """On the first ``import habitat`` (or ``habitat_baselines``): seed the placeholders,
-    and arrange for :func:`call_after_habitat_import` callbacks to run once habitat's
-    ``__init__`` has finished. Removes itself after that."""
+    """On the first ``import habitat`` (or ``habitat_baselines``): seed the placeholders;
+    on the first ``import habitat`` or ``import gym``, arrange for the
+    :func:`call_after_import` callbacks to run once that ``__init__`` has finished. Removes
+    itself when nothing is left to watch."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in ("habitat", "habitat_baselines"):
+        if fullname in ("habitat", "habitat_baselines"):
+            silence_gym_notice()
+            install()
+        callbacks = _AFTER_IMPORT.get(fullname)
+        if callbacks is None:
             return None
-        silence_gym_notice()
-        install()
-        if fullname != "habitat":
-            return None
-        if self in sys.meta_path:
+        if fullname == "habitat" or not callbacks:
+            _AFTER_IMPORT.pop(fullname)
+        if not _AFTER_IMPORT and self in sys.meta_path:
             sys.meta_path.remove(self)
-        if not _AFTER_HABITAT:
+        if not callbacks:
             return None
         for finder in sys.meta_path:
+            if finder is self:
+                continue
             find = getattr(finder, "find_spec", None)
             spec = find(fullname, path, target) if find else None
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _LoaderThenCallbacks(spec.loader)
+                    spec.loader = _LoaderThenCallbacks(spec.loader, callbacks)
                 return spec
         return None
 
@@ -236,20 +243,26 @@ def install_import_hook() -> None:
     """Called from the ``.pth`` file and by ``habitat_mosnav``; idempotent."""
     if "habitat" in sys.modules:
         install()
-        return
     if not any(isinstance(f, _ImportHook) for f in sys.meta_path):
         sys.meta_path.insert(0, _ImportHook())
 
 
-def call_after_habitat_import(callback: Callable[[], None]) -> None:
-    """Run ``callback`` now if habitat is imported, else right after ``import habitat``.
+def call_after_import(module: str, callback: Callable[[], None]) -> None:
+    """Run ``callback`` now if ``module`` (``habitat`` or ``gym``) is imported, else right
+    after its ``import``.
 
     ``import habitat_mosnav`` registers the plugin this way, so that modules which need no
     habitat (metrics, result files, scene generator, agent API) import without habitat
-    or torch, while any code that touches habitat's registry finds everything registered.
+    or torch, while any code that touches habitat's registry (or gym's, for the gym ids)
+    finds everything registered, whichever was imported first.
     """
-    if "habitat" in sys.modules:
+    if module in sys.modules:
         callback()
         return
-    _AFTER_HABITAT.append(callback)
+    _AFTER_IMPORT.setdefault(module, []).append(callback)
     install_import_hook()
+
+
+def call_after_habitat_import(callback: Callable[[], None]) -> None:
+    """:func:`call_after_import` of ``habitat``."""
+    call_after_import("habitat", callback)

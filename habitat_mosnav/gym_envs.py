@@ -1,7 +1,7 @@
 """gym ids for the shipped task configs, as habitat-lab registers its own
 (``Habitat<Name>-v0``): ``gym.make("HabitatMosNavMosDemo-v0")`` builds habitat's
 ``GymHabitatEnv`` for ``benchmark/nav/mosnav/mos_demo.yaml`` (``override_options=[...]``
-as with ``Habitat-v0``). Registered when the plugin registers (after ``import habitat``)."""
+as with ``Habitat-v0``). Registered by ``import habitat_mosnav`` as soon as gym is imported (before or after it)."""
 
 from __future__ import annotations
 

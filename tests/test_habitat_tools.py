@@ -166,3 +166,28 @@ def test_gym_ids_make_habitats_gym_env_with_finite_bounds_of_ours():
             assert not caught, (key, [str(w.message) for w in caught])
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("first", ["gym", "habitat_mosnav"])
+def test_gym_ids_exist_after_import_habitat_mosnav_without_habitat(first):
+    """``import gym; import habitat_mosnav; gym.make(id)`` found no id (``NameNotFound``) until
+    habitat was imported: the ids are registered when gym is, in either import order, and
+    registering them imports neither habitat nor torch (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    second = "habitat_mosnav" if first == "gym" else "gym"
+    code = (
+        f"import sys, {first}, {second}, gym\n"
+        "spec = gym.spec('HabitatMosNavMosDemo-v0')\n"
+        "print(spec.entry_point, spec.kwargs['cfg_file_path'], "
+        "'habitat' in sys.modules, 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [
+        "habitat_mosnav.gym_envs:make_gym_env",
+        "benchmark/nav/mosnav/mos_demo.yaml",
+        "False",
+        "False",
+    ]
