@@ -106,3 +106,102 @@ def test_task_success_needs_the_episode_ended_by_the_agent():
 def test_no_subtask_is_an_error():
     with pytest.raises(ValueError, match="at least one subtask"):
         goat_metrics([], ended_by_agent=True)
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+def test_registry_holds_goat_metrics_under_goat_names_over_sequential_only():
+    from habitat_mosnav.metrics.measure_table import (
+        AGGREGATES,
+        GOAT_AGGREGATES,
+        GOAT_METRICS,
+        METRICS,
+        goat_glossary,
+        metric,
+    )
+
+    scalars = [m.field for m in GOAT_METRICS if m.scalar]
+    assert tuple(scalars) == GOAT_SCALAR_FIELDS
+    assert tuple(m.field for m in GOAT_METRICS if not m.scalar) == GOAT_LIST_FIELDS
+    # one aggregate per scalar, named as GOAT-Bench names it, over sequential episodes only
+    assert [a.name for a in GOAT_AGGREGATES] == list(GOAT_SCALAR_FIELDS)
+    assert all(a.modes == ("sequential",) and a.table == "goat" for a in GOAT_AGGREGATES)
+    assert not any("sequential" in a.modes for a in AGGREGATES)
+    assert not {m.field for m in GOAT_METRICS} & {m.field for m in METRICS}
+    assert metric("composite_spl").spec == "§11" and metric("task_success").label
+    gloss = goat_glossary()
+    assert list(gloss) == list(GOAT_SCALAR_FIELDS)
+    assert all(len(text) > 20 and section == "§11" for _, text, section in gloss.values())
+
+
+# ----------------------------------------------------------------------------- aggregation
+
+
+def seq(task, composite, partial, obj, desc, img, cspl):
+    """A sequential record's metrics (SPEC §11): success = task_success, spl = composite_spl."""
+    return dict(
+        task_success=task,
+        composite_success=composite,
+        partial_success=partial,
+        object_success=obj,
+        description_success=desc,
+        image_success=img,
+        composite_spl=cspl,
+        success=task,
+        spl=cspl,
+    )
+
+
+SEQUENTIAL_RECORDS = [
+    ("sequential", seq(1, 1, 1.0, 1.0, None, 1.0, 0.8)),  # no description subtask
+    ("sequential", seq(0, 1, 1.0, 1.0, 1.0, None, 0.6)),  # ended at the step budget
+    ("sequential", seq(0, 0, 0.25, 0.0, 0.5, None, 0.1)),
+]
+
+
+def test_sequential_episodes_aggregate_goat_metrics_and_leave_the_board():
+    from test_metrics_aggregate import RECORDS
+
+    from habitat_mosnav.metrics import aggregate
+
+    before = aggregate(RECORDS)
+    after = aggregate(RECORDS + SEQUENTIAL_RECORDS)
+    assert after["task_success"] == pytest.approx(1 / 3)  # (1 + 0 + 0) / 3
+    assert after["composite_success"] == pytest.approx(2 / 3)  # (1 + 1 + 0) / 3
+    assert after["partial_success"] == pytest.approx(0.75)  # (1 + 1 + 0.25) / 3
+    assert after["object_success"] == pytest.approx(2 / 3)  # (1 + 1 + 0) / 3
+    assert after["description_success"] == pytest.approx(0.75)  # (1 + 0.5) / 2 that have one
+    assert after["image_success"] == 1.0  # the one episode with an image subtask
+    assert after["composite_spl"] == pytest.approx(0.5)  # (0.8 + 0.6 + 0.1) / 3
+    assert after["num_episodes_sequential"] == 3
+    assert after["num_episodes"] == before["num_episodes"] + 3 == 10
+    # a sequential episode's success / spl enter no SPEC §5 aggregate: all else unchanged
+    changed = {k for k in after if after[k] != before[k]}
+    assert changed == set(GOAT_SCALAR_FIELDS) | {"num_episodes", "num_episodes_sequential"}
+    # a run without sequential episodes: GOAT's aggregates null, counted 0
+    assert before["num_episodes_sequential"] == 0
+    assert all(before[k] is None for k in GOAT_SCALAR_FIELDS)
+
+
+def test_only_sequential_episodes_and_the_running_aggregator():
+    from habitat_mosnav.metrics import aggregate
+    from habitat_mosnav.metrics.aggregate import Aggregator
+
+    a = aggregate(SEQUENTIAL_RECORDS[1:])
+    assert a["sr"] is None and a["spl_multi"] is None and a["sr_single"] is None
+    assert a["image_success"] is None  # no episode with an image subtask
+    assert a["description_success"] == pytest.approx(0.75) and a["task_success"] == 0.0
+    acc = Aggregator()
+    for mode, metrics in SEQUENTIAL_RECORDS:
+        acc.add(mode, metrics)
+    assert acc.result() == aggregate(SEQUENTIAL_RECORDS)
+
+
+def test_a_goat_value_that_is_not_a_number_is_a_record_error():
+    from habitat_mosnav.evaluation.durable import ResultFileError
+    from habitat_mosnav.evaluation.records import check_metrics
+
+    check_metrics(seq(1, 1, 1.0, None, None, 1.0, 0.5), "episodes.jsonl:1")
+    with pytest.raises(ResultFileError, match="episodes.jsonl:2: field 'metrics.partial_success'"):
+        check_metrics(seq(1, 1, "1.0", None, None, 1.0, 0.5), "episodes.jsonl:2")
