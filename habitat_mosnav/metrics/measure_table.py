@@ -430,7 +430,7 @@ GOAT_METRICS: Tuple[MeasureSpec, ...] = (
         None,
         None,
         "subtask_success",
-        "[s_1, ..., s_n]: 1 when subtask i was stopped (SUBTASK_STOP) within the success "
+        "[s_1, ..., s_n]: 1 when subtask i was stopped (SUBTASK_STOP) below the success "
         "distance, 0 otherwise or when never stopped (in the record's subtask_metrics).",
         scalar=False,
         spec="§11",

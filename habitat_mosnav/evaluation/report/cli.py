@@ -150,8 +150,9 @@ def write_report(
     overrides: Sequence[str] = (),
     progress: bool = True,
 ) -> List[RunData]:
-    """Read the runs, write index.html, leaderboard.md, leaderboard.csv and
-    leaderboard_by_goal_type.csv into ``out_dir``.
+    """Read the runs, write index.html, leaderboard.md, leaderboard.csv,
+    leaderboard_by_goal_type.csv (and leaderboard_goat.csv when a run has sequential
+    episodes) into ``out_dir``.
 
     The report is built in a new directory beside ``out_dir`` and swapped in whole
     (:func:`~habitat_mosnav.safety.replacing_dir`): a full disk or a signal leaves the
@@ -213,8 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=(
             "Compare mosnav-eval runs: DIR/index.html (plots, leaderboard, sortable episode table "
-            "linking each episode's map), DIR/leaderboard.md, DIR/leaderboard.csv and "
-            "DIR/leaderboard_by_goal_type.csv."
+            "linking each episode's map), DIR/leaderboard.md, DIR/leaderboard.csv, "
+            "DIR/leaderboard_by_goal_type.csv and, when a run has sequential (GOAT-Bench) "
+            "episodes, DIR/leaderboard_goat.csv."
         ),
     )
     add_version_argument(p)
