@@ -162,9 +162,27 @@ def read_summary(out):
         return json.load(f)
 
 
-def write_records_run(out, episodes):
+def sequential_record_parts(subtasks, ended_by_agent=True):
+    """``(metrics, subtask_metrics)`` of a made-up ``sequential`` record as the evaluator
+    writes them (SPEC §11): ``subtasks`` are ``(goal_type, success, d_i, p_i)``; GOAT-Bench's
+    scalars (metrics/goat.py) with success = task_success and spl = composite_spl (the
+    other SPEC §4 fields absent: null), the lists in ``subtask_metrics``."""
+    from habitat_mosnav.metrics.goat import GOAT_LIST_FIELDS, SubtaskOutcome, goat_metrics
+
+    outcomes = [SubtaskOutcome(t, s, d, p) for t, s, d, p in subtasks]
+    goat = goat_metrics(outcomes, ended_by_agent)
+    metrics = {k: v for k, v in goat.items() if k not in GOAT_LIST_FIELDS}
+    metrics.update(success=goat["task_success"], spl=goat["composite_spl"])
+    subtask_metrics = {k: goat[k] for k in GOAT_LIST_FIELDS}
+    subtask_metrics["goal_types"] = [t for t, _, _, _ in subtasks]
+    return metrics, subtask_metrics
+
+
+def write_records_run(out, episodes, sequential=()):
     """A complete one-rank run of made-up records with its summary.json: ``episodes`` are
-    ``(target_mode, goal_type, success)``; f1 = success, spl_multi = spl = 0.5 * success."""
+    ``(target_mode, goal_type, success)``; f1 = success, spl_multi = spl = 0.5 * success.
+    ``sequential``: ``(subtasks, ended_by_agent)`` of :func:`sequential_record_parts`, one
+    ``sequential`` episode each, written after ``episodes`` (goal_type: the first subtask's)."""
     from habitat_mosnav.evaluation.rank_files import RankWriter
     from habitat_mosnav.evaluation.records import make_record
     from habitat_mosnav.evaluation.summary import summarize, write_summary
@@ -188,7 +206,24 @@ def write_records_run(out, episodes):
                     metrics=metrics,
                 )
             )
-        w.write_done(expected_count=len(episodes))
+        for j, (subtasks, ended) in enumerate(sequential):
+            i = len(episodes) + j
+            key = f"val::scene::g{i:04d}-sequential-0"
+            episode = {"scene_id": "scene", "episode_id": f"g{i:04d}-sequential-0"}
+            episode.update(target_mode="sequential", goal_type=subtasks[0][0], max_steps=500)
+            metrics, subtask_metrics = sequential_record_parts(subtasks, ended)
+            record = make_record(
+                episode_key=key,
+                episode_index=i,
+                rank=0,
+                seed=i,
+                episode=episode,
+                terminated_by="finish" if ended else "max_steps",
+                metrics=metrics,
+            )
+            record["subtask_metrics"] = subtask_metrics
+            w.write(record)
+        w.write_done(expected_count=len(episodes) + len(sequential))
     write_summary(out, summarize(out))
     return out
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
-from habitat_mosnav.api import TARGET_MODES
+from habitat_mosnav.api import EPISODE_MODES, SEQUENTIAL
 from habitat_mosnav.evaluation.durable import ResultFileError, atomic_write_json, write_failed
 from habitat_mosnav.evaluation.manifest import keys_digest
 from habitat_mosnav.evaluation.rank_files import RANK_DIR_RE, RunRead, has_results, read_run
 from habitat_mosnav.evaluation.records import SCHEMA_VERSION, check_metrics
 from habitat_mosnav.metrics import aggregate
-from habitat_mosnav.metrics.measure_table import AGGREGATES, format_value
+from habitat_mosnav.metrics.measure_table import AGGREGATES, GOAT_AGGREGATES, format_value
 from habitat_mosnav.safety import safe_line
 from habitat_mosnav.versions import software_versions
 
@@ -84,17 +84,19 @@ def summary_of_run(read: RunRead, expected_episode_count: Optional[int] = None) 
             continue
         episode = rec.get("episode")
         mode = episode.get("target_mode") if isinstance(episode, dict) else None
-        if mode not in TARGET_MODES:
+        if mode not in EPISODE_MODES:
             raise ResultFileError(f"{where}: field 'episode.target_mode' is {mode!r}")
-        goal_type = episode.get("goal_type")
-        if not isinstance(goal_type, str) or not goal_type:
+        # a sequential episode's goal type is per subtask (GOAT-Bench's per-type success)
+        goal_type = episode.get("goal_type") if mode != SEQUENTIAL else None
+        if mode != SEQUENTIAL and (not isinstance(goal_type, str) or not goal_type):
             raise ResultFileError(f"{where}: field 'episode.goal_type' is {goal_type!r}")
         metrics = rec.get("metrics")
         if not isinstance(metrics, dict):
             raise ResultFileError(f"{where}: field 'metrics' is missing or not an object")
         check_metrics(metrics, where)
         ok.append((mode, metrics))
-        by_goal_type.setdefault(goal_type, []).append((mode, metrics))
+        if goal_type is not None:
+            by_goal_type.setdefault(goal_type, []).append((mode, metrics))
 
     if expected_episode_count is not None and len(latest) < expected_episode_count:
         incomplete = True
@@ -108,7 +110,8 @@ def summary_of_run(read: RunRead, expected_episode_count: Optional[int] = None) 
         "ok_episode_count": len(ok),
         "error_episode_count": errors,
         "metrics": aggregate(ok),
-        # the same SPEC §5 aggregates over each goal type's ok episodes (GOAT's per-modality view)
+        # the same SPEC §5 aggregates over each goal type's ok episodes (GOAT's per-modality
+        # view; sequential episodes, of several types, have GOAT's per-type successes instead)
         "by_goal_type": {gt: aggregate(pairs) for gt, pairs in sorted(by_goal_type.items())},
     }
     if warnings:
@@ -183,7 +186,11 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         f"status: {summary.get('status')}  episodes: {summary.get('unique_record_count')} "
         f"(ok {summary.get('ok_episode_count')}, error {summary.get('error_episode_count')}, "
         f"expected {summary.get('expected_episode_count')})",
-        "  ".join(f"{mode} {m.get('num_episodes_' + mode, 0)}" for mode in TARGET_MODES),
+        "  ".join(
+            f"{mode} {m.get('num_episodes_' + mode, 0)}"
+            for mode in EPISODE_MODES
+            if mode != SEQUENTIAL or m.get("num_episodes_" + mode)
+        ),
     ]
     width = max(len(label) for label, _, _ in _TABLE)
     for label, key, fmt in _TABLE:
@@ -192,6 +199,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             continue
         lines.append(f"  {label:<{width}}  {format_value(value, fmt, 4)}")
     lines += goal_type_lines(summary)
+    lines += goat_lines(summary)
     return "\n".join(safe_line(line) for line in lines)  # names come from the records
 
 
@@ -214,4 +222,21 @@ def goal_type_lines(summary: Mapping[str, Any]) -> List[str]:
             f"{s.label} {format_value(m.get(s.name), s.format, 4)}" for s in _GOAL_TYPE_COLUMNS
         )
         lines.append(f"  {str(gt):<{width}}  episodes {m.get('num_episodes', 0)}  {cells}")
+    return lines
+
+
+def goat_lines(summary: Mapping[str, Any]) -> List[str]:
+    """GOAT-Bench's aggregates over the sequential episodes (SPEC §11), only when the run
+    has some: a heading and one ``label  value`` line each (a per-type success without
+    episodes of that type shows "–")."""
+    m = summary.get("metrics")
+    m = m if isinstance(m, Mapping) else {}
+    count = m.get(f"num_episodes_{SEQUENTIAL}")
+    if not count:
+        return []
+    shown = [a for a in GOAT_AGGREGATES if a.shown]
+    width = max(len(a.label) for a in shown)
+    lines = [f"GOAT-Bench ({SEQUENTIAL} episodes: {count}):"]
+    for a in shown:
+        lines.append(f"  {a.label:<{width}}  {format_value(m.get(a.name), a.format, 4)}")
     return lines

@@ -2,7 +2,9 @@
 
 Each aggregate is the mean of the episode values that are finite and not None; an
 aggregate with no such value is None (JSON null), never NaN. Which aggregates there are,
-over which modes, is the registry's (:data:`habitat_mosnav.metrics.measure_table.AGGREGATES`).
+over which modes, is the registry's (:data:`habitat_mosnav.metrics.measure_table.AGGREGATES`,
+and GOAT-Bench's :data:`~habitat_mosnav.metrics.measure_table.GOAT_AGGREGATES` over the
+``sequential`` episodes, SPEC §11, which enter no other aggregate).
 :class:`Aggregator` keeps running sums, so a running aggregate (the ``mos_aggregates`` measure) costs O(keys) per
 episode.
 """
@@ -13,13 +15,15 @@ import math
 import numbers
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-from habitat_mosnav.api import TARGET_MODES
-from habitat_mosnav.metrics.measure_table import AGGREGATES, INTEGER
+from habitat_mosnav.api import EPISODE_MODES
+from habitat_mosnav.metrics.measure_table import AGGREGATES, GOAT_AGGREGATES, INTEGER
+
+_ALL = AGGREGATES + GOAT_AGGREGATES
 
 #: The episode fields that the aggregates read (each must be a number or null).
-AGGREGATED_FIELDS = tuple(sorted({a.field for a in AGGREGATES}))
+AGGREGATED_FIELDS = tuple(sorted({a.field for a in _ALL}))
 #: Aggregates of integer-format fields (a step count): a whole mean is written as an int.
-_INTEGER = frozenset(a.name for a in AGGREGATES if a.format == INTEGER)
+_INTEGER = frozenset(a.name for a in _ALL if a.format == INTEGER)
 
 
 def finite_mean(values: Iterable[Any]) -> Optional[float]:
@@ -43,9 +47,9 @@ def _finite(v: Any) -> Optional[float]:
 
 
 #: mode -> (aggregate name, episode field) pairs an episode of that mode contributes to.
-_PLANS = {mode: [(a.name, a.field) for a in AGGREGATES if mode in a.modes] for mode in TARGET_MODES}
+_PLANS = {mode: [(a.name, a.field) for a in _ALL if mode in a.modes] for mode in EPISODE_MODES}
 #: Every aggregate name, in the order of the summary (the registry's).
-AGGREGATE_NAMES: Tuple[str, ...] = tuple(a.name for a in AGGREGATES)
+AGGREGATE_NAMES: Tuple[str, ...] = tuple(a.name for a in _ALL)
 
 
 def _mean(total: float, count: int, integer: bool):
@@ -59,7 +63,7 @@ class Aggregator:
     def __init__(self) -> None:
         self._sums: Dict[str, float] = {}
         self._counts: Dict[str, int] = {}
-        self._modes: Dict[str, int] = {m: 0 for m in TARGET_MODES}
+        self._modes: Dict[str, int] = {m: 0 for m in EPISODE_MODES}
 
     def copy(self) -> "Aggregator":
         other = Aggregator()
@@ -94,14 +98,15 @@ class Aggregator:
             for name in AGGREGATE_NAMES
         }
         out["num_episodes"] = self.num_episodes
-        for mode in TARGET_MODES:
+        for mode in EPISODE_MODES:
             out[f"num_episodes_{mode}"] = self._modes[mode]
         return out
 
 
 def aggregate(records: Iterable[Tuple[str, Mapping[str, Any]]]) -> Dict[str, Any]:
     """SPEC §5 over ``(target_mode, metrics)`` pairs: main board and diagnostics over
-    many + all (tse over many), by task type (_mos/_moc), by mode, and episode counts."""
+    many + all (tse over many), by task type (_mos/_moc), by mode, GOAT-Bench's over the
+    sequential episodes (SPEC §11), and episode counts."""
     acc = Aggregator()
     for i, item in enumerate(records):
         try:
@@ -110,7 +115,7 @@ def aggregate(records: Iterable[Tuple[str, Mapping[str, Any]]]) -> Dict[str, Any
             raise ValueError(
                 f"aggregate: record {i} is not a (target_mode, metrics) pair"
             ) from None
-        if mode not in TARGET_MODES:
+        if mode not in EPISODE_MODES:
             raise ValueError(f"aggregate: record {i} has unknown target_mode {mode!r}")
         if not isinstance(metrics, Mapping):
             raise ValueError(f"aggregate: record {i} metrics is not a mapping")

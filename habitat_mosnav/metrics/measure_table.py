@@ -30,12 +30,14 @@ import os
 import re
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
+from habitat_mosnav.api import MULTI_MODES, SEQUENTIAL, TARGET_MODES
 
 __all__ = [
     "AGGREGATES",
     "AggregateSpec",
     "FORMATS",
+    "GOAT_AGGREGATES",
+    "GOAT_METRICS",
     "INTEGER",
     "MEASURES",
     "MEASURE_TO_FIELD",
@@ -51,6 +53,7 @@ __all__ = [
     "derived_files",
     "format_value",
     "glossary",
+    "goat_glossary",
     "metric",
 ]
 
@@ -59,8 +62,9 @@ __all__ = [
 INTEGER, RATIO, METRES, NUMBER, OTHER = "integer", "ratio", "metres", "number", "other"
 FORMATS = (INTEGER, RATIO, METRES, NUMBER, OTHER)
 #: Where an aggregate is shown, in this order (summary.json, the printed summary, the
-#: report): the main board, the diagnostics, by task type (MOS = many, MOC = all), by mode.
-TABLES = ("board", "diagnostic", "task", "mode")
+#: report): the main board, the diagnostics, by task type (MOS = many, MOC = all), by mode,
+#: GOAT-Bench's table of the ``sequential`` episodes (SPEC §11; :data:`GOAT_AGGREGATES`).
+TABLES = ("board", "diagnostic", "task", "mode", "goat")
 
 
 class Aggregate(NamedTuple):
@@ -356,6 +360,95 @@ METRICS: Tuple[MeasureSpec, ...] = (
     ),
 )
 
+
+def _goat(field: str, doc: str, label: str, glossary: str, shown: bool = True) -> MeasureSpec:
+    """A GOAT-Bench scalar averaged over the sequential episodes under its own name."""
+    return MeasureSpec(
+        None,
+        None,
+        field,
+        doc,
+        label=label,
+        glossary=glossary,
+        spec="§11",
+        aggregates=(_over(field, (SEQUENTIAL,), "goat", shown),),
+    )
+
+
+#: GOAT-Bench's metrics of a ``sequential`` episode (SPEC §11) under GOAT-Bench's names,
+#: computed by :func:`habitat_mosnav.metrics.goat.goat_metrics`. Kept apart from
+#: :data:`METRICS`: they are fields of sequential records only (``metrics`` holds the
+#: scalars, ``subtask_metrics`` the lists), not of every record (``METRIC_FIELDS``), and
+#: their aggregates (:data:`GOAT_AGGREGATES`) average sequential episodes only, so a run
+#: without them keeps its tables. A per-type success is null in an episode without a
+#: subtask of that type, so its mean is over the episodes that have one.
+GOAT_METRICS: Tuple[MeasureSpec, ...] = (
+    _goat(
+        "task_success",
+        "composite_success, and the episode ended by action 0 or after the last subtask's stop.",
+        "task success",
+        "GOAT-Bench: every subtask succeeded and the agent ended the episode (not the step budget)",
+    ),
+    _goat(
+        "composite_success",
+        "1 when every subtask succeeded (s_i = 1 for all i).",
+        "composite success",
+        "GOAT-Bench: every subtask succeeded, however the episode ended",
+    ),
+    _goat(
+        "partial_success",
+        "sum(s_i) / n: the share of subtasks that succeeded.",
+        "partial success",
+        "GOAT-Bench: share of an episode's subtasks that succeeded (SUBTASK_STOP near the goal)",
+    ),
+    _goat(
+        "object_success",
+        "Mean s_i over the object subtasks; null without one.",
+        "object success",
+        "GOAT-Bench: success of the subtasks whose goal is a category name",
+    ),
+    _goat(
+        "description_success",
+        "Mean s_i over the description subtasks; null without one.",
+        "description success",
+        "GOAT-Bench: success of the subtasks whose goal is a language description",
+    ),
+    _goat(
+        "image_success",
+        "Mean s_i over the image subtasks; null without one.",
+        "image success",
+        "GOAT-Bench: success of the subtasks whose goal is a picture of the instance",
+    ),
+    _goat(
+        "composite_spl",
+        "Mean of spl_by_subtask.",
+        "composite SPL",
+        "GOAT-Bench: mean over subtasks of s_i x d_i / max(d_i, p_i), the path from where "
+        "the subtask began",
+    ),
+    MeasureSpec(
+        None,
+        None,
+        "subtask_success",
+        "[s_1, ..., s_n]: 1 when subtask i was stopped (SUBTASK_STOP) below the success "
+        "distance, 0 otherwise or when never stopped (in the record's subtask_metrics).",
+        scalar=False,
+        spec="§11",
+        format=OTHER,
+    ),
+    MeasureSpec(
+        None,
+        None,
+        "spl_by_subtask",
+        "[s_i * d_i / max(d_i, p_i)]: d_i the geodesic to subtask i's view points when it "
+        "began, p_i the path walked until its stop; 0 when d_i is unknown or infinite, 1 for "
+        "a success with d_i = p_i = 0 (in the record's subtask_metrics).",
+        scalar=False,
+        spec="§11",
+        format=OTHER,
+    ),
+)
+
 #: The specs that are Habitat measures, in the order of the task YAML.
 MEASURES: Tuple[MeasureSpec, ...] = tuple(m for m in METRICS if m.name)
 #: measure name -> SPEC §4 field, for the measures that report one.
@@ -363,7 +456,7 @@ MEASURE_TO_FIELD: Dict[str, str] = {m.name: m.field for m in MEASURES if m.field
 #: Measures whose value is not a number (habitat-baselines must not average them).
 NON_SCALAR_MEASURES: Tuple[str, ...] = tuple(m.name for m in MEASURES if not m.scalar)
 
-_BY_FIELD: Dict[str, MeasureSpec] = {m.field: m for m in METRICS if m.field}
+_BY_FIELD: Dict[str, MeasureSpec] = {m.field: m for m in METRICS + GOAT_METRICS if m.field}
 
 
 def metric(field: str) -> MeasureSpec:
@@ -393,9 +486,9 @@ def _aggregate_label(m: MeasureSpec, a: Aggregate) -> str:
     return m.title
 
 
-def _aggregates() -> Tuple[AggregateSpec, ...]:
+def _aggregates(specs: Sequence[MeasureSpec]) -> Tuple[AggregateSpec, ...]:
     out = []
-    for index, m in enumerate(METRICS):
+    for index, m in enumerate(specs):
         for a in m.aggregates:
             spec = AggregateSpec(
                 a.name, m.field, a.modes, a.table, a.shown, _aggregate_label(m, a), m.format
@@ -407,8 +500,11 @@ def _aggregates() -> Tuple[AggregateSpec, ...]:
 
 
 #: Every SPEC §5 aggregate, in the order of summary.json and of every table that shows them.
-AGGREGATES: Tuple[AggregateSpec, ...] = _aggregates()
-_AGGREGATE_BY_NAME = {a.name: a for a in AGGREGATES}
+AGGREGATES: Tuple[AggregateSpec, ...] = _aggregates(METRICS)
+#: GOAT-Bench's aggregates (SPEC §11): the mean of each scalar of :data:`GOAT_METRICS` over
+#: the sequential episodes, under its name, after :data:`AGGREGATES` in summary.json.
+GOAT_AGGREGATES: Tuple[AggregateSpec, ...] = _aggregates(GOAT_METRICS)
+_AGGREGATE_BY_NAME = {a.name: a for a in AGGREGATES + GOAT_AGGREGATES}
 
 
 def aggregate_spec(name: str) -> AggregateSpec:
@@ -433,6 +529,17 @@ def glossary() -> Dict[str, Tuple[str, str, str]]:
         key, label = (first.name, first.label) if first else (m.field, m.title)
         out[key] = (label, m.glossary, m.spec)
     return out
+
+
+def goat_glossary() -> Dict[str, Tuple[str, str, str]]:
+    """aggregate name -> (label, meaning, SPEC section) of GOAT-Bench's shown aggregates
+    (the report's GOAT-Bench table, shown only for runs with sequential episodes)."""
+    lines = {m.field: m for m in GOAT_METRICS}
+    return {
+        a.name: (a.label, lines[a.field].glossary, lines[a.field].spec)
+        for a in GOAT_AGGREGATES
+        if a.shown
+    }
 
 
 def format_value(value, fmt: str = RATIO, places: int = 3) -> str:
@@ -499,14 +606,40 @@ def metrics_doc() -> str:
         )
     lines += [
         "",
+        "## GOAT-Bench's metrics (`sequential` episodes, SPEC §11)",
+        "",
+        "A `sequential` episode's record holds GOAT-Bench's scalars under GOAT-Bench's names in",
+        "`metrics` (with `success` = `task_success` and `spl` = `composite_spl`) and the lists",
+        "in `subtask_metrics`. Notation: n subtasks, s_i the success of subtask i (0 when never",
+        "stopped), d_i the geodesic to its view points when it began, p_i the path walked from",
+        "then until its SUBTASK_STOP. Each aggregate is the mean over the `sequential` episodes",
+        "(a per-type success over the episodes that have a subtask of that type); the printed",
+        "summary and the report show them only for runs with `sequential` episodes.",
+        "",
+        "| field | label | format | formula | aggregate | SPEC |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in GOAT_METRICS:
+        aggs = ", ".join(f"`{a.name}`" for a in GOAT_AGGREGATES if a.field == m.field)
+        lines.append(
+            f"| `{m.field}` | {_md(m.title)} | {m.format} | {_md(m.doc)} | {aggs or '–'} | "
+            f"{m.spec} |"
+        )
+    lines += [
+        "",
         "Columns of the report (`leaderboard.csv`, `leaderboard.md`, `index.html`):",
         "",
         "| table | aggregate | label | format |",
         "|---|---|---|---|",
     ]
-    for a in AGGREGATES:
+    for a in AGGREGATES + GOAT_AGGREGATES:
         if a.shown:
             lines.append(f"| {a.table} | `{a.name}` | {_md(a.label)} | {a.format} |")
+    lines += [
+        "",
+        "The `goat` table (`leaderboard_goat.csv`, a table of `leaderboard.md` and `index.html`)",
+        "is written only when a run has `sequential` episodes.",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -4,7 +4,9 @@ Writes ``DIR/index.html`` (one self-contained page: plots embedded as PNG data U
 episode maps beside it in ``DIR/maps/<run>/``), ``DIR/leaderboard.md`` and
 ``DIR/leaderboard.csv`` (one row per run, named by its directory), and
 ``DIR/leaderboard_by_goal_type.csv`` (one row per run and goal type: summary.json's
-``by_goal_type``, also a table of the page and of leaderboard.md).
+``by_goal_type``, also a table of the page and of leaderboard.md); when a run has
+``sequential`` episodes, ``DIR/leaderboard_goat.csv`` (GOAT-Bench's aggregates, SPEC §11,
+also a table of the page and of leaderboard.md).
 
 A row's point values are the run's ``summary.json`` metrics (SPEC §5), never recomputed
 differently; the 95 % intervals of ``sr``, ``f1`` and ``spl_multi`` are percentile
@@ -57,9 +59,11 @@ from habitat_mosnav.evaluation.report.data import (
     unique_names,
 )
 from habitat_mosnav.evaluation.report.leaderboard import (
+    goat_runs,
     markdown_table,
     write_csv,
     write_goal_type_csv,
+    write_goat_csv,
 )
 from habitat_mosnav.evaluation.report.page import render_html
 from habitat_mosnav.evaluation.report.plots import make_plots, plot_data, run_colors
@@ -105,6 +109,7 @@ REPORT_ENTRIES = frozenset(
         "leaderboard.md",
         "leaderboard.csv",
         "leaderboard_by_goal_type.csv",
+        "leaderboard_goat.csv",
         "plots.json",
         "maps",
         "videos",
@@ -145,8 +150,9 @@ def write_report(
     overrides: Sequence[str] = (),
     progress: bool = True,
 ) -> List[RunData]:
-    """Read the runs, write index.html, leaderboard.md, leaderboard.csv and
-    leaderboard_by_goal_type.csv into ``out_dir``.
+    """Read the runs, write index.html, leaderboard.md, leaderboard.csv,
+    leaderboard_by_goal_type.csv (and leaderboard_goat.csv when a run has sequential
+    episodes) into ``out_dir``.
 
     The report is built in a new directory beside ``out_dir`` and swapped in whole
     (:func:`~habitat_mosnav.safety.replacing_dir`): a full disk or a signal leaves the
@@ -189,6 +195,8 @@ def _write_pages(runs: Sequence[RunData], out_dir: str, resamples: int, seed: in
         collect_videos(run, out_dir)
     write_csv(os.path.join(out_dir, "leaderboard.csv"), runs)
     write_goal_type_csv(os.path.join(out_dir, "leaderboard_by_goal_type.csv"), runs)
+    if goat_runs(runs):  # GOAT-Bench's table: only for runs with sequential episodes
+        write_goat_csv(os.path.join(out_dir, "leaderboard_goat.csv"), runs)
     with open_file(os.path.join(out_dir, "leaderboard.md"), "w") as f:
         f.write(markdown_table(runs))
     colors = run_colors(runs)
@@ -206,8 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=(
             "Compare mosnav-eval runs: DIR/index.html (plots, leaderboard, sortable episode table "
-            "linking each episode's map), DIR/leaderboard.md, DIR/leaderboard.csv and "
-            "DIR/leaderboard_by_goal_type.csv."
+            "linking each episode's map), DIR/leaderboard.md, DIR/leaderboard.csv, "
+            "DIR/leaderboard_by_goal_type.csv and, when a run has sequential (GOAT-Bench) "
+            "episodes, DIR/leaderboard_goat.csv."
         ),
     )
     add_version_argument(p)

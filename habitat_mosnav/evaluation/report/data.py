@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from habitat_mosnav.api import MULTI_MODES, TARGET_MODES
+from habitat_mosnav.api import MULTI_MODES, SEQUENTIAL, TARGET_MODES
 from habitat_mosnav.evaluation.durable import read_json_object, ResultFileError
 from habitat_mosnav.evaluation.rank_files import read_run
 from habitat_mosnav.evaluation.records import records_digest, scalar_or_none
@@ -21,6 +21,7 @@ from habitat_mosnav.evaluation.replay_diagnosis import read_diagnosis
 from habitat_mosnav.evaluation.summary import SUMMARY_FILE, summary_of_run
 from habitat_mosnav.metrics.measure_table import (
     AGGREGATES,
+    GOAT_AGGREGATES,
     METRICS,
 )
 
@@ -68,6 +69,17 @@ GOAL_TYPE_CSV_COLUMNS = (
     ("run", "goal_type", "num_episodes")
     + tuple(f"num_episodes_{m}" for m in TARGET_MODES)
     + tuple(a.name for a in SHOWN_AGGREGATES)
+)
+
+
+#: GOAT-Bench's table (SPEC §11): (column, per-episode field) of its shown aggregates over
+#: the sequential episodes, with bootstrap intervals; only for runs that have such episodes.
+GOAT_FIELDS = tuple((a.name, a.field) for a in GOAT_AGGREGATES if a.shown)
+
+
+#: ``leaderboard_goat.csv``: a row per run with sequential episodes.
+GOAT_CSV_COLUMNS = ("run", f"num_episodes_{SEQUENTIAL}") + tuple(
+    c for name, _ in GOAT_FIELDS for c in (name, f"{name}_lo", f"{name}_hi")
 )
 
 
@@ -119,6 +131,8 @@ class RunData:
     videos: Dict[str, str] = field(default_factory=dict)  # key -> video path relative to the page
     #: RUN_DIR/diagnosis.json (``mosnav-replay --diagnose``), or None
     diagnosis: Optional[Dict[str, Any]] = None
+    #: GOAT-Bench's aggregates' intervals over the sequential episodes (:data:`GOAT_FIELDS`)
+    goat_intervals: Dict[str, Tuple[Optional[float], Optional[float]]] = field(default_factory=dict)
 
     @property
     def metrics(self) -> Dict[str, Any]:
@@ -127,6 +141,12 @@ class RunData:
     @property
     def ok_records(self) -> List[Dict[str, Any]]:
         return [r for r in self.records if r.get("status") == "ok"]
+
+    @property
+    def sequential_count(self) -> int:
+        """How many sequential episodes (SPEC §11) the summary counts (0 when none)."""
+        count = self.metrics.get(f"num_episodes_{SEQUENTIAL}")
+        return count if isinstance(count, int) and not isinstance(count, bool) else 0
 
     @property
     def complete(self) -> bool:
@@ -196,7 +216,7 @@ def load_run(
         fresh = computed["metrics"]
         stale = [
             k
-            for k, _ in BOARD_FIELDS + (("num_episodes", None),)
+            for k, _ in BOARD_FIELDS + GOAT_FIELDS + (("num_episodes", None),)
             if not _same(metrics.get(k), fresh.get(k))
         ]
         if "by_goal_type" not in summary:  # written before summaries split by goal type
@@ -267,6 +287,12 @@ def load_run(
                 column: bootstrap_interval(episode_values(subset, fieldname), resamples, seed)
                 for column, fieldname in BOARD_FIELDS
             }
+    sequential = [r for r in ok if record_mode(r) == SEQUENTIAL]
+    if sequential:
+        run.goat_intervals = {
+            column: bootstrap_interval(episode_values(sequential, fieldname), resamples, seed)
+            for column, fieldname in GOAT_FIELDS
+        }
     return run
 
 

@@ -1,7 +1,9 @@
 """``leaderboard.csv`` and ``leaderboard.md``: one row per run (:func:`board_row`);
 ``leaderboard_by_goal_type.csv`` and leaderboard.md's by-goal-type table: one row per run
 and goal type (:func:`goal_type_rows`); text from the runs escaped for a spreadsheet (no
-formulas) and for Markdown (no shifted columns)."""
+formulas) and for Markdown (no shifted columns). ``leaderboard_goat.csv`` and
+leaderboard.md's GOAT-Bench table: GOAT-Bench's aggregates (SPEC §11) of the runs with
+sequential episodes (:func:`goat_row`), written only when a run has some."""
 
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ from habitat_mosnav.evaluation.report.data import (
     CSV_COLUMNS,
     DIAGNOSTICS,
     GOAL_TYPE_CSV_COLUMNS,
+    GOAT_CSV_COLUMNS,
+    GOAT_FIELDS,
     RunData,
     SHOWN_AGGREGATES,
 )
@@ -96,6 +100,30 @@ def goal_type_rows(run: RunData) -> List[Dict[str, Any]]:
         row = {c: m.get(c) for c in GOAL_TYPE_CSV_COLUMNS[2:]}
         rows.append(dict(row, run=run.name, goal_type=goal_type))
     return rows
+
+
+def goat_runs(runs: Sequence[RunData]) -> List[RunData]:
+    """The runs with sequential episodes: the GOAT-Bench table's rows (none: no table)."""
+    return [run for run in runs if run.sequential_count]
+
+
+def goat_row(run: RunData) -> Dict[str, Any]:
+    """The run's row of the GOAT-Bench table (CSV values before formatting)."""
+    m = run.metrics
+    row: Dict[str, Any] = {"run": run.name, GOAT_CSV_COLUMNS[1]: run.sequential_count}
+    for column, _ in GOAT_FIELDS:
+        lo, hi = run.goat_intervals.get(column, (None, None))
+        row[column], row[f"{column}_lo"], row[f"{column}_hi"] = m.get(column), lo, hi
+    return row
+
+
+def write_goat_csv(path: str, runs: Sequence[RunData]) -> None:
+    with open_file(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(GOAT_CSV_COLUMNS)
+        for run in goat_runs(runs):
+            row = goat_row(run)
+            w.writerow([_csv_value(row[c]) for c in GOAT_CSV_COLUMNS])
 
 
 def write_goal_type_csv(path: str, runs: Sequence[RunData]) -> None:
@@ -201,7 +229,26 @@ def markdown_table(runs: Sequence[RunData]) -> str:
     )
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
-    return text + "\n" + markdown_goal_type_table(runs)
+    text += "\n" + markdown_goal_type_table(runs)
+    return text + ("\n" + markdown_goat_table(runs) if goat_runs(runs) else "")
+
+
+def markdown_goat_table(runs: Sequence[RunData]) -> str:
+    """GOAT-Bench's aggregates over each run's sequential episodes, with 95 % intervals."""
+    head = ["run", "sequential episodes"] + [aggregate_spec(c).label for c, _ in GOAT_FIELDS]
+    lines = [
+        "GOAT-Bench (SPEC §11: the mean over the sequential episodes; a per-type success over "
+        "the episodes with a subtask of that type):",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for run in goat_runs(runs):
+        row = goat_row(run)
+        cells = [_md_code(run.name), str(run.sequential_count)]
+        cells += [with_interval(row[c], run.goat_intervals.get(c)) for c, _ in GOAT_FIELDS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def markdown_goal_type_table(runs: Sequence[RunData]) -> str:

@@ -11,6 +11,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 
+from habitat_mosnav.api import SEQUENTIAL
 from habitat_mosnav.evaluation.maps import (
     claim_kind,
     episode_file_stem,
@@ -22,6 +23,7 @@ from habitat_mosnav.metrics.measure_table import (
     RATIO,
     aggregate_spec,
     glossary,
+    goat_glossary,
     metric,
 )
 from habitat_mosnav.evaluation.report.data import (
@@ -29,6 +31,7 @@ from habitat_mosnav.evaluation.report.data import (
     DIAGNOSTICS,
     EPISODE_METRICS,
     EpisodeSets,
+    GOAT_FIELDS,
     RunData,
     SHOWN_AGGREGATES,
     common_episode_metrics,
@@ -37,6 +40,8 @@ from habitat_mosnav.evaluation.report.data import (
 from habitat_mosnav.evaluation.report.leaderboard import (
     format_number,
     goal_type_rows,
+    goat_row,
+    goat_runs,
     official_text,
     verification_text,
     with_interval,
@@ -73,6 +78,11 @@ GLOSSARY: Dict[str, Tuple[str, str, str]] = {
 }
 
 
+#: GOAT-Bench's aggregates (SPEC §11): the GOAT-Bench table's tooltips, and glossary entries
+#: of a page whose runs have sequential episodes.
+GOAT_GLOSSARY: Dict[str, Tuple[str, str, str]] = goat_glossary()
+
+
 #: Header tooltips of the episode table (record fields), from the same registry lines.
 _FIELD_TIPS = {m.field: (m.title, m.glossary, m.spec) for m in METRICS if m.field and m.glossary}
 
@@ -83,7 +93,7 @@ def _esc(value) -> str:
 
 def _tip(key: str) -> str:
     """A header's tooltip: the glossary line and SPEC section."""
-    entry = GLOSSARY.get(key) or _FIELD_TIPS.get(key)
+    entry = GLOSSARY.get(key) or GOAT_GLOSSARY.get(key) or _FIELD_TIPS.get(key)
     return f' title="{_esc(entry[1] + " (SPEC " + entry[2] + ")")}"' if entry else ""
 
 
@@ -195,6 +205,31 @@ def _goal_types_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
         for row in goal_type_rows(run)
     ]
     return "<h3>By goal type</h3>" + _table("by-goal-type", head, rows)
+
+
+def _goat_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
+    """GOAT-Bench's table (SPEC §11): run, sequential episodes, its aggregates over them with
+    95 % intervals; "" when no run has sequential episodes."""
+    shown = goat_runs(runs)
+    if not shown:
+        return ""
+    head = [("run", "", "t"), ("sequential episodes", "", "")]
+    head += [(aggregate_spec(c).label, c, "") for c, _ in GOAT_FIELDS]
+    rows = []
+    for run in shown:
+        row = goat_row(run)
+        cells = [_run_cell(run, colors), _cell(run.sequential_count, digits=0, fmt=INTEGER)]
+        cells += [
+            _cell(row[c], text=_esc(with_interval(row[c], run.goat_intervals.get(c))))
+            for c, _ in GOAT_FIELDS
+        ]
+        rows.append(f"<tr{_row_class(run)}>" + "".join(cells) + "</tr>")
+    return (
+        "<h3>GOAT-Bench (sequential episodes, SPEC §11)</h3><p>GOAT-Bench's metrics under its "
+        "names: the mean over each run's sequential episodes (a per-type success over the "
+        "episodes with a subtask of that type), with 95 % bootstrap intervals.</p>"
+        + _table("goat-bench", head, rows)
+    )
 
 
 def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
@@ -393,6 +428,16 @@ def _outcome(rec: Mapping[str, Any]) -> Tuple[str, str]:
         return "failure", f"ERROR ({rec.get('error_type', 'error')})"
     m = rec.get("metrics") or {}
     word = "SUCCESS" if m.get("success") == 1 else "FAILURE"
+    if (rec.get("episode") or {}).get("target_mode") == SEQUENTIAL:
+        word = "SUCCESS" if m.get("task_success") == 1 else "FAILURE"
+        done = (rec.get("subtask_metrics") or {}).get("subtask_success")
+        done = f"{sum(done)}/{len(done)}" if isinstance(done, list) else "?"
+        return word.lower(), (
+            f"{word}: {rec.get('terminated_by')} at step {rec.get('steps_taken')}, "
+            f"subtasks {done} succeeded, partial success "
+            f"{format_number(m.get('partial_success'), 2)}, composite SPL "
+            f"{format_number(m.get('composite_spl'), 2)}"
+        )
     return word.lower(), (
         f"{word}: {rec.get('terminated_by')} at step {rec.get('steps_taken')}, "
         f"found {m.get('targets_found')}/{m.get('required_target_count')}, "
@@ -455,11 +500,12 @@ def _map_goal(path: str) -> Optional[str]:
         return None
 
 
-def _glossary_html() -> str:
+def _glossary_html(goat: bool = False) -> str:
+    entries = {**GLOSSARY, **(GOAT_GLOSSARY if goat else {})}
     items = "".join(
         f'<dt id="g-{_esc(k)}">{_esc(label)}</dt><dd>{_esc(text)} '
         f'<span class="spec">SPEC {_esc(section)}</span></dd>'
-        for k, (label, text, section) in GLOSSARY.items()
+        for k, (label, text, section) in entries.items()
     )
     return (
         f'<section id="glossary"><h2>Glossary</h2><p>R = required targets, F = targets '
@@ -519,6 +565,7 @@ def render_html(
         _board_html(runs, colors),
         _plots_html([p for p in plots if p.key == WHY_FAIL]),  # under the board
         _goal_types_html(runs, colors),
+        _goat_html(runs, colors),
     ]
     if warn:
         parts.append(
@@ -544,7 +591,7 @@ def render_html(
         "<p>Every run's map of each episode side by side (click a map for full size).</p>",
         _episode_views_html(runs, colors, out_dir),
         "</section>",
-        _glossary_html(),
+        _glossary_html(bool(goat_runs(runs))),
         f"<script type='application/json' id='plot-data'>{data}</script>",
         f"<script>\n{static_text('report.js')}</script>",
         "</body></html>",
