@@ -231,7 +231,9 @@ class MultiObjectNavDatasetV1(Dataset):
             if e["target_mode"] == SEQUENTIAL:
                 # Each subtask carries its own goal type: not filtered by goal_type (§11).
                 self.episodes.append(
-                    self._sequential_episode(e, scene_id, scene_path, split, goals, goal_objs, queries)
+                    self._sequential_episode(
+                        e, scene_id, scene_path, split, goals, goal_objs, queries
+                    )
                 )
                 continue
             query = queries[e["query_id"]]

@@ -287,9 +287,9 @@ def check_record(obj, path: str, lineno: int) -> Dict[str, Any]:
 
 
 def _check_subtask_metrics(block, where: str) -> None:
-    """``subtask_metrics``, when present: an object of the :data:`SUBTASK_METRIC_FIELDS`
-    lists, all of one length (the subtasks), ``goal_types`` strings, the others numbers of
-    sane magnitude or null."""
+    """``subtask_metrics``, when present: an object of :data:`SUBTASK_METRIC_FIELDS` lists
+    (``subtask_success`` required, the others where written), all of one length (the
+    subtasks), ``goal_types`` strings, the others numbers of sane magnitude or null."""
     if block is None:
         return
     if not isinstance(block, dict):
@@ -299,8 +299,12 @@ def _check_subtask_metrics(block, where: str) -> None:
     length = None
     for name in SUBTASK_METRIC_FIELDS:
         values = block.get(name)
+        if values is None and name != SUBTASK_METRIC_FIELDS[0]:
+            continue
         if not isinstance(values, list):
-            raise ResultFileError(f"{where}: field 'subtask_metrics.{name}' is missing or not a list")
+            raise ResultFileError(
+                f"{where}: field 'subtask_metrics.{name}' is missing or not a list"
+            )
         if length is None:
             length = len(values)
         elif len(values) != length:

@@ -55,7 +55,9 @@ class SequentialEpisodeState:
         self.target_mode: str = episode.target_mode
         self.subtasks = list(episode.subtasks)
         if not self.subtasks:
-            raise ValueError(f"episode {episode.episode_id!r}: a sequential episode without subtasks")
+            raise ValueError(
+                f"episode {episode.episode_id!r}: a sequential episode without subtasks"
+            )
         self.target_ids: List[int] = list(episode.target_object_ids)
         self.target_count = None
         self.required_count = len(self.subtasks)
