@@ -212,10 +212,11 @@ class MosReportEvents(_StateMeasure):
 class MosReward(_StateMeasure):
     """progress_weight * (decrease of the distance to the nearest unclaimed target)
     + true_claim_reward per true claim - false_claim_penalty per false claim
-    + success_reward once + slack_reward per step. In a ``sequential`` episode the
-    distance is to the current subtask's targets (no progress term across a subtask's
-    change) and each SUBTASK_STOP is a claim."""
+    + success_reward once + slack_reward per step."""
 
+    # (The docstring is measure_table's formula.) In a sequential episode the distance is
+    # to the current subtask's targets (no progress term across a subtask's change) and
+    # each SUBTASK_STOP is a claim.
     cls_uuid = "mos_reward"
 
     def __init__(self, sim, config, task, *args: Any, **kwargs: Any):
