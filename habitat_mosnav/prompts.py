@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES
+from habitat_mosnav.api import ACTION_PROTOCOLS, MULTI_MODES, SEQUENTIAL
 
 __all__ = [
     "action_lines",
@@ -54,8 +54,27 @@ def goal_sentence(goal_text: str, goal_type: str) -> str:
     return f'Goal (description): "{text}"'
 
 
-def mode_sentence(target_mode: str, target_count: Optional[int]) -> str:
-    """What counts as done in this target mode; never reveals what remains."""
+def mode_sentence(
+    target_mode: str,
+    target_count: Optional[int],
+    subtask_index: Optional[int] = None,
+    subtask_count: Optional[int] = None,
+) -> str:
+    """What counts as done in this target mode; never reveals what remains. In a
+    ``sequential`` episode (SPEC §11) it names the current subtask (``subtask_index`` is
+    0-based) and how many there are."""
+    if target_mode == SEQUENTIAL:
+        where = ""
+        if subtask_index is not None and subtask_count is not None:
+            where = f"This is subtask {int(subtask_index) + 1} of {int(subtask_count)}. "
+        return (
+            "The task is a sequence of goals, one at a time. "
+            + where
+            + "When you are close to an object that matches the current goal (within about "
+            "1 m), signal SUBTASK_STOP; this ends the current subtask (a stop far from "
+            "any matching object fails it) and the next goal starts where you stand. After "
+            "the last subtask the episode ends. FINISH ends the whole episode at once."
+        )
     if target_mode == "single":
         return (
             "Find the one object that matches the goal. When you are close to it "
@@ -86,7 +105,9 @@ def mode_sentence(target_mode: str, target_count: Optional[int]) -> str:
             "matching objects exist; when you believe you have found all of them, send "
             "FINISH. The task only succeeds if you send FINISH yourself."
         )
-    raise ValueError(f"unknown target_mode {target_mode!r}: expected single, any, many or all")
+    raise ValueError(
+        f"unknown target_mode {target_mode!r}: expected single, any, many, all or sequential"
+    )
 
 
 def action_lines(target_mode: str, protocol: str = "goat") -> list:
@@ -95,6 +116,13 @@ def action_lines(target_mode: str, protocol: str = "goat") -> list:
         raise ValueError(
             f"unknown action protocol {protocol!r}: expected one of {', '.join(ACTION_PROTOCOLS)}"
         )
+    if target_mode == SEQUENTIAL:  # every protocol maps 0/9 to FINISH and 6 to the stop
+        return [
+            "0 = FINISH: end the whole episode now (the current and later subtasks fail)",
+            *_MOTION_LINES,
+            "6 = SUBTASK_STOP: an object matching the current goal is near; ends the "
+            "current subtask",
+        ]
     multi = target_mode in MULTI_MODES
     if not multi:
         finish = "0 = FINISH: stop here and end the episode (counts as reporting the target here)"
@@ -127,12 +155,15 @@ def build_task_prompt(
     target_count: Optional[int] = None,
     max_steps: Optional[int] = None,
     protocol: str = "goat",
+    subtask_index: Optional[int] = None,
+    subtask_count: Optional[int] = None,
 ) -> str:
-    """The full task text for one episode (identical at every step of it)."""
+    """The full task text for one episode (identical at every step of it; of one subtask
+    in a ``sequential`` episode, whose goal is the current subtask's)."""
     parts = [
         _INTRO,
         goal_sentence(goal_text, goal_type),
-        mode_sentence(target_mode, target_count),
+        mode_sentence(target_mode, target_count, subtask_index, subtask_count),
     ]
     if max_steps:
         parts.append(f"You have at most {int(max_steps)} actions.")

@@ -105,6 +105,51 @@ def open_room(tmp_path_factory):
     return write_open_room_dataset(tmp_path_factory.mktemp("openroom"))
 
 
+#: The ``sequential`` episodes of the ``sequential_room`` fixture (SPEC §11; the open room's
+#: chairs 101 @ x=1, 102 @ x=3, 103 @ x=5 (z=0), table 201 @ (0, 0, 3), no view points).
+SEQUENTIAL_EPISODES = [
+    {
+        "episode_id": "seq-0",
+        "query_id": "q0",
+        "target_mode": "sequential",
+        "target_count": None,
+        "target_object_ids": [101, 201, 102],
+        "subtasks": [
+            {"query_id": "q0", "goal_type": "object", "target_object_ids": [101]},
+            {"query_id": "q2", "goal_type": "description", "target_object_ids": [201]},
+            {"query_id": "q1", "goal_type": "description", "target_object_ids": [102]},
+        ],
+        "start_position": [0.0, 0.0, 0.0],
+        "start_rotation": [0, 0, 0, 1],
+        "info": {},
+    },
+    {
+        "episode_id": "seq-1",
+        "query_id": "q2",
+        "target_mode": "sequential",
+        "target_object_ids": [201, 102, 103],
+        "subtasks": [
+            {"query_id": "q2", "goal_type": "object", "target_object_ids": [201]},
+            {"query_id": "q0", "goal_type": "object", "target_object_ids": [102, 103]},
+        ],
+        "start_position": [0.0, 0.0, 0.0],
+        "start_rotation": [0, 0, 0, 1],
+    },
+]
+
+
+@pytest.fixture(scope="session")
+def sequential_room(tmp_path_factory, open_room):
+    """``(data_path, scenes_dir)``: the open room's documents plus
+    :data:`SEQUENTIAL_EPISODES`; read-only for tests."""
+    from mosnav_fixtures import write_room_variant
+
+    def edit(docs):
+        docs["episodes.json"]["episodes"] += [dict(e) for e in SEQUENTIAL_EPISODES]
+
+    return write_room_variant(tmp_path_factory.mktemp("seqroom"), open_room, edit)
+
+
 # ----------------------------------------------------------------------------- mosnav-eval
 def room_args(room, *extra):
     """``mosnav-eval`` arguments for a ``(data_path, scenes_dir)`` dataset, without the space

@@ -12,6 +12,11 @@ it usually stops short of the view point), and sends FINISH (0) in many/all once
 targets are claimed. It speaks the ``goat`` protocol and asks no geodesic query of its own
 per step: nearness is the task's cached ``distance_to_nearest_unclaimed``.
 
+In a ``sequential`` episode (SPEC §11) it walks to the nearest view point of the current
+subtask's targets and sends SUBTASK_STOP (6) once within the success distance; a subtask
+with nothing reachable is stopped where the agent stands (it fails), and the episode ends
+after the last subtask's stop. ``detour_steps`` does not apply there.
+
 ``detour_steps`` > 0 makes a deliberately inefficient oracle (for checking that SPL falls
 with path length): it first turns away from its first target and walks that many forward
 steps, then proceeds as the oracle.
@@ -24,7 +29,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from habitat_mosnav.api import MULTI_MODES, Action, Observation
+from habitat_mosnav.api import MULTI_MODES, SEQUENTIAL, Action, Observation
 from habitat_mosnav.pose import wrap_angle, yaw_of
 from habitat_mosnav.simulators import path_request_types
 
@@ -282,7 +287,8 @@ class OracleAgent:
         state = self._state
         sim = self.env.sim
         multi = state.target_mode in MULTI_MODES
-        if self._plan is None:
+        sequential = state.target_mode == SEQUENTIAL
+        if self._plan is None and not sequential:
             self._plan = self._make_plan(state)
             self._via = self._choose_view_points(
                 state, sim, self._plan[: min(int(state.required_count), len(self._plan))]
@@ -308,7 +314,8 @@ class OracleAgent:
         # (sliding along a wall, or shortest paths that disagree); try another way.
         looping = False
         if self._last_action == int(Action.MOVE_FORWARD):  # turns stay in place
-            cell = (round(float(pos[0]) / 0.05), round(float(pos[2]) / 0.05), len(claimed))
+            progress = ("subtask", state.subtask_index) if sequential else len(claimed)
+            cell = (round(float(pos[0]) / 0.05), round(float(pos[2]) / 0.05), progress)
             self._visits[cell] = self._visits.get(cell, 0) + 1
             looping = self._visits[cell] >= 3
         if looping:
@@ -319,6 +326,10 @@ class OracleAgent:
         # Claim whenever an unclaimed target is near (a claim never costs path length).
         if state.distance_to_nearest_unclaimed() <= limit:
             return self._remember(int(Action.TARGET_FOUND))
+        if sequential:
+            return self._remember(
+                self._subtask_step(state, sim, pos, agent_state.rotation, looping)
+            )
 
         if self._detour is None:
             self._detour = (
@@ -361,6 +372,33 @@ class OracleAgent:
             self._skipped.add(oid)
         # Nothing reachable is left.
         return self._remember(int(Action.FINISH) if multi else int(Action.TARGET_FOUND))
+
+    def _subtask_step(self, state, sim, pos: np.ndarray, rotation, looping: bool) -> int:
+        """A sequential episode: toward the nearest view point of the current subtask's
+        targets still worth walking to; SUBTASK_STOP where none is reachable."""
+        if self._queue:  # finish an escape manoeuvre
+            return self._queue.pop(0)
+        key = ("subtask", state.subtask_index)
+        if key not in self._goal_points:
+            self._goal_points[key] = [
+                np.asarray(p, dtype=np.float64)
+                for oid in state.current_subtask.target_object_ids
+                for p in state.goals[oid].near_points
+            ]
+        ends = self._goal_points[key]
+        while ends:
+            found = self._find_path(sim, pos, ends)
+            if found is None:
+                ends.clear()
+                break
+            path, reached = found
+            horizontal = math.hypot(*(path[-1] - pos)[[0, 2]])
+            if (horizontal <= self.waypoint_tolerance or looping) and 0 <= reached < len(ends):
+                looping = False
+                ends.pop(reached)  # at this view point without being near: the next
+                continue
+            return self._follow(sim, path, pos, rotation, ends)
+        return int(Action.SUBTASK_STOP)
 
     def _follow(self, sim, path, pos, rotation, goals) -> int:
         """The greedy geodesic step toward ``goals``; the path's next point when it finds

@@ -57,8 +57,9 @@ def get_config(
 
 
 def with_goal_image_sensor(cfg: DictConfig) -> DictConfig:
-    """Goal type ``image`` needs the ``mosnav_goal_image`` lab sensor: added (with its
-    defaults) when the config lacks it, so every entry point (``mosnav-eval``, a benchmark
+    """Goal type ``image`` (and ``sequential`` episodes, whose subtasks may be image goals)
+    needs the ``mosnav_goal_image`` lab sensor: added (with its defaults) when the config
+    lacks it, so every entry point (``mosnav-eval``, a benchmark
     setting, training) gets it; other goal types are left as they are (the sensor would
     change a policy's inputs)."""
     from habitat.config import read_write
@@ -66,8 +67,17 @@ def with_goal_image_sensor(cfg: DictConfig) -> DictConfig:
     from habitat_mosnav.config.default_structured_configs import GoalImageSensorConfig
 
     hab = cfg.get("habitat") if "habitat" in cfg else None
-    if hab is None or "dataset" not in hab or hab.dataset.get("goal_type") != "image":
+    if hab is None or "dataset" not in hab:
         return cfg
+    if hab.dataset.get("goal_type") != "image":
+        # A sequential episode (SPEC §11) may have image subtasks whatever the goal type:
+        # the sensor is added there too, where the agent has an RGB camera to size it.
+        from habitat_mosnav.api import SEQUENTIAL
+        from habitat_mosnav.sensors.sensors import agent_rgb_camera
+
+        modes = list(hab.dataset.get("target_modes") or [])
+        if SEQUENTIAL not in modes or agent_rgb_camera(hab.simulator) is None:
+            return cfg
     if "mosnav_goal_image" in hab.task.lab_sensors:
         return cfg
     with read_write(cfg):

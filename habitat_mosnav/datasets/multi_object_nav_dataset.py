@@ -22,8 +22,8 @@ from habitat.core.registry import registry
 from habitat.core.simulator import AgentState
 from habitat.tasks.nav.object_nav_task import ObjectViewLocation
 
-from habitat_mosnav.datasets.episode import MultiObjectGoal, MultiObjectNavEpisode
-from habitat_mosnav.api import GOAL_TYPES, TARGET_MODES
+from habitat_mosnav.datasets.episode import MultiObjectGoal, MultiObjectNavEpisode, SubtaskGoal
+from habitat_mosnav.api import EPISODE_MODES, GOAL_TYPES, SEQUENTIAL, TARGET_MODES
 from habitat_mosnav.keys import episode_key, scene_name_from_path
 from habitat_mosnav.prompts import IMAGE_GOAL_TEXT
 from habitat_mosnav.datasets.schema import (
@@ -167,12 +167,13 @@ class MultiObjectNavDatasetV1(Dataset):
                 f"habitat.dataset.goal_type: unknown goal type '{goal_type}' "
                 f"(expected one of {', '.join(GOAL_TYPES)})"
             )
+        # Empty: the four query modes; ``sequential`` (SPEC §11) runs when named.
         modes = list(config.target_modes) or list(TARGET_MODES)
         for m in modes:
-            if m not in TARGET_MODES:
+            if m not in EPISODE_MODES:
                 raise DatasetFormatError(
                     f"habitat.dataset.target_modes: unknown target mode '{m}' "
-                    f"(expected {', '.join(TARGET_MODES)})"
+                    f"(expected {', '.join(EPISODE_MODES)})"
                 )
         scene_ids = list_scene_ids(self.data_path)
         wanted = set(config.content_scenes)
@@ -227,6 +228,14 @@ class MultiObjectNavDatasetV1(Dataset):
         scene_categories = {g["category"] for g in goals.values()}
         qpath = os.path.join(self.data_path, scene_id, "queries.json")
         for e in wanted:
+            if e["target_mode"] == SEQUENTIAL:
+                # Each subtask carries its own goal type: not filtered by goal_type (§11).
+                self.episodes.append(
+                    self._sequential_episode(
+                        e, scene_id, scene_path, split, goals, goal_objs, queries
+                    )
+                )
+                continue
             query = queries[e["query_id"]]
             image_goal = None
             if goal_type == "object":
@@ -272,6 +281,36 @@ class MultiObjectNavDatasetV1(Dataset):
                 )
             )
 
+    def _sequential_episode(
+        self, e, scene_id, scene_path, split, goals, goal_objs, queries
+    ) -> MultiObjectNavEpisode:
+        """A ``sequential`` episode (SPEC §11): ``subtasks`` in order, ``goals`` every
+        subtask's targets, the episode-level goal fields the first subtask's."""
+        subtasks = [_subtask_goal(st, queries[st["query_id"]], goals) for st in e["subtasks"]]
+        first = subtasks[0]
+        targets = e["target_object_ids"]
+        return MultiObjectNavEpisode(
+            episode_id=e["episode_id"],
+            scene_id=scene_path,
+            scene_dataset_config=self.scene_dataset_config,
+            scene_name=scene_id,
+            split=split,
+            episode_key=episode_key(split, scene_id, e["episode_id"]),
+            start_position=e["start_position"],
+            start_rotation=e["start_rotation"],
+            goals=[goal_objs[t] for t in targets],
+            target_mode=SEQUENTIAL,
+            target_count=None,
+            target_object_ids=list(targets),
+            goal_text=first.goal_text,
+            goal_type=first.goal_type,
+            query_id=first.query_id,
+            object_category=first.object_category,
+            image_goal=None if first.image_goal is None else dict(first.image_goal),
+            subtasks=subtasks,
+            info=dict(e["info"]),
+        )
+
     @staticmethod
     def check_config_paths_exist(config) -> bool:
         return os.path.isdir(config.data_path.replace("{split}", config.split)) and (
@@ -284,6 +323,34 @@ class MultiObjectNavDatasetV1(Dataset):
 
     def category_index(self, category: Optional[str]) -> int:
         return self.category_to_task_category_id.get(category, 0)
+
+
+def _subtask_goal(st, query, goals) -> SubtaskGoal:
+    """One subtask's goal from its query (SPEC §11): ``object`` the category name,
+    ``description`` the instruction, ``image`` the query's camera and the fixed sentence."""
+    goal_type = st["goal_type"]
+    targets = list(st["target_object_ids"])
+    image_goal = None
+    if goal_type == "object":
+        category = pure_category(query)
+        text = category
+    elif goal_type == "image":
+        image_goal = dict(query["image_goal"])
+        category = goals[image_goal["object_id"]]["category"]
+        text = IMAGE_GOAL_TEXT
+    else:
+        category = query_category(query)
+        text = query["instruction"]
+    if category is None:
+        category = goals[targets[0]]["category"]
+    return SubtaskGoal(
+        query_id=st["query_id"],
+        goal_type=goal_type,
+        goal_text=text,
+        target_object_ids=targets,
+        object_category=category,
+        image_goal=image_goal,
+    )
 
 
 def _make_goal(g) -> MultiObjectGoal:

@@ -12,7 +12,7 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from habitat_mosnav.api import TARGET_MODES
+from habitat_mosnav.api import EPISODE_MODES, GOAL_TYPES, SEQUENTIAL
 from habitat_mosnav.keys import KEY_SEP
 from habitat_mosnav.metrics.open_path import solver_refusal
 
@@ -373,12 +373,12 @@ def parse_episodes(
         if qid not in queries:
             _fail(path, rec, "query_id", f"'{qid}' is not in queries.json")
         mode = field(e, "target_mode", str, path, rec)
-        if mode not in TARGET_MODES:
+        if mode not in EPISODE_MODES:
             _fail(
                 path,
                 rec,
                 "target_mode",
-                f"unknown mode '{mode}' (expected one of {', '.join(TARGET_MODES)})",
+                f"unknown mode '{mode}' (expected one of {', '.join(EPISODE_MODES)})",
             )
         targets = field(e, "target_object_ids", list, path, rec)
         if not targets:
@@ -408,9 +408,26 @@ def parse_episodes(
                 "target_object_ids",
                 f"target_mode 'single' needs exactly 1 target, got {len(targets)}",
             )
+        subtasks = None
+        if mode == SEQUENTIAL:
+            subtasks = parse_subtasks(e, targets, queries, path, rec)
+            if subtasks[0]["query_id"] != qid:
+                _fail(
+                    path,
+                    rec,
+                    "query_id",
+                    f"'{qid}' is not the first subtask's query '{subtasks[0]['query_id']}'",
+                )
+        elif "subtasks" in e and e["subtasks"] is not None:
+            _fail(path, rec, "subtasks", f"only a 'sequential' episode has subtasks, not '{mode}'")
         # The exact solver computes the optimal path at every reset (after len(targets)**2
-        # geodesics): an episode it refuses is refused here.
-        refusal = solver_refusal(len(targets), {"all": len(targets), "many": count}.get(mode, 1))
+        # geodesics): an episode it refuses is refused here. A sequential episode computes
+        # no such path (SPEC §11: one subtask at a time).
+        refusal = (
+            None
+            if mode == SEQUENTIAL
+            else solver_refusal(len(targets), {"all": len(targets), "many": count}.get(mode, 1))
+        )
         if refusal is not None:
             _fail(
                 path,
@@ -428,9 +445,88 @@ def parse_episodes(
                 "start_position": vector(e, "start_position", 3, path, rec),
                 "start_rotation": quaternion(e, "start_rotation", path, rec),
                 "info": free_form(e, "info", dict, path, rec, optional=True, default={}),
+                "subtasks": subtasks,
             }
         )
     return episodes
+
+
+def parse_subtasks(
+    e: Dict[str, Any],
+    targets: List[int],
+    queries: Dict[str, Dict[str, Any]],
+    path: str,
+    rec: str,
+) -> List[Dict[str, Any]]:
+    """A ``sequential`` episode's ``subtasks`` (SPEC §11): each ``{query_id, goal_type,
+    target_object_ids}``, its query in queries.json and usable with its goal type (an
+    ``object`` subtask needs a pure ``category ==`` query, an ``image`` subtask a query with
+    an ``image_goal``), its targets among the episode's; every episode target belongs to
+    some subtask."""
+    items = field(e, "subtasks", list, path, rec)
+    if not items:
+        _fail(path, rec, "subtasks", "empty (a sequential episode has at least one subtask)")
+    out = []
+    used = set()
+    for k, st in enumerate(items):
+        srec = f"{rec} subtasks[{k}]"
+        qid = field(st, "query_id", str, path, srec)
+        if qid not in queries:
+            _fail(path, srec, "query_id", f"'{qid}' is not in queries.json")
+        goal_type = field(st, "goal_type", str, path, srec)
+        if goal_type not in GOAL_TYPES:
+            _fail(
+                path,
+                srec,
+                "goal_type",
+                f"unknown goal type '{goal_type}' (expected one of {', '.join(GOAL_TYPES)})",
+            )
+        query = queries[qid]
+        if goal_type == "object":
+            category = pure_category(query)
+            if category is None:
+                _fail(
+                    path,
+                    srec,
+                    "goal_type",
+                    f"'object' needs a pure category query (one condition category == "
+                    f"<name>), query '{qid}' is not one",
+                )
+        if goal_type == "image" and query["image_goal"] is None:
+            _fail(
+                path,
+                srec,
+                "goal_type",
+                f"'image' needs a query with an image_goal, query '{qid}' has none "
+                "(add it with mosnav-build image-goals)",
+            )
+        ids = field(st, "target_object_ids", list, path, srec)
+        if not ids:
+            _fail(path, srec, "target_object_ids", "empty")
+        for t in ids:
+            if isinstance(t, bool) or not isinstance(t, int):
+                _fail(path, srec, "target_object_ids", f"{json.dumps(t)} is not an integer")
+            if t not in targets:
+                _fail(
+                    path,
+                    srec,
+                    "target_object_ids",
+                    f"object {t} is not in the episode's target_object_ids",
+                )
+        if len(set(ids)) != len(ids):
+            _fail(path, srec, "target_object_ids", "repeated object id")
+        used.update(ids)
+        out.append({"query_id": qid, "goal_type": goal_type, "target_object_ids": list(ids)})
+    unused = [t for t in targets if t not in used]
+    if unused:
+        _fail(
+            path,
+            rec,
+            "target_object_ids",
+            f"object {unused[0]} is no subtask's target (the episode's targets are its "
+            "subtasks' targets)",
+        )
+    return out
 
 
 def load_scene_dir(

@@ -35,7 +35,7 @@ from habitat_mosnav.agents.loading import (
     instantiate_agent,
     resolve_agent,
 )
-from habitat_mosnav.api import ACTION_PROTOCOLS, GOAL_TYPES, MULTI_MODES, TARGET_MODES
+from habitat_mosnav.api import ACTION_PROTOCOLS, EPISODE_MODES, GOAL_TYPES, MULTI_MODES
 from habitat_mosnav.evaluation import interrupts
 from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
 from habitat_mosnav.evaluation.interrupts import Terminated
@@ -94,11 +94,11 @@ def _float_positive(name: str, allow_zero: bool = False):
 
 def _target_modes(text: str) -> List[str]:
     modes = [m.strip() for m in text.replace(" ", ",").split(",") if m.strip()]
-    bad = [m for m in modes if m not in TARGET_MODES]
+    bad = [m for m in modes if m not in EPISODE_MODES]
     if bad or not modes:
         raise argparse.ArgumentTypeError(
             f"unknown mode {', '.join(bad) or repr(text)}; use a comma list of "
-            "single, any, many, all"
+            f"{', '.join(EPISODE_MODES)}"
         )
     return list(dict.fromkeys(modes))
 
@@ -194,8 +194,9 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
         "--target-modes",
         type=_target_modes,
         default=None,
-        help="comma list of single,any,many,all (default: the config's; many,all "
-        "with the default config)",
+        help="comma list of single,any,many,all,sequential (default: the config's; many,all "
+        "with the default config). sequential: GOAT-Bench's episodes of subtasks, each "
+        "with its own goal type (not filtered by --goal-type)",
     )
     g.add_argument(
         "--max-steps",

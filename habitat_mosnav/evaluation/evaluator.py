@@ -932,6 +932,7 @@ class Evaluator:
             initial_metrics=run.initial_metrics,
             metrics=run.metrics,
             report_events=run.report_events,
+            subtask_metrics=run.subtask_metrics,
             initial_agent_state=run.initial_agent_state,
             final_agent_state=run.final_agent_state,
             action_trace=trace,

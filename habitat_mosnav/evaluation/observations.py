@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from habitat_mosnav.api import Observation
+from habitat_mosnav.api import SEQUENTIAL, Observation
 from habitat_mosnav.keys import episode_scene_name
 from habitat_mosnav.pose import start_frame_pose, wrap_angle
 from habitat_mosnav.prompts import build_task_prompt
@@ -108,6 +108,19 @@ def goal_image(obs: Mapping[str, Any], goal_type: str) -> Optional[np.ndarray]:
     return out
 
 
+def current_subtask(episode, env=None):
+    """``(index, SubtaskGoal)`` of a ``sequential`` episode's current subtask (SPEC §11),
+    read from the task's state (``env.task.mos_state``; the first subtask before it
+    exists); None in the other modes."""
+    if str(getattr(episode, "target_mode", "")) != SEQUENTIAL or not episode.subtasks:
+        return None
+    state = getattr(getattr(env, "task", None), "mos_state", None)
+    if state is None or getattr(state, "episode", None) is not episode:
+        return 0, episode.subtasks[0]
+    index = min(int(state.subtask_index), len(episode.subtasks) - 1)
+    return index, episode.subtasks[index]
+
+
 class ObservationBuilder:
     """Builds the agent's :class:`Observation` from Habitat's observation dict.
 
@@ -129,18 +142,33 @@ class ObservationBuilder:
         self.extras_fn = extras_fn
         self._prompt_cache: Dict[Any, str] = {}
 
-    def goal_text(self, obs: Mapping[str, Any], episode) -> str:
+    def goal_text(self, obs: Mapping[str, Any], episode, goal=None) -> str:
+        """The goal sensor's text (the current subtask's in a sequential episode), else
+        ``goal``'s (a subtask) or the episode's ``goal_text``."""
         text = _decode_text(obs.get("mosnav_goal_text")) if "mosnav_goal_text" in obs else ""
-        return text or str(getattr(episode, "goal_text", "") or "")
+        return text or str(getattr(goal or episode, "goal_text", "") or "")
 
-    def task_prompt(self, episode, goal_text: str) -> str:
+    def task_prompt(
+        self, episode, goal_text: str, goal_type: Optional[str] = None, subtask=None
+    ) -> str:
+        """The prompt of the episode (of its current subtask: ``subtask`` = ``(index,
+        count)``, ``goal_type`` the subtask's)."""
         mode = str(getattr(episode, "target_mode", "single"))
         count = getattr(episode, "target_count", None) if mode == "many" else None
-        goal_type = str(getattr(episode, "goal_type", "description") or "description")
-        key = (goal_text, goal_type, mode, count)
+        if goal_type is None:
+            goal_type = str(getattr(episode, "goal_type", "description") or "description")
+        index, total = subtask if subtask is not None else (None, None)
+        key = (goal_text, goal_type, mode, count, index, total)
         if key not in self._prompt_cache:
             self._prompt_cache[key] = build_task_prompt(
-                goal_text, goal_type, mode, count, self.max_steps, self.protocol
+                goal_text,
+                goal_type,
+                mode,
+                count,
+                self.max_steps,
+                self.protocol,
+                subtask_index=index,
+                subtask_count=total,
             )
         return self._prompt_cache[key]
 
@@ -155,7 +183,14 @@ class ObservationBuilder:
     ) -> Observation:
         mode = str(getattr(episode, "target_mode", "single"))
         goal_type = str(getattr(episode, "goal_type", "description") or "description")
-        goal_text = self.goal_text(obs, episode)
+        sub = current_subtask(episode, env)
+        goal = None
+        index = count = None
+        if sub is not None:  # sequential: the current subtask's goal (SPEC §11)
+            index, goal = sub
+            count = len(episode.subtasks)
+            goal_type = str(goal.goal_type)
+        goal_text = self.goal_text(obs, episode, goal)
         rgb = obs.get("rgb")
         if rgb is not None:
             rgb = np.asarray(rgb)
@@ -164,7 +199,7 @@ class ObservationBuilder:
         gps, compass = _gps_compass(obs, pose, episode)
         extras = {
             "episode_key": getattr(episode, "episode_key", ""),
-            "query_id": getattr(episode, "query_id", ""),
+            "query_id": getattr(goal or episode, "query_id", ""),
             "depth_units": "metres",
         }
         if self.extras_fn is not None:
@@ -185,7 +220,11 @@ class ObservationBuilder:
             gps=gps,
             compass=compass,
             max_steps=self.max_steps,
-            task_prompt=self.task_prompt(episode, goal_text),
+            task_prompt=self.task_prompt(
+                episode, goal_text, goal_type, None if sub is None else (index, count)
+            ),
             previous_action=previous_action,
             extras=extras,
+            subtask_index=index,
+            subtask_count=count,
         )

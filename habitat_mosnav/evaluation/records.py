@@ -26,6 +26,16 @@ EPISODE_FIELDS = (
     "target_object_ids",
     "max_steps",
 )
+#: The record block ``subtask_metrics`` of a ``sequential`` episode (SPEC §11): one list
+#: entry per subtask (``goal_types`` strings, the others numbers or null).
+SUBTASK_METRIC_FIELDS = (
+    "subtask_success",
+    "spl_by_subtask",
+    "goal_types",
+    "start_distance",
+    "path_length",
+    "stop_step",
+)
 TERMINATIONS = ("finish", "target_found", "max_steps", "error")
 STATUSES = ("ok", "error")
 # Absolute paths (POSIX or Windows) inside messages are replaced by this.
@@ -149,6 +159,7 @@ def make_record(
     initial_metrics: Optional[Mapping] = None,
     metrics: Optional[Mapping] = None,
     report_events: Iterable = (),
+    subtask_metrics: Optional[Mapping[str, Any]] = None,
     initial_agent_state=None,
     final_agent_state=None,
     action_trace=None,
@@ -168,7 +179,9 @@ def make_record(
     ``positions`` (the agent's ``[x, y, z]`` after each step, index 0 = start) is stored
     rounded to millimetres (:func:`compact_positions`) for maps and videos. ``replay``
     (the actions, start and motion settings, :mod:`~habitat_mosnav.evaluation.replay_data`)
-    is stored as ``replay``."""
+    is stored as ``replay``. ``subtask_metrics`` (a ``sequential`` episode's per-subtask
+    lists, :data:`SUBTASK_METRIC_FIELDS`) is stored as ``subtask_metrics``; the block is
+    absent from the records of the other modes."""
     if status not in STATUSES:
         raise ValueError(f"record {episode_key}: status must be one of {STATUSES}, got {status!r}")
     if error is not None:
@@ -196,6 +209,8 @@ def make_record(
         "initial_agent_state": to_jsonable(initial_agent_state, "initial_agent_state"),
         "final_agent_state": to_jsonable(final_agent_state, "final_agent_state"),
     }
+    if subtask_metrics is not None:
+        record["subtask_metrics"] = to_jsonable(dict(subtask_metrics), "subtask_metrics")
     if action_trace is not None:
         record["action_trace"] = to_jsonable(list(action_trace), "action_trace")
     if benchmark is not None:
@@ -258,6 +273,7 @@ def check_record(obj, path: str, lineno: int) -> Dict[str, Any]:
         not isinstance(events, list) or not all(isinstance(ev, dict) for ev in events)
     ):
         raise ResultFileError(f"{where}: field 'report_events' must be a list of objects")
+    _check_subtask_metrics(obj.get("subtask_metrics"), where)
     steps = obj.get("steps_taken")
     if steps is not None and (
         isinstance(steps, bool) or not isinstance(steps, int) or not 0 <= steps <= MAX_RECORD_INT
@@ -268,6 +284,48 @@ def check_record(obj, path: str, lineno: int) -> Dict[str, Any]:
         if name in episode and not isinstance(episode[name], (str, list, dict)):
             _check_number(episode[name], where, f"episode.{name}")
     return obj
+
+
+def _check_subtask_metrics(block, where: str) -> None:
+    """``subtask_metrics``, when present: an object of :data:`SUBTASK_METRIC_FIELDS` lists
+    (``subtask_success`` required, the others where written), all of one length (the
+    subtasks), ``goal_types`` strings, the others numbers of sane magnitude or null."""
+    if block is None:
+        return
+    if not isinstance(block, dict):
+        raise ResultFileError(
+            f"{where}: field 'subtask_metrics' must be an object, got {type(block).__name__}"
+        )
+    length = None
+    for name in SUBTASK_METRIC_FIELDS:
+        values = block.get(name)
+        if values is None and name != SUBTASK_METRIC_FIELDS[0]:
+            continue
+        if not isinstance(values, list):
+            raise ResultFileError(
+                f"{where}: field 'subtask_metrics.{name}' is missing or not a list"
+            )
+        if length is None:
+            length = len(values)
+        elif len(values) != length:
+            raise ResultFileError(
+                f"{where}: field 'subtask_metrics.{name}' has {len(values)} entries, "
+                f"'subtask_metrics.{SUBTASK_METRIC_FIELDS[0]}' {length} (one per subtask)"
+            )
+        for i, v in enumerate(values):
+            if name == "goal_types":
+                if not isinstance(v, str):
+                    raise ResultFileError(
+                        f"{where}: field 'subtask_metrics.goal_types[{i}]' must be a string, "
+                        f"got {json.dumps(v)[:40]}"
+                    )
+            elif isinstance(v, bool) or not (v is None or isinstance(v, (int, float))):
+                raise ResultFileError(
+                    f"{where}: field 'subtask_metrics.{name}[{i}]' must be a number or null, "
+                    f"got {json.dumps(v)[:40]}"
+                )
+            else:
+                _check_number(v, where, f"subtask_metrics.{name}[{i}]")
 
 
 def check_metrics(metrics: Mapping[str, Any], where: str) -> None:

@@ -371,7 +371,8 @@ def compare_records(
             out,
         )
     if not error:
-        for name in ("initial_metrics", "metrics"):
+        # subtask_metrics: a sequential episode's per-subtask lists (absent elsewhere)
+        for name in ("initial_metrics", "metrics", "subtask_metrics"):
             _diff_values(
                 key, name, recorded.get(name) or {}, replayed.get(name) or {}, tol_abs, tol_rel, out
             )

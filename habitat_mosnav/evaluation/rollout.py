@@ -56,6 +56,9 @@ class EpisodeRun:
     action_trace: Optional[List[Dict[str, Any]]] = None
     error: Optional[BaseException] = None
     positions: List[List[float]] = field(default_factory=list)
+    #: a ``sequential`` episode's per-subtask lists (the record's ``subtask_metrics``);
+    #: None in the other modes
+    subtask_metrics: Optional[Dict[str, List[Any]]] = None
 
     @property
     def ok(self) -> bool:
@@ -295,6 +298,8 @@ def run_episode(
         run.metrics = episode_metrics_record(env)
         run.report_events = [dict(ev) for ev in env.task.mos_state.events]
         run.terminated_by = terminated_by(env.task.mos_state)
+        per_subtask = getattr(env.task.mos_state, "subtask_metrics", None)
+        run.subtask_metrics = per_subtask() if callable(per_subtask) else None
         run.final_agent_state = pose
     except (KeyboardInterrupt, StartNotNavigable):
         raise

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from habitat_mosnav.api import MULTI_MODES
+from habitat_mosnav.api import MULTI_MODES, SEQUENTIAL
 from habitat_mosnav.evaluation.durable import one_line, write_failed
 from habitat_mosnav.evaluation.observations import (
     depth_in_metres,
@@ -262,10 +262,18 @@ class EpisodeMaps(StepObserver):
 
 
 def metrics_text(prior: Prior) -> str:
-    """SR/F1 over the finished many+all episodes (SR of single/any when only those)."""
+    """SR/F1 over the finished many+all episodes (SR of single/any when only those; the
+    mean task_success of sequential episodes when only those, SPEC §11)."""
     pairs = [p for p in prior.values() if p[0] in MULTI_MODES]
     if not pairs:
-        pairs_all = list(prior.values())
+        pairs_all = [p for p in prior.values() if p[0] in ("single", "any")]
+        if not pairs_all:
+            ts = [
+                p[1].get("task_success")
+                for p in prior.values()
+                if p[0] == SEQUENTIAL and isinstance(p[1].get("task_success"), (int, float))
+            ]
+            return f"TSR={sum(ts) / len(ts):.3f}" if ts else ""
         if pairs_all:
             m = aggregate(pairs_all)
             sr = [m.get(f"sr_{x}") for x in ("single", "any") if m.get(f"sr_{x}") is not None]

@@ -214,6 +214,9 @@ class MosReward(_StateMeasure):
     + true_claim_reward per true claim - false_claim_penalty per false claim
     + success_reward once + slack_reward per step."""
 
+    # (The docstring is measure_table's formula.) In a sequential episode the distance is
+    # to the current subtask's targets (no progress term across a subtask's change) and
+    # each SUBTASK_STOP is a claim.
     cls_uuid = "mos_reward"
 
     def __init__(self, sim, config, task, *args: Any, **kwargs: Any):
@@ -230,6 +233,7 @@ class MosReward(_StateMeasure):
         self._prev_distance = state.distance_to_nearest_unclaimed()
         self._prev_events = 0
         self._prev_claimed = 0
+        self._prev_subtask = getattr(state, "subtask_index", None)
         self._succeeded = False
         self._metric = 0.0
 
@@ -237,14 +241,17 @@ class MosReward(_StateMeasure):
         state = task.mos_state
         reward = self._slack
         distance = state.distance_to_nearest_unclaimed()
+        subtask = getattr(state, "subtask_index", None)  # sequential: a new goal
         if (
             len(state.claimed) == self._prev_claimed
+            and subtask == self._prev_subtask
             and math.isfinite(distance)
             and (math.isfinite(self._prev_distance))
         ):
             # The nearest-unclaimed target changes after a claim: no jump then.
             reward += self._progress * (self._prev_distance - distance)
         self._prev_distance = distance
+        self._prev_subtask = subtask
         for event in state.events[self._prev_events :]:
             if event["is_true_positive"]:
                 reward += self._true_claim
@@ -256,6 +263,21 @@ class MosReward(_StateMeasure):
             self._succeeded = True
             reward += self._success_bonus
         self._metric = reward
+
+
+_AGGREGATED_MODES: dict = {}
+
+
+def _aggregated(mode: str) -> bool:
+    """Whether the SPEC §5 aggregator takes episodes of ``mode`` (a ``sequential`` episode
+    is left out where it does not: its aggregates are GOAT-Bench's, SPEC §11)."""
+    if mode not in _AGGREGATED_MODES:
+        try:
+            Aggregator().add(mode, {})
+            _AGGREGATED_MODES[mode] = True
+        except ValueError:
+            _AGGREGATED_MODES[mode] = False
+    return _AGGREGATED_MODES[mode]
 
 
 @registry.register_measure
@@ -275,7 +297,8 @@ class MosAggregates(_StateMeasure):
         self._current = None  # (target_mode, metrics) of the episode under way
 
     def reset_metric(self, *args: Any, task, episode=None, **kwargs: Any) -> None:
-        if self._current is not None:  # the previous episode is over: commit its values
+        if self._current is not None and _aggregated(self._current[0]):
+            # the previous episode is over: commit its values
             self._done.add(*self._current)
             n = self._done.num_episodes
             self._done_scaled = {k: n * v for k, v in self._done.result().items() if v is not None}
@@ -289,7 +312,8 @@ class MosAggregates(_StateMeasure):
     def get_metric(self) -> dict:
         if self._metric is None:
             acc = self._done.copy()
-            acc.add(*self._current)
+            if _aggregated(self._current[0]):
+                acc.add(*self._current)
             n = acc.num_episodes
             self._metric = {
                 k: n * v - self._done_scaled.get(k, 0.0)

@@ -7,14 +7,37 @@ None of them tells the agent how many targets remain (SPEC §1).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 from gym import spaces
 from habitat.core.registry import registry
 from habitat.core.simulator import Sensor, SensorTypes
 
-from habitat_mosnav.api import TARGET_MODES
+from habitat_mosnav.api import SEQUENTIAL, TARGET_MODES
+
+
+def current_goal(episode, task=None) -> Any:
+    """What the goal sensors show: the episode itself (``goal_text``, ``object_category``,
+    ``image_goal``), or in a ``sequential`` episode the current subtask (SPEC §11: its
+    :class:`~habitat_mosnav.datasets.episode.SubtaskGoal`; the first one at reset, before
+    the task's state of this episode exists)."""
+    if getattr(episode, "target_mode", None) != SEQUENTIAL or not episode.subtasks:
+        return episode
+    state = getattr(task, "mos_state", None)
+    if state is None or getattr(state, "episode", None) is not episode:
+        return episode.subtasks[0]
+    return state.current_subtask
+
+
+def subtask_index(episode, task=None) -> Optional[int]:
+    """The current subtask's index in a ``sequential`` episode (0 at reset), else None."""
+    if getattr(episode, "target_mode", None) != SEQUENTIAL:
+        return None
+    state = getattr(task, "mos_state", None)
+    if state is None or getattr(state, "episode", None) is not episode:
+        return 0
+    return min(state.subtask_index, len(episode.subtasks) - 1)
 
 
 def encode_goal_text(text: str, max_length: int) -> np.ndarray:
@@ -50,7 +73,8 @@ class _MosSensor(Sensor):
 
 @registry.register_sensor
 class MosNavGoalTextSensor(_MosSensor):
-    """``mosnav_goal_text``: the instruction (description) or category name (object)."""
+    """``mosnav_goal_text``: the instruction (description) or category name (object); the
+    current subtask's in a ``sequential`` episode."""
 
     cls_uuid = "mosnav_goal_text"
     sensor_type = SensorTypes.TEXT
@@ -59,12 +83,14 @@ class MosNavGoalTextSensor(_MosSensor):
         return spaces.Box(low=0, high=255, shape=(self.config.max_length,), dtype=np.uint8)
 
     def get_observation(self, observations, episode, *args: Any, **kwargs: Any):
-        return encode_goal_text(episode.goal_text, self.config.max_length)
+        goal = current_goal(episode, kwargs.get("task"))
+        return encode_goal_text(goal.goal_text, self.config.max_length)
 
 
 @registry.register_sensor
 class MosNavObjectGoalSensor(_MosSensor):
-    """uuid ``objectgoal``: the goal category's index in the dataset's category list."""
+    """uuid ``objectgoal``: the goal category's index in the dataset's category list (the
+    current subtask's in a ``sequential`` episode)."""
 
     cls_uuid = "objectgoal"
 
@@ -73,12 +99,14 @@ class MosNavObjectGoalSensor(_MosSensor):
         return spaces.Box(low=0, high=n - 1, shape=(1,), dtype=np.int64)
 
     def get_observation(self, observations, episode, *args: Any, **kwargs: Any):
-        return np.array([self._dataset.category_index(episode.object_category)], dtype=np.int64)
+        goal = current_goal(episode, kwargs.get("task"))
+        return np.array([self._dataset.category_index(goal.object_category)], dtype=np.int64)
 
 
 @registry.register_sensor
 class MosNavTargetModeSensor(_MosSensor):
-    """``mosnav_target_mode``: one-hot over (single, any, many, all)."""
+    """``mosnav_target_mode``: one-hot over (single, any, many, all); all zeros in a
+    ``sequential`` episode (four entries, so trained policies keep their input space)."""
 
     cls_uuid = "mosnav_target_mode"
 
@@ -87,7 +115,8 @@ class MosNavTargetModeSensor(_MosSensor):
 
     def get_observation(self, observations, episode, *args: Any, **kwargs: Any):
         out = np.zeros((len(TARGET_MODES),), dtype=np.float32)
-        out[TARGET_MODES.index(episode.target_mode)] = 1.0
+        if episode.target_mode in TARGET_MODES:
+            out[TARGET_MODES.index(episode.target_mode)] = 1.0
         return out
 
 
@@ -131,7 +160,9 @@ class MosNavGoalImageSensor(_MosSensor):
     renders the episode's ``image_goal`` camera (position, rotation; hfov, width, height
     where the dataset gives them, else this sensor's config, else the agent's RGB camera's)
     once per episode, at reset, and every later step repeats it. Zeros for an episode of
-    another goal type (no render)."""
+    another goal type (no render). In a ``sequential`` episode the current subtask's picture:
+    rendered when an image subtask begins, once per subtask (kept per subtask for the
+    episode)."""
 
     cls_uuid = "mosnav_goal_image"
     sensor_type = SensorTypes.COLOR
@@ -161,9 +192,10 @@ class MosNavGoalImageSensor(_MosSensor):
     def _get_observation_space(self, *args: Any, **kwargs: Any):
         return spaces.Box(low=0, high=255, shape=(self.height, self.width, 3), dtype=np.uint8)
 
-    def camera(self, episode) -> dict:
-        """The episode's goal camera with every parameter filled in."""
-        ig = episode.image_goal
+    def camera(self, episode, image_goal=None) -> dict:
+        """The episode's goal camera (or ``image_goal``'s, a subtask's) with every
+        parameter filled in."""
+        ig = episode.image_goal if image_goal is None else image_goal
         cam = {
             "position": list(ig["position"]),
             "rotation": list(ig["rotation"]),
@@ -184,12 +216,26 @@ class MosNavGoalImageSensor(_MosSensor):
         from habitat_mosnav.sims.camera import render_camera
 
         key = (getattr(episode, "episode_key", ""), episode.scene_id, episode.episode_id)
+        index = subtask_index(episode, kwargs.get("task"))
         if key != self._key:
+            self._per_subtask: dict = {}
+            self._key = key
+            self._image = None
+        if index is not None:  # sequential: the current subtask's picture
+            if index not in self._per_subtask:
+                ig = episode.subtasks[index].image_goal
+                if ig is None:
+                    img = np.zeros((self.height, self.width, 3), np.uint8)
+                else:
+                    img = render_camera(self._sim, "rgb", **self.camera(episode, ig))
+                    self.render_count += 1
+                self._per_subtask[index] = img
+            return self._per_subtask[index]
+        if self._image is None:
             if getattr(episode, "image_goal", None) is None:
                 self._image = np.zeros((self.height, self.width, 3), np.uint8)
             else:
                 cam = self.camera(episode)
                 self._image = render_camera(self._sim, "rgb", **cam)
                 self.render_count += 1
-            self._key = key
         return self._image

@@ -2,7 +2,9 @@
 
 ``single``/``any`` end on TARGET_FOUND (6) or FINISH (0, habitat's ``stop``), both counting
 as a claim at the final position; ``many``/``all`` end only on FINISH or the step limit, and
-TARGET_FOUND claims one near target without ending the episode (SPEC §1-§3).
+TARGET_FOUND claims one near target without ending the episode (SPEC §1-§3). In a
+``sequential`` episode (SPEC §11) 6 is SUBTASK_STOP: it ends the current subtask, and the
+episode after the last one (:mod:`habitat_mosnav.tasks.sequential`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from habitat.tasks.nav.nav import (
     StopAction,
 )
 
-from habitat_mosnav.api import MULTI_MODES
+from habitat_mosnav.api import MULTI_MODES, SEQUENTIAL
+from habitat_mosnav.tasks.sequential import SequentialEpisodeState
 from habitat_mosnav.tasks.state import MosEpisodeState
 
 
@@ -51,6 +54,7 @@ def _resolve_measure_interpolations(config) -> None:
 class MultiObjectNavTask(NavigationTask):
     """NavigationTask plus the multi-object claim bookkeeping in ``self.mos_state``."""
 
+    #: a :class:`SequentialEpisodeState` in a ``sequential`` episode
     mos_state: Optional[MosEpisodeState]
 
     def __init__(self, config, sim, dataset=None) -> None:
@@ -92,8 +96,19 @@ class MultiObjectNavTask(NavigationTask):
         return super()._check_episode_is_active(*args, **kwargs)
 
     def reset(self, episode):
+        # The sensors run inside super().reset(): none may read the previous episode's state
+        # (a sequential episode's goal sensors show its first subtask then).
+        self.mos_state = None
         observations = super().reset(episode)
         cfg = self._config
+        if getattr(episode, "target_mode", None) == SEQUENTIAL:
+            self.mos_state = SequentialEpisodeState(
+                self._sim,
+                episode,
+                success_distance=cfg.mosnav_success_distance,
+                max_steps=self.max_steps,
+            )
+            return observations
         self.mos_state = MosEpisodeState(
             self._sim,
             episode,
@@ -119,13 +134,17 @@ class MultiObjectNavTask(NavigationTask):
 
 @registry.register_task_action
 class TargetFoundAction(SimulatorTaskAction):
-    """``target_found`` (id 6): "there is one matching instance here" (SPEC §3)."""
+    """``target_found`` (id 6): "there is one matching instance here" (SPEC §3); in a
+    ``sequential`` episode SUBTASK_STOP (SPEC §11)."""
 
     name: str = "target_found"
 
     def step(self, task, *args: Any, **kwargs: Any):
         state = task.mos_state
-        if state.target_mode in MULTI_MODES:
+        if state.target_mode == SEQUENTIAL:  # SUBTASK_STOP
+            if state.subtask_stop():
+                task.is_stop_called = True
+        elif state.target_mode in MULTI_MODES:
             state.claim()
         else:
             state.end_by_agent(finish=False)
