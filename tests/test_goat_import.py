@@ -309,3 +309,15 @@ def test_installed_entry_point_imports(goat_split, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"fingerprint: {dataset_fingerprint(str(out))}" in proc.stdout
+
+
+# ----------------------------------------------------------------------------- settings
+@pytest.mark.parametrize("split", ["val_seen", "val_seen_synonyms", "val_unseen"])
+def test_goat_benchmark_settings_name_the_derivation_and_are_not_frozen(split):
+    from habitat_mosnav.evaluation.settings import load_setting
+
+    s = load_setting(f"goat-v1/{split}")
+    assert s.split == split and not s.frozen and s.episode_count is None
+    assert s.target_modes == ["sequential", "many", "all"]
+    assert s.success_distance == 0.25 and s.max_steps == 5000  # goat_stretch_hm3d.yaml
+    assert "import-goat" in s.description and s.config == "benchmark/nav/mosnav/goat_hm3d.yaml"

@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from habitat_mosnav.api import GOAL_TYPES, TARGET_MODES
+from habitat_mosnav.api import EPISODE_MODES, GOAL_TYPES
 from habitat_mosnav.datasets.fingerprint import (
     combine_digests,
     dataset_file_digests,
@@ -312,7 +312,7 @@ def load_setting(name: str, root: Optional[str] = None) -> BenchmarkSetting:
             f"{path}: field 'kind' must be one of {', '.join(SETTING_KINDS)}, got {kind!r}"
         )
     modes = need("target_modes", list)
-    bad = [m for m in modes if m not in TARGET_MODES]
+    bad = [m for m in modes if m not in EPISODE_MODES]  # the 4 query modes and sequential
     if bad or not modes:
         raise SettingError(
             f"{path}: field 'target_modes' has unknown mode {bad[0] if bad else '(empty)'!r}"
