@@ -22,6 +22,7 @@ from conftest import (
 )
 from habitat_mosnav.dataset_building import goat as goat_mod
 from habitat_mosnav.dataset_building.cli import main
+from habitat_mosnav.dataset_building.queries import execute, validate_queries
 from habitat_mosnav.datasets import schema
 from habitat_mosnav.datasets.fingerprint import dataset_fingerprint
 
@@ -273,6 +274,15 @@ def test_non_sequential_episodes_load_through_the_dataset(imported, goat_split, 
         path.write_text(json.dumps(doc))
         goals, queries, eps = schema.load_scene_dir(str(data / sid))
         assert eps and all(q["matched_object_ids"] for q in queries.values())
+        # the build stages' own check and query executor read the instance queries too
+        raw = read(data, sid, "queries.json")
+        validate_queries(raw, set(goals), "queries.json")
+        for q in raw:
+            ids = execute(q["query_program"], goals.values())
+            if not q["pure_category"]:  # instance queries select their one instance
+                assert ids == q["matched_object_ids"]
+            elif q["query_program"]["where"][0]["value"] == "chair":
+                assert ids == [1, 2, 3]  # the program alone; matched adds the child stool 7
     scenes = goat_split[1]
 
     def load(goal_type, modes):
