@@ -150,6 +150,182 @@ def sequential_room(tmp_path_factory, open_room):
     return write_room_variant(tmp_path_factory.mktemp("seqroom"), open_room, edit)
 
 
+# ----------------------------------------------------------------------------- GOAT-Bench
+#: The scenes of :func:`write_goat_split`: two under the scene root, one missing from it.
+GOAT_SCENES = {"TEEsavR23oF": "00800", "Abcdefghijk": "00801"}
+GOAT_MISSING_SCENE = "Zzzzzzzzzzz"
+#: 56 words as goat-bench counts them (spaces + 1): over its 55-word limit.
+GOAT_LONG_DESCRIPTION = " ".join(["word"] * 56)
+
+
+def _goat_instance(category, semantic_id, x, children=(), lang_desc=None, image_goals=None):
+    """One GOAT goal instance (goat-bench v1's fields), view points 0.5 m off its centre."""
+    return {
+        "object_category": category,
+        "object_id": f"{category}_{semantic_id}",
+        "object_name": f"{category}_{semantic_id}",
+        "position": [x, 0.5, -2.0],
+        "children_object_categories": list(children),
+        "lang_desc": lang_desc,
+        "image_goals": list(image_goals or []),
+        "object_surface_area": 1.0,
+        "view_points": [
+            {
+                "agent_state": {
+                    "position": [x + 0.5, 0.0, -2.0],
+                    "rotation": [0, 0.7071, 0, 0.7071],
+                },
+                "iou": 0.5,
+            },
+            {
+                "agent_state": {
+                    "position": [x - 0.5, 0.0, -2.0],
+                    "rotation": [0, -0.7071, 0, 0.7071],
+                },
+                "iou": 0.25,
+            },
+        ],
+    }
+
+
+def goat_documents():
+    """``{scene: content document}`` of a small GOAT-Bench v1 split.
+
+    TEEsavR23oF: chairs 1, 2, 3 (children ``stool``: stool 7), sofa 20, plant 14 (two
+    image goals: [H, W] = [480, 640] and [512, 384]) and plant 15 (a 56-word description).
+    Episode 0: chair object, plant_14 description, plant_14 image 1, plant_15 description
+    (over 55 words), sofa object. Episode 1: plant_14 image 1 twice (goat-bench issue #34),
+    chair object naming chair_1. Abcdefghijk: bed 3, one object episode. Zzzzzzzzzzz: not
+    under the scene root."""
+    sid = "TEEsavR23oF"
+    images = [
+        {
+            "position": [1.0, 1.3, 0.0],
+            "rotation": [0, 0, 0, 1],
+            "hfov": 90,
+            "image_dimensions": [480, 640],
+            "frame_coverage": 0.3,
+            "object_coverage": 1.2,
+        },
+        {
+            "position": [2.0, 1.25, 1.0],
+            "rotation": [0, 0.3826834, 0, 0.9238795],
+            "hfov": 70.5,
+            "image_dimensions": [512, 384],
+            "frame_coverage": 0.5,
+            "object_coverage": 0.9,
+        },
+    ]
+    chair_image = {
+        "position": [0.0, 1.3, 0.0],
+        "rotation": [0, 1, 0, 0],
+        "hfov": 60,
+        "image_dimensions": [256, 256],
+        "frame_coverage": 0.4,
+        "object_coverage": 0.8,
+    }
+    goals = {
+        f"{sid}.basis.glb_chair": [
+            _goat_instance("chair", 1, 0.0, children=["stool"]),
+            _goat_instance("chair", 2, 1.0, children=["stool"], image_goals=[chair_image]),
+            _goat_instance("chair", 3, 2.0, children=["stool"]),
+        ],
+        f"{sid}.basis.glb_stool": [_goat_instance("stool", 7, 3.0)],
+        f"{sid}.basis.glb_sofa": [_goat_instance("sofa", 20, 4.0)],
+        f"{sid}.basis.glb_plant": [
+            _goat_instance(
+                "plant", 14, 5.0, lang_desc="The green plant by the window.", image_goals=images
+            ),
+            _goat_instance("plant", 15, 6.0, lang_desc=GOAT_LONG_DESCRIPTION),
+        ],
+    }
+
+    def episode(scene, folder, tasks, x):
+        return {
+            "episode_id": "0",
+            "scene_id": f"hm3d/val//{folder}-{scene}/{scene}.basis.glb",
+            "scene_dataset_config": "./data/scene_datasets/hm3d/hm3d_annotated_basis.scene_dataset_config.json",
+            "start_position": [x, 0.0, 1.0],
+            "start_rotation": [0, 0, 0, 1],
+            "info": {"geodesic_distance": 3.0},
+            "goals": [],
+            "object_category": tasks[0][0],
+            "tasks": tasks,
+        }
+
+    docs = {
+        sid: {
+            "episodes": [
+                episode(
+                    sid,
+                    "00800",
+                    [
+                        ["chair", "object", None],
+                        ["plant", "description", "plant_14"],
+                        ["plant", "image", "plant_14", 1],
+                        ["plant", "description", "plant_15"],
+                        ["sofa", "object", None],
+                    ],
+                    0.25,
+                ),
+                episode(
+                    sid,
+                    "00800",
+                    [
+                        ["plant", "image", "plant_14", 1],
+                        ["plant", "image", "plant_14", 1],
+                        ["chair", "object", "chair_1"],
+                    ],
+                    -0.75,
+                ),
+            ],
+            "goals": goals,
+        },
+        "Abcdefghijk": {
+            "episodes": [episode("Abcdefghijk", "00801", [["bed", "object", None]], 0.0)],
+            "goals": {"Abcdefghijk.basis.glb_bed": [_goat_instance("bed", 3, 1.0)]},
+        },
+        GOAT_MISSING_SCENE: {
+            "episodes": [episode(GOAT_MISSING_SCENE, "00802", [["bed", "object", None]], 0.0)],
+            "goals": {f"{GOAT_MISSING_SCENE}.basis.glb_bed": [_goat_instance("bed", 1, 1.0)]},
+        },
+    }
+    return docs
+
+
+def write_gz_json(path, doc):
+    """``doc`` as gzip-compressed JSON (GOAT-Bench's file format)."""
+    import gzip
+
+    os.makedirs(os.path.dirname(str(path)), exist_ok=True)
+    with gzip.open(str(path), "wt", encoding="utf-8") as f:
+        json.dump(doc, f)
+
+
+def write_goat_split(root, docs=None, split="val_seen"):
+    """``(split_dir, scene_root)``: GOAT-Bench v1's layout (``<split>/<split>.json.gz`` with
+    no episodes, ``<split>/content/<scene>.json.gz``) of ``docs`` (default
+    :func:`goat_documents`), and an HM3D v0.2 scene root (``<NNNNN-id>/<id>.basis.glb``,
+    empty placeholder files) holding :data:`GOAT_SCENES`."""
+    split_dir = os.path.join(str(root), "goat", split)
+    write_gz_json(os.path.join(split_dir, f"{split}.json.gz"), {"episodes": []})
+    for scene, doc in (goat_documents() if docs is None else docs).items():
+        write_gz_json(os.path.join(split_dir, "content", f"{scene}.json.gz"), doc)
+    scene_root = os.path.join(str(root), "hm3d", "val")
+    for scene, prefix in GOAT_SCENES.items():
+        folder = os.path.join(scene_root, f"{prefix}-{scene}")
+        os.makedirs(folder, exist_ok=True)
+        for ext in (".basis.glb", ".basis.navmesh"):
+            open(os.path.join(folder, scene + ext), "wb").close()
+    return split_dir, scene_root
+
+
+@pytest.fixture
+def goat_split(tmp_path):
+    """``(split_dir, scene_root)`` of :func:`write_goat_split` in this test's tmp_path."""
+    return write_goat_split(tmp_path)
+
+
 # ----------------------------------------------------------------------------- mosnav-eval
 def room_args(room, *extra):
     """``mosnav-eval`` arguments for a ``(data_path, scenes_dir)`` dataset, without the space

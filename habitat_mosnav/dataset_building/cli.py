@@ -3,9 +3,10 @@
     mosnav-build all --scenes data/scenes --out data/dataset_semantic --offline --seed 0
     mosnav-build extract --scenes /path/to/hm3d/val --out dataset_semantic --scene-ids TEEsavR23oF
     mosnav-build show --scenes ... --out ... --scene-ids X --object-ids 101 102
+    mosnav-build import-goat --goat goat_bench/hm3d/v1/val_seen --scene-root hm3d/val --out DIR
 
 Stages: extract, attributes, normalize, queries, language, episodes, image-goals, show,
-all. Each stage
+all; ``import-goat`` converts a GOAT-Bench v1 split instead (:mod:`.goat`). Each stage
 skips scenes it already finished with the same settings (``--overwrite`` redoes them) and
 gives the same output for the same ``--seed``. Exit status: 0 done; 2 bad input or a file
 that cannot be read or written (a full disk: one line naming the file; every file is
@@ -229,7 +230,55 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="stage", metavar="stage", required=True)
     for name, text in STAGE_HELP.items():
         sub.add_parser(name, parents=[common], allow_abbrev=False, help=text, description=text)
+    _add_import_goat(sub)
     return p
+
+
+IMPORT_GOAT_HELP = (
+    "a GOAT-Bench v1 split (<split>.json.gz + content/<scene>.json.gz) -> a SPEC §6 dataset "
+    "with all/many/single episodes per GOAT task and one sequential episode per GOAT episode"
+)
+
+
+def _add_import_goat(sub) -> None:
+    g = sub.add_parser(
+        "import-goat", allow_abbrev=False, help=IMPORT_GOAT_HELP, description=IMPORT_GOAT_HELP
+    )
+    g.add_argument(
+        "--goat",
+        type=Path,
+        required=True,
+        help="the GOAT split folder (e.g. data/datasets/goat_bench/hm3d/v1/val_seen)",
+    )
+    g.add_argument(
+        "--scene-root",
+        type=Path,
+        required=True,
+        help="HM3D v0.2 scenes of the split (<root>/<NNNNN-id>/<id>.basis.glb), e.g. hm3d/val",
+    )
+    g.add_argument("--out", type=Path, required=True, help="dataset directory to write")
+    g.add_argument(
+        "--categories",
+        type=Path,
+        default=None,
+        help="a categories.json to extend (ids kept, new names appended sorted) into "
+        "<out>/categories.json",
+    )
+    g.add_argument("--seed", type=int, default=0, help="draws the many episodes' target_count")
+    g.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
+
+
+def _run_import_goat(args):
+    from habitat_mosnav.dataset_building.goat import run_import
+
+    return run_import(
+        args.goat,
+        args.scene_root,
+        args.out,
+        seed=args.seed,
+        categories=args.categories,
+        overwrite=args.overwrite,
+    )
 
 
 def config_from_args(args):
@@ -311,16 +360,20 @@ def config_from_args(args):
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
+        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+        format="%(levelname)s %(message)s",
     )
     mask_log_handlers()  # a key echoed in a warning is masked there too
     try:
         from habitat_mosnav.dataset_building import pipeline
 
-        cfg = config_from_args(args)
-        if args.stage == "all":
+        if args.stage == "import-goat":
+            reports = [_run_import_goat(args)]
+        elif args.stage == "all":
+            cfg = config_from_args(args)
             reports = pipeline.run_all(cfg)
         else:
+            cfg = config_from_args(args)
             reports = [pipeline.STAGE_FUNCS[args.stage](cfg)]
     except BuildError as e:
         print(safe_line(f"mosnav-build {args.stage}: error: {e}"), file=sys.stderr)
@@ -329,8 +382,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         where = f"{e.filename}: " if e.filename else ""
         print(
             safe_line(
-                f"mosnav-build {args.stage}: error: {where}{e.strerror or e}; the scenes "
-                "finished so far are kept: fix this, then rerun the same command"
+                f"mosnav-build {args.stage}: error: {where}{e.strerror or e}; "
+                + (
+                    "nothing was written: fix this, then rerun the same command"
+                    if args.stage == "import-goat"
+                    else "the scenes finished so far are kept: fix this, then rerun the same command"
+                )
             ),
             file=sys.stderr,
         )

@@ -148,9 +148,10 @@ def noun_phrase(program: Dict[str, Any], plural: bool) -> str:
     """ "brown wooden chairs with armrests" from a query program."""
     cats, colors, materials, features = [], [], [], []
     for c in program.get("where") or []:
-        {"category": cats, "color": colors, "material": materials, "feature": features}[
-            c["field"]
-        ].append(c["value"])
+        {"category": cats, "color": colors, "material": materials, "feature": features}.get(
+            c["field"],
+            [],  # object_id (an instance query) adds no words
+        ).append(c["value"])
     noun = cats[0] if cats else "object"
     # A feature naming a kind of the category ("table lamp" of a lamp) replaces the noun.
     for f in list(features):
