@@ -277,10 +277,7 @@ def test_check_record_subtask_metrics():
 
 
 def test_cli_run_and_replay(tmp_path, sequential_room):
-    from habitat_mosnav.metrics import measure_table
 
-    if not hasattr(measure_table, "GOAT_AGGREGATES"):
-        pytest.skip("summary.json of sequential records comes with branch goat-agg")
     from conftest import read_records
     from habitat_mosnav.evaluation.cli import main
     from habitat_mosnav.evaluation.replay_cli import main as replay_main
