@@ -277,7 +277,6 @@ def test_check_record_subtask_metrics():
 
 
 def test_cli_run_and_replay(tmp_path, sequential_room):
-
     from conftest import read_records
     from habitat_mosnav.evaluation.cli import main
     from habitat_mosnav.evaluation.replay_cli import main as replay_main
