@@ -28,7 +28,7 @@ PIP=("$venv/bin/python" -m pip install -q --prefer-binary)
 if [ ! -f "$venv/.stack-installed" ]; then
   rm -rf "$venv"
   "$py39" -m venv "$venv"
-  "${PIP[@]}" --upgrade pip wheel "setuptools>=64" build twine
+  "${PIP[@]}" --upgrade pip wheel "setuptools>=77" build twine
   mkdir -p "$venv/src"
   tar xzf "$tarball" -C "$venv/src"
   lab="$venv/src/habitat-lab-0.3.3"

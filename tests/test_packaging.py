@@ -23,6 +23,7 @@ SOURCES = [
     "pyproject.toml",
     "MANIFEST.in",
     "README.md",
+    "LICENSE",
     "_build",
     "habitat_mosnav",
     "_habitat_mosnav_pth.py",
@@ -109,6 +110,12 @@ def test_wheel_ships_the_hook_and_the_data_without_warnings(source, tmp_path):
         "habitat_mosnav/evaluation/report/static/report.js",
     } <= set(names)
     assert "benchmark_api.py" in names and "_habitat_mosnav_pth.py" in names
+    # the licence a lab adopting it needs: the SPDX expression and the file itself
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        assert "License-Expression: MIT" in z.read(meta).decode().splitlines()
+        (lic,) = [n for n in z.namelist() if n.endswith("/LICENSE") and ".dist-info/" in n]
+        assert z.read(lic).decode().startswith("MIT License")
     unpacked = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:
         z.extractall(unpacked)
@@ -272,3 +279,21 @@ def test_the_users_habitat_lab_meets_every_requirement():
         assert req.specifier.contains(installed, prereleases=True), f"{line}: installed {installed}"
     if os.environ.get("MOSNAV_TEST_INSTALLED_WHEEL") == "1":  # the HM3D users' lane
         assert md.version("habitat-lab") == "0.3.3" and md.version("habitat-baselines") == "0.3.3"
+
+
+def test_citation_and_licence_agree_with_the_package():
+    """CITATION.cff (what GitHub's "Cite this repository" reads) has CFF 1.2's required keys,
+    and its version and licence are the package's."""
+    import yaml
+
+    import habitat_mosnav
+
+    with open(os.path.join(REPO, "CITATION.cff"), encoding="utf-8") as f:
+        cff = yaml.safe_load(f)
+    assert cff["cff-version"] == "1.2.0"
+    assert cff["message"] and cff["title"] and cff["authors"][0]["name"]
+    assert cff["version"] == habitat_mosnav.__version__
+    with open(os.path.join(REPO, "pyproject.toml"), encoding="utf-8") as f:
+        assert f'license = "{cff["license"]}"' in f.read().splitlines()
+    with open(os.path.join(REPO, "LICENSE"), encoding="utf-8") as f:
+        assert f.readline().strip() == f"{cff['license']} License"
