@@ -86,8 +86,8 @@ test-py39: egl chromium
 
 # The fast lane (a few minutes): every test but the slow end-to-end ones, on the base install
 # (what needs habitat-baselines or habitat-sim skips in one line); `make test` is the full suite.
-test-fast: setup chromium habitat-sim
-	$(PY) -m pytest -q -m "not slow and not baselines" -n auto $(PYTEST_ARGS)
+test-fast: setup chromium
+	$(PY) -m pytest -q -m "not slow and not baselines" -n auto --durations=10 $(PYTEST_ARGS)
 
 # sdist + wheel in dist/ (the wheel holds the demo data, configs, the .pth start-up hook and
 # every command), checked by twine
