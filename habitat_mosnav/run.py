@@ -15,20 +15,53 @@ directory you run from); nothing is written inside the package.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
-import habitat_mosnav.baselines
-import hydra
-from habitat.config.default import patch_config
-from habitat.config.default_structured_configs import register_hydra_plugin
-from habitat_baselines.config.default_structured_configs import HabitatBaselinesConfigPlugin
-from omegaconf import DictConfig
+#: What the PPO baselines need beyond the base install (pyproject.toml's ``[baselines]``).
+BASELINES_MODULES = ("torch", "habitat_baselines")
 
-from habitat_mosnav.baselines.checkpoint import CheckpointError
-from habitat_mosnav.baselines.trainer import EvalSetupError
-from habitat_mosnav.config.default_structured_configs import MosNavConfigPlugin
-from habitat_mosnav.datasets.schema import DatasetFormatError
-from habitat_mosnav.evaluation.durable import ResultFileError
+
+def require_baselines(prog: str = "habitat_mosnav.run") -> None:
+    """Exit 2 with one line saying how to install what is missing (instead of an
+    ImportError traceback from the imports below)."""
+    missing = [m for m in BASELINES_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        print(
+            f"{prog}: error: the PPO baselines need {' and '.join(missing)}, not installed "
+            "here: pip install 'habitat_mosnav[baselines]' in habitat's environment (or "
+            "habitat-baselines 0.3.3 from its source, beside habitat-lab's)",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+
+
+def _version_or_requirements() -> None:
+    """``--version`` (ours, not Hydra's "Hydra 1.3.x"; needs no baselines), then the
+    baselines' requirements: both before the imports below."""
+    if sys.argv[1:] == ["--version"]:
+        from habitat_mosnav.versions import version_text
+
+        print(version_text("python -m habitat_mosnav.run"))
+        sys.exit(0)
+    require_baselines()
+
+
+if __name__ == "__main__":
+    _version_or_requirements()
+
+import habitat_mosnav.baselines  # noqa: E402
+import hydra  # noqa: E402
+from habitat.config.default import patch_config  # noqa: E402
+from habitat.config.default_structured_configs import register_hydra_plugin  # noqa: E402
+from habitat_baselines.config.default_structured_configs import HabitatBaselinesConfigPlugin  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+from habitat_mosnav.baselines.checkpoint import CheckpointError  # noqa: E402
+from habitat_mosnav.baselines.trainer import EvalSetupError  # noqa: E402
+from habitat_mosnav.config.default_structured_configs import MosNavConfigPlugin  # noqa: E402
+from habitat_mosnav.datasets.schema import DatasetFormatError  # noqa: E402
+from habitat_mosnav.evaluation.durable import ResultFileError  # noqa: E402
 
 #: One-line errors (file, field, what to do) instead of a traceback.
 USER_ERRORS = (EvalSetupError, CheckpointError, ResultFileError, DatasetFormatError)
@@ -62,11 +95,7 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--version"]:  # ours, not Hydra's own "Hydra 1.3.x"
-        from habitat_mosnav.versions import version_text
-
-        print(version_text("python -m habitat_mosnav.run"))
-        sys.exit(0)
+    _version_or_requirements()
     if "--exp-config" in sys.argv or "--run-type" in sys.argv:
         print(
             "habitat_mosnav.run: error: use --config-name=<experiment> (e.g. ppo_mos_demo) "

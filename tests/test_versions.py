@@ -117,10 +117,7 @@ def test_no_commit_for_a_copy_outside_this_checkout(tmp_path, monkeypatch):
 
 
 def test_the_baselines_entry_point_has_our_version_not_hydras():
-    import importlib.util
-
-    if importlib.util.find_spec("habitat_baselines") is None:  # not imported here: torch
-        pytest.skip("needs the [baselines] extra")  # after EGL can crash a process
+    # --version needs no habitat-baselines (a base install answers it too)
     proc = subprocess.run(
         [sys.executable, "-m", "habitat_mosnav.run", "--version"],
         capture_output=True,
@@ -130,3 +127,29 @@ def test_the_baselines_entry_point_has_our_version_not_hydras():
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith(f"python -m habitat_mosnav.run {__version__}")
+
+
+@pytest.mark.parametrize("hidden", ["habitat_baselines", "torch"])
+def test_the_baselines_entry_point_without_the_extra_says_how_to_install(hidden):
+    """Without the ``[baselines]`` extra, ``python -m habitat_mosnav.run`` was an ImportError
+    traceback: now one line naming what is missing and the pip command, exit 2 (the module
+    is hidden from ``importlib.util.find_spec`` in the child, as on a base install)."""
+    code = (
+        "import importlib.util as u, runpy, sys\n"
+        "find = u.find_spec\n"
+        f"u.find_spec = lambda name, *a: None if name == {hidden!r} else find(name, *a)\n"
+        "sys.argv = ['run', '--config-name=ppo_mos_demo']\n"
+        "runpy.run_module('habitat_mosnav.run', run_name='__main__', alter_sys=True)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=REPO),
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"habitat_mosnav.run: error: the PPO baselines need {hidden}")
+    assert "pip install 'habitat_mosnav[baselines]'" in line
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
