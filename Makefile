@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # 0.3.3, torch 2.8.0, this project from its built wheel): scripts/setup_py39.sh
 VENV39 ?= .venv39
 
-.PHONY: setup setup-baselines egl chromium habitat-sim demo baselines test test-py311 test-py39 lint test-fast dist readme-baselines bench bench-agreement clean
+.PHONY: setup setup-baselines egl chromium habitat-sim demo baselines test test-py311 test-py39 lint test-fast dist readme-dist readme-baselines bench bench-agreement clean
 
 $(VENV)/.base-installed: pyproject.toml _build/mosnav_build.py
 	$(PYTHON) -m venv $(VENV)
@@ -90,16 +90,22 @@ test-fast: setup chromium
 	$(PY) -m pytest -q -m "not slow and not baselines" -n auto --durations=10 $(PYTEST_ARGS)
 
 # sdist + wheel in dist/ (the wheel holds the demo data, configs, the .pth start-up hook and
-# every command), checked by twine
+# every command), checked by twine, and their sizes printed; tracked files stay as they are
+# (`make readme-dist` puts the printed sizes into README.md)
+WHEEL_SIZE = $(PY) -c "import glob, os; w, = glob.glob('dist/*.whl'); t, = glob.glob('dist/*.tar.gz'); \
+	  print('the wheel is %.1f MB (%s bytes), the sdist %.1f MB' % (os.path.getsize(w) / 1e6, \
+	  format(os.path.getsize(w), ','), os.path.getsize(t) / 1e6))"
+
 dist: setup
 	$(PIP) build twine
 	rm -rf dist
 	$(PY) -m build --outdir dist .
 	$(PY) -m twine check --strict dist/*
 	@ls -l dist
-	@$(PY) -c "import glob, os; w, = glob.glob('dist/*.whl'); t, = glob.glob('dist/*.tar.gz'); \
-	  print('the wheel is %.1f MB (%s bytes), the sdist %.1f MB' % (os.path.getsize(w) / 1e6, \
-	  format(os.path.getsize(w), ','), os.path.getsize(t) / 1e6))" | $(PY) scripts/readme_block.py wheel-size
+	@$(WHEEL_SIZE)
+
+readme-dist: dist
+	@$(WHEEL_SIZE) | $(PY) scripts/readme_block.py wheel-size
 
 bench: setup
 	$(PY) benchmarks/bench_env.py

@@ -1,6 +1,6 @@
 """readme_block.py NAME [FILE]: replace README.md's block between ``<!-- NAME:start -->`` and
 ``<!-- NAME:end -->`` with FILE's text (standard input without FILE), so that a figure in the
-README is what its command printed (``make readme-baselines``, ``make dist``)."""
+README is what its command printed (``make readme-baselines``, ``make readme-dist``)."""
 
 import os
 import re
