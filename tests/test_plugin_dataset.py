@@ -56,6 +56,24 @@ def test_object_mode_keeps_pure_category_queries_only(tmp_path):
     assert {e.goal_text for e in ds.episodes} == {"chair", "table"}
 
 
+def test_object_mode_says_when_it_runs_fewer_episodes(tmp_path, monkeypatch):
+    """A run of goal type ``object`` beside ``description`` ran 6 episodes against 12 and
+    nothing said so: the dataset counts what it leaves out and says it when it loads."""
+    from habitat_mosnav.datasets import multi_object_nav_dataset as mod
+
+    said = []
+    monkeypatch.setattr(mod.logger, "warning", lambda msg, *a: said.append(msg % a if a else msg))
+    ds = make(tmp_path, goal_type="object")
+    assert ds.left_out_for_goal_type == 1  # q1-any-0 (chair AND brown)
+    assert said == [
+        "goal type object: 3 of the split's 4 episodes (1 left out: a description-only query "
+        "has no category name to give as an object goal, SPEC §1)"
+    ]
+    said.clear()
+    assert make(tmp_path / "d", goal_type="description").left_out_for_goal_type == 0
+    assert said == []
+
+
 def test_object_mode_drops_category_absent_from_scene(tmp_path):
     docs = base_documents()
     docs["queries.json"]["queries"][2]["query_program"]["where"][0]["value"] = "sofa"

@@ -18,6 +18,7 @@ import os
 from typing import Dict, List, Optional
 
 from habitat.core.dataset import ALL_SCENES_MASK, Dataset
+from habitat.core.logging import logger
 from habitat.core.registry import registry
 from habitat.core.simulator import AgentState
 from habitat.tasks.nav.object_nav_task import ObjectViewLocation
@@ -194,8 +195,19 @@ class MultiObjectNavDatasetV1(Dataset):
         #: scene name -> one-line error, for scenes whose files are not on disk
         self.missing_scene_files: Dict[str, str] = {}
         self._explicit_scenes = ALL_SCENES_MASK not in wanted
+        #: episodes of the selected modes left out because the goal type cannot state their
+        #: query (goal type ``object``: a description-only query has no category name)
+        self.left_out_for_goal_type = 0
         for sid in scene_ids:
             self._load_scene(sid, split, goal_type, set(modes))
+        if self.left_out_for_goal_type:
+            total = len(self.episodes) + self.left_out_for_goal_type
+            # said when a run starts, so runs of several goal types are not compared blind
+            logger.warning(
+                f"goal type {goal_type}: {len(self.episodes)} of the split's {total} episodes "
+                f"({self.left_out_for_goal_type} left out: a description-only query has no "
+                "category name to give as an object goal, SPEC §1)"
+            )
 
     def check_scene_files(self, scene_names) -> None:
         """Raise the one-line error of the first of ``scene_names`` whose file is missing."""
@@ -241,7 +253,8 @@ class MultiObjectNavDatasetV1(Dataset):
             if goal_type == "object":
                 category = pure_category(query)
                 if category is None or category not in scene_categories:
-                    continue  # description-only query (SPEC §1)
+                    self.left_out_for_goal_type += 1  # description-only query (SPEC §1)
+                    continue
                 goal_text = category
             elif goal_type == "image":
                 image_goal = query["image_goal"]
