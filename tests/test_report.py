@@ -604,3 +604,30 @@ def test_report_splits_results_by_goal_type(tmp_path):
     assert main([mixed, "--out", str(tmp_path / "out2"), "--no-progress"]) == 0
     with open(os.path.join(tmp_path, "out2", "leaderboard.csv"), newline="") as f:
         assert "disagrees with the records" in next(csv.DictReader(f))["notes"]
+
+
+def test_the_printed_table_fits_120_columns_and_the_file_keeps_every_column(tmp_path, capsys):
+    """``make demo`` printed the 21-column Markdown table, which wraps into noise in a
+    terminal: the terminal gets one line per run within 120 columns (SR, F1, SPL-multi with
+    their intervals; a long name cut with an ellipsis); leaderboard.md keeps every column.
+    Values by hand: two many episodes, success 1 and 0 -> SR 0.500, F1 0.500, SPL-multi
+    (0.5 + 0) / 2 = 0.250."""
+    long_name = "a-run-with-a-very-long-name-" + "x" * 80
+    runs = [
+        write_records_run(tmp_path / long_name, [("many", "description", s) for s in (1.0, 0.0)]),
+        write_records_run(tmp_path / "short", [("all", "description", 1.0)]),
+    ]
+    out = str(tmp_path / "out")
+    assert main(runs + ["--out", out, "--no-progress", "--bootstrap", "50"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines[:3]) <= 120  # the last line names the output path
+    head, first, second = lines[:3]
+    assert head.split() == ["run", "status", "episodes", "SR", "F1", "SPL-multi"]
+    assert first.startswith("a-run-with-a-very-long-name-xx…")
+    assert first.split()[1:4] == ["complete", "2/2", "0.500"]
+    assert "0.250 [" in first
+    assert second.split()[:4] == ["short", "complete", "1/1", "1.000"]
+    assert lines[3].startswith(f"wrote {os.path.join(out, 'index.html')}, leaderboard.md")
+    md = open(os.path.join(out, "leaderboard.md"), encoding="utf-8").read()
+    assert "| run | status | official | agent | episodes (ok/err/expected) |" in md
+    assert long_name in md  # the file keeps the whole name

@@ -61,6 +61,7 @@ from habitat_mosnav.evaluation.report.data import (
 from habitat_mosnav.evaluation.report.leaderboard import (
     goat_runs,
     markdown_table,
+    terminal_table,
     write_csv,
     write_goal_type_csv,
     write_goat_csv,
@@ -293,8 +294,8 @@ def _report(args) -> int:
     except (ReportError, ResultFileError, ValueError, OSError) as exc:
         print(safe_line(f"{PROG}: error: {' '.join(str(exc).split())}"), file=sys.stderr)
         return 2
-    for line in markdown_table(runs).splitlines():  # run names and agents come from the runs
-        print(safe_line(line))
+    # one line per run within 120 columns; every column is in leaderboard.md
+    print(terminal_table(runs), end="")
     sets = episode_sets(runs)
     if sets.differ:
         print(
@@ -308,8 +309,8 @@ def _report(args) -> int:
         )
     print(
         safe_line(
-            f"wrote {os.path.join(args.out, 'index.html')}, leaderboard.md, leaderboard.csv, "
-            "leaderboard_by_goal_type.csv"
+            f"wrote {os.path.join(args.out, 'index.html')}, leaderboard.md (every column), "
+            "leaderboard.csv, leaderboard_by_goal_type.csv"
         )
     )
     return 0

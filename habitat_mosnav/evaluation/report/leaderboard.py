@@ -266,3 +266,46 @@ def markdown_goal_type_table(runs: Sequence[RunData]) -> str:
             cells += [_agg(row, c) for c, _ in BOARD_FIELDS]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+#: What a terminal shows (``mosnav-report``, ``make demo``): 120 columns at most.
+TERMINAL_WIDTH = 120
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters (an ellipsis marks the cut), then padded."""
+    return (text if len(text) <= width else text[: width - 1] + "…").ljust(width)
+
+
+def terminal_table(runs: Sequence[RunData], width: int = TERMINAL_WIDTH) -> str:
+    """The main board for a terminal: one line per run (name, status, episodes, SR, F1,
+    SPL-multi with 95 % intervals), each at most ``width`` columns; the full table with
+    every column is leaderboard.md."""
+    board = [(aggregate_spec(c).label, c) for c, _ in BOARD_FIELDS]
+    cells = [
+        (
+            terminal_text(run.name) + ("" if run.complete else " ⚠"),
+            terminal_text(run.summary.get("status")) + (" ✓" if _verified(run) else ""),
+            f"{run.summary.get('ok_episode_count')}/{run.summary.get('expected_episode_count')}",
+            [with_interval(run.metrics.get(c), run.intervals.get(c)) for _, c in board],
+        )
+        for run in runs
+    ]
+    numbers = max([len(label) for label, _ in board] + [len(v) for *_, vs in cells for v in vs])
+    fixed = 2 + 10 + 2 + 9 + len(board) * (2 + numbers)
+    name_width = max(3, min(max([len(c[0]) for c in cells] + [3]), width - fixed))
+    lines = [
+        "  ".join(
+            [_fit("run", name_width), _fit("status", 10), _fit("episodes", 9)]
+            + [label.rjust(numbers) for label, _ in board]
+        ).rstrip()
+    ]
+    for name, status, episodes, values in cells:
+        row = [_fit(name, name_width), _fit(status, 10), _fit(episodes, 9)]
+        lines.append("  ".join(row + [v.rjust(numbers) for v in values]).rstrip())
+    return "\n".join(line[:width] for line in lines) + "\n"
+
+
+def _verified(run: RunData) -> bool:
+    mark = run.summary.get("verification")
+    return isinstance(mark, Mapping) and mark.get("status") == "verified"
