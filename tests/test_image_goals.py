@@ -45,34 +45,174 @@ def demo_copy(tmp_path):
 
 
 # ----------------------------------------------------------------------------- dataset
-def test_stage_keeps_the_view_point_where_an_instance_covers_most_of_the_frame():
-    """Every demo query's image_goal is, over all view points of all its matched instances,
-    the one whose semantic frame (the build camera, 160x160, hfov 79, 0.88 m eye height)
-    has the largest share of the instance's pixels, recomputed here pixel by pixel."""
+def _open_demo(scene=SCENE, rgb=False):
     from habitat_mosnav.dataset_building.common import discover_scenes
     from habitat_mosnav.dataset_building.geometry import CameraSpec, open_scene
 
+    return open_scene(discover_scenes(DEMO_SCENES, [scene])[0], "mosnav", CameraSpec(rgb=rgb))
+
+
+def test_stage_keeps_the_most_complete_moderate_view_of_an_instance():
+    """Every demo query's image_goal is, over all candidate cameras (every view point of
+    every matched instance, each pitch), the best qualifying one by the stage's rule
+    (object coverage >= 0.7, frame coverage in [0.03, 0.5]; most complete, then largest),
+    and its stored shares are what the semantic camera at the stored pose sees."""
+    from habitat_mosnav.dataset_building import image_goals as ig_mod
+
     goals, queries, _ = load_scene_dir(os.path.join(DEMO_DATA, SCENE))
-    scene = discover_scenes(DEMO_SCENES, [SCENE])[0]
-    geo = open_scene(scene, "mosnav", CameraSpec(rgb=False))
+    geo = _open_demo()
     try:
         for q in list(queries.values())[:3]:
-            shares = []
+            views = []
             for oid in q["matched_object_ids"]:
-                for vp in goals[oid]["view_points"]:
-                    sem = geo.semantic(vp["position"], vp["rotation"])
-                    shares.append((np.mean(sem == oid), oid, vp))
-            share, oid, vp = max(shares, key=lambda t: t[0])
+                views += ig_mod.views_of(geo, goals[oid], {})
+            best = min((v for v in views if v.qualifies()), key=ig_mod.View.rank)
             ig = q["image_goal"]
-            assert ig["object_id"] == oid
-            assert ig["coverage"] == pytest.approx(share, abs=1e-4)
+            assert ig["object_id"] == best.object_id
+            assert ig["frame_coverage"] == ig["coverage"]
+            assert ig["frame_coverage"] == pytest.approx(best.frame_coverage, abs=1e-4)
+            assert ig["object_coverage"] == pytest.approx(best.object_coverage, abs=1e-4)
+            assert ig["object_coverage"] >= 0.7 and 0.03 <= ig["frame_coverage"] <= 0.5
+            sem = geo.camera_semantic(ig["position"], ig["rotation"])
+            assert np.mean(sem == ig["object_id"]) == pytest.approx(ig["frame_coverage"], abs=1e-4)
+            vp = goals[best.object_id]["view_points"][best.index]
             assert ig["position"] == pytest.approx(
                 [vp["position"][0], vp["position"][1] + 0.88, vp["position"][2]], abs=1e-4
             )
-            assert ig["rotation"] == pytest.approx(vp["rotation"])
             assert ig["hfov"] == 79.0 and ig["width"] is None and ig["height"] is None
     finally:
         geo.close()
+
+
+def test_no_demo_goal_image_is_blank():
+    """Issue 38: two goal images were one flat surface (coverage 1.0, pixel std 3.2). Each
+    demo query's goal picture (256 x 256, as the agent gets it) now has structure (pixel
+    std > 10), is not one surface (no object covers more than 95 % of it) and shows its
+    instance at a moderate size (3-50 % of the frame, as the build measured)."""
+    from habitat_mosnav.sims.camera import render_camera
+
+    for scene in ("Cukxndkh48K", "EdBrNAgONm2", "b2ZCdoVqp4V"):
+        _, queries, _ = load_scene_dir(os.path.join(DEMO_DATA, scene))
+        geo = _open_demo(scene, rgb=True)
+        try:
+            for q in queries.values():
+                ig = q["image_goal"]
+                cam = dict(
+                    position=ig["position"], rotation=ig["rotation"], hfov=79, width=256, height=256
+                )
+                rgb = render_camera(geo.sim, "rgb", **cam)
+                sem = render_camera(geo.sim, "semantic", **cam)
+                key = f"{scene}/{q['query_id']}"
+                assert rgb.std() > 10, key
+                assert np.unique(sem, return_counts=True)[1].max() <= 0.95 * sem.size, key
+                assert 0.03 <= np.mean(sem == ig["object_id"]) <= 0.5, key
+                assert ig["object_coverage"] >= 0.7, key
+        finally:
+            geo.close()
+
+
+#: The toy room of the selection test: a wall cabinet 1 m x 1 m (front face at z = -2,
+#: y 0.38..1.38 around the 0.88 m eye height) and a screen hiding its left part from the
+#: room's middle. Box i is semantic object i + 1: room 1-6, cabinet 7, screen 8.
+_CABINET = ((-0.5, 0.38, -2.4), (0.5, 1.38, -2.0), (120, 80, 40, 255))
+_SCREEN = ((-0.8, 0.0, -1.0), (0.0, 2.0, -0.9), (60, 60, 160, 255))
+
+
+def _toy_geometry(root, with_screen=True):
+    from habitat.sims import make_sim
+
+    from habitat_mosnav.dataset_building.geometry import CameraSpec, SceneGeometry, make_sim_config
+    from habitat_mosnav.sims import toy_scenes as ts
+
+    boxes = ts.room_boxes(-3.0, -3.0, 3.0, 3.0) + [_CABINET] + ([_SCREEN] if with_screen else [])
+    stem = "screen" if with_screen else "open"
+    glb = ts.export_scene_with_semantics(str(root / stem), stem, boxes)
+    cam = CameraSpec(rgb=False)
+    cfg = make_sim_config(glb, "mosnav", cam)
+    return SceneGeometry(make_sim(cfg.type, config=cfg), cam, stem)
+
+
+def test_selection_rejects_a_close_up_and_an_occluded_view(tmp_path, monkeypatch):
+    """Three level view points of the cabinet (pitches off: PITCHES_DEG = (0,)):
+    A, 0.76 m in front: the whole cabinet (object coverage 1.0) but 0.5 / (0.824 * 0.76)
+    = 0.8 of the frame each way, about 64 % of it: rejected, frame coverage > 0.5;
+    B, 1.8 m in front behind the screen: about 11 % of the frame unoccluded, the screen
+    hides its left half (x < 0): rejected, object coverage < 0.7, though its
+    frame coverage is in the band; C, from the side at (1.2, -0.2), clear of the screen:
+    chosen. B's object coverage equals its visible pixels over the pixels the cabinet
+    covers from B in the same room without the screen (the alone render, checked against
+    a scene with no occluder)."""
+    from habitat_mosnav.dataset_building import image_goals as ig_mod
+    from habitat_mosnav.dataset_building.common import yaw_facing, yaw_to_quat
+    from habitat_mosnav.dataset_building.geometry import CameraSpec
+
+    monkeypatch.setattr(ig_mod, "PITCHES_DEG", (0.0,))
+    ahead = [0.0, 0.0, 0.0, 1.0]  # facing -Z
+    side = [1.2, 0.0, -0.2]
+    vps = [
+        {"position": [0.0, 0.0, -1.24], "rotation": ahead},
+        {"position": [0.0, 0.0, -0.2], "rotation": ahead},
+        {"position": side, "rotation": yaw_to_quat(yaw_facing(side, [0.0, 0.0, -2.2]))},
+    ]
+    goal = {"object_id": 7, "view_points": vps}
+    geo = _toy_geometry(tmp_path)
+    try:
+        a, b, c = ig_mod.views_of(geo, goal, {})
+        ig = ig_mod.image_goal_for(geo, {"matched_object_ids": [7]}, {7: goal}, {}, CameraSpec())
+    finally:
+        geo.close()
+    assert a.object_coverage == 1.0 and a.frame_coverage > 0.5 and not a.qualifies()
+    assert 0.03 <= b.frame_coverage <= 0.5 and b.object_coverage < 0.7 and not b.qualifies()
+    assert c.qualifies() and c.object_coverage == pytest.approx(1.0, abs=0.01)
+    assert ig["object_id"] == 7 and ig["position"] == [1.2, 0.88, -0.2]
+    assert ig["rotation"] == vps[2]["rotation"]
+    assert ig["frame_coverage"] == round(c.frame_coverage, 4) == ig["coverage"]
+    assert ig["object_coverage"] == round(c.object_coverage, 4)
+
+    open_geo = _toy_geometry(tmp_path, with_screen=False)
+    try:
+        unoccluded = np.count_nonzero(open_geo.semantic(vps[1]["position"], ahead) == 7)
+    finally:
+        open_geo.close()
+    assert unoccluded > 0
+    assert b.object_coverage == pytest.approx(b.frame_coverage * 160 * 160 / unoccluded)
+
+
+def test_selection_falls_back_and_counts_when_no_view_qualifies(tmp_path, monkeypatch):
+    """Only the close-up A and the occluded B: neither qualifies; B (in the band) is kept,
+    counted image_goal_fallback."""
+    from collections import Counter
+
+    from habitat_mosnav.dataset_building import image_goals as ig_mod
+    from habitat_mosnav.dataset_building.geometry import CameraSpec
+
+    monkeypatch.setattr(ig_mod, "PITCHES_DEG", (0.0,))
+    ahead = [0.0, 0.0, 0.0, 1.0]
+    goal = {
+        "object_id": 7,
+        "view_points": [
+            {"position": [0.0, 0.0, -1.24], "rotation": ahead},
+            {"position": [0.0, 0.0, -0.2], "rotation": ahead},
+        ],
+    }
+    counts = Counter()
+    geo = _toy_geometry(tmp_path)
+    try:
+        ig = ig_mod.image_goal_for(
+            geo, {"matched_object_ids": [7]}, {7: goal}, {}, CameraSpec(), counts
+        )
+    finally:
+        geo.close()
+    assert counts["image_goal_fallback"] == 1
+    assert ig["position"] == [0.0, 0.88, -0.2] and ig["object_coverage"] < 0.7
+
+
+def test_pitched_rotation_tilts_the_forward_axis_up():
+    """pitched(identity, 30): forward -Z turns to (0, sin 30, -cos 30); the quaternion is
+    (sin 15, 0, 0, cos 15) = (0.258819, 0, 0, 0.965926)."""
+    from habitat_mosnav.dataset_building.image_goals import pitched
+
+    assert pitched([0.0, 0.0, 0.0, 1.0], 30.0) == [0.258819, 0.0, 0.0, 0.965926]
 
 
 def test_the_stage_regenerates_the_bundled_demo_queries(demo_copy, tmp_path):
@@ -124,6 +264,8 @@ def test_the_fingerprint_covers_the_image_goal_parameters(demo_copy):
         (lambda ig: ig.update(rotation=[0, 0, 0, 0]), "rotation", "zero-length"),
         (lambda ig: ig.update(position=[0, "up", 0]), "position", "finite numbers"),
         (lambda ig: ig.pop("position"), "position", "missing"),
+        (lambda ig: ig.update(frame_coverage=1.5), "frame_coverage", "[0, 1]"),
+        (lambda ig: ig.update(object_coverage=-0.1), "object_coverage", ">= 0"),
     ],
 )
 def test_bad_image_goal_parameters_are_one_line_errors(demo_copy, change, field, problem):

@@ -34,8 +34,8 @@ STAGE_HELP = {
     "queries": "query programs + matched_object_ids -> queries.json",
     "language": "natural-language instruction per query (templates, or --llm)",
     "episodes": "start positions per query and target mode -> episodes.json",
-    "image-goals": "per query, the camera of its goal image (goal type image): the view "
-    "point where a matched instance covers the most of the frame -> queries.json",
+    "image-goals": "per query, the camera of its goal image (goal type image): a view of a "
+    "matched instance with >= 70% of it in view, covering 3-50% of the frame -> queries.json",
     "show": "PNGs of goals' view points for checking by eye",
     "all": "extract, attributes, normalize, queries, language, episodes, image-goals",
 }

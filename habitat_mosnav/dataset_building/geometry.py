@@ -162,6 +162,41 @@ class SceneGeometry:
         obs = self._obs(position, rotation)
         return np.asarray(obs["semantic"]).reshape(self.camera.height, self.camera.width)
 
+    def camera_semantic(self, eye, rotation) -> np.ndarray:
+        """(H, W) object ids seen by the build camera placed at ``eye`` (world) with
+        ``rotation`` ``[x, y, z, w]`` (any pitch), apart from the agent."""
+        from habitat_mosnav.sims.camera import render_camera
+
+        cam = self.camera
+        hfov = float(int(round(cam.hfov)))
+        return render_camera(
+            self.sim, "semantic", list(eye), list(rotation), hfov, cam.width, cam.height
+        )
+
+    def unoccluded_pixels(self, eye, rotation, object_id: int, margin: int = 1) -> Optional[int]:
+        """Pixels ``object_id`` would cover drawn alone (nothing in front of it) by the
+        camera of :meth:`camera_semantic`, on its image plane extended by ``margin`` frame
+        widths on every side (same focal length and pixel grid, so the part of it outside
+        the frame counts too). None when the simulator cannot draw one object alone
+        (habitat-sim)."""
+        render = getattr(self.sim, "render_camera", None)
+        if render is None:
+            return None
+        cam = self.camera
+        k = 1 + 2 * int(margin)
+        half = np.radians(float(int(round(cam.hfov)))) / 2.0
+        hfov = 2.0 * np.degrees(np.arctan(k * np.tan(half)))
+        sem = render(
+            "semantic",
+            list(eye),
+            list(rotation),
+            hfov,
+            k * cam.width,
+            k * cam.height,
+            only_object=int(object_id),
+        )
+        return int(np.count_nonzero(np.asarray(sem) == int(object_id)))
+
     def rgb_semantic(self, position, rotation):
         obs = self._obs(position, rotation)
         sem = np.asarray(obs["semantic"]).reshape(self.camera.height, self.camera.width)

@@ -489,16 +489,22 @@ def run_episodes(cfg: BuildConfig) -> StageReport:
 
 
 def run_image_goals(cfg: BuildConfig) -> StageReport:
-    """Each query's ``image_goal``: the view point where a matched instance covers the most
-    of the frame, measured with the semantic camera (``image_goals.py``)."""
+    """Each query's ``image_goal``: the view point where a matched instance is mostly in
+    view and covers a moderate share of the frame, measured with the semantic camera
+    (``image_goals.py``)."""
     from dataclasses import replace
 
-    from habitat_mosnav.dataset_building.image_goals import add_image_goals
+    from habitat_mosnav.dataset_building.image_goals import (
+        MIN_OBJECT_COVERAGE,
+        add_image_goals,
+        selection_params,
+    )
 
     scenes, ids = _input_scenes_of_output(cfg, "image-goals")
     params = {
         "backend": cfg.backend,
         "camera": {k: v for k, v in replace(cfg.camera, rgb=False).__dict__.items() if k != "rgb"},
+        "selection": selection_params(),
     }
 
     def work(sid: str, counts: Counter) -> None:
@@ -512,6 +518,14 @@ def run_image_goals(cfg: BuildConfig) -> StageReport:
             lambda geo, bar: add_image_goals(geo, queries, goals, cfg.camera, counts, bar),
         )
         write_json(_queries_path(cfg, sid), make_doc(sid, "queries", queries))
+        if counts.get("image_goal_fallback"):
+            log.warning(
+                "image-goals: %s: %d query/queries without a view showing >= %.0f%% of an "
+                "instance at a moderate size; kept the nearest (image_goal_fallback)",
+                sid,
+                counts["image_goal_fallback"],
+                100 * MIN_OBJECT_COVERAGE,
+            )
 
     return _per_scene(cfg, "image-goals", ids, params, lambda s: [_queries_path(cfg, s)], work)
 

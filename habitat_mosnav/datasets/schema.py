@@ -294,7 +294,9 @@ def parse_image_goal(
     query: Dict[str, Any], matched: List[Any], path: str, rec: str
 ) -> Optional[Dict[str, Any]]:
     """A query's ``image_goal`` (goal type ``image``, SPEC §1): the camera that pictures one
-    matching instance, ``{object_id, position, rotation, hfov, width, height, coverage}``;
+    matching instance, ``{object_id, position, rotation, hfov, width, height, coverage,
+    frame_coverage, object_coverage}`` (the three shares informative and optional;
+    ``object_coverage`` may exceed 1 in GOAT-Bench's files, so only >= 0 is checked);
     ``position`` is the camera's (the eye, not the feet); ``hfov`` / ``width`` / ``height``
     null take the agent's RGB camera's. None when absent (``mosnav-build image-goals``
     adds it)."""
@@ -314,7 +316,13 @@ def parse_image_goal(
         if v is not None and not 1 <= v <= MAX_IMAGE_SIDE:
             _fail(path, irec, name, f"expected pixels in 1..{MAX_IMAGE_SIDE}, got {v}")
         size[name] = v
-    coverage = field(ig, "coverage", float, path, irec, optional=True)
+    shares = {}
+    for name, top in (("coverage", 1.0), ("frame_coverage", 1.0), ("object_coverage", None)):
+        v = field(ig, name, float, path, irec, optional=True)
+        if v is not None and not (0.0 <= v and (top is None or v <= top)):
+            want = "a share in [0, 1]" if top is not None else "a number >= 0"
+            _fail(path, irec, name, f"expected {want}, got {v}")
+        shares[name] = None if v is None else float(v)
     return {
         "object_id": oid,
         "position": vector(ig, "position", 3, path, irec),
@@ -322,7 +330,7 @@ def parse_image_goal(
         "hfov": None if hfov is None else float(hfov),
         "width": size["width"],
         "height": size["height"],
-        "coverage": None if coverage is None else float(coverage),
+        **shares,
     }
 
 

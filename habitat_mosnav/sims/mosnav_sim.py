@@ -615,11 +615,13 @@ class MosNavMeshSim(Simulator):
         hfov: float,
         width: int,
         height: int,
+        only_object: Optional[int] = None,
     ) -> np.ndarray:
         """One picture from a camera at a world pose (``position`` the eye, ``rotation``
         ``[x, y, z, w]``), apart from the agent's sensors: ``rgb`` (H, W, 3) uint8, ``depth``
         (H, W) float32 planar metres or ``semantic`` (H, W) int32
-        (:func:`habitat_mosnav.sims.camera.render_camera`)."""
+        (:func:`habitat_mosnav.sims.camera.render_camera`); ``only_object`` (semantic): that
+        object alone, as if nothing else were in the scene."""
         from types import SimpleNamespace
 
         from habitat_mosnav.sims.render import CameraSpec
@@ -637,7 +639,7 @@ class MosNavMeshSim(Simulator):
         )
         cam = CameraSpec(f"_camera_{kind}", kind, cfg)
         pose = (np.asarray(position, np.float64), _rotmat(_quat_from_coeffs(rotation)))
-        return self._renderer.render(self._scene, [cam], {cam.uuid: pose})[cam.uuid]
+        return self._renderer.render(self._scene, [cam], {cam.uuid: pose}, only_object)[cam.uuid]
 
     def render(self, mode: str = "rgb") -> Any:
         obs = self._observations()

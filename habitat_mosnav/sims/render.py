@@ -97,11 +97,16 @@ void main() {
 }
 """
 
+# ``only`` >= 0: draw that object alone (the image-goals stage's unoccluded silhouette)
 _FS_SEM = """
 #version 330
 flat in float v_id;
+uniform float only;
 layout(location = 0) out float out_id;
-void main() { out_id = v_id; }
+void main() {
+    if (only >= 0.0 && abs(v_id - only) > 0.5) discard;
+    out_id = v_id;
+}
 """
 
 # HM3D v0.2 semantic textures: each texel is an object id (row 0 = top of the image, glTF
@@ -123,11 +128,14 @@ _FS_SEM_TEX = """
 #version 330
 in vec2 v_uv;
 uniform sampler2D ids;
+uniform float only;
 layout(location = 0) out float out_id;
 void main() {
     ivec2 size = textureSize(ids, 0);
     ivec2 texel = clamp(ivec2(floor(v_uv * vec2(size))), ivec2(0), size - 1);
-    out_id = texelFetch(ids, texel, 0).r;
+    float id = texelFetch(ids, texel, 0).r;
+    if (only >= 0.0 && abs(id - only) > 0.5) discard;
+    out_id = id;
 }
 """
 
@@ -586,10 +594,16 @@ class Renderer:
 
     # -------------------------------------------------------------- render
     def render(
-        self, entry, sensors: Sequence[CameraSpec], poses: Dict[str, tuple]
+        self,
+        entry,
+        sensors: Sequence[CameraSpec],
+        poses: Dict[str, tuple],
+        only_object: Optional[int] = None,
     ) -> Dict[str, np.ndarray]:
         """Render every visual sensor; returns uuid -> raw image (rgb HxWx3 u8, depth HxW
-        float32 metres, semantic HxW int32)."""
+        float32 metres, semantic HxW int32). ``only_object``: the semantic sensors draw
+        that object alone, nothing in front of it (0 elsewhere)."""
+        only = -1.0 if only_object is None else float(only_object)
         out: Dict[str, np.ndarray] = {}
         with (
             self.lock,
@@ -623,9 +637,11 @@ class Renderer:
                     fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
                     if gl["sem"] is not None:
                         self.prog_sem["mvp"].write(mvp.T.astype("f4").tobytes())
+                        self.prog_sem["only"].value = only
                         gl["sem"].render()
                     if gl["sem_tex"]:
                         self.prog_sem_tex["mvp"].write(mvp.T.astype("f4").tobytes())
+                        self.prog_sem_tex["only"].value = only
                         self.prog_sem_tex["ids"].value = 0
                         for vao, _, tex in gl["sem_tex"]:
                             tex.use(0)
