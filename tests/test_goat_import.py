@@ -120,7 +120,7 @@ def test_image_tasks_carry_goats_camera_height_width_from_h_w(imported):
     assert ig["hfov"] == 70.5 and ig["object_id"] == 14
     assert ig["position"] == [2.0, 1.25, 1.0]
     assert ig["rotation"] == [0.0, 0.382683, 0.0, 0.923879]  # rounded to 6 decimals
-    assert ig["coverage"] == 0.5 and ig["object_coverage"] == 0.9  # frame, object coverage
+    assert ig["coverage"] == ig["frame_coverage"] == 0.5 and ig["object_coverage"] == 0.9
     # the category query's exemplar: the matched instance's image with the largest
     # frame coverage (chair_2's, 0.4); the sofa has no GOAT image, so no image_goal
     chair = queries[eps["goat0000-t00-all"]["query_id"]]["image_goal"]

@@ -35,7 +35,8 @@ Every per-task episode starts at its GOAT episode's start. Identical queries sha
 Coverage: SPEC §6's ``image_goal.coverage`` is the share of the frame the exemplar covers,
 which is GOAT's ``frame_coverage`` (in [0, 1]); GOAT's ``object_coverage`` (the share of
 the object in view, which its generator requires to be >= 0.7 and which may exceed 1) is
-another quantity and is kept beside it as ``object_coverage`` (informative, not read).
+another quantity and is kept beside it as ``object_coverage`` (informative, not read);
+``frame_coverage`` is written too, as ``mosnav-build image-goals`` writes both.
 Category and description queries also get an ``image_goal`` (the GOAT camera of a matched
 instance with the largest ``frame_coverage``, the rule of ``mosnav-build image-goals``),
 so every query works with each goal type as in a built dataset; a query whose instances
@@ -408,7 +409,7 @@ def _camera(inst: _Instance, index: int, record: str) -> Dict[str, Any]:
     if frame is not None:
         if not 0.0 <= frame <= 1.0:
             _fail(path, irec, "frame_coverage", f"expected a share in [0, 1], got {frame}")
-        cam["coverage"] = round(float(frame), FLOAT_DECIMALS)
+        cam["coverage"] = cam["frame_coverage"] = round(float(frame), FLOAT_DECIMALS)
     obj_cov = _get(ig, "object_coverage", float, path, irec, optional=True)
     if obj_cov is not None:
         cam["object_coverage"] = round(float(obj_cov), FLOAT_DECIMALS)
