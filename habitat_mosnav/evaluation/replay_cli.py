@@ -27,6 +27,7 @@ import sys
 import time
 from typing import Optional, Sequence
 
+from habitat_mosnav.flag_ranges import bound_numbers
 from habitat_mosnav.simulators import SIMULATORS
 from habitat_mosnav.safety import safe_line
 from habitat_mosnav.versions import add_version_argument
@@ -115,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write each replayed episode's video to OUT/videos",
     )
     p.add_argument("--no-progress", dest="progress", action="store_false")
-    return p
+    return bound_numbers(p)
 
 
 def _overrides(args) -> list:
