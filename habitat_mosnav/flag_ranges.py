@@ -89,13 +89,13 @@ def number_parser(flag: str) -> Callable[[str], Number]:
         try:
             value = kind(text)
         except (TypeError, ValueError, OverflowError):
-            raise argparse.ArgumentTypeError(
-                f"must be {range_text(flag)}, got {shown!r}"
-            ) from None
+            raise argparse.ArgumentTypeError(f"must be {range_text(flag)}, got {shown!r}") from None
         inside = (
             low <= value <= high
             if kind is int
-            else math.isfinite(value) and (low < value if low_open else low <= value) and value <= high
+            else math.isfinite(value)
+            and (low < value if low_open else low <= value)
+            and value <= high
         )
         if not inside:
             raise argparse.ArgumentTypeError(f"must be {range_text(flag)}, got {shown}")

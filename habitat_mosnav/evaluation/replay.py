@@ -435,7 +435,11 @@ def verify_config(
             f"--config {config}: the run's benchmark setting {setting.name} fixes the config "
             f"({setting.config}); drop --config"
         )
-    path = setting.config if setting is not None else (config or manifest.get("config") or DEFAULT_CONFIG)
+    path = (
+        setting.config
+        if setting is not None
+        else (config or manifest.get("config") or DEFAULT_CONFIG)
+    )
     if not isinstance(path, str):
         raise ReplayInputError("run.json: field 'config' must be a string")
     for o in extra_overrides:
@@ -507,7 +511,9 @@ def _selection(manifest: Mapping[str, Any]) -> Tuple[Any, Any, int, int]:
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int) or not -1 <= value <= 10**7
         ):
-            raise ReplayInputError(f"run.json: field {name!r} must be an integer, got {value!r:.40}")
+            raise ReplayInputError(
+                f"run.json: field {name!r} must be an integer, got {value!r:.40}"
+            )
         values.append(value)
     return tuple(values)  # type: ignore[return-value]
 
@@ -571,9 +577,13 @@ def compare_records(
             continue
         if recorded.get(name) != replayed.get(name):
             out.append(Difference(key, name, recorded.get(name), replayed.get(name)))
-    _diff_values(key, "episode", recorded.get("episode") or {}, replayed.get("episode") or {}, 0.0, 0.0, out)
+    _diff_values(
+        key, "episode", recorded.get("episode") or {}, replayed.get("episode") or {}, 0.0, 0.0, out
+    )
     if verify:
-        _diff_values(key, "benchmark", recorded.get("benchmark"), replayed.get("benchmark"), 0.0, 0.0, out)
+        _diff_values(
+            key, "benchmark", recorded.get("benchmark"), replayed.get("benchmark"), 0.0, 0.0, out
+        )
     start = (recorded.get(REPLAY_FIELD) or {}).get("start")
     if start is not None:
         _diff_values(
@@ -699,7 +709,11 @@ def replay_run(
     from habitat_mosnav.simulators import SIMULATORS
 
     types = {name: choice.type for name, choice in SIMULATORS.items()}
-    read = load_run(run_dir)
+    try:
+        read = load_run(run_dir)
+    except ReplayInputError as exc:
+        _report_bad_input(run_dir, out_dir, simulator, exc)
+        raise
     latest, manifest = read.latest, read.manifest or {}
     first_block = next(iter(latest.values()))[1][REPLAY_FIELD]
     motion = first_block["motion"]
@@ -722,10 +736,10 @@ def replay_run(
 
     def make_config(extra: Sequence[str]):
         if verify:
-            return verify_config(
-                manifest, setting, simulator, config=config, extra_overrides=extra
-            )
-        return replay_config(manifest, motion, simulator, config=config, extra_overrides=extra), None
+            return verify_config(manifest, setting, simulator, config=config, extra_overrides=extra)
+        return replay_config(
+            manifest, motion, simulator, config=config, extra_overrides=extra
+        ), None
 
     hcfg, reference = make_config(list(extra_overrides))
     _remove_stale(out_dir, rank, world_size, fresh=not given_out and not resume)
@@ -794,7 +808,9 @@ def replay_run(
             simulator_version=result.simulator_version,
             **reference,
         )
-        run_differences = _run_differences(read, latest, reference, evaluator.expected_keys, setting)
+        run_differences = _run_differences(
+            read, latest, reference, evaluator.expected_keys, setting
+        )
     for key in sorted(mine):
         recorded = latest[key][1]
         if key not in replayed:
@@ -859,6 +875,30 @@ def replay_run(
     return result
 
 
+def _report_bad_input(run_dir: str, out_dir: Optional[str], simulator: Optional[str], exc) -> None:
+    """Records that cannot be compared: ``replay.json`` says so (nothing compared), so an
+    earlier replay's report never speaks for these records. Best effort: the exit-2 line
+    is the answer; a directory that cannot be written (or a planted link) is left alone."""
+    if not os.path.isdir(os.path.join(run_dir, "rank_00000")):
+        return  # not a run: nothing of it to report on
+    path = os.path.join(out_dir or default_out_dir(run_dir, simulator or "mosnav"), REPORT_FILE)
+    report = {
+        "status": "bad_input",
+        "error": str(exc),
+        "episode_count": 0,
+        "differing_episode_count": 0,
+        "differences": [],
+        "near_boundary_flips": [],
+    }
+    try:
+        for d in (run_dir, os.path.join(run_dir, "replay"), os.path.dirname(path), path):
+            if os.path.islink(d):
+                return
+        atomic_write_json(path, report)
+    except Exception:  # noqa: BLE001 - best effort (a ResultWriteError included)
+        pass
+
+
 #: The episode key of a difference that concerns the whole run (its set of records).
 RUN_KEY = "(run)"
 
@@ -889,8 +929,10 @@ def _run_differences(read, latest, reference, expected, setting) -> List[Differe
             if key not in wanted
         ]
     if read.incomplete:
-        why = read.warnings[0] if read.warnings else (
-            "a partial last line, an unfinished rank or a rank without done.json"
+        why = (
+            read.warnings[0]
+            if read.warnings
+            else ("a partial last line, an unfinished rank or a rank without done.json")
         )
         out.append(Difference(RUN_KEY, "records", f"incomplete: {why}", "complete"))
     return out

@@ -33,7 +33,10 @@ def effective_mark(
         return mark, "the records changed after mosnav-replay --verify: its mark is stale"
     if incomplete and mark.get("status") == "verified":
         mark["status"] = "not_verified"
-        return mark, "the records are incomplete (a partial last line or a rank unfinished): not verified"
+        return (
+            mark,
+            "the records are incomplete (a partial last line or a rank unfinished): not verified",
+        )
     return mark, None
 
 
