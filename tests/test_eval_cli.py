@@ -116,8 +116,8 @@ def test_overrides_from_flags(tmp_path):
     [
         (["--agent", "not_an_agent"], "unknown agent 'not_an_agent'"),
         (["--agent", "nopkg_q.mod:A"], "no module named 'nopkg_q.mod'"),
-        (["--max-steps", "0"], "must be >= 1"),
-        (["--num-episodes", "-2"], "must be >= -1"),
+        (["--max-steps", "0"], "must be an integer in 1..100000, got 0"),
+        (["--num-episodes", "-2"], "must be an integer in -1..10000000, got -2"),
         (["--action-protocol", "gym"], "invalid choice: 'gym'"),
         (["--target-modes", "many,most"], "unknown mode most"),
         (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),

@@ -796,7 +796,7 @@ def test_agent_that_exits_or_hangs_gets_an_error_record(
 
 def test_step_timeout_is_positive(capsys):
     rc = main(["--step-timeout", "0"])
-    assert rc == 2 and "--step-timeout: must be > 0" in capsys.readouterr().err
+    assert rc == 2 and "--step-timeout: must be a number in (0, 86400]" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ 8. smaller things

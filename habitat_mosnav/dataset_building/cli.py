@@ -24,6 +24,7 @@ from typing import List, Optional
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.dataset_building.common import BuildError
 from habitat_mosnav.metrics.legs import SUCCESS_DISTANCE
+from habitat_mosnav.flag_ranges import bound_numbers, one_line_errors
 from habitat_mosnav.safety import mask_log_handlers, safe_line
 from habitat_mosnav.versions import add_version_argument
 
@@ -231,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in STAGE_HELP.items():
         sub.add_parser(name, parents=[common], allow_abbrev=False, help=text, description=text)
     _add_import_goat(sub)
-    return p
+    return one_line_errors(bound_numbers(p), "mosnav-build")
 
 
 IMPORT_GOAT_HELP = (

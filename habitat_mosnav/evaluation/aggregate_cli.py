@@ -13,6 +13,7 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+from habitat_mosnav.flag_ranges import bound_numbers, one_line_errors
 from habitat_mosnav.safety import safe_line
 from habitat_mosnav.evaluation.durable import ResultFileError, ResultWriteError
 from habitat_mosnav.evaluation.summary import format_summary, summarize, write_summary
@@ -41,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="number of episodes the run should hold (default: from the ranks' done.json)",
     )
-    return p
+    return one_line_errors(bound_numbers(p), PROG)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

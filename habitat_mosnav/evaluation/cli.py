@@ -39,6 +39,7 @@ from habitat_mosnav.api import ACTION_PROTOCOLS, EPISODE_MODES, GOAL_TYPES, MULT
 from habitat_mosnav.evaluation import interrupts
 from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
 from habitat_mosnav.evaluation.interrupts import Terminated
+from habitat_mosnav.flag_ranges import bound_numbers
 from habitat_mosnav.safety import mask_secrets, safe_line
 from habitat_mosnav.versions import add_version_argument
 
@@ -397,7 +398,7 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
         "(trajectory, targets and view points, claims, FINISH; see "
         "docs/EVALUATION.md)",
     )
-    return p
+    return bound_numbers(p)  # every number flag in its range (habitat_mosnav/flag_ranges.py)
 
 
 def build_overrides(args, default_config: bool) -> List[str]:
@@ -547,6 +548,7 @@ def _parse(argv: Optional[Sequence[str]], cwd: Optional[str] = None):
             adder(parser)
         except argparse.ArgumentError as exc:
             raise UsageError(f"--agent {known.agent}: add_arguments failed: {exc}") from None
+        bound_numbers(parser, strict=False)  # the agent's own number flags, where known
     args = parser.parse_args(argv)
     args.output_dir_given = args.output_dir
     args.start_dir = cwd

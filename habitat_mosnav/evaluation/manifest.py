@@ -207,12 +207,34 @@ def read_manifest(path: str) -> Dict[str, Any]:
         raise ResultFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
+def check_readable(path: str, manifest: Mapping[str, Any]) -> None:
+    """Refuse (ResultFileError naming the field) a manifest whose ``run.json`` could not be
+    read back (:func:`~habitat_mosnav.evaluation.durable.parse_record_json`: a 30-digit
+    seed, a NaN): checked before anything is written or run, so a run is never stranded
+    with results that ``--resume`` and ``mosnav-report`` refuse."""
+    from habitat_mosnav.evaluation.durable import parse_record_json
+
+    for key, value in manifest.items():
+        try:
+            text = json.dumps({key: value}, allow_nan=True, sort_keys=True)
+            back = json.dumps(parse_record_json(text), sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise ResultFileError(
+                f"{path}: field {key!r} could not be read back ({exc}); nothing was run"
+            ) from None
+        if back != text:
+            raise ResultFileError(
+                f"{path}: field {key!r} does not read back as written; nothing was run"
+            )
+
+
 def check_or_write_manifest(out_dir: str, manifest: Mapping[str, Any]) -> str:
     """Write ``<out>/run.json`` if the run has none; else refuse a manifest that differs
     (:class:`ManifestMismatch` naming the field). Returns the path."""
     path = os.path.join(out_dir, MANIFEST_FILE)
     manifest = dict(manifest)
     manifest.setdefault("software", software_versions())
+    check_readable(path, manifest)
     try:
         refuse_link(path)  # never read (nor compare with) a planted run.json link
     except PlantedLinkError as exc:

@@ -24,6 +24,16 @@ Agreement (docs/EVALUATION.md "Replaying a run"):
   :data:`CROSS_SIM_POSITION` absolute), the rest exactly; an episode whose claim outcome
   differs where the claim was within :data:`NEAR_BOUNDARY` m of the success distance is a
   near-boundary flip, listed (``flips``) and not counted as a disagreement.
+
+``--verify`` (``verify=True``) judges the run against the benchmark, never against itself
+(issue 39): the motion and success settings come from the benchmark setting the run names
+(else its config file as shipped), never from the records' ``replay.motion`` nor run.json's
+overrides; the episode set comes from the setting (else the run's selection) on the
+dataset given, checked against the setting's fingerprint; every field of each record's
+``episode`` and ``benchmark`` blocks must equal the replay's. A record that disagrees is a
+difference naming the episode and field; a run whose records are incomplete (an episode
+of the set missing, a partial last line, a rank unfinished) is a difference of ``(run)``:
+never verified. :attr:`ReplayResult.settings` holds the settings it was checked under.
 """
 
 from __future__ import annotations
@@ -45,9 +55,11 @@ from habitat_mosnav.evaluation.durable import (
 from habitat_mosnav.evaluation.rank_files import rank_dir, read_run
 from habitat_mosnav.evaluation.records import records_digest, to_jsonable
 from habitat_mosnav.evaluation.replay_data import (
+    MOTION_KEYS,
     REPLAY_FIELD,
     ReplayDataError,
     check_block,
+    check_compared_fields,
     decode_actions,
     motion_overrides,
 )
@@ -122,6 +134,9 @@ class ReplayResult:
     #: ``diagnosis.json``'s content and path (``--diagnose``), else None and "".
     diagnosis: Optional[Dict[str, Any]] = None
     diagnosis_path: str = ""
+    #: ``--verify``: the settings the run was checked under (success distance, sliding,
+    #: step, turn, tilt, simulator and version, the benchmark setting's name or None).
+    settings: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def agrees(self) -> bool:
@@ -158,6 +173,7 @@ class ReplayResult:
                 for d in self.differences
             ],
             "near_boundary_flips": self.flips,
+            **({"checked_settings": self.settings} if self.settings else {}),
         }
 
 
@@ -215,6 +231,11 @@ def _replay_evaluator_class():
         replay_keys: Sequence[str] = ()
         #: a :class:`~habitat_mosnav.evaluation.replay_diagnosis.DiagnosisCollector` (--diagnose)
         diagnosis = None
+        #: ``--verify``: the run's selection ``(scene_limit, episode_limit, offset, limit)``
+        #: used without a benchmark setting; :attr:`expected_keys` is then the episode set
+        #: the run must hold (the setting's, else its selection's) on the dataset given.
+        run_selection: Optional[Tuple[Any, Any, int, int]] = None
+        expected_keys: Optional[List[str]] = None
 
         def _observers(self, env, *args):
             observers = super()._observers(env, *args)
@@ -226,6 +247,8 @@ def _replay_evaluator_class():
         def select(self, episodes):
             split = self._split(episodes)
             pool = {self._episode_key(ep, split): ep for ep in episodes}
+            if self.run_selection is not None:
+                self.expected_keys = self._expected(episodes, split, pool)
             missing = [k for k in self.replay_keys if k not in pool]
             if missing:
                 raise EvaluationSetupError(
@@ -239,6 +262,24 @@ def _replay_evaluator_class():
             self.selected_keys = [k for _, k in everything]
             return mine, pool, len(everything)
 
+        def _expected(self, episodes, split, pool) -> List[str]:
+            from habitat_mosnav.evaluation.selection import episode_pool
+            from habitat_mosnav.evaluation.settings import SettingError
+            from habitat_mosnav.keys import episode_scene_name
+
+            if self.setting is not None:
+                try:
+                    return list(self.setting.pick_episodes(pool))
+                except SettingError as exc:
+                    raise EvaluationSetupError(str(exc)) from None
+            scene_limit, episode_limit, offset, limit = self.run_selection
+            keyed = [(self._episode_key(ep, split), episode_scene_name(ep), ep) for ep in episodes]
+            chosen = episode_pool(keyed, scene_limit, episode_limit)
+            try:
+                return [k for _, k in select_episodes(chosen.keys(), offset, limit, 0, 1)]
+            except ValueError as exc:
+                raise EvaluationSetupError(str(exc)) from None
+
     return ReplayEvaluator, EvaluationSetupError
 
 
@@ -248,17 +289,28 @@ def _replay_evaluator_class():
 def load_records(run_dir: str) -> Tuple[Dict[str, Tuple[str, Dict[str, Any]]], Dict[str, Any]]:
     """(key -> ("file:line", record), run.json or {}) of a run; every record's replay
     block checked (:class:`ReplayInputError` names the file, line and field)."""
+    read = load_run(run_dir)
+    return read.latest, read.manifest or {}
+
+
+def load_run(run_dir: str):
+    """:func:`~habitat_mosnav.evaluation.rank_files.read_run` of a run, every record's
+    replay block and compared fields checked (:class:`ReplayInputError` names the file,
+    line, episode and field) before anything is replayed."""
     try:
         read = read_run(run_dir)
     except ResultFileError as exc:
         raise ReplayInputError(str(exc)) from None
     latest, manifest = read.latest, read.manifest or {}
+    if not isinstance(manifest, Mapping):
+        raise ReplayInputError(f"{run_dir}/run.json: must be a JSON object")
     if not latest:
         raise ReplayInputError(f"{run_dir}: no records to replay")
     motion = None
     for key, (where, rec) in latest.items():
         try:
             block = check_block(rec)
+            check_compared_fields(rec)
         except ReplayDataError as exc:
             raise ReplayInputError(f"{where}: record {key!r}: {exc}") from None
         if rec.get("status") == "ok" and len(block["actions"]) != rec.get("steps_taken"):
@@ -275,7 +327,7 @@ def load_records(run_dir: str) -> Tuple[Dict[str, Tuple[str, Dict[str, Any]]], D
                 f"{where}: record {key!r}: field '{REPLAY_FIELD}.motion.{name}' "
                 f"differs from {motion[0]}'s (one run, one setting)"
             )
-    return latest, manifest
+    return read
 
 
 def replay_config(
@@ -301,6 +353,169 @@ def replay_config(
             f"{path}: cannot build the replay's config: {type(exc).__name__}: "
             f"{' '.join(str(exc).split())[:300]}"
         ) from None
+
+
+# ----------------------------------------------------------------------------- the benchmark
+
+
+def run_setting(latest: Mapping[str, Tuple[str, Mapping[str, Any]]], manifest: Mapping[str, Any]):
+    """The benchmark setting the run names (run.json's ``benchmark`` and every record's,
+    which must agree), loaded from this package; None for a run made without one."""
+    from habitat_mosnav.evaluation.settings import SettingError, load_setting
+
+    def ident(block, where):
+        if block is None:
+            return None
+        if not isinstance(block, Mapping) or not isinstance(block.get("name"), str):
+            raise ReplayInputError(f"{where}: field 'benchmark' must be an object with a name")
+        return (block["name"], block.get("version"))
+
+    claimed = ident(manifest.get("benchmark"), "run.json")
+    for key, (where, rec) in latest.items():
+        mine = ident(rec.get("benchmark"), where)
+        if mine != claimed:
+            raise ReplayInputError(
+                f"{where}: record {key!r}: field 'benchmark' names {mine}, run.json {claimed} "
+                "(one run, one setting)"
+            )
+    if claimed is None:
+        return None
+    try:
+        setting = load_setting(claimed[0])
+    except SettingError as exc:
+        raise ReplayInputError(f"run.json: field 'benchmark.name': {exc}") from None
+    if claimed[1] != setting.version:
+        raise ReplayInputError(
+            f"run.json: field 'benchmark.version' is {claimed[1]!r}, this package's "
+            f"{setting.name} is version {setting.version}: verify it with the version it names"
+        )
+    return setting
+
+
+def _override_key(text: str) -> str:
+    return str(text).lstrip("+~").split("=", 1)[0].strip()
+
+
+def _touches_motion(text: str) -> Optional[str]:
+    """The motion/success config key an override sets (or a node above one), else None."""
+    key = _override_key(text)
+    for keys in MOTION_KEYS.values():
+        for k in keys:
+            if k == key or k.startswith(key + ".") or key.startswith(k + "."):
+                return k
+    return None
+
+
+def benchmark_motion(hcfg) -> Dict[str, Any]:
+    """The motion and success settings (:data:`MOTION_KEYS`) of a composed config."""
+    from omegaconf import OmegaConf
+
+    from habitat_mosnav.evaluation.replay_data import _plain
+
+    return {name: _plain(OmegaConf.select(hcfg, keys[0])) for name, keys in MOTION_KEYS.items()}
+
+
+def verify_config(
+    manifest: Mapping[str, Any],
+    setting,
+    simulator: str,
+    *,
+    config: Optional[str] = None,
+    extra_overrides: Sequence[str] = (),
+):
+    """(the habitat config of a ``--verify`` replay, the benchmark's motion settings).
+    The motion and success settings are the setting's (else the config file's as shipped)
+    on ``simulator``: run.json's overrides and the records never set them; the setting's
+    fixed values come last but for the motion keys, which come after everything."""
+    from habitat_mosnav import get_config
+    from habitat_mosnav.config.simulator import simulator_overrides
+
+    if setting is not None and config is not None and config != setting.config:
+        raise ReplayInputError(
+            f"--config {config}: the run's benchmark setting {setting.name} fixes the config "
+            f"({setting.config}); drop --config"
+        )
+    path = (
+        setting.config
+        if setting is not None
+        else (config or manifest.get("config") or DEFAULT_CONFIG)
+    )
+    if not isinstance(path, str):
+        raise ReplayInputError("run.json: field 'config' must be a string")
+    for o in extra_overrides:
+        if _touches_motion(o):
+            raise ReplayInputError(
+                f"--set {o}: --verify checks a run under the benchmark's motion and success "
+                f"settings ({_touches_motion(o)} included); drop it"
+            )
+    fixed = setting.habitat_overrides() if setting is not None else []
+    sim = simulator_overrides(simulator)
+    own = manifest.get("config_overrides") or []
+    if not isinstance(own, list):
+        raise ReplayInputError("run.json: field 'config_overrides' must be a list")
+    try:
+        reference = benchmark_motion(get_config(path, fixed + sim))
+    except Exception as exc:  # noqa: BLE001 - one line
+        raise ReplayInputError(
+            f"{path}: cannot build the benchmark's config: {type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:300]}"
+        ) from None
+    overrides = [str(o) for o in own if not _touches_motion(str(o))]
+    overrides += fixed + sim + list(extra_overrides) + motion_overrides(reference)
+    try:
+        hcfg = get_config(path, overrides)
+    except Exception as exc:  # noqa: BLE001 - one line
+        raise ReplayInputError(
+            f"{path}: cannot build the replay's config: {type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:300]}"
+        ) from None
+    got = benchmark_motion(hcfg)
+    for name, want in reference.items():
+        if not _close(got[name], want, SAME_SIM_TOLERANCE, SAME_SIM_TOLERANCE):
+            raise ReplayInputError(
+                f"run.json: field 'config_overrides' changes {MOTION_KEYS[name][0]} "
+                f"({got[name]!r}), which the benchmark fixes to {want!r}"
+            )
+    return hcfg, reference
+
+
+def motion_differences(
+    latest: Mapping[str, Tuple[str, Mapping[str, Any]]], reference: Mapping[str, Any]
+) -> List[Difference]:
+    """Each record's ``replay.motion`` setting that is not the benchmark's."""
+    out: List[Difference] = []
+    for key in sorted(latest):
+        motion = latest[key][1][REPLAY_FIELD]["motion"]
+        for name, want in reference.items():
+            if want is None:
+                continue
+            if not _close(motion.get(name), want, SAME_SIM_TOLERANCE, SAME_SIM_TOLERANCE):
+                out.append(Difference(key, f"{REPLAY_FIELD}.motion.{name}", motion.get(name), want))
+    return out
+
+
+def _selection(manifest: Mapping[str, Any]) -> Tuple[Any, Any, int, int]:
+    """``(scene_limit, episode_limit, offset, limit)`` of run.json, checked."""
+    selection = manifest.get("selection") or {}
+    if not isinstance(selection, Mapping):
+        raise ReplayInputError("run.json: field 'selection' must be an object")
+    values = []
+    for name, value, default in (
+        ("selection.scene_limit", selection.get("scene_limit"), None),
+        ("selection.episode_limit", selection.get("episode_limit"), None),
+        ("offset", manifest.get("offset", 0), 0),
+        ("limit", manifest.get("limit", -1), -1),
+    ):
+        if value is None:
+            value = default
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or not -1 <= value <= 10**7
+        ):
+            raise ReplayInputError(
+                f"run.json: field {name!r} must be an integer, got {value!r:.40}"
+            )
+        values.append(value)
+    return tuple(values)  # type: ignore[return-value]
 
 
 # ----------------------------------------------------------------------------- compare
@@ -344,8 +559,11 @@ def compare_records(
     replayed: Mapping[str, Any],
     *,
     cross_simulator: bool = False,
+    verify: bool = False,
 ) -> List[Difference]:
-    """The differences of one episode (empty: it agrees)."""
+    """The differences of one episode (empty: it agrees). Every field of the ``episode``
+    block comes from the dataset; ``verify``: the ``benchmark`` block (the setting and
+    the run's deviations from it) too."""
     tol_abs, tol_rel = (
         (CROSS_SIM_POSITION, CROSS_SIM_RELATIVE)
         if cross_simulator
@@ -359,6 +577,13 @@ def compare_records(
             continue
         if recorded.get(name) != replayed.get(name):
             out.append(Difference(key, name, recorded.get(name), replayed.get(name)))
+    _diff_values(
+        key, "episode", recorded.get("episode") or {}, replayed.get("episode") or {}, 0.0, 0.0, out
+    )
+    if verify:
+        _diff_values(
+            key, "benchmark", recorded.get("benchmark"), replayed.get("benchmark"), 0.0, 0.0, out
+        )
     start = (recorded.get(REPLAY_FIELD) or {}).get("start")
     if start is not None:
         _diff_values(
@@ -473,16 +698,23 @@ def replay_run(
     maps: bool = False,
     video: Optional[str] = None,
     diagnose: bool = False,
+    verify: bool = False,
     stream=None,
 ) -> ReplayResult:
     """Replay every record of ``run_dir`` (this rank's share) and compare; writes the JSON
     report (``replay.json``, ``replay_rank_XXXXX.json`` with several ranks) in ``out_dir``.
     ``diagnose``: also label why each episode failed (``diagnosis.json`` beside the report,
-    and with one rank a copy in ``run_dir``: :mod:`~habitat_mosnav.evaluation.replay_diagnosis`)."""
+    and with one rank a copy in ``run_dir``: :mod:`~habitat_mosnav.evaluation.replay_diagnosis`).
+    ``verify``: judge the run against the benchmark (the module docstring)."""
     from habitat_mosnav.simulators import SIMULATORS
 
     types = {name: choice.type for name, choice in SIMULATORS.items()}
-    latest, manifest = load_records(run_dir)
+    try:
+        read = load_run(run_dir)
+    except ReplayInputError as exc:
+        _report_bad_input(run_dir, out_dir, simulator, exc)
+        raise
+    latest, manifest = read.latest, read.manifest or {}
     first_block = next(iter(latest.values()))[1][REPLAY_FIELD]
     motion = first_block["motion"]
     produced = {v: k for k, v in types.items()}.get(motion["simulator"])
@@ -497,23 +729,27 @@ def replay_run(
     cross = types[simulator] != motion["simulator"]
     given_out = out_dir is not None
     out_dir = out_dir or default_out_dir(run_dir, simulator)
+    setting, reference, selection = None, None, None
+    if verify:
+        setting = run_setting(latest, manifest)
+        selection = _selection(manifest)
+
+    def make_config(extra: Sequence[str]):
+        if verify:
+            return verify_config(manifest, setting, simulator, config=config, extra_overrides=extra)
+        return replay_config(
+            manifest, motion, simulator, config=config, extra_overrides=extra
+        ), None
+
+    hcfg, reference = make_config(list(extra_overrides))
     _remove_stale(out_dir, rank, world_size, fresh=not given_out and not resume)
-    hcfg = replay_config(
-        manifest, motion, simulator, config=config, extra_overrides=extra_overrides
-    )
     collector = None
     if diagnose:
         from habitat_mosnav.evaluation import replay_diagnosis as rd
 
         extra = rd.semantic_overrides(hcfg)
         if extra:
-            hcfg = replay_config(
-                manifest,
-                motion,
-                simulator,
-                config=config,
-                extra_overrides=list(extra_overrides) + extra,
-            )
+            hcfg, reference = make_config(list(extra_overrides) + extra)
         collector = rd.DiagnosisCollector(rd.semantic_uuid(hcfg) or "semantic")
     actions = {k: decode_actions(rec[REPLAY_FIELD]["actions"]) for k, (_, rec) in latest.items()}
     agent = ReplayAgent(actions)
@@ -535,6 +771,10 @@ def replay_run(
         video=video,
         record_actions=False,
         max_unavailable_episodes=0,
+        # --verify under a setting: the replayed records carry the setting and the run's
+        # deviations from it, recomputed here (compared with the records' own)
+        benchmark=setting.name if setting is not None else None,
+        num_episodes=selection[3] if setting is not None else -1,
         manifest={
             "agent": "mosnav-replay",
             "config": manifest.get("config"),
@@ -545,6 +785,7 @@ def replay_run(
     evaluator = ReplayEvaluator(agent, hcfg, cfg, stream=stream)
     evaluator.replay_keys = sorted(latest)
     evaluator.diagnosis = collector
+    evaluator.run_selection = selection
     try:
         evaluator.run()
     except EvaluationSetupError as exc:
@@ -559,13 +800,24 @@ def replay_run(
     from habitat_mosnav.evaluation.replay_data import simulator_version
 
     result.simulator_version = simulator_version(result.simulator)
+    run_differences: List[Difference] = []
+    if verify:
+        result.settings = dict(
+            benchmark=setting.name if setting is not None else None,
+            simulator=result.simulator,
+            simulator_version=result.simulator_version,
+            **reference,
+        )
+        run_differences = _run_differences(
+            read, latest, reference, evaluator.expected_keys, setting
+        )
     for key in sorted(mine):
         recorded = latest[key][1]
         if key not in replayed:
             result.differences.append(Difference(key, "record", "present", "not replayed"))
             continue
         new = replayed[key][1]
-        diffs = compare_records(key, recorded, new, cross_simulator=cross)
+        diffs = compare_records(key, recorded, new, cross_simulator=cross, verify=verify)
         result.episode_count += 1
         if cross and diffs and any(_claim_fields(d) for d in diffs):
             margins = agent.claim_margins.get(key, {})
@@ -592,6 +844,7 @@ def replay_run(
             world_size,
         )
     if world_size == 1:
+        result.differences.extend(run_differences)
         result.report_path = os.path.join(out_dir, REPORT_FILE)
         atomic_write_json(result.report_path, to_jsonable(result.report(), "replay report"))
         result.whole = result
@@ -613,11 +866,76 @@ def replay_run(
     # rank writes summary.json); two finishing at once both write the same content.
     whole, result.missing_ranks = merge_rank_reports(out_dir, shares, stamp)
     if whole is not None:
+        whole.differences.extend(run_differences)
+        whole.settings = result.settings
         whole.report_path = os.path.join(out_dir, REPORT_FILE)
         report = dict(whole.report(), world_size=world_size)
         atomic_write_json(whole.report_path, to_jsonable(report, "replay report"))
         result.whole = whole
     return result
+
+
+def _report_bad_input(run_dir: str, out_dir: Optional[str], simulator: Optional[str], exc) -> None:
+    """Records that cannot be compared: ``replay.json`` says so (nothing compared), so an
+    earlier replay's report never speaks for these records. Best effort: the exit-2 line
+    is the answer; a directory that cannot be written (or a planted link) is left alone."""
+    if not os.path.isdir(os.path.join(run_dir, "rank_00000")):
+        return  # not a run: nothing of it to report on
+    path = os.path.join(out_dir or default_out_dir(run_dir, simulator or "mosnav"), REPORT_FILE)
+    report = {
+        "status": "bad_input",
+        "error": str(exc),
+        "episode_count": 0,
+        "differing_episode_count": 0,
+        "differences": [],
+        "near_boundary_flips": [],
+    }
+    try:
+        for d in (run_dir, os.path.join(run_dir, "replay"), os.path.dirname(path), path):
+            if os.path.islink(d):
+                return
+        atomic_write_json(path, report)
+    except Exception:  # noqa: BLE001 - best effort (a ResultWriteError included)
+        pass
+
+
+#: The episode key of a difference that concerns the whole run (its set of records).
+RUN_KEY = "(run)"
+
+
+def _run_differences(read, latest, reference, expected, setting) -> List[Difference]:
+    """What keeps a run from being verified beyond its episodes' replays: a record whose
+    motion settings are not the benchmark's, an episode of the set not recorded, a record
+    outside the set, records that are not all there (a partial last line, a rank
+    unfinished, a done.json not believed)."""
+    out = motion_differences(latest, reference)
+    if expected is not None:
+        wanted = set(expected)
+        missing = [k for k in expected if k not in latest]
+        where = f"setting {setting.name}" if setting is not None else "run's selection"
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            out.append(
+                Difference(
+                    RUN_KEY,
+                    f"episodes (missing {missing[0]}{more})",
+                    f"{len(expected) - len(missing)} of the {where}'s episodes recorded",
+                    f"{len(expected)} episodes",
+                )
+            )
+        out += [
+            Difference(key, "record", "recorded", f"not in the {where}'s episode set")
+            for key in sorted(latest)
+            if key not in wanted
+        ]
+    if read.incomplete:
+        why = (
+            read.warnings[0]
+            if read.warnings
+            else ("a partial last line, an unfinished rank or a rank without done.json")
+        )
+        out.append(Difference(RUN_KEY, "records", f"incomplete: {why}", "complete"))
+    return out
 
 
 def _remove_stale(out_dir: str, rank: int, world_size: int, fresh: bool) -> None:

@@ -27,13 +27,14 @@ import sys
 import time
 from typing import Optional, Sequence
 
+from habitat_mosnav.flag_ranges import bound_numbers
 from habitat_mosnav.simulators import SIMULATORS
 from habitat_mosnav.safety import safe_line
 from habitat_mosnav.versions import add_version_argument
 
 PROG = "mosnav-replay"
 #: summary.json's field holding the --verify outcome.
-VERIFICATION_FIELD = "verification"
+VERIFICATION_FIELD = "verification"  # habitat_mosnav/evaluation/verification.py reads it
 
 
 class UsageError(Exception):
@@ -69,8 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--verify",
         action="store_true",
-        help="mark RUN_DIR/summary.json verified (with the simulator and version it was "
-        "checked on), or not verified naming what differs",
+        help="judge the run against the benchmark (the setting it names, else its config "
+        "file as shipped: success distance, sliding, step, turn; the episode set; every "
+        "record's episode block) and mark RUN_DIR/summary.json verified (with the settings "
+        "and simulator it was checked under), or not verified naming what differs",
     )
     p.add_argument(
         "--diagnose",
@@ -115,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write each replayed episode's video to OUT/videos",
     )
     p.add_argument("--no-progress", dest="progress", action="store_false")
-    return p
+    return bound_numbers(p)
 
 
 def _overrides(args) -> list:
@@ -148,6 +151,8 @@ def mark_verification(run_dir: str, result) -> dict:
         # the records it was made from: mosnav-report calls the mark stale after an edit
         "records_sha256": result.records_digest,
         "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        # what it was checked under: the benchmark's, never the run's own
+        "settings": dict(result.settings),
     }
     if not result.agrees:
         mark["differences"] = [d.line() for d in result.differences[:20]]
@@ -180,6 +185,7 @@ def _run(argv) -> int:
             maps=args.save_maps,
             video=args.save_video,
             diagnose=args.diagnose,
+            verify=args.verify,
         )
     except ReplayInputError as exc:
         raise UsageError(str(exc)) from None

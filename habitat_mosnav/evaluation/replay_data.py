@@ -23,6 +23,7 @@ __all__ = [
     "MOTION_FIELDS",
     "REPLAY_FIELD",
     "ReplayDataError",
+    "check_compared_fields",
     "decode_actions",
     "encode_actions",
     "motion_overrides",
@@ -181,15 +182,84 @@ def check_block(record: Mapping[str, Any]) -> Dict[str, Any]:
     if not isinstance(motion["allow_sliding"], bool):
         raise ReplayDataError(f"field '{REPLAY_FIELD}.motion.allow_sliding' must be true or false")
     start = block.get("start")
-    if start is not None and not (
-        isinstance(start, Mapping)
-        and len(start.get("position") or []) == 3
-        and len(start.get("rotation") or []) == 4
-    ):
-        raise ReplayDataError(
-            f"field '{REPLAY_FIELD}.start' must be {{position: [x, y, z], rotation: [x, y, z, w]}}"
-        )
+    if start is not None:
+        if not isinstance(start, Mapping):
+            raise ReplayDataError(
+                f"field '{REPLAY_FIELD}.start' must be {{position: [x, y, z], rotation: "
+                f"[x, y, z, w]}}, got {_shown(start)}"
+            )
+        _check_vector(start.get("position"), 3, f"{REPLAY_FIELD}.start.position")
+        _check_vector(start.get("rotation"), 4, f"{REPLAY_FIELD}.start.rotation")
     return dict(block)
+
+
+def _shown(value: Any) -> str:
+    import json
+
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_number(value: Any) -> bool:
+    import math
+
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and abs(value) <= 1e15
+    )
+
+
+def _check_vector(value: Any, size: int, name: str) -> None:
+    """``value`` is a list of ``size`` finite numbers (ReplayDataError naming ``name``)."""
+    if not isinstance(value, list) or len(value) != size:
+        raise ReplayDataError(
+            f"field {name!r} must be a list of {size} numbers, got {_shown(value)}"
+        )
+    for i, v in enumerate(value):
+        if not _is_number(v):
+            raise ReplayDataError(f"field '{name}[{i}]' must be a finite number, got {_shown(v)}")
+
+
+def _check_pose(value: Any, name: str) -> None:
+    """An agent state: null, or an object whose ``position`` (and ``rotation``, where
+    present) are 3 (4) finite numbers."""
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise ReplayDataError(
+            f"field {name!r} must be an object {{position, rotation}} or null, got {_shown(value)}"
+        )
+    if value.get("position") is not None:
+        _check_vector(value["position"], 3, f"{name}.position")
+    if value.get("rotation") is not None:
+        _check_vector(value["rotation"], 4, f"{name}.rotation")
+
+
+def check_compared_fields(record: Mapping[str, Any]) -> None:
+    """The fields a replay compares, beyond the ``replay`` block and what every reader
+    checks (:func:`~habitat_mosnav.evaluation.records.check_record`), of the types the
+    comparison needs: a record of the wrong type is bad input before anything runs
+    (ReplayDataError naming the field), never a traceback after the whole replay."""
+    for name in ("initial_agent_state", "final_agent_state"):
+        _check_pose(record.get(name), name)
+    positions = record.get("positions")
+    if positions is not None:
+        if not isinstance(positions, list):
+            raise ReplayDataError(f"field 'positions' must be a list, got {_shown(positions)}")
+        for i, p in enumerate(positions):
+            _check_vector(p, 3, f"positions[{i}]")
+    episode = record.get("episode")
+    if episode is not None and not isinstance(episode, Mapping):
+        raise ReplayDataError(f"field 'episode' must be an object, got {_shown(episode)}")
+    for name in ("status", "terminated_by"):
+        value = record.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ReplayDataError(f"field {name!r} must be a string, got {_shown(value)}")
 
 
 #: ``replay.motion`` field -> the habitat config key that sets it.

@@ -50,6 +50,7 @@ from habitat_mosnav.safety import (
     replacing_dir,
     safe_line,
 )
+from habitat_mosnav.flag_ranges import bound_numbers, one_line_errors
 from habitat_mosnav.versions import add_version_argument
 from habitat_mosnav.evaluation.report.data import (
     ReportError,
@@ -238,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         "runs made with --save-maps already have them)",
     )
     add_map_source_arguments(p, when="with --maps: ")
-    return p
+    return one_line_errors(bound_numbers(p), PROG)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -19,6 +19,7 @@ from habitat_mosnav.evaluation.rank_files import read_run
 from habitat_mosnav.evaluation.records import records_digest, scalar_or_none
 from habitat_mosnav.evaluation.replay_diagnosis import read_diagnosis
 from habitat_mosnav.evaluation.summary import SUMMARY_FILE, summary_of_run
+from habitat_mosnav.evaluation.verification import VERIFICATION_FIELD, effective_mark
 from habitat_mosnav.metrics.measure_table import (
     AGGREGATES,
     GOAT_AGGREGATES,
@@ -256,13 +257,13 @@ def load_run(
         )
     if status not in ("complete", "completed_with_errors", "incomplete"):
         raise ReportError(f"{summary_path}: field 'status' is {status!r}")
-    mark = summary.get("verification")
-    if isinstance(mark, dict) and mark.get("records_sha256") not in (
-        None,
-        records_digest(read.latest),
-    ):
-        summary["verification"] = dict(mark, status="stale")
-        notes.append("the records changed after mosnav-replay --verify: its mark is stale")
+    mark, note = effective_mark(
+        summary.get(VERIFICATION_FIELD), records_digest(read.latest), read.incomplete
+    )
+    if mark is not None:
+        summary[VERIFICATION_FIELD] = mark
+    if note:
+        notes.append(note)
     manifest_path = os.path.join(path, "run.json")
     manifest = read_json_object(manifest_path) if os.path.exists(manifest_path) else {}
     run = RunData(

@@ -17,6 +17,7 @@ from habitat_mosnav.metrics.measure_table import (
     aggregate_spec,
     format_value,
 )
+from habitat_mosnav.evaluation.verification import settings_text
 from habitat_mosnav.safety import (
     open_file,
     terminal_text,
@@ -177,7 +178,10 @@ def verification_text(run: RunData) -> str:
     word = {"verified": "verified", "stale": "verification STALE (records edited since)"}.get(
         mark.get("status"), "NOT verified"
     )
-    return f"{word} on {mark.get('simulator')} {mark.get('simulator_version')}"
+    under = settings_text(mark) if mark.get("status") == "verified" else ""
+    return f"{word} on {mark.get('simulator')} {mark.get('simulator_version')}" + (
+        f" ({under})" if under else ""
+    )
 
 
 def _verified_md(run: RunData) -> str:
