@@ -85,6 +85,30 @@ def test_an_honest_run_is_verified_with_the_settings_it_was_checked_under(
     assert "step 0.25 m, turn 30°" in board
 
 
+def test_mosnav_aggregate_keeps_the_verify_mark_and_an_edit_still_makes_it_stale(
+    honest_run, open_room, tmp_path
+):
+    """mosnav-aggregate rewrote summary.json without the mark, so the report lost
+    "verified" (issue 42): it keeps the mark as written, whose records digest still ties it
+    to the records (an edit after aggregating shows it stale)."""
+    from habitat_mosnav.evaluation.aggregate_cli import main as aggregate_main
+    from habitat_mosnav.evaluation.report.cli import write_report
+
+    run = _copy(honest_run, tmp_path / "run")
+    assert _verify(run, open_room) == 0
+    mark = read_summary(run)["verification"]
+    assert aggregate_main([str(run)]) == 0
+    assert read_summary(run)["verification"] == mark
+    write_report([str(run)], str(tmp_path / "report"), resamples=10, progress=False)
+    assert "(verified on MosNavMeshSim-v0" in (tmp_path / "report" / "leaderboard.md").read_text()
+    _edit_record(run, 0, lambda rec: rec["metrics"].update(success=1.0))
+    assert aggregate_main([str(run)]) == 0
+    assert read_summary(run)["verification"] == mark
+    write_report([str(run)], str(tmp_path / "report2"), resamples=10, progress=False)
+    board = (tmp_path / "report2" / "leaderboard.md").read_text()
+    assert "verification STALE" in board and "(verified on" not in board
+
+
 def test_a_success_distance_chosen_by_the_run_is_never_verified(open_room, tmp_path, capsys):
     # The attack: scored with a 50 m success distance (every claim succeeds), the override
     # then removed from run.json; the records still carry it in replay.motion.

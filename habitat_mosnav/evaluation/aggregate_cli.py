@@ -1,7 +1,7 @@
 """``mosnav-aggregate <out> [--fail-on-episode-error]``: merge the ranks of a run.
 
-Reads every ``rank_XXXXX`` directory of ``<out>``, writes ``<out>/summary.json`` and prints
-the metrics table. Exit codes: 0 done; 1 with ``--fail-on-episode-error`` when an episode
+Reads every ``rank_XXXXX`` directory of ``<out>``, writes ``<out>/summary.json`` (keeping the
+``mosnav-replay --verify`` mark of the one it replaces) and prints the metrics table. Exit codes: 0 done; 1 with ``--fail-on-episode-error`` when an episode
 failed or the run is incomplete; 2 a missing or invalid output directory or record (one
 line naming file:line, e.g. a metric given as the string "0.5" or as true); 3 summary.json
 cannot be written.
@@ -10,13 +10,20 @@ cannot be written.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Optional, Sequence
 
 from habitat_mosnav.flag_ranges import bound_numbers, one_line_errors
 from habitat_mosnav.safety import safe_line
-from habitat_mosnav.evaluation.durable import ResultFileError, ResultWriteError
-from habitat_mosnav.evaluation.summary import format_summary, summarize, write_summary
+from habitat_mosnav.evaluation.durable import ResultFileError, ResultWriteError, read_json_object
+from habitat_mosnav.evaluation.summary import (
+    SUMMARY_FILE,
+    format_summary,
+    summarize,
+    write_summary,
+)
+from habitat_mosnav.evaluation.verification import VERIFICATION_FIELD
 from habitat_mosnav.versions import add_version_argument
 
 
@@ -45,10 +52,27 @@ def build_parser() -> argparse.ArgumentParser:
     return one_line_errors(bound_numbers(p), PROG)
 
 
+def _verify_mark(output_dir: str):
+    """The ``mosnav-replay --verify`` mark of the summary.json about to be rewritten, or
+    None (none, or a summary.json that cannot be read: it is replaced anyway)."""
+    path = os.path.join(output_dir, SUMMARY_FILE)
+    if not os.path.isfile(path):
+        return None
+    try:
+        return read_json_object(path).get(VERIFICATION_FIELD)
+    except (ResultFileError, OSError, ValueError):
+        return None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        mark = _verify_mark(args.output_dir)
         summary = summarize(args.output_dir, expected_episode_count=args.expected_count)
+        if mark is not None:
+            # kept as mosnav-replay --verify wrote it: its records_sha256 ties it to the
+            # records, so every reader shows it stale once they change (verification.py)
+            summary[VERIFICATION_FIELD] = mark
         path = write_summary(args.output_dir, summary)
     except ResultWriteError as exc:
         print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
