@@ -3,8 +3,8 @@
 habitat-baselines' own entry point (``python -m habitat_baselines.run``) never imports
 plugins, so the mosnav dataset, task and simulator would be unknown to it. This is the
 same Hydra main — the experiment configs shipped in ``habitat_mosnav/config/baselines``
-(``ppo_mos_demo``, ``ppo_moc_demo``, ``ppo_mos_hm3d``, ``ppo_moc_hm3d``,
-``ddppo_mos_hm3d``) composed with habitat's, habitat-baselines' and this package's config
+(``ppo_mos_demo``, ``ppo_moc_demo``, ``ppo_mos_demo_image``, ``ppo_mos_hm3d``,
+``ppo_moc_hm3d``, ``ddppo_mos_hm3d``, ``ppo_goat_hm3d``) composed with habitat's, habitat-baselines' and this package's config
 search paths — that registers the plugin first and then calls
 ``habitat_baselines.run.execute_exp``. ``habitat_baselines.evaluate=True`` evaluates.
 

@@ -274,3 +274,89 @@ def test_ppo_trains_and_evaluates_on_image_goals(tmp_path):
     assert summary["by_goal_type"]["image"]["num_episodes"] == 4
     records, _ = read_jsonl(str(out / "rank_00000" / "episodes.jsonl"))
     assert {r["episode"]["goal_type"] for r in records} == {"image"}
+
+
+def _add_sequential_episodes(data):
+    """conftest's SEQUENTIAL_EPISODES, seq-0's second subtask (the table, q2) as an image
+    goal: seq-0 is object, image, description; seq-1 object, object."""
+    from conftest import SEQUENTIAL_EPISODES
+
+    path = os.path.join(data, SCENE, "episodes.json")
+    with open(path) as f:
+        doc = json.load(f)
+    seq = json.loads(json.dumps(SEQUENTIAL_EPISODES))
+    seq[0]["subtasks"][1]["goal_type"] = "image"
+    doc["episodes"] += seq
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def test_ppo_trains_and_evaluates_on_sequential_episodes(tmp_path):
+    """GOAT-Bench's protocol (SPEC §11) under PPO: the goal inputs follow the current
+    subtask in spaces of one shape, the reward stays finite, and the evaluation writes
+    sequential records with GOAT-Bench's metrics and per-subtask lists."""
+    from habitat_mosnav.evaluation.records import SUBTASK_METRIC_FIELDS, check_record
+    from habitat_mosnav.metrics.goat import GOAT_SCALAR_FIELDS
+
+    data, scenes = write_open_room_dataset(tmp_path)
+    _add_image_goals(data)
+    _add_sequential_episodes(data)
+    common = [o for o in _common(data, scenes, "exp_seq") if "target_modes" not in o] + [
+        "habitat.dataset.target_modes=[sequential]",
+        # ppo_mos_demo_image's goal picture plus the goal text (object, description)
+        "habitat.gym.obs_keys=[rgb,depth,mosnav_goal_text,mosnav_goal_image,"
+        "mosnav_target_mode,mosnav_target_count,compass,gps]",
+    ]
+    import habitat
+    from habitat.config.default_structured_configs import register_hydra_plugin
+    from habitat_baselines.config.default_structured_configs import HabitatBaselinesConfigPlugin
+
+    import habitat_mosnav.baselines
+
+    habitat_mosnav.baselines.register()
+    register_hydra_plugin(HabitatBaselinesConfigPlugin)
+    cfg = habitat_mosnav.get_config("baselines/ppo_mos_demo_image.yaml", common)
+    with habitat.Env(cfg) as env:
+        env.current_episode = next(e for e in env.episodes if e.episode_id == "seq-0")
+        first = env.reset()  # subtask 0: object "chair"
+        second = env.step({"action": "target_found"})  # fails far away; subtask 1: image
+    for key in ("mosnav_goal_image", "mosnav_goal_text", "mosnav_target_mode"):
+        assert first[key].shape == second[key].shape, key
+    assert first["mosnav_target_mode"].shape == (4,) and not first["mosnav_target_mode"].any()
+    assert not first["mosnav_goal_image"].any() and second["mosnav_goal_image"].std() > 1.0
+    rc, log = run(
+        tmp_path,
+        *common,
+        "habitat_baselines.num_updates=2",
+        "habitat_baselines.rl.ppo.num_steps=8",
+        config="ppo_mos_demo_image",
+    )
+    assert rc == 0, log[-3000:]
+    assert "update: 2" in log
+    rewards = re.findall(r"\s(?:mos_)?reward: (\S+)", log)
+    assert rewards and all(math.isfinite(float(v)) for v in rewards)
+    from habitat_mosnav.baselines.checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(str(tmp_path / "exp_seq" / "checkpoints" / "ckpt.0.pth"))
+    assert ckpt["extra_state"]["step"] == 2 * 8 * 2
+
+    rc, log = run(tmp_path, *common, "habitat_baselines.evaluate=True", config="ppo_mos_demo_image")
+    assert rc == 0, log[-3000:]
+    out = tmp_path / "exp_seq" / "eval" / "ckpt.0"
+    summary = summarize(str(out))
+    assert summary["status"] == "complete" and summary["ok_episode_count"] == 2
+    assert summary["metrics"]["num_episodes_sequential"] == 2
+    assert 0.0 <= summary["metrics"]["partial_success"] <= 1.0
+    records, _ = read_jsonl(str(out / "rank_00000" / "episodes.jsonl"))
+    types = {"seq-0": ["object", "image", "description"], "seq-1": ["object", "object"]}
+    assert {r["episode"]["episode_id"] for r in records} == set(types)
+    for r in records:
+        check_record(r, "episodes.jsonl", 1)
+        assert r["episode"]["target_mode"] == "sequential"
+        assert set(GOAT_SCALAR_FIELDS) <= set(r["metrics"])
+        assert r["metrics"]["task_success"] in (0, 1)
+        block = r["subtask_metrics"]
+        assert set(block) == set(SUBTASK_METRIC_FIELDS)
+        assert block["goal_types"] == types[r["episode"]["episode_id"]]
+        # one SUBTASK_STOP event per stopped subtask
+        assert len(r["report_events"]) == sum(s is not None for s in block["stop_step"])

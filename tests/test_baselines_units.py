@@ -41,6 +41,7 @@ EXPERIMENTS = [
     "ppo_mos_hm3d",
     "ppo_moc_hm3d",
     "ddppo_mos_hm3d",
+    "ppo_goat_hm3d",
 ]
 
 
@@ -308,10 +309,20 @@ def test_experiment_configs_compose(name):
         )
         assert "mosnav_goal_image" in cfg.habitat.gym.obs_keys
         assert "mosnav_goal_text" not in cfg.habitat.gym.obs_keys
+    elif "_goat_" in name:  # GOAT's subtasks: the goal as text and as a picture (SPEC §11)
+        assert {"mosnav_goal_text", "mosnav_goal_image"} <= set(cfg.habitat.gym.obs_keys)
+        goal_image = cfg.habitat.task.lab_sensors.mosnav_goal_image
+        assert (goal_image.width, goal_image.height) == (512, 512)  # GOAT's pictures
+        transforms = hb.rl.policy.main_agent.obs_transforms
+        assert list(transforms) == ["text_goal", "goal_image", "goal_image_size"]  # in order
+        assert list(transforms.goal_image_size.trans_keys) == ["instance_imagegoal"]
+        assert cfg.habitat.dataset.split == "train"
+        assert cfg.habitat.dataset.scenes_dir.endswith("hm3d/train")
     else:
         assert "mosnav_goal_text" in cfg.habitat.gym.obs_keys
         assert "goal_image" not in hb.rl.policy.main_agent.obs_transforms
     mode = "many" if "_mos_" in f"_{name}_" or "mos_" in name else "all"
+    mode = "sequential" if "_goat_" in name else mode
     assert list(cfg.habitat.dataset.target_modes) == [mode]
     if "_demo" in name:
         assert hb.num_environments == 2

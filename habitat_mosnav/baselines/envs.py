@@ -6,7 +6,8 @@ lives here, so unpickling it imports ``habitat_mosnav`` (registering the plugin)
 worker, and nothing heavier: this module does not import habitat-baselines.
 
 Each worker's env is wrapped in :class:`MosNavEpisodeInfo`, which, when an episode ends,
-adds the per-episode record data (SPEC §4 metrics, claim events, end reason, poses) to
+adds the per-episode record data (SPEC §4 metrics, claim events, end reason, poses; a
+``sequential`` episode's GOAT-Bench scalars and per-subtask lists, SPEC §11) to
 ``info`` as a JSON string (habitat-baselines' scalar extraction skips strings).
 The factory that starts the workers is :mod:`habitat_mosnav.baselines.factory`.
 """
@@ -104,6 +105,8 @@ class MosNavEpisodeInfo(gym.Wrapper):
         )
         summary["max_steps"] = max_steps
         events = list(getattr(state, "events", []) or [])
+        # sequential (SPEC §11): the per-subtask lists, the record's ``subtask_metrics``
+        per_subtask = getattr(state, "subtask_metrics", None)
         initial = self._initial or {}
         from habitat_mosnav.evaluation.replay_data import motion_settings, replay_block
 
@@ -125,6 +128,7 @@ class MosNavEpisodeInfo(gym.Wrapper):
                 "initial_agent_state": initial.get("agent_state"),
                 "final_agent_state": _pose(henv),
                 "replay": replay,
+                "subtask_metrics": per_subtask() if callable(per_subtask) else None,
             },
             "mosnav_episode",
         )

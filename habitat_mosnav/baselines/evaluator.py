@@ -17,7 +17,8 @@ logged averages and videos — with four fixes around it:
   padded to one size (:func:`uniform_frames`: the loop renders an evaluation's first frame
   with an empty info, so without the map panel, and imageio refuses frames of two sizes);
 * every finished episode is written as one SPEC §8 record (``info["mosnav_episode"]``
-  from :class:`~habitat_mosnav.baselines.envs.MosNavEpisodeInfo`) to
+  from :class:`~habitat_mosnav.baselines.envs.MosNavEpisodeInfo`; a ``sequential``
+  episode's with GOAT-Bench's metrics and its ``subtask_metrics``, SPEC §11) to
   ``<output_dir>/<checkpoint name>/rank_00000/episodes.jsonl``, then ``done.json`` and
   ``summary.json`` are written with the evaluation layer, so PPO checkpoints and
   ``mosnav-eval`` agents land in the same tables (``mosnav-aggregate`` reads both).
@@ -302,6 +303,7 @@ class MosNavEvaluator(HabitatEvaluator):
                 initial_metrics=payload.get("initial_metrics"),
                 metrics=payload["metrics"],
                 report_events=payload.get("report_events") or [],
+                subtask_metrics=payload.get("subtask_metrics"),
                 initial_agent_state=payload.get("initial_agent_state"),
                 final_agent_state=payload.get("final_agent_state"),
                 replay=payload.get("replay"),

@@ -212,11 +212,15 @@ class MosReportEvents(_StateMeasure):
 class MosReward(_StateMeasure):
     """progress_weight * (decrease of the distance to the nearest unclaimed target)
     + true_claim_reward per true claim - false_claim_penalty per false claim
-    + success_reward once + slack_reward per step."""
+    + success_reward once + slack_reward per step. In a sequential episode (SPEC §11)
+    the distance is to the current subtask's view points (no progress term on the step
+    a subtask ends), each SUBTASK_STOP is a claim (true when its subtask succeeds) and
+    success is task_success."""
 
-    # (The docstring is measure_table's formula.) In a sequential episode the distance is
-    # to the current subtask's targets (no progress term across a subtask's change) and
-    # each SUBTASK_STOP is a claim.
+    # (The docstring is measure_table's formula.) Sequential, so PPO trains on GOAT's
+    # protocol: moving toward the current goal pays, a good SUBTASK_STOP earns
+    # true_claim_reward, a bad one costs false_claim_penalty, finishing every subtask adds
+    # success_reward; an unreachable goal (infinite distance) gives no progress term.
     cls_uuid = "mos_reward"
 
     def __init__(self, sim, config, task, *args: Any, **kwargs: Any):

@@ -340,8 +340,11 @@ METRICS: Tuple[MeasureSpec, ...] = (
         None,
         "progress_weight * (decrease of the distance to the nearest unclaimed target) "
         "+ true_claim_reward per true claim - false_claim_penalty per false claim "
-        "+ success_reward once + slack_reward per step.",
-        spec="§9",
+        "+ success_reward once + slack_reward per step. In a sequential episode (SPEC §11) "
+        "the distance is to the current subtask's view points (no progress term on the step "
+        "a subtask ends), each SUBTASK_STOP is a claim (true when its subtask succeeds) and "
+        "success is task_success.",
+        spec="§9, §11",
         format=NUMBER,
     ),
     MeasureSpec(
