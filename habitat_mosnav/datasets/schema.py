@@ -50,11 +50,18 @@ def read_json(path: str) -> Any:
     UTF-8, an integer of more than :data:`MAX_INT_DIGITS` digits, nesting deeper than
     Python reads. (NaN and Infinity are read, and refused by the field that holds them,
     naming the record: :func:`field`, :func:`vector`, :func:`free_form`.)"""
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise DatasetFormatError(f"{path}: file not found")
+    from habitat_mosnav.safety import MAX_DATASET_BYTES, InputFileError, read_input
+
+    try:  # a regular file, bounded: a FIFO or a link to /dev/zero is refused at once
+        data = read_input(path, MAX_DATASET_BYTES)
+    except InputFileError as e:
+        raise DatasetFormatError(str(e)) from None
+    except OSError as e:
+        raise DatasetFormatError(f"{path}: cannot read ({e.strerror or e})") from None
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            return json.load(f, parse_int=_parse_int)
+        return json.loads(data.decode("utf-8"), parse_int=_parse_int)
     except json.JSONDecodeError as e:
         raise DatasetFormatError(
             f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
