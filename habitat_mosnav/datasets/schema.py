@@ -294,7 +294,14 @@ def parse_queries(path: str, scene_id: str) -> Dict[str, Dict[str, Any]]:
 
 
 #: Largest goal image side a dataset may ask for (pixels).
-MAX_IMAGE_SIDE = 4096
+#: The goal image sizes and fields of view that render (issue 39): below 16 pixels a side
+#: an instance is a few pixels at best, above 2048 the render needs GPU memory a goal image
+#: never warrants; an hfov of 150 degrees or more degenerates the pinhole projection (at
+#: 179.999 everything lands outside the frame: an all-black picture), below 5 it is a zoom
+#: on a few texels.
+MIN_IMAGE_SIDE = 16
+MAX_IMAGE_SIDE = 2048
+HFOV_RANGE = (5.0, 150.0)
 
 
 def parse_image_goal(
@@ -313,13 +320,23 @@ def parse_image_goal(
     if oid not in matched:
         _fail(path, irec, "object_id", f"{oid} is not one of the query's matched_object_ids")
     hfov = field(ig, "hfov", float, path, irec, optional=True)
-    if hfov is not None and not 0.0 < hfov < 180.0:
-        _fail(path, irec, "hfov", f"expected degrees in (0, 180), got {hfov}")
+    if hfov is not None and not HFOV_RANGE[0] <= hfov <= HFOV_RANGE[1]:
+        _fail(
+            path,
+            irec,
+            "hfov",
+            f"expected degrees in [{HFOV_RANGE[0]:g}, {HFOV_RANGE[1]:g}] (what renders), got {hfov}",
+        )
     size = {}
     for name in ("width", "height"):
         v = field(ig, name, int, path, irec, optional=True)
-        if v is not None and not 1 <= v <= MAX_IMAGE_SIDE:
-            _fail(path, irec, name, f"expected pixels in 1..{MAX_IMAGE_SIDE}, got {v}")
+        if v is not None and not MIN_IMAGE_SIDE <= v <= MAX_IMAGE_SIDE:
+            _fail(
+                path,
+                irec,
+                name,
+                f"expected pixels in {MIN_IMAGE_SIDE}..{MAX_IMAGE_SIDE} (what renders), got {v}",
+            )
         size[name] = v
     coverage = field(ig, "coverage", float, path, irec, optional=True)
     return {

@@ -48,7 +48,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         summary = summarize(args.output_dir, expected_episode_count=args.expected_count)
-        path = write_summary(args.output_dir, summary)
+        from habitat_mosnav.safety import output_root
+
+        with output_root(args.output_dir):  # summary.json never through a planted link
+            path = write_summary(args.output_dir, summary)
     except ResultWriteError as exc:
         print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
         return 3
