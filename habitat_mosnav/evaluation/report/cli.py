@@ -157,9 +157,7 @@ def write_report(
     The report is built in a new directory beside ``out_dir`` and swapped in whole
     (:func:`~habitat_mosnav.safety.replacing_dir`): a full disk or a signal leaves the
     previous report as it was. ``out_dir`` must be absent, empty or a previous report."""
-    from tqdm import tqdm
 
-    from habitat_mosnav.evaluation import interrupts
     from habitat_mosnav.safety import inside, output_root
 
     for run_dir in run_dirs:  # the report replaces its directory: never a run's, nor in one
