@@ -14,6 +14,15 @@ log) and the chat client all use these, so there is one rule for each.
   the temporary files of :func:`replacing` (``mkstemp`` makes them 0600).
   :func:`replacing_dir` replaces a whole directory (a report) at once: built beside it,
   swapped in by two renames, so a full disk or a signal leaves the previous one whole.
+* :func:`output_root` / :func:`check_path` / :func:`remove_path`: below a directory the user
+  named (the output directory, the run directory of a replay), *every* component of a path
+  the tool writes or removes must be a real directory or file, never a link
+  (``RUN_DIR/replay -> /victim`` is refused before anything is removed); the real path is
+  compared with the path as built, so a link anywhere below the root is found.
+* :func:`read_input` / :func:`open_input`: every file read from a run directory or a dataset
+  is a regular file of bounded size (:class:`InputFileError`, one line naming it): a FIFO,
+  a device (a link to ``/dev/zero``) or an oversized file is refused at once, never waited
+  on nor read into memory.
 * :func:`mask_secrets`: every registered secret (:func:`register_secret`, the API key), each
   of its prefixes of at least :data:`MIN_SECRET_PREFIX` characters, ``user:password@`` in
   URLs, bearer tokens and ``sk-...`` keys become ``***``. Callers mask *before* they shorten
@@ -33,10 +42,18 @@ import stat
 import tempfile
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, List
+from typing import Any, Iterator, List, Optional
 
 __all__ = [
+    "InputFileError",
     "MIN_SECRET_PREFIX",
+    "check_path",
+    "inside",
+    "open_input",
+    "read_input_text",
+    "output_root",
+    "read_input",
+    "remove_path",
     "PlantedLinkError",
     "file_mode",
     "make_dirs",
@@ -70,6 +87,83 @@ class PlantedLinkError(OSError):
 
 # ----------------------------------------------------------------------------- files
 
+#: The directories the user named as outputs (:func:`output_root`): below each, no path
+#: component the tool writes or removes may be a link.
+_roots: List[str] = []
+
+
+@contextmanager
+def output_root(*paths: Optional[str]) -> Iterator[None]:
+    """While the block runs, every write, ``make_dirs``, replacement and removal below one
+    of ``paths`` (directories the user named: links in *their* ancestors are the user's
+    own) checks every component between that root and the file (:func:`check_path`)."""
+    added = [os.path.abspath(p) for p in paths if p]
+    _roots.extend(added)
+    try:
+        yield
+    finally:
+        for p in added:
+            _roots.remove(p)
+
+
+def inside(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or lies below it (real paths compared, so a link
+    to a directory counts as that directory)."""
+    a, b = os.path.realpath(path), os.path.realpath(directory)
+    return a == b or a.startswith(b.rstrip(os.sep) + os.sep)
+
+
+def _root_of(path: str) -> Optional[str]:
+    best = None
+    for root in _roots:
+        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            if best is None or len(root) < len(best):  # the widest: most components checked
+                best = root
+    return best
+
+
+def check_path(path: str, root: Optional[str] = None) -> None:
+    """Raise :class:`PlantedLinkError` naming the first component of ``path`` below
+    ``root`` (default: the widest :func:`output_root` holding it; none: the last component
+    only) that is a symbolic link. The real path of what exists is compared with the path
+    as built, so no link below the root escapes (one the tool did not make)."""
+    path = os.path.abspath(path)
+    root = os.path.abspath(root) if root else _root_of(path)
+    _refuse_last(path)  # the last component, always (as :func:`refuse_link`)
+    if root is None or not (path == root or path.startswith(root.rstrip(os.sep) + os.sep)):
+        return
+    rel = os.path.relpath(path, root)
+    current = root
+    for part in [] if rel == os.curdir else rel.split(os.sep):
+        current = os.path.join(current, part)
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            return  # nothing below exists: the tool makes it
+        except NotADirectoryError:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            raise PlantedLinkError(current)
+    if os.path.lexists(path) and os.path.realpath(path) != os.path.join(
+        os.path.realpath(root), "" if rel == os.curdir else rel
+    ).rstrip(os.sep):  # pragma: no cover - a link swapped in while checking
+        raise PlantedLinkError(path)
+
+
+def remove_path(path: str, root: Optional[str] = None) -> None:
+    """Remove ``path`` (a directory tree or a file) after :func:`check_path` of its parent:
+    a link above it (below the root) refuses the removal, never deletes what it points to;
+    ``path`` itself as a link, and links inside the tree, are removed themselves (never
+    followed: ``shutil.rmtree`` does not follow them)."""
+    path = os.path.abspath(path)
+    check_path(os.path.dirname(path), root)  # every component above it
+    if os.path.islink(path):  # a link is removed itself, never followed
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
 
 def umask() -> int:
     """The process's umask (read by setting it and back)."""
@@ -85,7 +179,15 @@ def file_mode() -> int:
 
 
 def refuse_link(path: str) -> None:
-    """Raise :class:`PlantedLinkError` when ``path`` itself (its last component) is a symlink."""
+    """Raise :class:`PlantedLinkError` when ``path`` itself (its last component) is a symlink,
+    or, below an :func:`output_root`, any component between the root and it."""
+    if _roots and _root_of(os.path.abspath(path)) is not None:
+        check_path(path)
+        return
+    _refuse_last(path)
+
+
+def _refuse_last(path: str) -> None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -101,6 +203,7 @@ def open_for_write(
     the last component (:class:`PlantedLinkError`). ``O_TRUNC`` is applied only after the
     check, so a planted link never truncates its target."""
     nofollow = getattr(os, "O_NOFOLLOW", 0)
+    check_path(path)
     try:
         fd = os.open(path, (flags & ~os.O_TRUNC) | nofollow | getattr(os, "O_CLOEXEC", 0), mode)
     except OSError as exc:
@@ -136,9 +239,9 @@ def open_file(path: str, mode: str = "w", encoding: str = "utf-8", newline=None)
 def make_dirs(path: str) -> str:
     """``os.makedirs(path, exist_ok=True)``, refusing ``path`` when it is a symlink (a
     directory the tool fills, e.g. ``rank_00000`` or ``videos``, planted as a link)."""
-    refuse_link(path)
+    check_path(path)
     os.makedirs(path, exist_ok=True)
-    refuse_link(path)
+    check_path(path)
     return path
 
 
@@ -200,6 +303,81 @@ def replacing_dir(path: str) -> Iterator[str]:
     finally:
         if new is not None:
             shutil.rmtree(new, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- reading
+
+#: Size bounds of the files read (bytes): a result JSON (summary.json, run.json, done.json,
+#: diagnosis.json, replay.json), a rank's episodes.jsonl, a dataset file.
+MAX_JSON_BYTES = 256 << 20
+MAX_RECORDS_BYTES = 4 << 30
+MAX_DATASET_BYTES = 2 << 30
+
+
+class InputFileError(ValueError):
+    """A file read from a run directory or a dataset that is not a regular file of bounded
+    size (a FIFO, a device, a directory, an oversized file): one line naming it."""
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def open_input(path: str, limit: int = MAX_JSON_BYTES):
+    """A binary file object of ``path`` once it is known to be a regular file of at most
+    ``limit`` bytes (:class:`InputFileError` otherwise). Opened non-blocking, so a FIFO
+    never hangs the open; checked on the open descriptor (``fstat``), so a link to
+    ``/dev/zero`` is judged by what it reaches."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except IsADirectoryError:
+        raise InputFileError(f"{path}: a directory, not a regular file (refused)") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputFileError(f"{path}: {_kind(st.st_mode)}, not a regular file (refused)")
+        if st.st_size > limit:
+            raise InputFileError(
+                f"{path}: {st.st_size} bytes, more than the {limit} a file read here may hold "
+                "(refused)"
+            )
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return f
+
+
+def read_input(path: str, limit: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of ``path`` through :func:`open_input`; at most ``limit`` bytes are read
+    (a file that grows past it meanwhile is refused too)."""
+    with open_input(path, limit) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise InputFileError(
+            f"{path}: more than the {limit} bytes a file read here may hold (refused)"
+        )
+    return data
+
+
+def read_input_text(path: str, limit: int = MAX_JSON_BYTES) -> str:
+    """:func:`read_input` decoded as UTF-8 (a ``UnicodeDecodeError`` is an
+    :class:`InputFileError` naming the file)."""
+    try:
+        return read_input(path, limit).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 # ----------------------------------------------------------------------------- secrets

@@ -257,6 +257,8 @@ def test_non_gzip_and_bad_json_files_are_one_line(goat_split, tmp_path, capsys):
 def test_schema_limits_match_the_loaders():
     assert goat_mod.MAX_COORDINATE == schema.MAX_COORDINATE
     assert goat_mod.MAX_IMAGE_SIDE == schema.MAX_IMAGE_SIDE
+    assert goat_mod.MIN_IMAGE_SIDE == schema.MIN_IMAGE_SIDE
+    assert goat_mod.HFOV_RANGE == schema.HFOV_RANGE
 
 
 # ----------------------------------------------------------------------------- loading

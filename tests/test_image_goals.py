@@ -258,8 +258,8 @@ def test_the_fingerprint_covers_the_image_goal_parameters(demo_copy):
 @pytest.mark.parametrize(
     "change, field, problem",
     [
-        (lambda ig: ig.update(hfov=200), "hfov", "(0, 180)"),
-        (lambda ig: ig.update(width=0), "width", "1..4096"),
+        (lambda ig: ig.update(hfov=200), "hfov", "[5, 150]"),
+        (lambda ig: ig.update(width=0), "width", "16..2048"),
         (lambda ig: ig.update(object_id=99999), "object_id", "matched_object_ids"),
         (lambda ig: ig.update(rotation=[0, 0, 0, 0]), "rotation", "zero-length"),
         (lambda ig: ig.update(position=[0, "up", 0]), "position", "finite numbers"),

@@ -23,6 +23,7 @@ from typing import List, Optional
 
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.dataset_building.common import BuildError
+from habitat_mosnav.datasets.schema import MAX_IMAGE_SIDE, MIN_IMAGE_SIDE
 from habitat_mosnav.metrics.legs import SUCCESS_DISTANCE
 from habitat_mosnav.flag_ranges import bound_numbers, one_line_errors
 from habitat_mosnav.safety import mask_log_handlers, safe_line
@@ -44,6 +45,22 @@ STAGE_HELP = {
 
 def _csv(s: str) -> List[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def _ranged(cast, lo, hi):
+    """An argparse ``type``: ``cast`` of the text within ``[lo, hi]`` (a flag out of range
+    is a usage error naming the flag, exit 2, before any scene is read)."""
+
+    def parse(text: str):
+        try:
+            value = cast(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {cast.__name__}, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"expected a value in {lo}..{hi}, got {text}")
+        return value
+
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,7 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ex.add_argument("--view-spacing", type=float, default=0.25, help="view point grid spacing (m)")
     ex.add_argument(
-        "--min-pixels", type=int, default=30, help="object pixels for a view point to see it"
+        "--min-pixels",
+        type=_ranged(int, 1, MAX_IMAGE_SIDE * MAX_IMAGE_SIDE),
+        default=30,
+        help="object pixels for a view point to see it",
     )
     ex.add_argument(
         "--max-view-points",
@@ -149,7 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep only the best N view points per goal (default: all)",
     )
     ex.add_argument(
-        "--image-size", type=int, default=160, help="render size for visibility checks and crops"
+        "--image-size",
+        type=_ranged(int, MIN_IMAGE_SIDE, MAX_IMAGE_SIDE),
+        default=160,
+        help="render size for visibility checks, crops and image goals "
+        f"({MIN_IMAGE_SIDE}..{MAX_IMAGE_SIDE} pixels)",
     )
     ex.add_argument(
         "--up-axis",
@@ -367,15 +391,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     mask_log_handlers()  # a key echoed in a warning is masked there too
     try:
         from habitat_mosnav.dataset_building import pipeline
+        from habitat_mosnav.safety import inside, output_root
 
-        if args.stage == "import-goat":
-            reports = [_run_import_goat(args)]
-        elif args.stage == "all":
-            cfg = config_from_args(args)
-            reports = pipeline.run_all(cfg)
-        else:
-            cfg = config_from_args(args)
-            reports = [pipeline.STAGE_FUNCS[args.stage](cfg)]
+        for flag in ("scenes", "scene_root", "goat"):  # the inputs the stages read
+            value = getattr(args, flag, None)
+            if value is not None and inside(str(args.out), str(value)):
+                raise BuildError(
+                    f"--out {args.out}: inside the input directory {value} "
+                    f"(--{flag.replace('_', '-')}): choose a directory outside it"
+                )
+        with output_root(str(args.out)):  # never written through a link planted below it
+            if args.stage == "import-goat":
+                reports = [_run_import_goat(args)]
+            elif args.stage == "all":
+                cfg = config_from_args(args)
+                reports = pipeline.run_all(cfg)
+            else:
+                cfg = config_from_args(args)
+                reports = [pipeline.STAGE_FUNCS[args.stage](cfg)]
     except BuildError as e:
         print(safe_line(f"mosnav-build {args.stage}: error: {e}"), file=sys.stderr)
         return 2

@@ -79,7 +79,9 @@ from habitat_mosnav.metrics.open_path import solver_refusal
 # datasets/schema.py's limits (a test keeps them equal): importing that package imports
 # habitat, which a refused input should not wait for.
 MAX_COORDINATE = 1e6
-MAX_IMAGE_SIDE = 4096
+MIN_IMAGE_SIDE = 16
+MAX_IMAGE_SIDE = 2048
+HFOV_RANGE = (5.0, 150.0)
 
 GOAT_TASK_TYPES = ("object", "description", "image")
 #: goat-bench drops description tasks with more words than this (its count: spaces + 1).
@@ -384,17 +386,23 @@ def _camera(inst: _Instance, index: int, record: str) -> Dict[str, Any]:
     ig = images[index]
     irec = f"{inst.record} image_goals[{index}]"
     hfov = float(_get(ig, "hfov", float, path, irec))
-    if not 0.0 < hfov < 180.0:
-        _fail(path, irec, "hfov", f"expected degrees in (0, 180), got {hfov}")
+    if not HFOV_RANGE[0] <= hfov <= HFOV_RANGE[1]:
+        _fail(
+            path,
+            irec,
+            "hfov",
+            f"expected degrees in [{HFOV_RANGE[0]:g}, {HFOV_RANGE[1]:g}] (what renders), got {hfov}",
+        )
     dims = _get(ig, "image_dimensions", list, path, irec)
     if len(dims) != 2 or not all(
-        isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_IMAGE_SIDE for v in dims
+        isinstance(v, int) and not isinstance(v, bool) and MIN_IMAGE_SIDE <= v <= MAX_IMAGE_SIDE
+        for v in dims
     ):
         _fail(
             path,
             irec,
             "image_dimensions",
-            f"expected [height, width] in 1..{MAX_IMAGE_SIDE}, got {_show(dims)}",
+            f"expected [height, width] in {MIN_IMAGE_SIDE}..{MAX_IMAGE_SIDE}, got {_show(dims)}",
         )
     cam = {
         "object_id": inst.object_id,

@@ -53,7 +53,9 @@ def list_scene_ids(data_path: str) -> List[str]:
         if not d.startswith(".") and os.path.isdir(os.path.join(data_path, d))
     )
     for d in scenes:
-        if not os.path.isfile(os.path.join(data_path, d, "episodes.json")):
+        if not os.path.lexists(
+            os.path.join(data_path, d, "episodes.json")
+        ):  # read: a FIFO refused there
             raise DatasetFormatError(
                 f"{os.path.join(data_path, d)}: scene folder without episodes.json (each "
                 "folder of the dataset directory is a scene: <scene_id>/{goals,queries,"

@@ -50,11 +50,18 @@ def read_json(path: str) -> Any:
     UTF-8, an integer of more than :data:`MAX_INT_DIGITS` digits, nesting deeper than
     Python reads. (NaN and Infinity are read, and refused by the field that holds them,
     naming the record: :func:`field`, :func:`vector`, :func:`free_form`.)"""
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise DatasetFormatError(f"{path}: file not found")
+    from habitat_mosnav.safety import MAX_DATASET_BYTES, InputFileError, read_input
+
+    try:  # a regular file, bounded: a FIFO or a link to /dev/zero is refused at once
+        data = read_input(path, MAX_DATASET_BYTES)
+    except InputFileError as e:
+        raise DatasetFormatError(str(e)) from None
+    except OSError as e:
+        raise DatasetFormatError(f"{path}: cannot read ({e.strerror or e})") from None
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            return json.load(f, parse_int=_parse_int)
+        return json.loads(data.decode("utf-8"), parse_int=_parse_int)
     except json.JSONDecodeError as e:
         raise DatasetFormatError(
             f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
@@ -287,7 +294,14 @@ def parse_queries(path: str, scene_id: str) -> Dict[str, Dict[str, Any]]:
 
 
 #: Largest goal image side a dataset may ask for (pixels).
-MAX_IMAGE_SIDE = 4096
+#: The goal image sizes and fields of view that render (issue 39): below 16 pixels a side
+#: an instance is a few pixels at best, above 2048 the render needs GPU memory a goal image
+#: never warrants; an hfov of 150 degrees or more degenerates the pinhole projection (at
+#: 179.999 everything lands outside the frame: an all-black picture), below 5 it is a zoom
+#: on a few texels.
+MIN_IMAGE_SIDE = 16
+MAX_IMAGE_SIDE = 2048
+HFOV_RANGE = (5.0, 150.0)
 
 
 def parse_image_goal(
@@ -308,13 +322,23 @@ def parse_image_goal(
     if oid not in matched:
         _fail(path, irec, "object_id", f"{oid} is not one of the query's matched_object_ids")
     hfov = field(ig, "hfov", float, path, irec, optional=True)
-    if hfov is not None and not 0.0 < hfov < 180.0:
-        _fail(path, irec, "hfov", f"expected degrees in (0, 180), got {hfov}")
+    if hfov is not None and not HFOV_RANGE[0] <= hfov <= HFOV_RANGE[1]:
+        _fail(
+            path,
+            irec,
+            "hfov",
+            f"expected degrees in [{HFOV_RANGE[0]:g}, {HFOV_RANGE[1]:g}] (what renders), got {hfov}",
+        )
     size = {}
     for name in ("width", "height"):
         v = field(ig, name, int, path, irec, optional=True)
-        if v is not None and not 1 <= v <= MAX_IMAGE_SIDE:
-            _fail(path, irec, name, f"expected pixels in 1..{MAX_IMAGE_SIDE}, got {v}")
+        if v is not None and not MIN_IMAGE_SIDE <= v <= MAX_IMAGE_SIDE:
+            _fail(
+                path,
+                irec,
+                name,
+                f"expected pixels in {MIN_IMAGE_SIDE}..{MAX_IMAGE_SIDE} (what renders), got {v}",
+            )
         size[name] = v
     shares = {}
     for name, top in (("coverage", 1.0), ("frame_coverage", 1.0), ("object_coverage", None)):

@@ -73,7 +73,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             # kept as mosnav-replay --verify wrote it: its records_sha256 ties it to the
             # records, so every reader shows it stale once they change (verification.py)
             summary[VERIFICATION_FIELD] = mark
-        path = write_summary(args.output_dir, summary)
+        from habitat_mosnav.safety import output_root
+
+        with output_root(args.output_dir):  # summary.json never through a planted link
+            path = write_summary(args.output_dir, summary)
     except ResultWriteError as exc:
         print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
         return 3

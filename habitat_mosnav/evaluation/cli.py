@@ -741,6 +741,32 @@ def _run_each_goal_type(argv: Sequence[str], args, ctx: dict) -> int:
     return 0
 
 
+def _refuse_output_in_inputs(output_dir: str, args, config) -> None:
+    """The output directory never lies inside (or is) the dataset or scene directory: its
+    rank folders would read as scene folders there, and every later run on that dataset
+    would be refused."""
+    from omegaconf import OmegaConf
+
+    from habitat_mosnav.safety import inside
+
+    split = OmegaConf.select(config, "habitat.dataset.split", default=None)
+    inputs = [
+        ("--dataset-dir", OmegaConf.select(config, "habitat.dataset.data_path", default=None))
+    ]
+    if args.scene_root is not None:  # a config's own scene folder may be wide ("."): as given
+        inputs.append(("--scene-root", os.path.abspath(os.path.expanduser(args.scene_root))))
+    for flag, value in inputs:
+        if isinstance(value, str) and isinstance(split, str):
+            value = value.replace("{split}", split)
+        if not isinstance(value, str) or not value or not os.path.isdir(value):
+            continue
+        if inside(output_dir, value):
+            raise UsageError(
+                f"--output-dir {args.output_dir_given}: inside the input directory {value} "
+                f"({flag}): the results would be mixed into it; choose a directory outside it"
+            )
+
+
 def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     args, factory = _parse(argv)
     if args.goal_type is not None and "," in args.goal_type:
@@ -802,6 +828,7 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     from habitat_mosnav.evaluation.durable import ResultFileError
     from habitat_mosnav.evaluation.rank_files import refuse_existing
 
+    _refuse_output_in_inputs(output_dir, args, config)
     ctx["output_dir"] = args.output_dir_given  # as typed, for messages
     if not args.resume:
         try:  # refuse before building the agent (which may load a large model)

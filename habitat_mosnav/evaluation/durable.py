@@ -15,7 +15,15 @@ from contextlib import contextmanager
 from os import write as _os_write  # one name for the raw write (tests make it fail)
 from typing import Any, Dict, List, Mapping, Optional
 
-from habitat_mosnav.safety import file_mode, mask_secrets, refuse_link
+from habitat_mosnav.safety import (
+    MAX_JSON_BYTES,
+    InputFileError,
+    file_mode,
+    make_dirs,
+    mask_secrets,
+    read_input_text,
+    refuse_link,
+)
 from habitat_mosnav.safety import umask as _umask  # noqa: F401  (tests compare modes with it)
 
 
@@ -115,7 +123,7 @@ def atomic_write_json(path: str, data: Mapping[str, Any], *, exclusive: bool = F
     text = mask_secrets(json.dumps(data, indent=2, allow_nan=False)) + "\n"
     tmp = None
     try:
-        os.makedirs(directory, exist_ok=True)
+        make_dirs(directory)  # never through a link below an output root
         refuse_link(path)
         fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=directory)
         try:
@@ -165,8 +173,11 @@ def read_json_object(path: str) -> Dict[str, Any]:
     """A JSON file holding one object; :class:`ResultFileError` (one line naming the
     file) when it does not parse or is not an object."""
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            data = parse_record_json(f.read())
+        text = read_input_text(path, MAX_JSON_BYTES)  # a regular file, bounded: never a FIFO
+    except InputFileError as exc:
+        raise ResultFileError(str(exc)) from None
+    try:
+        data = parse_record_json(text)
     except ValueError as exc:
         raise ResultFileError(f"{path}: invalid JSON ({exc})") from None
     if not isinstance(data, dict):

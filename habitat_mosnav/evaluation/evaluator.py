@@ -522,8 +522,11 @@ class Evaluator:
         SIGINT (and SIGTERM under ``mosnav-eval``) is noted and acted on between steps and
         episodes (:mod:`~habitat_mosnav.evaluation.interrupts`): the episode it interrupts
         is not recorded, every finished one is, and ``KeyboardInterrupt`` (``Terminated``)
-        is raised."""
-        with interrupts.guarded():
+        is raised. Below the output directory nothing is written or removed through a link
+        (:func:`~habitat_mosnav.safety.output_root`)."""
+        from habitat_mosnav.safety import output_root
+
+        with interrupts.guarded(), output_root(self.config.output_dir):
             return self._run()
 
     def _run(self) -> Dict[str, Any]:

@@ -37,11 +37,14 @@ from habitat_mosnav.evaluation.durable import (
 from habitat_mosnav.evaluation.manifest import check_rank_manifests
 from habitat_mosnav.evaluation.records import SCHEMA_VERSION, STATUSES, check_record
 from habitat_mosnav.safety import (
+    MAX_RECORDS_BYTES,
+    InputFileError,
     PlantedLinkError,
     make_dirs,
     mask_secrets,
     open_file,
     open_for_write,
+    read_input,
     refuse_link,
 )
 
@@ -85,8 +88,10 @@ def read_jsonl(path: str, truncate_partial: bool = False) -> Tuple[List[Dict[str
     complete line that is not a valid record raises :class:`ResultFileError` naming the
     file and line number; it is never deleted.
     """
-    with open(path, "rb") as f:
-        data = f.read()
+    try:
+        data = read_input(path, MAX_RECORDS_BYTES)  # a regular file, bounded: never a FIFO
+    except InputFileError as exc:
+        raise ResultFileError(str(exc)) from None
     partial = False
     body = data
     if data and not data.endswith(b"\n"):

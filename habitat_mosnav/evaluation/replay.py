@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import os
-import shutil
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -54,6 +54,7 @@ from habitat_mosnav.evaluation.durable import (
 )
 from habitat_mosnav.evaluation.rank_files import rank_dir, read_run
 from habitat_mosnav.evaluation.records import records_digest, to_jsonable
+from habitat_mosnav.safety import check_path, output_root, remove_path, safe_line
 from habitat_mosnav.evaluation.replay_data import (
     MOTION_KEYS,
     REPLAY_FIELD,
@@ -330,6 +331,45 @@ def load_run(run_dir: str):
     return read
 
 
+#: What an override read from a run directory (run.json's ``config_overrides``) may be:
+#: a key under ``habitat.`` (or a ``habitat/`` config group, as the sensors an agent adds),
+#: optionally ``+``/``++``/``~``-prefixed, and a plain value: a word, number, quoted path or
+#: list of those. Interpolations and resolvers (``${...}``: ``${oc.env:SECRET}``) and
+#: Hydra's sweep functions (``choice(...)``) are refused: a run directory is untrusted input.
+_OVERRIDE_KEY = re.compile(r"^(\+\+|\+|~)?habitat[./][A-Za-z0-9_./@-]*$")
+_OVERRIDE_VALUE = re.compile(r"^[A-Za-z0-9_.,:/@+~\- \[\]'\"]*$")
+
+
+def checked_run_overrides(overrides: Any) -> List[str]:
+    """``run.json``'s ``config_overrides`` checked against :data:`_OVERRIDE_KEY` /
+    :data:`_OVERRIDE_VALUE` (:class:`ReplayInputError` naming the entry, never showing its
+    value: nothing in it is resolved, nothing from the environment printed)."""
+    if overrides is None:
+        return []
+    if not isinstance(overrides, list):
+        raise ReplayInputError("run.json: field 'config_overrides' must be a list of strings")
+    out = []
+    for i, item in enumerate(overrides):
+        where = f"run.json: field 'config_overrides[{i}]'"
+        if not isinstance(item, str) or len(item) > 4096:
+            raise ReplayInputError(f"{where} must be a string of at most 4096 characters")
+        key, eq, value = item.partition("=")
+        if not eq and not key.startswith("~"):
+            raise ReplayInputError(f"{where} is not KEY=VALUE")
+        if not _OVERRIDE_KEY.match(key):
+            raise ReplayInputError(
+                f"{where}: key {safe_line(key[:80])!r} is not a habitat config key "
+                "(habitat.*): refused"
+            )
+        if "$" in value or "{" in value or not _OVERRIDE_VALUE.match(value):
+            raise ReplayInputError(
+                f"{where} ({key}): the value is not a plain value (interpolations "
+                "'${...}', resolvers and functions are refused in a run directory)"
+            )
+        out.append(item)
+    return out
+
+
 def replay_config(
     manifest: Mapping[str, Any],
     motion: Mapping[str, Any],
@@ -344,7 +384,9 @@ def replay_config(
     from habitat_mosnav.config.simulator import simulator_overrides
 
     path = config or manifest.get("config") or DEFAULT_CONFIG
-    overrides = [str(o) for o in (manifest.get("config_overrides") or [])]
+    if not isinstance(path, str):
+        raise ReplayInputError("run.json: field 'config' must be a string")
+    overrides = checked_run_overrides(manifest.get("config_overrides"))
     overrides += motion_overrides(motion) + simulator_overrides(simulator) + list(extra_overrides)
     try:
         return get_config(path, overrides)
@@ -705,7 +747,45 @@ def replay_run(
     report (``replay.json``, ``replay_rank_XXXXX.json`` with several ranks) in ``out_dir``.
     ``diagnose``: also label why each episode failed (``diagnosis.json`` beside the report,
     and with one rank a copy in ``run_dir``: :mod:`~habitat_mosnav.evaluation.replay_diagnosis`).
-    ``verify``: judge the run against the benchmark (the module docstring)."""
+    ``verify``: judge the run against the benchmark (the module docstring). Nothing is
+    written or removed through a link below ``run_dir`` or ``out_dir``
+    (:func:`~habitat_mosnav.safety.output_root`)."""
+    with output_root(run_dir, out_dir):
+        return _replay_run(
+            run_dir,
+            simulator=simulator,
+            out_dir=out_dir,
+            config=config,
+            extra_overrides=extra_overrides,
+            rank=rank,
+            world_size=world_size,
+            resume=resume,
+            progress=progress,
+            maps=maps,
+            video=video,
+            diagnose=diagnose,
+            verify=verify,
+            stream=stream,
+        )
+
+
+def _replay_run(
+    run_dir: str,
+    *,
+    simulator: Optional[str],
+    out_dir: Optional[str],
+    config: Optional[str],
+    extra_overrides: Sequence[str],
+    rank: int,
+    world_size: int,
+    resume: bool,
+    progress: bool,
+    maps: bool,
+    video: Optional[str],
+    diagnose: bool,
+    verify: bool,
+    stream,
+) -> ReplayResult:
     from habitat_mosnav.simulators import SIMULATORS
 
     types = {name: choice.type for name, choice in SIMULATORS.items()}
@@ -715,6 +795,7 @@ def replay_run(
         _report_bad_input(run_dir, out_dir, simulator, exc)
         raise
     latest, manifest = read.latest, read.manifest or {}
+    checked_run_overrides(manifest.get("config_overrides"))  # before anything is removed
     first_block = next(iter(latest.values()))[1][REPLAY_FIELD]
     motion = first_block["motion"]
     produced = {v: k for k, v in types.items()}.get(motion["simulator"])
@@ -729,6 +810,11 @@ def replay_run(
     cross = types[simulator] != motion["simulator"]
     given_out = out_dir is not None
     out_dir = out_dir or default_out_dir(run_dir, simulator)
+    _check_out_dir(run_dir, out_dir)
+    try:  # a planted link on the way (RUN_DIR/replay -> elsewhere): refused, nothing touched
+        check_path(out_dir)
+    except OSError as exc:
+        raise write_failed(exc.filename or out_dir, exc, "write the replay to") from None
     setting, reference, selection = None, None, None
     if verify:
         setting = run_setting(latest, manifest)
@@ -938,6 +1024,24 @@ def _run_differences(read, latest, reference, expected, setting) -> List[Differe
     return out
 
 
+def _check_out_dir(run_dir: str, out_dir: str) -> None:
+    """The replay's output never lands where it would corrupt its input: the run directory
+    itself, a directory holding it, or anything inside it but its ``replay`` folder (the
+    replayed records would mix with the run's); nor inside the run's dataset."""
+    from habitat_mosnav.safety import inside
+
+    if inside(run_dir, out_dir):
+        raise ReplayInputError(
+            f"--out {out_dir}: is or holds the run directory {run_dir} it replays: "
+            "choose another directory"
+        )
+    if inside(out_dir, run_dir) and not inside(out_dir, os.path.join(run_dir, "replay")):
+        raise ReplayInputError(
+            f"--out {out_dir}: inside the run directory {run_dir} (only its 'replay' "
+            "folder may hold replays): choose another directory"
+        )
+
+
 def _remove_stale(out_dir: str, rank: int, world_size: int, fresh: bool) -> None:
     """Before a replay: ``fresh`` (the default --out, no --resume) replaces the previous
     replay there (with several ranks, only this rank's part); with several ranks this
@@ -948,13 +1052,10 @@ def _remove_stale(out_dir: str, rank: int, world_size: int, fresh: bool) -> None
     if world_size > 1:
         doomed += [rank_report_path(out_dir, rank), os.path.join(out_dir, REPORT_FILE)]
     for path in doomed:
-        try:  # a link is removed itself, never followed
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            elif os.path.lexists(path):
-                os.unlink(path)
+        try:  # a link at any component below the root refuses it, never followed
+            remove_path(path)
         except OSError as exc:
-            raise write_failed(path, exc, "remove the previous replay's") from None
+            raise write_failed(exc.filename or path, exc, "remove the previous replay's") from None
 
 
 def _diagnose(result, run_dir, records, collector, hcfg, rank: int, world_size: int) -> None:

@@ -162,7 +162,7 @@ def mark_verification(run_dir: str, result) -> dict:
     return mark
 
 
-def _run(argv) -> int:
+def _run(argv, ctx: dict) -> int:
     from habitat_mosnav.evaluation.replay import ReplayInputError, replay_run
 
     args = build_parser().parse_args(argv)
@@ -171,13 +171,24 @@ def _run(argv) -> int:
     rank, world = _rank_world(args)
     if args.diagnose and args.resume:
         raise UsageError("--diagnose watches every episode replayed: run it without --resume")
+    overrides = _overrides(args)
+    if args.out is not None:
+        from habitat_mosnav.safety import inside
+
+        for flag, value in (("--dataset-dir", args.dataset_dir), ("--scene-root", args.scene_root)):
+            if value is not None and inside(args.out, value):
+                raise UsageError(
+                    f"--out {args.out}: inside the input directory {value} ({flag}): "
+                    "choose a directory outside it"
+                )
+    ctx["started"] = True
     try:
         result = replay_run(
             args.run_dir,
             simulator=args.simulator,
             out_dir=args.out,
             config=args.config,
-            extra_overrides=_overrides(args),
+            extra_overrides=overrides,
             rank=rank,
             world_size=world,
             resume=args.resume,
@@ -234,7 +245,10 @@ def _run(argv) -> int:
             file=sys.stderr,
         )
     if args.verify:
-        mark = mark_verification(args.run_dir, whole)
+        from habitat_mosnav.safety import output_root
+
+        with output_root(args.run_dir):  # summary.json: never through a planted link
+            mark = mark_verification(args.run_dir, whole)
         print(
             safe_line(
                 f"{args.run_dir}: {mark['status']} on {mark['simulator']} {mark['simulator_version']}"
@@ -259,8 +273,37 @@ def _rank_world(args):
     return rank, world
 
 
+def _interrupted(exc: KeyboardInterrupt, ctx: dict) -> int:
+    """One line and 130 (SIGINT) / 143 (SIGTERM), as mosnav-eval: the replayed records
+    written so far are kept and ``--resume`` continues the replay."""
+    from habitat_mosnav.evaluation.interrupts import Terminated
+
+    name, code = ("SIGTERM", 143) if isinstance(exc, Terminated) else ("SIGINT", 130)
+    if not ctx.get("started"):
+        print(
+            f"{PROG}: interrupted by {name} during start-up; nothing was written; run the "
+            "command again",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            safe_line(
+                f"{PROG}: interrupted by {name}; the episodes replayed so far are kept; "
+                "continue with the same command and --resume"
+            ),
+            file=sys.stderr,
+        )
+    return code
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command; returns the exit status, never raises for bad input, a full disk
+    or a signal. SIGINT and SIGTERM are noted while this runs and end the replay at the
+    next safe point (:mod:`~habitat_mosnav.evaluation.interrupts`): 130 / 143."""
     import logging
+    import signal
+
+    from habitat_mosnav.evaluation import interrupts
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(logging.WARNING)
@@ -269,16 +312,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     log.addHandler(handler)
     from habitat_mosnav.evaluation.durable import ResultWriteError
 
+    ctx: dict = {}
     try:
-        return _run(argv)
-    except UsageError as exc:
-        print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
-        return 2
-    except ResultWriteError as exc:  # a full disk, no permission: as mosnav-eval, exit 3
-        print(safe_line(f"{PROG}: error: {exc}"), file=sys.stderr)
-        return 3
+        with interrupts.guarded((signal.SIGINT, signal.SIGTERM)):
+            try:
+                code = _run(argv, ctx)
+            except UsageError as exc:
+                error, code = exc, 2
+            except ResultWriteError as exc:  # a full disk, a planted link: as mosnav-eval, 3
+                error, code = exc, 3
+            else:
+                error = None
+            interrupts.check()  # a signal noted meanwhile wins over that line and status
+            if error is not None:
+                print(safe_line(f"{PROG}: error: {error}"), file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        code = _interrupted(exc, ctx)
     finally:
         log.removeHandler(handler)
+    return code
 
 
 if __name__ == "__main__":

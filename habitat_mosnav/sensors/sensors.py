@@ -227,7 +227,13 @@ class MosNavGoalImageSensor(_MosSensor):
                 if ig is None:
                     img = np.zeros((self.height, self.width, 3), np.uint8)
                 else:
-                    img = render_camera(self._sim, "rgb", **self.camera(episode, ig))
+                    cam = self.camera(episode, ig)
+                    img = self._checked(
+                        render_camera(self._sim, "rgb", **cam),
+                        episode,
+                        cam,
+                        episode.subtasks[index].query_id,
+                    )
                     self.render_count += 1
                 self._per_subtask[index] = img
             return self._per_subtask[index]
@@ -236,6 +242,22 @@ class MosNavGoalImageSensor(_MosSensor):
                 self._image = np.zeros((self.height, self.width, 3), np.uint8)
             else:
                 cam = self.camera(episode)
-                self._image = render_camera(self._sim, "rgb", **cam)
+                self._image = self._checked(
+                    render_camera(self._sim, "rgb", **cam), episode, cam, episode.query_id
+                )
                 self.render_count += 1
         return self._image
+
+    def _checked(self, img, episode, cam: dict, query_id):
+        """``img``, unless the simulator renders and the picture is empty (every pixel 0:
+        nothing in view, e.g. a camera far outside the scene or a degenerate field of view):
+        an error naming the query, never a silently black goal image."""
+        renders = getattr(self._sim, "_renderer", True) is not None  # CPU sim, render off: zeros
+        if renders and not np.asarray(img).any():
+            raise ValueError(
+                f"episode {episode.episode_id!r} (query {query_id!r}): its image_goal "
+                f"renders empty (nothing in view from position "
+                f"{[round(float(v), 3) for v in cam['position']]}, hfov {cam['hfov']:g}): "
+                "fix the query's image_goal camera"
+            )
+        return img

@@ -159,6 +159,22 @@ def write_report(
     The report is built in a new directory beside ``out_dir`` and swapped in whole
     (:func:`~habitat_mosnav.safety.replacing_dir`): a full disk or a signal leaves the
     previous report as it was. ``out_dir`` must be absent, empty or a previous report."""
+
+    from habitat_mosnav.safety import inside, output_root
+
+    for run_dir in run_dirs:  # the report replaces its directory: never a run's, nor in one
+        if inside(out_dir, run_dir) or inside(run_dir, out_dir):
+            raise ReportError(
+                f"--out {out_dir}: is, holds or lies inside the run directory {run_dir} it "
+                "reads: choose a directory outside the runs"
+            )
+    with output_root(out_dir):
+        return _write_report(
+            run_dirs, out_dir, resamples, seed, draw_maps, config, overrides, progress
+        )
+
+
+def _write_report(run_dirs, out_dir, resamples, seed, draw_maps, config, overrides, progress):
     from tqdm import tqdm
 
     from habitat_mosnav.evaluation import interrupts
