@@ -25,7 +25,8 @@ specific cause first): ``kept_exploring`` (R targets claimed, no FINISH: ``all``
 (a missing target was near, never claimed), ``duplicate_claim``, ``false_claim`` (a claim of
 that kind), ``stopped_early`` (the agent ended the episode, FINISH or single/any's final
 claim, with targets missing), ``timeout`` (the step budget ran out with targets missing).
-Missing targets are the unclaimed ones while F < R. Standard library only.
+Missing targets are the unclaimed ones while F < R (in a ``sequential`` episode, which has
+no R: while the episode failed). Standard library only.
 """
 
 from __future__ import annotations
@@ -157,8 +158,13 @@ def diagnose_episode(
             targets[oid] = "seen_not_approached"
         else:
             targets[oid] = "never_seen"
-    required = required_target_count(target_mode, list(target_ids), target_count)
-    missing = len(found) < required
+    if target_mode == "sequential":
+        # GOAT's protocol (SPEC §11) has no R: a failed episode has a subtask that ended
+        # without its stop near one of its targets, so targets are missing exactly then.
+        missing = not success
+    else:
+        required = required_target_count(target_mode, list(target_ids), target_count)
+        missing = len(found) < required
     kinds = {c["kind"] for c in claims}
     missing_labels = set(targets.values()) if missing else set()
     out_of_steps = terminated_by == "max_steps"
