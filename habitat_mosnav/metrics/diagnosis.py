@@ -131,10 +131,14 @@ def diagnose_episode(
     success_distance: float,
     success: bool,
     terminated_by: str,
+    subtask_targets: Optional[Sequence[Sequence[Hashable]]] = None,
 ) -> EpisodeDiagnosis:
     """Labels of one episode; ``steps[t]`` is step t (0 = after reset), ``events`` the
     record's ``report_events`` (an event's ``step`` indexes ``steps``), ``success`` and
-    ``terminated_by`` (``finish``, ``target_found`` or ``max_steps``) the record's."""
+    ``terminated_by`` (``finish``, ``target_found`` or ``max_steps``) the record's.
+    ``subtask_targets``: a ``sequential`` episode's targets per subtask; a claim (its
+    SUBTASK_STOP, an event with ``subtask_index``) is then judged against its subtask's
+    targets alone, each subtask a search of its own."""
     d = float(success_distance)
     found = claimed_ids(events)
     claims: List[Dict[str, Any]] = []
@@ -143,7 +147,12 @@ def diagnose_episode(
         step = int(ev["step"])
         if not 0 <= step < len(steps):
             raise ValueError(f"report event at step {step}: the replay has {len(steps)} steps")
-        claims.append(_classify_claim(ev, steps[step], claimed_so_far))
+        view, before = steps[step], claimed_so_far
+        if subtask_targets is not None and ev.get("subtask_index") is not None:
+            ids = set(subtask_targets[int(ev["subtask_index"])])
+            view = StepView({k: v for k, v in view.distances.items() if k in ids}, view.pixels)
+            before = set()
+        claims.append(_classify_claim(ev, view, before))
         claimed_so_far.update(ev.get("new_targets") or ())
     too_far = {c["target"] for c in claims if c["kind"] == "too_far"}
     targets: Dict[Hashable, str] = {}
