@@ -220,6 +220,7 @@ def test_finds_a_target_behind_a_corner_and_reads_only_config_and_detector(corne
         "target_count",
         "step_count",
         "max_steps",
+        "subtask_index",  # None here; a sequential episode's goal changes with it
     }
     assert {"depth", "gps", "compass"} <= agent.obs_reads
 

@@ -599,3 +599,24 @@ def test_the_frontier_detector_is_told_the_exemplars_category():
         assert [d.category for d in found] == [exemplar.object_category]
     finally:
         env.close()
+
+
+def test_the_goal_image_size_is_the_datasets_when_its_image_goals_agree():
+    # GOAT-Bench gives every image goal its own [H, W] (SPEC §11): the sensor (one
+    # observation space for every episode) takes the one size the dataset's goals give,
+    # its episodes' and their subtasks'; goals without a size (the demo's) give none.
+    from types import SimpleNamespace as NS
+
+    from habitat_mosnav.sensors.sensors import dataset_image_goal_sizes
+
+    def ep(ig=None, subtasks=()):
+        return NS(image_goal=ig, subtasks=[NS(image_goal=s) for s in subtasks])
+
+    sized = {"width": 320, "height": 240}
+    unsized = {"width": None, "height": None}
+    data = NS(episodes=[ep(sized), ep(None, [None, sized]), ep(unsized)])
+    assert dataset_image_goal_sizes(data) == {(240, 320)}
+    data.episodes.append(ep(None, [{"width": 512, "height": 512}]))
+    assert dataset_image_goal_sizes(data) == {(240, 320), (512, 512)}
+    assert dataset_image_goal_sizes(NS(episodes=[ep(unsized)])) == set()
+    assert dataset_image_goal_sizes(None) == set()

@@ -131,6 +131,37 @@ def test_many_counts_missing_only_below_target_count():
     assert "stopped_early" not in diag.labels and diag.label == "duplicate_claim"
 
 
+def test_a_sequential_stop_is_judged_against_its_subtask_alone():
+    # Subtask 0: target 1, subtask 1: target 2 (SPEC §11). Walking toward 1 (3 m away) and
+    # away from 2 (5 m): the stop at step 12 (g_1 = 0) finds 1; the stop at step 13 stands
+    # 0.25 m from 1 (found in subtask 0) and 8.25 m from 2: no target of subtask 1 within
+    # 1 m, a `false` claim (judged against every target it would be a `duplicate` of 1).
+    steps = walk(3.0, 5.0, 13)
+    stops = [dict(event(12, near=[1], new=[1]), subtask_index=0)]
+    stops.append(dict(event(13), subtask_index=1))
+    diag = diagnose_episode(
+        target_mode="sequential",
+        target_ids=[1, 2],
+        target_count=None,
+        events=stops,
+        steps=steps,
+        success_distance=D,
+        success=False,
+        terminated_by="target_found",
+        subtask_targets=[[1], [2]],
+    )
+    assert [(c["step"], c["kind"], c["target"]) for c in diag.claims] == [
+        (12, "new", 1),
+        (13, "false", None),
+    ]
+    # no R in sequential: the failed episode's unclaimed target 2 is missing
+    assert diag.targets == {1: "found", 2: "never_seen"}
+    assert diag.labels == ["false_claim", "stopped_early"]
+    # without the subtasks the second stop reads as a duplicate of target 1
+    plain = diagnose(steps, stops, terminated_by="target_found", mode="sequential")
+    assert [c["kind"] for c in plain.claims] == ["new", "duplicate"]
+
+
 def test_an_event_beyond_the_replayed_steps_is_an_error():
     with pytest.raises(ValueError, match="step 9"):
         diagnose(walk(3.0, 5.0, 2), [event(9)])

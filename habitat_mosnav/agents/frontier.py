@@ -37,6 +37,10 @@ reads the semantic camera (``env.sim.get_observations_at()["semantic"]``, needs
 (``env.current_episode.target_object_ids``) and its category
 (``env.current_episode.object_category``; for an image goal the pictured exemplar's, which
 is what the picture tells a perfect perceiver): perfect detection and grounding of the goal.
+In a ``sequential`` episode (SPEC §11) it also reads ``env.current_episode.subtasks`` (the
+current subtask's targets and category, by the Observation's ``subtask_index``); the agent
+keeps its map across subtasks, forgets its claims, and takes the instances it saw earlier
+that match the new goal as its candidates (else turns a full circle first).
 Replace it with an open-vocabulary model by passing ``detector=`` (anything with
 ``detect(observation) -> list[Detection]``).
 """
@@ -153,22 +157,51 @@ class GroundTruthDetector(Detector):
     config: :data:`SEMANTIC_SENSOR_OVERRIDE`. ``goal_category`` is the episode's category
     (``object_category``): for an image goal the pictured exemplar's, which is what the
     picture tells a perfect perceiver; detections carry it.
+
+    In a ``sequential`` episode (SPEC §11) the goal is the current subtask's (the
+    Observation's ``subtask_index``): its targets match, and the episode's other targets are
+    reported too, not matching, so the agent can remember where it saw them;
+    :meth:`goal_matches` answers for an instance seen earlier once the subtask changes.
     """
 
     def __init__(self, min_pixels: int = 20, uuid: str = "semantic") -> None:
         self.min_pixels = int(min_pixels)
         self.uuid = uuid
         self.env = None
-        self._targets: Optional[Set[int]] = None
+        self._targets: Set[int] = set()
+        self._reported: Set[int] = set()
+        self._goal_key = None
         self.goal_category: Optional[str] = None
 
     def bind_env(self, env) -> None:
         self.env = env
-        self._targets = None
+        self._goal_key = None
 
     def reset(self) -> None:
-        self._targets = None
+        self._goal_key = None
         self.goal_category = None
+
+    def _update_goal(self, observation: Observation) -> None:
+        """The instances that match the current goal (the episode's, or in a sequential
+        episode the current subtask's) and those reported at all."""
+        episode = self.env.current_episode
+        index = getattr(observation, "subtask_index", None)
+        key = (id(episode), index)
+        if key == self._goal_key:
+            return
+        self._goal_key = key
+        self._reported = {int(i) for i in episode.target_object_ids}
+        if index is not None:  # sequential (its episode's subtasks are read only then)
+            sub = episode.subtasks[index]
+            self._targets = {int(i) for i in sub.target_object_ids}
+            self.goal_category = sub.object_category
+        else:
+            self._targets = set(self._reported)
+            self.goal_category = getattr(episode, "object_category", None)
+
+    def goal_matches(self, instance_id: int) -> bool:
+        """Whether an instance reported earlier matches the current goal."""
+        return int(instance_id) in self._targets
 
     def detect(self, observation: Observation) -> List[Detection]:
         if self.env is None:
@@ -176,10 +209,7 @@ class GroundTruthDetector(Detector):
                 "GroundTruthDetector needs bind_env(env); run it with mosnav-eval "
                 "or Evaluator, which bind the environment"
             )
-        if self._targets is None:
-            episode = self.env.current_episode
-            self._targets = {int(i) for i in episode.target_object_ids}
-            self.goal_category = getattr(episode, "object_category", None)
+        self._update_goal(observation)
         obs = self.env.sim.get_observations_at()
         if obs is None or self.uuid not in obs:
             raise RuntimeError(
@@ -197,12 +227,13 @@ class GroundTruthDetector(Detector):
         ids, counts = np.unique(sem, return_counts=True)
         out = []
         for oid, n in zip(ids.tolist(), counts.tolist()):
-            if oid in self._targets and n >= self.min_pixels:
+            if oid in self._reported and n >= self.min_pixels:
+                match = oid in self._targets
                 out.append(
                     Detection(
                         instance_id=int(oid),
-                        matches_goal=True,
-                        category=self.goal_category,
+                        matches_goal=match,
+                        category=self.goal_category if match else None,
                         mask=sem == oid,
                     )
                 )
@@ -336,7 +367,9 @@ class FrontierAgent:
 
     def reset(self) -> None:
         self.map = OccupancyMap(self.map_size, self.cell_size)
-        self._instances: Dict[int, _Instance] = {}
+        self._instances: Dict[int, _Instance] = {}  # those matching the current goal
+        self._seen: Dict[int, _Instance] = {}  # every instance detected, matching or not
+        self._subtask: Optional[int] = None
         self._claimed: Set[int] = set()
         self._blocked_frontier = np.zeros_like(self.map.free)
         self._last_pos: Optional[np.ndarray] = None
@@ -372,7 +405,11 @@ class FrontierAgent:
         self.map.clear_disk(self.map.obstacle, pos, self.camera.agent_radius - self.map.cs)
         if observation.depth is not None:
             self._integrate_depth(np.asarray(observation.depth, dtype=np.float32), pos, heading)
-        self._integrate_detections(self.detector.detect(observation), observation, pos, heading)
+        detections = self.detector.detect(observation)
+        if observation.subtask_index != self._subtask:
+            self._subtask = observation.subtask_index
+            self._begin_subtask()
+        self._integrate_detections(detections, observation, pos, heading)
 
         if mode in MULTI_MODES:
             if (
@@ -401,6 +438,23 @@ class FrontierAgent:
                 return self._finish("map exhausted")
             return self._send(int(Action.TARGET_FOUND))  # single/any: claim here and end
         return self._send(action)
+
+    def _begin_subtask(self) -> None:
+        """A ``sequential`` episode's next subtask (SPEC §11): a new goal. The map stays;
+        what was claimed is forgotten; the instances seen so far that match the new goal
+        (the detector's ``goal_matches``, when it has one) are its candidates at once;
+        with none, the agent turns a full circle where it stands first."""
+        self._claimed.clear()
+        matches = getattr(self.detector, "goal_matches", None)
+        self._instances = {}
+        if callable(matches):
+            for oid, inst in self._seen.items():
+                if matches(oid):
+                    inst.goal_steps = 0
+                    self._instances[oid] = inst
+        if self._started and not self._instances and self.spin_at_start:
+            turns = int(round(360.0 / max(self.camera.turn_angle_deg, 1e-6)))
+            self._spin_left = turns - 1
 
     # ------------------------------------------------------------------ mapping
     def _check_motion(self, pos: np.ndarray, heading: float) -> None:
@@ -477,9 +531,9 @@ class FrontierAgent:
         depth = observation.depth
         cam = self.camera
         for det in detections:
-            if not det.matches_goal:
-                continue
-            inst = self._instances.setdefault(int(det.instance_id), _Instance())
+            inst = self._seen.setdefault(int(det.instance_id), _Instance())
+            if det.matches_goal:
+                self._instances[int(det.instance_id)] = inst
             inst.last_seen = observation.step_count
             if det.position is not None:
                 inst.cells.add(self.map.cell(det.position))

@@ -119,8 +119,10 @@ class TargetCountSensorConfig(LabSensorConfig):
 @dataclass
 class GoalImageSensorConfig(LabSensorConfig):
     """uuid ``mosnav_goal_image``: the image goal's picture, rendered once per episode.
-    ``width`` / ``height`` / ``hfov`` <= 0 take the agent's RGB camera's; a dataset
-    ``image_goal`` that gives its own hfov wins, one that gives another size is an error.
+    ``width`` / ``height`` <= 0 take the one size the dataset's image goals give (GOAT-Bench's
+    ``image_dimensions``), else the agent's RGB camera's; ``hfov`` <= 0 the RGB camera's. A
+    dataset ``image_goal`` that gives its own hfov wins, one that gives another size is an
+    error.
     ``get_config`` adds this sensor when ``habitat.dataset.goal_type`` is ``image``."""
 
     type: str = "MosNavGoalImageSensor"

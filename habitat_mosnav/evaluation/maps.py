@@ -634,11 +634,22 @@ def record_header(
         outcome = "success" if m.get("success") == 1 else "failure"
         end = record.get("terminated_by")
         banner = outcome.upper()
-        lines = [
-            f"{_ENDS.get(end, str(end))} at {at}",
-            f"found {m.get('targets_found')} of {m.get('required_target_count')} required",
-            f"f1 {_fmt(m.get('f1'))}  spl-multi {_fmt(m.get('spl_multi'))}  pe {_fmt(m.get('pe'))}",
-        ]
+        if ep.get("target_mode") == "sequential":  # GOAT's protocol and metrics (SPEC §11)
+            done = (record.get("subtask_metrics") or {}).get("subtask_success") or []
+            ends = dict(_ENDS, target_found="the last subtask's SUBTASK_STOP")
+            lines = [
+                f"{ends.get(end, str(end))} at {at}",
+                f"subtasks {sum(done)} of {len(done)} succeeded",
+                f"partial {_fmt(m.get('partial_success'))}  "
+                f"composite spl {_fmt(m.get('composite_spl'))}",
+            ]
+        else:
+            lines = [
+                f"{_ENDS.get(end, str(end))} at {at}",
+                f"found {m.get('targets_found')} of {m.get('required_target_count')} required",
+                f"f1 {_fmt(m.get('f1'))}  spl-multi {_fmt(m.get('spl_multi'))}  "
+                f"pe {_fmt(m.get('pe'))}",
+            ]
     if goal_text:
         wrapped = textwrap.wrap(f'goal: "{goal_text}"', 44)
         lines += wrapped[:3] + (["  ..."] if len(wrapped) > 3 else [])

@@ -99,7 +99,9 @@ def goal_image(obs: Mapping[str, Any], goal_type: str) -> Optional[np.ndarray]:
     if img is None:
         raise RuntimeError(
             "goal type image without the mosnav_goal_image sensor in the observations "
-            "(habitat.task.lab_sensors.mosnav_goal_image; habitat_mosnav.get_config adds it)"
+            "(habitat.task.lab_sensors.mosnav_goal_image; habitat_mosnav.get_config adds it "
+            "for goal type image, and for sequential episodes when the agent has an RGB "
+            "camera)"
         )
     out = np.asarray(img)
     if out.flags.writeable:

@@ -102,12 +102,17 @@ class DiagnosisCollector(StepObserver):
         self.uuid = uuid
         self.env = None  # set by the replay evaluator
         self.steps: Dict[str, List[StepView]] = {}
+        #: a sequential episode's targets per subtask (SPEC §11), by episode key
+        self.subtasks: Dict[str, List[List[int]]] = {}
         self._views: List[StepView] = []
         self._ids: List[int] = []
         self._points: List[Any] = []
 
     def on_episode_start(self, key: str, episode) -> None:
         self._views = self.steps[key] = []
+        subtasks = getattr(episode, "subtasks", None) or []
+        if subtasks:
+            self.subtasks[key] = [[int(i) for i in s.target_object_ids] for s in subtasks]
         goals = {g.object_id: g for g in episode.goals}
         self._ids = [int(i) for i in episode.target_object_ids]
         self._points = [goals[i].near_points for i in self._ids]
@@ -149,6 +154,7 @@ def write_diagnosis(
             success_distance=success_distance,
             success=success,
             terminated_by=rec.get("terminated_by") or "",
+            subtask_targets=collector.subtasks.get(key),
         )
         diagnoses.append(diag)
         episodes[key] = {

@@ -25,7 +25,8 @@ specific cause first): ``kept_exploring`` (R targets claimed, no FINISH: ``all``
 (a missing target was near, never claimed), ``duplicate_claim``, ``false_claim`` (a claim of
 that kind), ``stopped_early`` (the agent ended the episode, FINISH or single/any's final
 claim, with targets missing), ``timeout`` (the step budget ran out with targets missing).
-Missing targets are the unclaimed ones while F < R. Standard library only.
+Missing targets are the unclaimed ones while F < R (in a ``sequential`` episode, which has
+no R: while the episode failed). Standard library only.
 """
 
 from __future__ import annotations
@@ -130,10 +131,14 @@ def diagnose_episode(
     success_distance: float,
     success: bool,
     terminated_by: str,
+    subtask_targets: Optional[Sequence[Sequence[Hashable]]] = None,
 ) -> EpisodeDiagnosis:
     """Labels of one episode; ``steps[t]`` is step t (0 = after reset), ``events`` the
     record's ``report_events`` (an event's ``step`` indexes ``steps``), ``success`` and
-    ``terminated_by`` (``finish``, ``target_found`` or ``max_steps``) the record's."""
+    ``terminated_by`` (``finish``, ``target_found`` or ``max_steps``) the record's.
+    ``subtask_targets``: a ``sequential`` episode's targets per subtask; a claim (its
+    SUBTASK_STOP, an event with ``subtask_index``) is then judged against its subtask's
+    targets alone, each subtask a search of its own."""
     d = float(success_distance)
     found = claimed_ids(events)
     claims: List[Dict[str, Any]] = []
@@ -142,7 +147,12 @@ def diagnose_episode(
         step = int(ev["step"])
         if not 0 <= step < len(steps):
             raise ValueError(f"report event at step {step}: the replay has {len(steps)} steps")
-        claims.append(_classify_claim(ev, steps[step], claimed_so_far))
+        view, before = steps[step], claimed_so_far
+        if subtask_targets is not None and ev.get("subtask_index") is not None:
+            ids = set(subtask_targets[int(ev["subtask_index"])])
+            view = StepView({k: v for k, v in view.distances.items() if k in ids}, view.pixels)
+            before = set()
+        claims.append(_classify_claim(ev, view, before))
         claimed_so_far.update(ev.get("new_targets") or ())
     too_far = {c["target"] for c in claims if c["kind"] == "too_far"}
     targets: Dict[Hashable, str] = {}
@@ -157,8 +167,13 @@ def diagnose_episode(
             targets[oid] = "seen_not_approached"
         else:
             targets[oid] = "never_seen"
-    required = required_target_count(target_mode, list(target_ids), target_count)
-    missing = len(found) < required
+    if target_mode == "sequential":
+        # GOAT's protocol (SPEC §11) has no R: a failed episode has a subtask that ended
+        # without its stop near one of its targets, so targets are missing exactly then.
+        missing = not success
+    else:
+        required = required_target_count(target_mode, list(target_ids), target_count)
+        missing = len(found) < required
     kinds = {c["kind"] for c in claims}
     missing_labels = set(targets.values()) if missing else set()
     out_of_steps = terminated_by == "max_steps"

@@ -154,6 +154,19 @@ def agent_rgb_camera(sim_config) -> Any:
     return None
 
 
+def dataset_image_goal_sizes(dataset) -> set:
+    """The ``(height, width)`` pairs that the image goals of a dataset's episodes (and of
+    their subtasks) give; a goal that leaves its size to the sensor gives none."""
+    sizes = set()
+    for ep in getattr(dataset, "episodes", None) or ():
+        goals = [getattr(ep, "image_goal", None)]
+        goals += [s.image_goal for s in getattr(ep, "subtasks", None) or ()]
+        for ig in goals:
+            if ig and ig.get("width") is not None and ig.get("height") is not None:
+                sizes.add((int(ig["height"]), int(ig["width"])))
+    return sizes
+
+
 @registry.register_sensor
 class MosNavGoalImageSensor(_MosSensor):
     """``mosnav_goal_image``: goal type ``image``'s picture, (H, W, 3) uint8: the simulator
@@ -162,7 +175,13 @@ class MosNavGoalImageSensor(_MosSensor):
     once per episode, at reset, and every later step repeats it. Zeros for an episode of
     another goal type (no render). In a ``sequential`` episode the current subtask's picture:
     rendered when an image subtask begins, once per subtask (kept per subtask for the
-    episode)."""
+    episode).
+
+    The sensor's size (its observation space: one shape for every episode, as batching
+    needs) is the config's width/height when set, else the one size that the dataset's
+    image goals give (GOAT-Bench's ``image_dimensions``, SPEC §11: the agent sees the picture
+    at the size the dataset gives, not at its RGB camera's), else the RGB camera's. A goal of
+    another size than the sensor's is an error."""
 
     cls_uuid = "mosnav_goal_image"
     sensor_type = SensorTypes.COLOR
@@ -180,8 +199,13 @@ class MosNavGoalImageSensor(_MosSensor):
                 )
             return cast(rgb[name])
 
-        self.width = pick(config.width, "width", int)
-        self.height = pick(config.height, "height", int)
+        own_h, own_w = config.height, config.width
+        if not (own_w is not None and own_w > 0) and not (own_h is not None and own_h > 0):
+            sizes = dataset_image_goal_sizes(dataset)
+            if len(sizes) == 1:
+                own_h, own_w = next(iter(sizes))
+        self.width = pick(own_w, "width", int)
+        self.height = pick(own_h, "height", int)
         self.hfov = pick(config.hfov, "hfov", float)
         #: renders so far (the once-per-episode contract is tested on it)
         self.render_count = 0
