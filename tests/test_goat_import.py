@@ -254,6 +254,37 @@ def test_non_gzip_and_bad_json_files_are_one_line(goat_split, tmp_path, capsys):
     assert not any(p.name.startswith(("o1", "o2", "o3", ".o")) for p in tmp_path.iterdir())
 
 
+def test_a_fifo_or_a_gzip_bomb_is_one_line_in_bounded_time(
+    goat_split, tmp_path, capsys, monkeypatch
+):
+    """A GOAT file is read as every dataset file is (a regular file of bounded size: a FIFO
+    never hangs the import) and its decompressed size is bounded too (a gzip bomb stops at
+    the bound, here lowered to 1 MB: 2 MB of zeros compress to about 2 kB)."""
+    import signal
+
+    from habitat_mosnav.dataset_building import goat
+
+    split_dir, scene_root = goat_split
+    content = os.path.join(split_dir, "content", f"{SID}.json.gz")
+    os.remove(content)
+    os.mkfifo(content)
+    signal.alarm(20)  # a hang fails the test instead of blocking it
+    try:
+        code, cap = run(capsys, split_dir, scene_root, tmp_path / "o1")
+    finally:
+        signal.alarm(0)
+    assert code == 2 and f"{SID}.json.gz: a FIFO, not a regular file" in cap.err
+    assert len(cap.err.strip().splitlines()) == 1
+    os.remove(content)
+    with gzip.open(content, "wb") as f:
+        f.write(b'{"episodes": [], "pad": "' + b"0" * (2 << 20) + b'"}')
+    assert os.path.getsize(content) < 64 << 10
+    monkeypatch.setattr(goat, "MAX_GOAT_JSON_BYTES", 1 << 20)
+    code, cap = run(capsys, split_dir, scene_root, tmp_path / "o2")
+    assert code == 2 and f"{SID}.json.gz: decompresses to more than 1048576 bytes" in cap.err
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+
+
 def test_schema_limits_match_the_loaders():
     assert goat_mod.MAX_COORDINATE == schema.MAX_COORDINATE
     assert goat_mod.MAX_IMAGE_SIDE == schema.MAX_IMAGE_SIDE

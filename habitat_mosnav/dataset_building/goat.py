@@ -75,6 +75,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from habitat_mosnav.dataset_building.common import SCHEMA_VERSION, BuildError, rng_for
 from habitat_mosnav.metrics.open_path import solver_refusal
+from habitat_mosnav.safety import MAX_DATASET_BYTES, InputFileError, open_input
 
 # datasets/schema.py's limits (a test keeps them equal): importing that package imports
 # habitat, which a refused input should not wait for.
@@ -109,16 +110,30 @@ def _show(value: Any) -> str:
 
 
 # ----------------------------------------------------------------------------- reading
+#: The most a GOAT file may decompress to (GOAT-Bench v1's largest content file is tens of
+#: MB): a gzip bomb stops here, in bounded time and memory.
+MAX_GOAT_JSON_BYTES = 512 << 20
+
+
 def read_gz_json(path: Path) -> Any:
     """A gzip-compressed JSON document; a missing file, a non-gzip file or bad JSON is one
     line naming the file."""
-    if not path.is_file():
+    if not path.exists():
         raise GoatFormatError(f"{path}: file not found")
     try:
-        with gzip.open(path, "rb") as f:
-            raw = f.read()
+        # a regular file of bounded size (never a FIFO or a device), and a bounded
+        # decompressed size: a gzip bomb stops at the bound instead of filling memory
+        with open_input(str(path), MAX_DATASET_BYTES) as compressed:
+            with gzip.GzipFile(fileobj=compressed, mode="rb") as f:
+                raw = f.read(MAX_GOAT_JSON_BYTES + 1)
+    except InputFileError as e:
+        raise GoatFormatError(str(e)) from None
     except (OSError, EOFError, zlib.error) as e:
         raise GoatFormatError(f"{path}: not a gzip file ({e})") from None
+    if len(raw) > MAX_GOAT_JSON_BYTES:
+        raise GoatFormatError(
+            f"{path}: decompresses to more than {MAX_GOAT_JSON_BYTES} bytes (refused)"
+        )
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
