@@ -455,8 +455,10 @@ def test_offline_on_hm3d_says_why_in_one_line(tmp_path, capsys):
     from habitat_mosnav.dataset_building.cli import main
 
     v, f = _box(0, 0, 0, 1, 1, 1)
+    scenes = tmp_path / "scenes"  # the output beside the scenes, never inside (issue 39)
+    scenes.mkdir()
     scene = _scene(
-        tmp_path,
+        scenes,
         [
             {
                 "positions": v,
@@ -476,7 +478,7 @@ def test_offline_on_hm3d_says_why_in_one_line(tmp_path, capsys):
                 "attributes",
                 "--offline",
                 "--scenes",
-                str(tmp_path),
+                str(scenes),
                 "--out",
                 str(out),
                 "--no-progress",

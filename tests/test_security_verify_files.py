@@ -219,6 +219,43 @@ def test_report_and_aggregate_refuse_a_file_that_is_not_a_bounded_regular_file(
         assert problem in lines[0], lines
 
 
+@pytest.mark.parametrize("plant, problem", [(_fifo, "a FIFO"), (_dev_zero, "a character device")])
+def test_the_dataset_builders_readers_refuse_what_is_not_a_regular_file(tmp_path, plant, problem):
+    """mosnav-build's own readers (a stage's JSON input, a scene file it fingerprints, an
+    ObjectNav goals file) read as every dataset reader does: a FIFO never hangs them and
+    a link to /dev/zero is never read, one BuildError line naming the file."""
+    import signal
+
+    from habitat_mosnav.dataset_building import common, objectnav
+
+    paths = {}
+    for name in ("goals.json", "scene.glb", "TEEsavR23oF.json.gz"):
+        paths[name] = tmp_path / name
+        paths[name].write_bytes(b"{}")
+        plant(paths[name])
+    scene = common.SceneFiles(
+        "TEEsavR23oF",
+        tmp_path,
+        paths["scene.glb"],
+        paths["scene.glb"],
+        paths["scene.glb"],
+        None,
+        None,
+    )
+    signal.alarm(20)  # a hang fails the test instead of blocking it
+    try:
+        for call, path in (
+            (lambda: common.read_json(paths["goals.json"]), "goals.json"),
+            (lambda: common.fingerprint(scene), "scene.glb"),
+            (lambda: objectnav._load(paths["TEEsavR23oF.json.gz"]), "TEEsavR23oF.json.gz"),
+        ):
+            with pytest.raises(common.BuildError) as caught:
+                call()
+            assert str(caught.value).startswith(f"{tmp_path / path}: {problem}, not a regular")
+    finally:
+        signal.alarm(0)
+
+
 def test_a_fifo_in_the_dataset_is_one_line_naming_it(open_room, tmp_path, capsys):
     data, scenes = write_room_variant(tmp_path / "data", open_room, lambda docs: None)
     episodes = next(p for p in _walk(data) if p.endswith("episodes.json"))

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from habitat_mosnav.safety import MAX_JSON_BYTES, InputFileError, read_input_text
 from habitat_mosnav.dataset_building.common import (
     ATTRIBUTE_FIELDS,
     BuildError,
@@ -145,11 +146,11 @@ def online_attributes(
             g = dict(g)
             path = cache_path(work, scene_id, g["object_id"])
             cached = None
-            if path.is_file() and not overwrite:
+            if path.exists() and not overwrite:
                 try:
-                    cached = json.loads(path.read_text(encoding="utf-8"))
-                except json.JSONDecodeError:
-                    cached = None
+                    cached = json.loads(read_input_text(str(path), MAX_JSON_BYTES))
+                except (json.JSONDecodeError, InputFileError, OSError):
+                    cached = None  # an unreadable cache entry is asked again
             if not (cached and cached.get("status") == "ok"):
                 if geo is None:
                     geo = geo_factory()

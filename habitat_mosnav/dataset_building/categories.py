@@ -29,6 +29,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from habitat_mosnav.safety import MAX_DATASET_BYTES, InputFileError, read_input_text
 from habitat_mosnav.dataset_building.common import BuildError, norm_text, read_json, write_json
 
 DEFAULT_TABLE = Path(__file__).resolve().parent / "data" / "hm3d_categories.json"
@@ -170,10 +171,10 @@ def dataset_categories(out: Path) -> List[str]:
     out = Path(out)
     for d in sorted(out.iterdir()) if out.is_dir() else []:
         g = d / "goals.json"
-        if g.is_file():
+        if g.exists():
             try:
-                doc = json.loads(g.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as e:
+                doc = json.loads(read_input_text(str(g), MAX_DATASET_BYTES))
+            except (OSError, json.JSONDecodeError, InputFileError) as e:
                 raise BuildError(f"{g}: cannot read ({e})") from None
             for i, goal in enumerate(doc.get("goals", []) if isinstance(doc, dict) else []):
                 c = goal.get("category") if isinstance(goal, dict) else None

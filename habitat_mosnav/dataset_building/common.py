@@ -23,7 +23,14 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
-from habitat_mosnav.safety import replacing
+from habitat_mosnav.safety import (
+    MAX_DATASET_BYTES,
+    MAX_JSON_BYTES,
+    InputFileError,
+    open_input,
+    read_input_text,
+    replacing,
+)
 
 SCHEMA_VERSION = 1
 STAGES = (
@@ -105,9 +112,12 @@ def fingerprint(scene: SceneFiles) -> str:
         if p is None:
             continue
         h.update(p.name.encode())
-        with open(p, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
+        try:  # a regular file of bounded size: a FIFO or a device is refused, never read
+            with open_input(str(p), MAX_DATASET_BYTES) as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+        except InputFileError as e:
+            raise BuildError(str(e)) from None
     return h.hexdigest()[:16]
 
 
@@ -155,11 +165,13 @@ def write_json(path: Path, obj: Any, indent: Optional[int] = 1) -> None:
 
 def read_json(path: Path) -> Any:
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise BuildError(f"{path}: file not found (run the earlier build stage first)")
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        # a regular file of bounded size (a FIFO or a device is refused, never read)
+        return json.loads(read_input_text(str(path), MAX_DATASET_BYTES))
+    except InputFileError as e:
+        raise BuildError(str(e)) from None
     except json.JSONDecodeError as e:
         raise BuildError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
 
@@ -201,11 +213,11 @@ class StageMarkers:
     def __init__(self, work: Path, scene_id: str):
         self.path = Path(work) / scene_id / "stages.json"
         self.data: Dict[str, Any] = {}
-        if self.path.is_file():
+        if self.path.exists():
             try:
-                self.data = json.loads(self.path.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, OSError):
-                self.data = {}
+                self.data = json.loads(read_input_text(str(self.path), MAX_JSON_BYTES))
+            except (json.JSONDecodeError, OSError, InputFileError):
+                self.data = {}  # unreadable markers: the stages run again
 
     def done(self, stage: str, params: Dict[str, Any]) -> bool:
         return self.data.get(stage) == {"params": _canonical(params)}

@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from habitat_mosnav.safety import MAX_DATASET_BYTES, InputFileError, open_input
 from habitat_mosnav.dataset_building.common import BuildError, rounded
 from habitat_mosnav.scenes.io import mesh_stem
 
@@ -49,15 +50,21 @@ MAX_GOALS_BYTES = 512 * 2**20
 
 def _load(path: Path) -> Any:
     try:
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rb") as f:
-            data = f.read(MAX_GOALS_BYTES + 1)
+        # a regular file of bounded size (never a FIFO or a device), then a bounded read
+        with open_input(str(path), MAX_DATASET_BYTES) as raw:
+            if path.name.endswith(".gz"):
+                with gzip.GzipFile(fileobj=raw, mode="rb") as f:
+                    data = f.read(MAX_GOALS_BYTES + 1)
+            else:
+                data = raw.read(MAX_GOALS_BYTES + 1)
         if len(data) > MAX_GOALS_BYTES:
             raise BuildError(
                 f"{path}: more than {MAX_GOALS_BYTES // 2**20} MiB once decompressed; "
                 "not an ObjectNav goals file (a gzip bomb?)"
             )
         return json.loads(data.decode("utf-8"))
+    except InputFileError as e:
+        raise BuildError(str(e)) from None
     except (OSError, EOFError) as e:
         raise BuildError(f"{path}: cannot read ({e})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
