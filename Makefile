@@ -42,9 +42,11 @@ setup: $(VENV)/.base-installed egl
 setup-baselines: $(VENV)/.baselines-installed egl
 
 # The demo/official benchmark setting (12 MOS + MOC episodes of the bundled scenes), the
-# oracle on the same episodes with image goals (demo/image), then a report page comparing
-# the runs: $(DEMO_OUT)/report/index.html (each episode's maps side by side, the oracle's
-# videos linked, the image run's maps with the goal image).
+# oracle on the same episodes with image goals (demo/image), the random run replayed with
+# --diagnose (why each episode failed: $(DEMO_OUT)/random/diagnosis.json), then a report
+# page comparing the runs: $(DEMO_OUT)/report/index.html ("Why episodes fail" under the
+# leaderboard, each episode's maps side by side, the oracle's videos linked, the image
+# run's maps with the goal image).
 demo: setup
 	rm -rf $(DEMO_OUT)
 	$(VENV)/bin/mosnav-eval --benchmark demo/official --agent habitat_mosnav.agents.oracle:OracleAgent \
@@ -52,6 +54,7 @@ demo: setup
 	$(VENV)/bin/mosnav-eval --benchmark demo/official --agent random --save-maps --output-dir $(DEMO_OUT)/random
 	$(VENV)/bin/mosnav-eval --benchmark demo/image --agent habitat_mosnav.agents.oracle:OracleAgent \
 		--save-maps --output-dir $(DEMO_OUT)/oracle_image
+	$(VENV)/bin/mosnav-replay $(DEMO_OUT)/random --diagnose
 	$(VENV)/bin/mosnav-report $(DEMO_OUT)/oracle $(DEMO_OUT)/random $(DEMO_OUT)/oracle_image --out $(DEMO_OUT)/report
 
 # Reference baselines (random, frontier + GT detector, PPO checkpoint if any, oracle) and

@@ -221,8 +221,14 @@ def test_report_shows_why_episodes_fail_beside_the_leaderboard(diagnosed, tmp_pa
     assert report_main([str(diagnosed["run"]), str(plain), "--out", str(out), "--no-progress"]) == 0
     plots = json.loads((out / "plots.json").read_text())
     why = next(p for p in plots["plots"] if p["key"] == "why_fail")
-    assert why["series"] == [
-        {"run": "run", "panel": "episodes", "color": plots["colors"]["run"], "n": len(SCRIPTS)}
+    assert [{k: s[k] for k in ("run", "panel", "color", "n", "hatch")} for s in why["series"]] == [
+        {
+            "run": "run",
+            "panel": "episodes",
+            "color": plots["colors"]["run"],
+            "n": len(SCRIPTS),
+            "hatch": "",
+        }
     ]
     assert "mosnav-replay --diagnose" in why["missing"]["plain"]
     seen = _probe(str(out))

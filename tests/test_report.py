@@ -3,7 +3,9 @@ intervals, runs with errors / incomplete / without summary marked, and the page 
 in a real headless browser (Debian's chromium; ``make test`` installs it through
 scripts/ensure_chromium.sh)."""
 
+import contextlib
 import csv
+import io
 import json
 import os
 import re
@@ -213,7 +215,7 @@ def test_page_renders_in_headless_chromium_with_maps_and_sorting(report, tmp_pat
     ).stdout
     table = dom[dom.index('id="episodes"') :]
     assert 'data-sorted="' in table[:200]
-    values = re.findall(r'<tr[^>]*>(?:<td[^>]*>.*?</td>){8}<td data-v="([^"]*)">', table)
+    values = re.findall(r'<tr[^>]*>(?:<td[^>]*>.*?</td>){8}<td[^>]*? data-v="([^"]*)"', table)
     nums = [float(v) if v else -np.inf for v in values]
     assert len(nums) == 7 and nums == sorted(nums, reverse=True)
 
@@ -329,8 +331,10 @@ window.addEventListener('load', function () {
 @pytest.fixture(scope="module")
 def demo_report(tmp_path_factory):
     """``make demo`` in small: the oracle (maps and videos) on two demo episodes, random
-    (maps) on the first of them, and their report."""
+    (maps) on the first of them, random replayed with ``--diagnose`` (as the Makefile's
+    demo target does), and their report."""
     from habitat_mosnav.evaluation.cli import main as eval_main
+    from habitat_mosnav.evaluation.replay_cli import main as replay_main
 
     root = tmp_path_factory.mktemp("demo_report")
     common = ["--space-coverage-samples", "0", "--no-progress", "--save-maps"]
@@ -366,6 +370,8 @@ def demo_report(tmp_path_factory):
         )
         == 0
     )
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert replay_main([str(root / "random"), "--diagnose", "--no-progress"]) == 0
     out = str(root / "report")
     assert (
         main(
@@ -397,7 +403,7 @@ def test_demo_report_fits_1280px_with_glossary_and_episode_maps_side_by_side(dem
     assert m["inner"] == 1280
     assert m["scroll"] <= 1280, f"page scrolls sideways: {m['scroll']} px"
     assert m["board"][2] <= 1280  # the main table ends inside the window
-    assert m["head"] == ["run", "SR", "F1", "SPL-multi", "episodes", "status"]
+    assert m["head"] == ["run", "SR", "F1", "SPL-multi", "episodes", "benchmark", "status"]
     # the diagnostics are one click away, with every SPEC §5 diagnostic
     group = dom[dom.index('id="diagnostics-group"') :]
     for label in (
@@ -468,7 +474,7 @@ def test_demo_report_keeps_one_colour_per_run_and_notes_missing_values(demo_repo
     colors = data["colors"]
     assert data["runs"] == ["oracle", "random"] and len(set(colors.values())) == 2
     plots = {p["key"]: p for p in data["plots"]}
-    assert set(plots) == {"by_mode", "distributions", "oer_ftr", "by_count"}
+    assert set(plots) == {"by_mode", "distributions", "oer_ftr", "by_count", "why_fail"}
     for plot in data["plots"]:  # the colour each artist was drawn with
         for s in plot["series"]:
             assert s["color"] == colors[s["run"]], (plot["key"], s)
@@ -631,3 +637,173 @@ def test_the_printed_table_fits_120_columns_and_the_file_keeps_every_column(tmp_
     md = open(os.path.join(out, "leaderboard.md"), encoding="utf-8").read()
     assert "| run | status | official | agent | episodes (ok/err/expected) |" in md
     assert long_name in md  # the file keeps the whole name
+
+
+# ----------------------------------------------------------------------------- issue 42 item 3
+
+
+def _demo_target():
+    """The recipe lines of the Makefile's demo target."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    text = open(os.path.join(root, "Makefile"), encoding="utf-8").read()
+    recipe = text[text.index("\ndemo:") :].split("\n\n")[0]
+    return [line.strip() for line in recipe.replace("\\\n", " ").splitlines()[1:]]
+
+
+#: Lists each "–" text node of the page with the title of its nearest element that has one.
+NULLS_JS = """
+<script>
+window.addEventListener('load', function () {
+  var out = {nulls: [], why: {}, head: []};
+  var walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walk.nextNode()) {
+    var node = walk.currentNode;
+    if (node.textContent.trim() !== '\\u2013') continue;
+    var el = node.parentElement.closest('[title]'), td = node.parentElement.closest('td');
+    var table = node.parentElement.closest('table');
+    var th = td && table ? table.querySelectorAll('th')[td.cellIndex] : null;
+    out.nulls.push([table ? table.id : '', th ? th.textContent : '',
+                    el ? el.getAttribute('title') : null]);
+  }
+  var head = Array.prototype.map.call(document.querySelectorAll('#episodes th'),
+                                      function (th) { return th.textContent; });
+  var col = head.indexOf('why failed');
+  document.querySelectorAll('#episodes tbody tr').forEach(function (tr) {
+    out.why[tr.cells[0].getAttribute('data-v') + ' ' + tr.cells[1].getAttribute('data-v')] =
+        col < 0 ? null : tr.cells[col].textContent;
+  });
+  out.whyImg = !!document.querySelector('#leaderboard-section img#plot-why_fail');
+  var pre = document.createElement('pre'); pre.id = 'nulls';
+  pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+def test_make_demo_diagnoses_random_and_its_report_shows_why_episodes_fail(demo_report, tmp_path):
+    """Issue 42: the demo's report had no "why episodes fail" (no --diagnose in make demo):
+    the Makefile replays random with --diagnose before mosnav-report, and the page (read
+    back from headless chromium) has the chart under the board and a label per failed
+    episode of random."""
+    from habitat_mosnav.metrics.diagnosis import EPISODE_LABELS
+
+    recipe = _demo_target()
+    replay = [i for i, line in enumerate(recipe) if "mosnav-replay" in line]
+    report_at = next(i for i, line in enumerate(recipe) if "mosnav-report" in line)
+    assert [recipe[i].split()[1:] for i in replay] == [["$(DEMO_OUT)/random", "--diagnose"]]
+    assert replay[0] < report_at
+    random_run = os.path.join(demo_report["root"], "random")
+    doc = json.load(open(os.path.join(random_run, "diagnosis.json")))
+    assert doc["failed_episode_count"] == 1  # 60 random steps: no success
+    out = demo_report["out"]
+    page = open(os.path.join(out, "index.html"), encoding="utf-8").read()
+    assert "<h3>Why episodes fail (mosnav-replay --diagnose)</h3>" in page
+    plots = {p["key"]: p for p in json.load(open(os.path.join(out, "plots.json")))["plots"]}
+    assert [(s["run"], s["n"]) for s in plots["why_fail"]["series"]] == [("random", 1)]
+    shutil.copytree(out, tmp_path / "page")
+    seen, _ = probe_page(tmp_path / "page" / "index.html", NULLS_JS, "nulls")
+    assert seen["whyImg"]
+    for key, entry in doc["episodes"].items():
+        assert entry["label"] in EPISODE_LABELS
+        assert seen["why"][f"random {key}"] == entry["label"]
+    oracle = [k for k in seen["why"] if k.startswith("oracle ")]
+    assert len(oracle) == 2 and all(seen["why"][k] == "–" for k in oracle)
+
+
+def test_every_dash_of_the_demo_report_says_why(demo_report, tmp_path):
+    """Issue 42: OER-space was "–" everywhere with no word why. Every "–" of the page (a
+    null metric, no map, no video, no label) carries its reason as a title; a column empty
+    for every run also says why under the diagnostics."""
+    shutil.copytree(demo_report["out"], tmp_path / "page")
+    seen, dom = probe_page(tmp_path / "page" / "index.html", NULLS_JS, "nulls")
+    nulls = seen["nulls"]
+    assert len(nulls) > 10
+    for table, column, why in nulls:
+        assert why and why != "no value", (table, column, why)
+    by = {(t, c): w for t, c, w in nulls}
+    # the demo runs use --space-coverage-samples 0: the space oracle was off
+    space = "not measured: --space-coverage-samples 0 (the space oracle was off)"
+    assert by[("diagnostics", "OER-space")] == space
+    assert by[("diagnostics", "OER-target")] == "no episode found all its required targets"
+    assert by[("run-details", "official")].startswith("no benchmark setting")
+    assert by[("episodes", "video")] == "no video (mosnav-eval --save-video)"
+    assert by[("episodes", "why failed")] == (
+        "no diagnosis for this run (mosnav-replay RUN_DIR --diagnose)"
+    )
+    notes = dom[dom.index('id="empty-columns"') :]
+    notes = notes[: notes.index("</ul>")]
+    assert f"<b>OER-space</b> has no value in any run: {space} (oracle, random)" in notes
+
+
+def test_the_benchmark_setting_is_on_the_page_not_only_in_a_tooltip(room_runs, tmp_path):
+    """Issue 42: the setting's name showed only in a tooltip; now in the page's header and
+    in a column of the main board (read back from headless chromium's DOM)."""
+    runs = []
+    for name, bench in (("official_run", "demo/official"), ("image_run", "demo/image")):
+        run = str(tmp_path / name)
+        shutil.copytree(room_runs["scripted"], run)
+        summary = _summary(run)
+        summary["benchmark"] = {"name": bench, "version": 1, "official": True}
+        with open(os.path.join(run, "summary.json"), "w") as f:
+            json.dump(summary, f)
+        runs.append(run)
+    plain = str(tmp_path / "plain")
+    shutil.copytree(room_runs["scripted"], plain)
+    out = str(tmp_path / "out")
+    assert main([*runs, plain, "--out", out, "--no-progress", "--bootstrap", "20"]) == 0
+    dom = subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        + ["--dump-dom", "file://" + os.path.join(out, "index.html")],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    header = re.search(r'<p id="benchmark-settings">(.*?)</p>', dom).group(1)
+    assert re.sub(r"<[^>]+>", "", header) == (
+        "Benchmark setting: demo/official v1: official_run; demo/image v1: image_run; "
+        "none (evaluated without --benchmark): plain."
+    )
+    board = dom[dom.index('id="leaderboard"') :]
+    board = board[: board.index("</table>")]
+    heads = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<th[^>]*>(.*?)</th>", board)]
+    col = heads.index("benchmark")
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr.*?</tr>", board)]
+    shown = [re.sub(r"<[^>]+>", "", r[col]) for r in rows if r]
+    assert shown == ["demo/official v1", "demo/image v1", "–"]
+
+
+def test_two_runs_with_equal_numbers_are_drawn_apart_in_every_plot(demo_report):
+    """Issue 42: oracle and oracle_image (equal numbers) hid each other in every plot. The
+    same run under two names: in each plot, read back from the drawn artists, the twin's
+    series differs from the first's by hatch (bars), line style and position (histogram
+    steps, lines), marker and position (the OER/FTR point), not by colour alone."""
+    from habitat_mosnav.evaluation.report.data import load_run
+    from habitat_mosnav.evaluation.report.plots import make_plots
+
+    oracle = os.path.join(demo_report["root"], "oracle")
+    runs = [load_run(oracle, "first", resamples=20), load_run(oracle, "twin", resamples=20)]
+    assert runs[0].metrics == runs[1].metrics
+    plots = {p.key: p for p in make_plots(runs)}
+    assert set(plots) == {"by_mode", "distributions", "oer_ftr", "by_count"}
+    for key, plot in plots.items():
+        by = {}
+        for s in plot.series:
+            by.setdefault(s["panel"], {})[s["run"]] = s
+        assert by, key
+        for panel, pair in by.items():
+            a, b = pair["first"], pair["twin"]
+            assert a["n"] == b["n"]
+            if key == "by_mode":  # side by side (as before) and hatched apart
+                assert (a["hatch"], b["hatch"]) == ("", "//")
+                assert all(xb > xa for xa, xb in zip(a["x"], b["x"]))
+            elif key == "distributions":  # dashed over solid, steps shifted right
+                assert (a["linestyle"], b["linestyle"]) == ("-", "--")
+                assert b["x"][0] > a["x"][0]
+            elif key == "oer_ftr":  # another marker, drawn 7 points right
+                assert a["marker_vertices"] != b["marker_vertices"]
+                assert b["px"][1] == a["px"][1] and b["px"][0] - a["px"][0] > 5
+            else:  # by_count: circle solid vs square dashed, dodged along x
+                assert (a["marker"], a["linestyle"]) == ("o", "-")
+                assert (b["marker"], b["linestyle"]) == ("s", "--")
+                assert all(xb > xa for xa, xb in zip(a["x"], b["x"]))

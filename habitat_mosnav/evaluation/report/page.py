@@ -46,6 +46,12 @@ from habitat_mosnav.evaluation.report.leaderboard import (
     verification_text,
     with_interval,
 )
+from habitat_mosnav.evaluation.report.nulls import (
+    NO_BENCHMARK,
+    aggregate_reason,
+    episode_reason,
+    why_failed_reason,
+)
 from habitat_mosnav.evaluation.report.plots import WHY_FAIL, Plot, plot_data, run_colors
 
 
@@ -59,6 +65,12 @@ def static_text(name: str) -> str:
 GLOSSARY: Dict[str, Tuple[str, str, str]] = {
     **glossary(),
     "episodes": ("episodes", "ok / error records of the expected episodes", "§8"),
+    "benchmark": (
+        "benchmark",
+        "the benchmark setting the run was evaluated on (mosnav-eval --benchmark NAME): "
+        "its episodes, step limit and success distance, name and version",
+        "§8",
+    ),
     "status": (
         "status",
         "complete, completed_with_errors or incomplete; official: a frozen "
@@ -104,15 +116,34 @@ def _cell(
     text: Optional[str] = None,
     cls: str = "",
     fmt: str = RATIO,
+    why: str = "",
 ) -> str:
+    """A table cell; a null shown as "–" carries ``why`` (its reason) as its title."""
     if numeric:
         v = "" if value is None else repr(float(value))
         shown = text if text is not None else format_number(value, digits, fmt)
     else:
         v = "" if value is None else str(value)
         shown = text if text is not None else _esc(value)
-    attr = f' class="{cls}"' if cls else ""
-    return f'<td{attr} data-v="{_esc(v)}">{shown}</td>'
+    return f'<td{_attrs(cls, shown)} data-v="{_esc(v)}"{_title(shown, why)}>{shown}</td>'
+
+
+#: How the page shows a value that does not exist (a null metric, no map, no label).
+NULL = "–"
+NO_MAP = "no map (mosnav-eval --save-maps, or mosnav-report --maps)"
+NO_VIDEO = "no video (mosnav-eval --save-video)"
+OLD_SUMMARY = "not in this run's summary.json (written by an older version: mosnav-aggregate)"
+
+
+def _attrs(cls: str, shown: str) -> str:
+    """A cell's class: ``cls``, plus ``null`` for a "–" (styled as a hover-for-why mark)."""
+    classes = " ".join(c for c in (cls, "null" if shown == NULL else "") if c)
+    return f' class="{classes}"' if classes else ""
+
+
+def _title(shown: str, why: str) -> str:
+    """The title of a "–" cell: why it has no value."""
+    return f' title="{_esc(why or "no value")}"' if shown == NULL else ""
 
 
 def _swatch(color: str) -> str:
@@ -151,7 +182,7 @@ def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     head = (
         [("run", "", "t")]
         + _board_head()
-        + [("episodes", "episodes", ""), ("status", "status", "t")]
+        + [("episodes", "episodes", ""), ("benchmark", "benchmark", "t"), ("status", "status", "t")]
     )
     rows = []
     for run in runs:
@@ -166,7 +197,11 @@ def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
         )
         cells = [_run_cell(run, colors)]
         cells += [
-            _cell(m.get(c), text=_esc(with_interval(m.get(c), run.intervals.get(c))))
+            _cell(
+                m.get(c),
+                text=_esc(with_interval(m.get(c), run.intervals.get(c))),
+                why=aggregate_reason(run, c),
+            )
             for c, _ in BOARD_FIELDS
         ]
         cells.append(
@@ -177,6 +212,9 @@ def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
                     f"of {s.get('expected_episode_count')}"
                 ),
             )
+        )
+        cells.append(
+            _cell(run.benchmark, False, cls="t", text=_esc(run.benchmark or NULL), why=NO_BENCHMARK)
         )
         cells.append(
             _cell(
@@ -199,7 +237,10 @@ def _goal_types_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
         + _run_cell(run, colors)
         + _cell(row["goal_type"], False, cls="t")
         + _cell(row["num_episodes"], digits=0, fmt=INTEGER)
-        + "".join(_cell(row[c]) for c, _ in BOARD_FIELDS)
+        + "".join(
+            _cell(row[c], why=aggregate_reason(run, c, row, f"its {row['goal_type']} episodes"))
+            for c, _ in BOARD_FIELDS
+        )
         + "</tr>"
         for run in runs
         for row in goal_type_rows(run)
@@ -220,7 +261,11 @@ def _goat_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
         row = goat_row(run)
         cells = [_run_cell(run, colors), _cell(run.sequential_count, digits=0, fmt=INTEGER)]
         cells += [
-            _cell(row[c], text=_esc(with_interval(row[c], run.goat_intervals.get(c))))
+            _cell(
+                row[c],
+                text=_esc(with_interval(row[c], run.goat_intervals.get(c))),
+                why=aggregate_reason(run, c),
+            )
             for c, _ in GOAT_FIELDS
         ]
         rows.append(f"<tr{_row_class(run)}>" + "".join(cells) + "</tr>")
@@ -239,7 +284,10 @@ def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str
     diag = [
         f"<tr{_row_class(r)}>"
         + _run_cell(r, colors)
-        + "".join(_cell(r.metrics.get(a.name), fmt=a.format) for a in diagnostics)
+        + "".join(
+            _cell(r.metrics.get(a.name), fmt=a.format, why=aggregate_reason(r, a.name))
+            for a in diagnostics
+        )
         + "</tr>"
         for r in runs
     ]
@@ -252,9 +300,12 @@ def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str
     by_task = [
         f"<tr{_row_class(r)}>"
         + _run_cell(r, colors)
-        + "".join(_cell(r.metrics.get(a.name), fmt=a.format) for a in task)
-        + _cell(r.metrics.get("num_episodes_many"), digits=0)
-        + _cell(r.metrics.get("num_episodes_all"), digits=0)
+        + "".join(
+            _cell(r.metrics.get(a.name), fmt=a.format, why=aggregate_reason(r, a.name))
+            for a in task
+        )
+        + _cell(r.metrics.get("num_episodes_many"), digits=0, why=OLD_SUMMARY)
+        + _cell(r.metrics.get("num_episodes_all"), digits=0, why=OLD_SUMMARY)
         + "</tr>"
         for r in runs
     ]
@@ -269,8 +320,8 @@ def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str
     details = [
         f"<tr{_row_class(r)}>"
         + _run_cell(r, colors)
-        + _cell(r.benchmark, False, cls="t")
-        + _cell(official_text(r), False, cls="t")
+        + _cell(r.benchmark, False, cls="t", text=_esc(r.benchmark or NULL), why=NO_BENCHMARK)
+        + _cell(official_text(r), False, cls="t", why=NO_BENCHMARK)
         + _cell(r.manifest_text("agent"), False, cls="t wrap")
         + _cell(r.manifest_text("config"), False, cls="t wrap")
         + _cell("; ".join(r.notes), False, cls="t wrap")
@@ -280,11 +331,26 @@ def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str
     return (
         "<h3>Diagnostics (many + all, SPEC §5)</h3>"
         + _table("diagnostics", head, diag)
+        + _empty_columns_html(runs, diagnostics)
         + "<h3>By task type</h3>"
         + _table("by-task", head2, by_task)
         + "<h3>Runs</h3>"
         + _table("run-details", head3, details)
     )
+
+
+def _empty_columns_html(runs: Sequence[RunData], columns) -> str:
+    """A visible line per column that is "–" for every run, saying why (the cells' titles
+    say it per run too): OER-space of runs evaluated without the space oracle."""
+    lines = []
+    for a in columns:
+        if runs and all(r.metrics.get(a.name) is None for r in runs):
+            by: Dict[str, List[str]] = {}
+            for r in runs:
+                by.setdefault(aggregate_reason(r, a.name), []).append(r.name)
+            why = "; ".join(f"{reason} ({', '.join(names)})" for reason, names in by.items())
+            lines.append(f"<li><b>{_esc(a.label)}</b> has no value in any run: {_esc(why)}</li>")
+    return f'<ul class="missing" id="empty-columns">{"".join(lines)}</ul>' if lines else ""
 
 
 def _verified_badge(run: RunData) -> str:
@@ -315,7 +381,12 @@ def _episode_sets_html(
             "<tr>"
             + _run_cell(run, colors)
             + "".join(
-                _cell(m[c], text=_esc(with_interval(m[c], m[c + "_ci"]))) for c, _ in BOARD_FIELDS
+                _cell(
+                    m[c],
+                    text=_esc(with_interval(m[c], m[c + "_ci"])),
+                    why="no ok many or all episode among the common episodes",
+                )
+                for c, _ in BOARD_FIELDS
             )
             + _cell(m["n"], digits=0)
             + "</tr>"
@@ -360,7 +431,7 @@ def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
             status = rec.get("status")
             key = rec["episode_key"]
             map_rel, video_rel = run.maps.get(key), run.videos.get(key)
-            link = f'<a href="{_esc(map_rel)}">map</a>' if map_rel else "–"
+            link = f'<a href="{_esc(map_rel)}">map</a>' if map_rel else NULL
             end = rec.get("terminated_by") if status == "ok" else rec.get("error_type", "error")
             cells = [
                 _cell(run.name, False, cls="t", text=_swatch(colors[run.name]) + _esc(run.name)),
@@ -373,11 +444,14 @@ def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
                 _cell(end, False, cls="t"),
             ]
             if diagnosed:
-                cells.append(_why_failed_cell(run, key))
+                cells.append(_why_failed_cell(run, rec))
             cells += [
                 _cell(rec.get("steps_taken"), digits=0),
             ]
-            cells += [_cell(m.get(k), fmt=metric(k).format) for k in EPISODE_METRICS]
+            cells += [
+                _cell(m.get(k), fmt=metric(k).format, why=episode_reason(run, rec, k))
+                for k in EPISODE_METRICS
+            ]
             cells.append(
                 _cell(
                     len(kinds),
@@ -385,14 +459,17 @@ def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
                     f"{kinds.count('duplicate')}/{kinds.count('false')})",
                 )
             )
-            cells.append(f'<td class="t" data-v="{_esc(map_rel or "")}">{link}</td>')
+            cells.append(
+                f'<td{_attrs("t", link)} data-v="{_esc(map_rel or "")}"'
+                f"{_title(link, NO_MAP)}>{link}</td>"
+            )
             cells.append(
                 f'<td class="t" data-v="{_esc(key)}"><a href="#{_esc(_anchor(key))}">view</a></td>'
             )
+            video = f'<a href="{_esc(video_rel)}">video</a>' if video_rel else NULL
             cells.append(
-                f'<td class="t" data-v="{_esc(video_rel or "")}">'
-                + (f'<a href="{_esc(video_rel)}">video</a>' if video_rel else "–")
-                + "</td>"
+                f'<td{_attrs("t", video)} data-v="{_esc(video_rel or "")}"'
+                f"{_title(video, NO_VIDEO)}>{video}</td>"
             )
             cls = ' class="err"' if status != "ok" else ""
             rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
@@ -408,14 +485,14 @@ def _episodes_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     )
 
 
-def _why_failed_cell(run: RunData, key: str) -> str:
+def _why_failed_cell(run: RunData, rec: Mapping[str, Any]) -> str:
     """The episode's label in the run's diagnosis ("–": none, or the run has no diagnosis)."""
     from habitat_mosnav.metrics.diagnosis import EPISODE_LABELS
 
-    entry = ((run.diagnosis or {}).get("episodes") or {}).get(key) or {}
+    entry = ((run.diagnosis or {}).get("episodes") or {}).get(rec["episode_key"]) or {}
     label = entry.get("label")
     if not label:
-        return _cell("", False, cls="t", text="–")
+        return _cell("", False, cls="t", text=NULL, why=why_failed_reason(run, rec, label))
     return (
         f'<td class="t" data-v="{_esc(label)}" title="{_esc(EPISODE_LABELS[label])}">'
         f"{_esc(label)}</td>"
@@ -531,6 +608,20 @@ def _plots_html(plots: Sequence[Plot]) -> str:
     return "".join(parts)
 
 
+def _settings_html(runs: Sequence[RunData]) -> str:
+    """The benchmark settings of the runs, in the page's header (a run without one: "no
+    benchmark setting")."""
+    by: Dict[str, List[str]] = {}
+    for run in runs:
+        by.setdefault(run.benchmark or "", []).append(run.name)
+    items = [
+        (f"<b>{_esc(name)}</b>" if name else "none (evaluated without --benchmark)")
+        + f": {_esc(', '.join(names))}"
+        for name, names in by.items()
+    ]
+    return f"<p id='benchmark-settings'>Benchmark setting: {'; '.join(items)}.</p>"
+
+
 def render_html(
     runs: Sequence[RunData],
     plots: Sequence[Plot],
@@ -557,10 +648,11 @@ def render_html(
         "<nav><a href='#leaderboard-section'>Leaderboard</a><a href='#plots'>Plots</a>"
         "<a href='#episodes-section'>Episodes</a><a href='#episode-views'>Episode maps</a>"
         "<a href='#glossary'>Glossary</a></nav>",
+        _settings_html(runs),
         f"<p>{len(runs)} run(s). SR, F1 and SPL-multi over many + all episodes (SPEC §5) "
         "from each run's summary.json, with 95 % bootstrap intervals over episodes. Each run "
         "keeps its colour in every table and plot. Hover a header for its meaning; click it to "
-        "sort.</p>",
+        "sort; a – is a value that does not exist: hover it for why.</p>",
         "<section id='leaderboard-section'><h2>Leaderboard</h2>",
         _board_html(runs, colors),
         _plots_html([p for p in plots if p.key == WHY_FAIL]),  # under the board

@@ -26,6 +26,28 @@ def run_colors(runs: Sequence[RunData]) -> Dict[str, str]:
     return {run.name: to_hex(cmap(i % cmap.N)) for i, run in enumerate(runs)}
 
 
+#: Per run, besides its colour (two runs with equal numbers must not hide each other, and a
+#: reader who does not tell the colours apart still tells the runs apart): a marker, a line
+#: style and a bar hatch, in the runs' order.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+LINESTYLES = ("-", "--", ":", "-.")
+HATCHES = ("", "//", "..", "xx", "\\\\", "++", "--", "oo")
+#: How far apart (in points) the points of runs with equal values are drawn.
+DODGE_POINTS = 7.0
+
+
+def run_styles(runs: Sequence[RunData]) -> Dict[str, Dict[str, str]]:
+    """Each run's marker, line style and hatch (in the runs' order, like its colour)."""
+    return {
+        run.name: {
+            "marker": MARKERS[i % len(MARKERS)],
+            "linestyle": LINESTYLES[i % len(LINESTYLES)],
+            "hatch": HATCHES[i % len(HATCHES)],
+        }
+        for i, run in enumerate(runs)
+    }
+
+
 @dataclass
 class Plot:
     """One plot of the page: its PNG and what it shows per run (``series``: the colour
@@ -37,12 +59,30 @@ class Plot:
     uri: str = ""
     series: List[Dict[str, Any]] = field(default_factory=list)
     missing: Dict[str, str] = field(default_factory=dict)
+    _artists: List[Any] = field(default_factory=list, repr=False)
 
     def drawn(self, run: str, artist, n: int, panel: str = "") -> None:
         from matplotlib.colors import to_hex
 
         color = _artist_color(artist)
-        self.series.append({"run": run, "panel": panel, "color": to_hex(color), "n": int(n)})
+        self._artists.append(artist)
+        self.series.append(
+            {
+                "run": run,
+                "panel": panel,
+                "color": to_hex(color),
+                "n": int(n),
+                **_artist_style(artist),
+            }
+        )
+
+    def render(self, fig) -> None:
+        """The PNG of ``fig``; then each series' style read again from its artist, so that
+        positions are those of the finished figure (its final axis limits)."""
+        self.uri = _figure_uri(fig)
+        for entry, artist in zip(self.series, self._artists):
+            entry.update(_artist_style(artist))
+        self._artists = []
 
     def data(self) -> Dict[str, Any]:
         return {
@@ -65,6 +105,30 @@ def _artist_color(artist):
     return artist.get_color()  # Line2D
 
 
+def _artist_style(artist) -> Dict[str, Any]:
+    """What besides the colour tells a run apart, read back from the drawn artist: a bar's
+    hatch, a histogram's line style, a line's marker and line style, a scatter point's
+    marker (its path's vertices) and where it was drawn (display pixels, dodged)."""
+    if hasattr(artist, "patches"):  # BarContainer
+        centres = [p.get_x() + p.get_width() / 2 for p in artist.patches]
+        return {"hatch": artist.patches[0].get_hatch() or "", "x": [round(c, 4) for c in centres]}
+    if isinstance(artist, (list, tuple)):  # [a stairs StepPatch]
+        first = artist[0].get_data().edges[0]
+        return {"linestyle": str(artist[0].get_linestyle()), "x": [round(float(first), 4)]}
+    if hasattr(artist, "get_offsets"):  # scatter
+        path = artist.get_paths()[0]
+        points = artist.get_offset_transform().transform(artist.get_offsets())
+        return {
+            "marker_vertices": len(path.vertices),
+            "px": [round(float(v), 1) for v in points[0]],
+        }
+    return {
+        "marker": str(artist.get_marker()),
+        "linestyle": str(artist.get_linestyle()),
+        "x": [round(float(x), 4) for x in artist.get_xdata()],
+    }
+
+
 def _subplots(*grid: int, figsize):
     """A figure of its own (matplotlib's ``Figure``, not pyplot): drawing the report never
     switches the importer's matplotlib backend nor keeps figures open in pyplot."""
@@ -84,16 +148,43 @@ def _finite(values) -> List[float]:
     return [float(v) for v in values if v is not None and math.isfinite(float(v))]
 
 
-def _run_legend(fig, runs: Sequence[RunData], colors: Mapping[str, str], plot: Plot) -> None:
-    """Every run in the page's order and colour, outside the axes (right); a run with
-    nothing (or not everything) in this plot says why."""
+def _run_legend(
+    fig,
+    runs: Sequence[RunData],
+    colors: Mapping[str, str],
+    plot: Plot,
+    styles: Optional[Mapping[str, Mapping[str, str]]] = None,
+    kind: str = "line",
+) -> None:
+    """Every run in the page's order, colour and style (``kind``: "bar" shows its hatch,
+    "line" its marker and line style), outside the axes (right); a run with nothing (or
+    not everything) in this plot says why."""
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
+    styles = styles or run_styles(runs)
     drawn = {s["run"] for s in plot.series}
-    handles = [
-        Patch(
+
+    def handle(r: RunData, label: str):
+        st = styles[r.name]
+        if kind == "bar":
+            return Patch(
+                facecolor=colors[r.name], edgecolor="white", hatch=st["hatch"], label=label
+            )
+        return Line2D(
+            [],
+            [],
             color=colors[r.name],
-            label=r.name
+            marker=st["marker"],
+            linestyle=st["linestyle"],
+            linewidth=1.6,
+            label=label,
+        )
+
+    handles = [
+        handle(
+            r,
+            r.name
             + (
                 ""
                 if r.name not in plot.missing
@@ -115,8 +206,10 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
     """The page's plots, each run in its colour of :func:`run_colors` and its slot of the
     runs' order whether or not it has a value there (then it is noted as missing)."""
     from matplotlib.ticker import MaxNLocator
+    from matplotlib.transforms import offset_copy
 
     colors = dict(colors or run_colors(runs))
+    styles = run_styles(runs)
     plots: List[Plot] = []
     modes = [m for m in TARGET_MODES if any(m in r.mode_intervals for r in runs)]
     width = 0.8 / max(1, len(runs))
@@ -138,7 +231,16 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
                 lo.append(mean - (interval[0] if interval[0] is not None else mean))
                 hi.append((interval[1] if interval[1] is not None else mean) - mean)
             if xs:
-                bars = ax.bar(xs, ys, width=width, yerr=[lo, hi], capsize=3, color=colors[run.name])
+                bars = ax.bar(
+                    xs,
+                    ys,
+                    width=width,
+                    yerr=[lo, hi],
+                    capsize=3,
+                    color=colors[run.name],
+                    edgecolor="white",
+                    hatch=styles[run.name]["hatch"],
+                )
                 ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=2)  # a 0 is a value too
                 plot.drawn(run.name, bars, len(xs), column)
         ax.set_xticks(range(len(modes)))
@@ -146,8 +248,8 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
         ax.set_ylim(0, 1.12)
         ax.set_title(f"{column} by mode (95 % bootstrap)")
     _note_missing(plot, runs, "no ok episode of any mode")
-    _run_legend(fig, runs, colors, plot)
-    plot.uri = _figure_uri(fig)
+    _run_legend(fig, runs, colors, plot, styles, kind="bar")
+    plot.render(fig)
     plots.append(plot)
 
     # 2. distributions of spl_multi and pe over episodes (many + all)
@@ -156,12 +258,23 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
     bins = np.linspace(0.0, 1.0, 21)
     lacks: Dict[str, List[str]] = {}
     for ax, fieldname in zip(axes, ("spl_multi", "pe")):
-        for run in runs:
+        for i, run in enumerate(runs):
             values = _finite(episode_values(_multi(run), fieldname))
             if values:
-                _, _, patches = ax.hist(
-                    values, bins=bins, histtype="step", linewidth=1.6, color=colors[run.name]
-                )
+                # equal histograms stay apart: each run's line style, the earlier run's
+                # line wider underneath, the steps drawn a little right of the previous
+                # run's (counted on the same bins)
+                counts, _ = np.histogram(values, bins=bins)
+                dodge = (i - (len(runs) - 1) / 2) * (bins[1] - bins[0]) / (4 * max(1, len(runs)))
+                patches = [
+                    ax.stairs(
+                        counts,
+                        bins + dodge,
+                        linewidth=1.4 + 1.2 * (len(runs) - 1 - i) / max(1, len(runs) - 1),
+                        linestyle=styles[run.name]["linestyle"],
+                        color=colors[run.name],
+                    )
+                ]
                 plot.drawn(run.name, patches, len(values), fieldname)
             else:
                 lacks.setdefault(run.name, []).append(fieldname)
@@ -170,14 +283,15 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
         ax.set_ylabel("episodes")
     for name, fields in lacks.items():
         plot.missing[name] = "no finite " + " or ".join(fields) + " value"
-    _run_legend(fig, runs, colors, plot)
-    plot.uri = _figure_uri(fig)
+    _run_legend(fig, runs, colors, plot, styles)
+    plot.render(fig)
     plots.append(plot)
 
     # 3. oer_target against ftr, one point per run
     plot = Plot("oer_ftr", "OER-target against FTR (one point per run)")
     fig, ax = _subplots(figsize=(7, 4))
     top = 0.1
+    placed: Dict[tuple, int] = {}  # a point -> how many runs are drawn there already
     for run in runs:
         x, y = run.metrics.get("ftr"), run.metrics.get("oer_target")
         if x is None or y is None:
@@ -188,22 +302,40 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
             )
             continue
         top = max(top, 1.15 * y)
-        points = ax.scatter([x], [y], s=50, color=colors[run.name])
+        # runs with the same point: each further one drawn DODGE_POINTS to the right, its
+        # name a line lower, in its own marker
+        k = placed.get((round(x, 9), round(y, 9)), 0)
+        placed[(round(x, 9), round(y, 9))] = k + 1
+        where = offset_copy(ax.transData, fig=fig, x=k * DODGE_POINTS, y=0, units="points")
+        points = ax.scatter(
+            [x],
+            [y],
+            s=50,
+            color=colors[run.name],
+            marker=styles[run.name]["marker"],
+            transform=where,
+        )
         plot.drawn(run.name, points, 1)
-        ax.annotate(run.name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        ax.annotate(
+            run.name,
+            (x, y),
+            textcoords="offset points",
+            xytext=(5 + k * DODGE_POINTS, 4 - 10 * k),
+            fontsize=8,
+        )
     ax.set_xlabel("FTR (FINISH with targets left, all mode)")
     ax.set_ylabel("OER-target (steps after all found / T)")
     ax.set_xlim(-0.05, 1.05)
     ax.set_ylim(-0.02, min(1.05, top))
     ax.set_title("stopping early vs. searching on")
-    _run_legend(fig, runs, colors, plot)
-    plot.uri = _figure_uri(fig)
+    _run_legend(fig, runs, colors, plot, styles)
+    plot.render(fig)
     plots.append(plot)
 
     # 4. success by number of required targets
     plot = Plot("by_count", "Success by the number of required targets (many + all)")
     fig, ax = _subplots(figsize=(7.5, 3.6))
-    for run in runs:
+    for i, run in enumerate(runs):
         by: Dict[int, List[Optional[float]]] = {}
         for rec in _multi(run):
             count = (rec.get("metrics") or {}).get("required_target_count")
@@ -212,8 +344,14 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
         xs = sorted(by)
         ys = [finite_mean(by[x]) for x in xs]
         if xs:
+            # runs with equal rates stay apart: dodged along x, own marker and line style
+            dodge = (i - (len(runs) - 1) / 2) * min(0.08, 0.5 / max(1, len(runs)))
             (line,) = ax.plot(
-                xs, [y if y is not None else np.nan for y in ys], marker="o", color=colors[run.name]
+                [x + dodge for x in xs],
+                [y if y is not None else np.nan for y in ys],
+                marker=styles[run.name]["marker"],
+                linestyle=styles[run.name]["linestyle"],
+                color=colors[run.name],
             )
             plot.drawn(run.name, line, len(xs))
     _note_missing(plot, runs, "no ok many/all episode")
@@ -222,8 +360,8 @@ def make_plots(runs: Sequence[RunData], colors: Optional[Mapping[str, str]] = No
     ax.set_ylabel("success rate")
     ax.set_ylim(-0.05, 1.05)
     ax.set_title("success by target count (many + all)")
-    _run_legend(fig, runs, colors, plot)
-    plot.uri = _figure_uri(fig)
+    _run_legend(fig, runs, colors, plot, styles)
+    plot.render(fig)
     plots.append(plot)
     if any(run.diagnosis is not None for run in runs):
         plots.append(_why_fail_plot(runs, colors))
@@ -248,7 +386,13 @@ def _why_fail_plot(runs: Sequence[RunData], colors: Mapping[str, str]) -> Plot:
     for ax, run in zip(np.atleast_1d(axes), diagnosed):
         doc = run.diagnosis
         values = [doc["counts"]["episodes"][name] for name in labels]
-        bars = ax.barh(range(len(labels)), values, color=colors[run.name])
+        bars = ax.barh(
+            range(len(labels)),
+            values,
+            color=colors[run.name],
+            edgecolor="white",
+            hatch=run_styles(runs)[run.name]["hatch"],
+        )
         ax.bar_label(bars, fontsize=7, padding=2)
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels, fontsize=8)
@@ -261,8 +405,8 @@ def _why_fail_plot(runs: Sequence[RunData], colors: Mapping[str, str]) -> Plot:
         ax.set_xlabel("failed episodes")
         plot.drawn(run.name, bars, sum(values), "episodes")
     _note_missing(plot, runs, "no diagnosis.json (run mosnav-replay --diagnose)")
-    _run_legend(fig, runs, colors, plot)
-    plot.uri = _figure_uri(fig)
+    _run_legend(fig, runs, colors, plot, kind="bar")
+    plot.render(fig)
     return plot
 
 
