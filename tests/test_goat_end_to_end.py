@@ -74,8 +74,8 @@ def _image_goal(camera):
 
 
 #: The GOAT episodes (start, tasks) on Cukxndkh48K. Rooms (demo goals' region_id): 1
-#: kitchen (table 20, chair 21, sink 18, plant 23), 2 bedroom (bed 30, desk 36), 3 living
-#: room (table 49), 4 bathroom (bathtub 65, sink 67).
+#: kitchen (table 20, sink 18, plant 23), 2 bedroom (bed 30, desk 36), 3 living
+#: room (table 49, chair 51), 4 bathroom (bathtub 65, sink 67).
 GOAT_EPISODES = [
     # 0: table (object; + its child category desk) -> bathtub (image) -> plant 23
     # (description). Subtask 2's bathtub is in the bathroom, metres from the kitchen
@@ -89,14 +89,14 @@ GOAT_EPISODES = [
             ["plant", "description", "plant_23"],
         ],
     ),
-    # 1: sink 18 (description, kitchen) -> bed (object, bedroom) -> chair 21 (image, kitchen)
+    # 1: sink 18 (description, kitchen) -> bed (object, bedroom) -> chair 51 (image, living room)
     (
         [1.5, 0.0, -1.0],
         [0.0, 0.707107, 0.0, 0.707107],
         [
             ["sink", "description", "sink_18"],
             ["bed", "object", None],
-            ["chair", "image", "chair_21", 0],
+            ["chair", "image", "chair_51", 0],
         ],
     ),
 ]
@@ -129,7 +129,7 @@ def goat_content():
             inst(18, lang_desc=captions[18], image_goals=[_image_goal(cameras[18])]),
             inst(67),
         ],
-        f"{SID}.basis.glb_chair": [inst(21, image_goals=[_image_goal(cameras[21])])],
+        f"{SID}.basis.glb_chair": [inst(51, image_goals=[_image_goal(cameras[51])])],
         f"{SID}.basis.glb_bed": [inst(30, lang_desc=captions[30])],
     }
     episodes = [
@@ -330,10 +330,10 @@ EPISODES = {
     "goat0000-t00-many": [20, 36, 49],
     "goat0000-t01-single": [65],
     "goat0000-t02-single": [23],
-    "goat0001-sequential": [18, 30, 21],
+    "goat0001-sequential": [18, 30, 51],
     "goat0001-t00-single": [18],
     "goat0001-t01-all": [30],
-    "goat0001-t02-single": [21],
+    "goat0001-t02-single": [51],
 }
 
 
