@@ -359,16 +359,26 @@ def open_input(path: str, limit: int = MAX_JSON_BYTES):
     return f
 
 
+def read_limited(f, limit: int, name: str, what: str = "a file read here may hold") -> bytes:
+    """Everything ``f`` gives, read in 1 MiB chunks (``f.read(limit)`` would allocate
+    ``limit`` bytes at once, a MemoryError under an address-space limit); more than
+    ``limit`` bytes is an :class:`InputFileError` naming ``name``."""
+    chunks, total = [], 0
+    while True:
+        chunk = f.read(min(1 << 20, limit + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise InputFileError(f"{name}: more than the {limit} bytes {what} (refused)")
+
+
 def read_input(path: str, limit: int = MAX_JSON_BYTES) -> bytes:
     """The bytes of ``path`` through :func:`open_input`; at most ``limit`` bytes are read
     (a file that grows past it meanwhile is refused too)."""
     with open_input(path, limit) as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise InputFileError(
-            f"{path}: more than the {limit} bytes a file read here may hold (refused)"
-        )
-    return data
+        return read_limited(f, limit, path)
 
 
 def read_input_text(path: str, limit: int = MAX_JSON_BYTES) -> str:

@@ -37,7 +37,7 @@ STAGE_HELP = {
     "language": "natural-language instruction per query (templates, or --llm)",
     "episodes": "start positions per query and target mode -> episodes.json",
     "image-goals": "per query, the camera of its goal image (goal type image): a view of a "
-    "matched instance with >= 70% of it in view, covering 3-50% of the frame -> queries.json",
+    "matched instance with >= 70%% of it in view, covering 3-50%% of the frame -> queries.json",
     "show": "PNGs of goals' view points for checking by eye",
     "all": "extract, attributes, normalize, queries, language, episodes, image-goals",
 }

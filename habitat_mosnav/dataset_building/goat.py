@@ -75,7 +75,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from habitat_mosnav.dataset_building.common import SCHEMA_VERSION, BuildError, rng_for
 from habitat_mosnav.metrics.open_path import solver_refusal
-from habitat_mosnav.safety import MAX_DATASET_BYTES, InputFileError, open_input
+from habitat_mosnav.safety import MAX_DATASET_BYTES, InputFileError, open_input, read_limited
 
 # datasets/schema.py's limits (a test keeps them equal): importing that package imports
 # habitat, which a refused input should not wait for.
@@ -125,15 +125,11 @@ def read_gz_json(path: Path) -> Any:
         # decompressed size: a gzip bomb stops at the bound instead of filling memory
         with open_input(str(path), MAX_DATASET_BYTES) as compressed:
             with gzip.GzipFile(fileobj=compressed, mode="rb") as f:
-                raw = f.read(MAX_GOAT_JSON_BYTES + 1)
+                raw = read_limited(f, MAX_GOAT_JSON_BYTES, str(path), "it may decompress to")
     except InputFileError as e:
         raise GoatFormatError(str(e)) from None
     except (OSError, EOFError, zlib.error) as e:
         raise GoatFormatError(f"{path}: not a gzip file ({e})") from None
-    if len(raw) > MAX_GOAT_JSON_BYTES:
-        raise GoatFormatError(
-            f"{path}: decompresses to more than {MAX_GOAT_JSON_BYTES} bytes (refused)"
-        )
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:

@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from habitat_mosnav.safety import MAX_DATASET_BYTES, InputFileError, open_input
+from habitat_mosnav.safety import MAX_DATASET_BYTES, InputFileError, open_input, read_limited
 from habitat_mosnav.dataset_building.common import BuildError, rounded
 from habitat_mosnav.scenes.io import mesh_stem
 
@@ -52,16 +52,17 @@ def _load(path: Path) -> Any:
     try:
         # a regular file of bounded size (never a FIFO or a device), then a bounded read
         with open_input(str(path), MAX_DATASET_BYTES) as raw:
-            if path.name.endswith(".gz"):
-                with gzip.GzipFile(fileobj=raw, mode="rb") as f:
-                    data = f.read(MAX_GOALS_BYTES + 1)
-            else:
-                data = raw.read(MAX_GOALS_BYTES + 1)
-        if len(data) > MAX_GOALS_BYTES:
-            raise BuildError(
-                f"{path}: more than {MAX_GOALS_BYTES // 2**20} MiB once decompressed; "
-                "not an ObjectNav goals file (a gzip bomb?)"
-            )
+            try:
+                if path.name.endswith(".gz"):
+                    with gzip.GzipFile(fileobj=raw, mode="rb") as f:
+                        data = read_limited(f, MAX_GOALS_BYTES, str(path))
+                else:
+                    data = read_limited(raw, MAX_GOALS_BYTES, str(path))
+            except InputFileError:
+                raise BuildError(
+                    f"{path}: more than {MAX_GOALS_BYTES // 2**20} MiB once decompressed; "
+                    "not an ObjectNav goals file (a gzip bomb?)"
+                ) from None
         return json.loads(data.decode("utf-8"))
     except InputFileError as e:
         raise BuildError(str(e)) from None
