@@ -63,7 +63,7 @@ demo: setup
 baselines: setup
 	BIN=$(VENV)/bin bash scripts/baselines.sh
 
-# make baselines on demo/official, then its leaderboard into README.md's demo table, with the commit
+# make baselines on demo/official, then its leaderboard into docs/BASELINES.md's demo table, with the commit
 readme-baselines: setup
 	BIN=$(VENV)/bin BASELINES_BENCHMARK=demo/official bash scripts/baselines.sh
 	{ echo "\`make baselines\` (\`demo/official\`) at commit \`$$(git rev-parse --short HEAD)\`$$(git diff --quiet HEAD -- habitat_mosnav || echo ' with local changes'):"; \
@@ -94,7 +94,7 @@ test-fast: setup chromium
 
 # sdist + wheel in dist/ (the wheel holds the demo data, configs, the .pth start-up hook and
 # every command), checked by twine, and their sizes printed; tracked files stay as they are
-# (`make readme-dist` puts the printed sizes into README.md)
+# (`make readme-dist` puts the printed sizes into docs/DEVELOPMENT.md)
 WHEEL_SIZE = $(PY) -c "import glob, os; w, = glob.glob('dist/*.whl'); t, = glob.glob('dist/*.tar.gz'); \
 	  print('the wheel is %.1f MB (%s bytes), the sdist %.1f MB' % (os.path.getsize(w) / 1e6, \
 	  format(os.path.getsize(w), ','), os.path.getsize(t) / 1e6))"
@@ -117,7 +117,7 @@ bench: setup
 	$(PY) benchmarks/bench_texels.py --size 4096 --grid 400 --objects 1000
 	$(PY) benchmarks/bench_render.py
 
-# How closely the CPU simulator gives habitat-sim's numbers (needs habitat-sim; README table).
+# How closely the CPU simulator gives habitat-sim's numbers (needs habitat-sim; docs/CPU_SIMULATOR.md table).
 bench-agreement: setup habitat-sim
 	$(PY) benchmarks/bench_agreement.py
 

@@ -1,5 +1,5 @@
 """Rewrite the files derived from the metric registry (habitat_mosnav/metrics/measure_table.py):
-the task YAML's measurement list, docs/METRICS.md and the README's measures row.
+the task YAML's measurement list, docs/METRICS.md and docs/EVALUATION.md's measures row.
 
     python scripts/metric_files.py            # list the files that differ (exit 1 if any)
     python scripts/metric_files.py --write    # rewrite them

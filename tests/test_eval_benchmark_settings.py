@@ -1,5 +1,5 @@
 """Versioned benchmark settings (evaluation/settings.py, ``mosnav-eval --benchmark``):
-the files, the README table, the fingerprint check, flags that contradict a setting, and
+the files, the table in docs/EVALUATION.md, the fingerprint check, flags that contradict a setting, and
 the official/complete marks in records and summary.json."""
 
 import hashlib
@@ -63,8 +63,8 @@ def test_package_settings_load_and_demo_ones_match_the_committed_demo_data():
     assert mini.episode_keys and len(mini.episode_keys) == mini.episode_count
 
 
-def test_readme_settings_table_is_generated_from_the_files():
-    with open(os.path.join(REPO, "README.md")) as f:
+def test_docs_settings_table_is_generated_from_the_files():
+    with open(os.path.join(REPO, "docs", "EVALUATION.md")) as f:
         readme = f.read()
     start, end = "<!-- settings-table:start -->", "<!-- settings-table:end -->"
     assert start in readme and end in readme

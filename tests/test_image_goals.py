@@ -436,7 +436,7 @@ def test_goal_images_agree_between_the_simulators(tmp_path):
     """Same camera on both simulators (each in its own process): the semantic pictures
     agree pixel for pixel (>= 99 %), depth to 1 mm at every pixel (planar metres, both
     rasterising the same triangles) and the RGB pictures in structure (grayscale
-    correlation >= 0.8; README: the CPU simulator's colours and light are its own)."""
+    correlation >= 0.8; docs/CPU_SIMULATOR.md: the CPU simulator's colours and light are its own)."""
     import subprocess
     import sys
 

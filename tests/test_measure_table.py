@@ -1,5 +1,5 @@
 """The metric registry (metrics/measure_table.py): the registered classes, their config
-dataclasses, the task YAML, the field map, the docs (METRICS.md, the README's measures row,
+dataclasses, the task YAML, the field map, the docs (METRICS.md, EVALUATION.md's measures row,
 SPEC.md) all agree with it."""
 
 import inspect
@@ -90,13 +90,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_files_derived_from_the_registry_are_up_to_date():
-    """The task YAML's measurement list, docs/METRICS.md and the README's measures row are
+    """The task YAML's measurement list, docs/METRICS.md and docs/EVALUATION.md's measures row are
     written from the registry: ``python scripts/metric_files.py --write`` after a change."""
     for rel, (now, new) in derived_files(ROOT).items():
         assert now == new, (
             f"{rel} drifted from metrics/measure_table.py: run python scripts/metric_files.py --write"
         )
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "docs", "EVALUATION.md"), encoding="utf-8") as f:
         assert readme_measures(f.read()) == [m.name for m in MEASURES]
 
 

@@ -56,7 +56,7 @@ def test_both_simulators_agree_on_the_shipped_navmesh(glb):
 
 
 def test_without_navmesh_the_cpu_simulator_is_within_the_readmes_bounds():
-    """README: without a .navmesh the CPU simulator erodes by exactly the agent radius, so it
+    """docs/CPU_SIMULATOR.md: without a .navmesh the CPU simulator erodes by exactly the agent radius, so it
     has all of habitat-sim's navigable area and more (Recast rounds its erosion up to voxels),
     and its geodesics are shorter: median within 2 %, never longer on average, never
     reachable in one simulator only (some pairs much shorter: gaps Recast closes)."""

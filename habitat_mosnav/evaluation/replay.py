@@ -18,7 +18,7 @@ Agreement (docs/EVALUATION.md "Replaying a run"):
   (1e-9, absolute or relative; on the same machine the replay is bit-identical, the
   tolerance only absorbs last-bit differences of another machine's libm/BLAS), integers,
   booleans and strings exactly;
-- on the other simulator, within the README's agreement ("Two simulators, one benchmark":
+- on the other simulator, within the agreement of docs/CPU_SIMULATOR.md ("Two simulators, one benchmark":
   the agent at the same places to 2 mm, the same metrics): positions within
   :data:`CROSS_SIM_POSITION` m, floats within :data:`CROSS_SIM_RELATIVE` relative (or
   :data:`CROSS_SIM_POSITION` absolute), the rest exactly; an episode whose claim outcome

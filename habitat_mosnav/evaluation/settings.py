@@ -17,7 +17,7 @@ Maintainers freeze a setting once its dataset is built::
     python -m habitat_mosnav.evaluation.settings freeze demo/official
     python -m habitat_mosnav.evaluation.settings freeze mosnav-v1/val/official \\
         --dataset-dir /data/mosnav/val --scene-root /data/hm3d/val
-    python -m habitat_mosnav.evaluation.settings table   # the README table
+    python -m habitat_mosnav.evaluation.settings table   # the table in docs/EVALUATION.md
 """
 
 from __future__ import annotations
@@ -400,7 +400,7 @@ def select_mini_keys(keys_by_mode: Mapping[str, Sequence[str]], fraction: float)
 
 
 def settings_table(root: Optional[str] = None) -> str:
-    """The README's table of settings (generated, so it cannot drift from the files)."""
+    """The table of settings in docs/EVALUATION.md (generated, so it cannot drift from the files)."""
     lines = [
         "| setting | split | kind | target modes | goal type | episodes | max steps "
         "| success distance | file |",
@@ -473,7 +473,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     add_version_argument(p)
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("list", allow_abbrev=False, help="the settings' names")
-    sub.add_parser("table", allow_abbrev=False, help="the README's markdown table of settings")
+    sub.add_parser(
+        "table", allow_abbrev=False, help="the markdown table of settings (docs/EVALUATION.md)"
+    )
     f = sub.add_parser(
         "freeze", allow_abbrev=False, help="recompute a setting's dataset fingerprint and episodes"
     )

@@ -11,7 +11,7 @@ Everything else is derived from :data:`METRICS` or checked against it by a test:
   field map the evaluation uses and the non-scalar measures habitat-baselines must not
   average;
 - the measurement list of ``config/habitat/task/mosnav.yaml``, ``docs/METRICS.md`` and the
-  measures row of the README (written by ``python scripts/metric_files.py --write``, checked
+  measures row of docs/EVALUATION.md (written by ``python scripts/metric_files.py --write``, checked
   by ``tests/test_measure_table.py``, which also checks that docs/SPEC.md defines every
   field and names every measure);
 - the SPEC §5 aggregates (:mod:`habitat_mosnav.metrics.aggregate`), the printed summary
@@ -564,7 +564,8 @@ def format_value(value, fmt: str = RATIO, places: int = 3) -> str:
 
 TASK_YAML = os.path.join("habitat_mosnav", "config", "habitat", "task", "mosnav.yaml")
 METRICS_DOC = os.path.join("docs", "METRICS.md")
-README = "README.md"
+#: the doc whose registry table has the ``| measures |`` row (docs/EVALUATION.md §7)
+README = os.path.join("docs", "EVALUATION.md")
 
 
 def task_yaml_text(text: str) -> str:
@@ -651,13 +652,13 @@ _README_ITEM = re.compile(r"`(\w+)`( \([^)]*\))?")
 
 
 def readme_measures(text: str) -> List[str]:
-    """The measure names of the README's ``| measures |`` row."""
+    """The measure names of the ``| measures |`` row (docs/EVALUATION.md's registry table)."""
     row = _README_ROW.search(text)
     return [] if row is None else [name for name, _ in _README_ITEM.findall(row.group(1))]
 
 
 def readme_text(text: str) -> str:
-    """README.md with its ``| measures |`` row listing :data:`MEASURES` (a note after a
+    """docs/EVALUATION.md with its ``| measures |`` row listing :data:`MEASURES` (a note after a
     name, ``(habitat.Benchmark)``, is kept)."""
     row = _README_ROW.search(text)
     if row is None:

@@ -234,7 +234,7 @@ def _expand(
 
 class Culling:
     """What the colour (RGB + depth) pass skips; every switch keeps the frames identical
-    except ``backface`` (off by default: see :mod:`.render_cull` and the README).
+    except ``backface`` (off by default: see :mod:`.render_cull` and docs/DEVELOPMENT.md).
 
     ``cell``: chunk size (m) when a scene is loaded (0: one chunk per texture, the draw of
     the whole scene in the file's order); scenes under ``min_faces`` faces are one chunk.
