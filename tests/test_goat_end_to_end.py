@@ -138,12 +138,13 @@ def goat_content():
             "scene_id": f"hm3d/val//{FOLDER}/{SID}.basis.glb",
             "scene_dataset_config": "./data/scene_datasets/hm3d/"
             "hm3d_annotated_basis.scene_dataset_config.json",
-            "start_position": start,
-            "start_rotation": rotation,
+            "start_position": list(start),
+            "start_rotation": list(rotation),
             "info": {"geodesic_distance": 3.0},
             "goals": [],
             "object_category": tasks[0][0],
-            "tasks": tasks,
+            # copies: a test that edits a task must not edit GOAT_EPISODES for the others
+            "tasks": [list(task) for task in tasks],
         }
         for i, (start, rotation, tasks) in enumerate(GOAT_EPISODES)
     ]
