@@ -87,7 +87,7 @@ lint: setup
 test-py39: egl chromium
 	bash scripts/test_py39.sh $(VENV39) $(PYTEST_ARGS)
 
-# The fast lane (a few minutes): every test but the slow end-to-end ones, on the base install
+# The fast lane (about 3 minutes): every test but the slow end-to-end ones, on the base install
 # (what needs habitat-baselines or habitat-sim skips in one line); `make test` is the full suite.
 test-fast: setup chromium
 	$(PY) -m pytest -q -m "not slow and not baselines" -n auto --durations=10 $(PYTEST_ARGS)
