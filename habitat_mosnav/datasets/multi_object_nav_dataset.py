@@ -274,25 +274,19 @@ class MultiObjectNavDatasetV1(Dataset):
             if category is None:
                 category = goals[targets[0]]["category"]
             self.episodes.append(
-                MultiObjectNavEpisode(
-                    episode_id=e["episode_id"],
-                    scene_id=scene_path,
-                    scene_dataset_config=self.scene_dataset_config,
-                    scene_name=scene_id,
-                    split=split,
-                    episode_key=episode_key(split, scene_id, e["episode_id"]),
-                    start_position=e["start_position"],
-                    start_rotation=e["start_rotation"],
-                    goals=[goal_objs[t] for t in targets],
+                self._episode(
+                    e,
+                    scene_id,
+                    scene_path,
+                    split,
+                    goal_objs,
                     target_mode=e["target_mode"],
                     target_count=e["target_count"],
-                    target_object_ids=list(targets),
                     goal_text=goal_text,
                     goal_type=goal_type,
                     query_id=e["query_id"],
                     object_category=category,
                     image_goal=None if image_goal is None else dict(image_goal),
-                    info=dict(e["info"]),
                 )
             )
 
@@ -303,6 +297,27 @@ class MultiObjectNavDatasetV1(Dataset):
         subtask's targets, the episode-level goal fields the first subtask's."""
         subtasks = [_subtask_goal(st, queries[st["query_id"]], goals) for st in e["subtasks"]]
         first = subtasks[0]
+        return self._episode(
+            e,
+            scene_id,
+            scene_path,
+            split,
+            goal_objs,
+            target_mode=SEQUENTIAL,
+            target_count=None,
+            goal_text=first.goal_text,
+            goal_type=first.goal_type,
+            query_id=first.query_id,
+            object_category=first.object_category,
+            image_goal=None if first.image_goal is None else dict(first.image_goal),
+            subtasks=subtasks,
+        )
+
+    def _episode(
+        self, e, scene_id, scene_path, split, goal_objs, **fields
+    ) -> MultiObjectNavEpisode:
+        """The episode of the parsed ``e``: what every mode shares (identity, scene, start,
+        targets, info) plus ``fields`` (the mode's and goal type's)."""
         targets = e["target_object_ids"]
         return MultiObjectNavEpisode(
             episode_id=e["episode_id"],
@@ -314,16 +329,9 @@ class MultiObjectNavDatasetV1(Dataset):
             start_position=e["start_position"],
             start_rotation=e["start_rotation"],
             goals=[goal_objs[t] for t in targets],
-            target_mode=SEQUENTIAL,
-            target_count=None,
             target_object_ids=list(targets),
-            goal_text=first.goal_text,
-            goal_type=first.goal_type,
-            query_id=first.query_id,
-            object_category=first.object_category,
-            image_goal=None if first.image_goal is None else dict(first.image_goal),
-            subtasks=subtasks,
             info=dict(e["info"]),
+            **fields,
         )
 
     @staticmethod
