@@ -356,22 +356,32 @@ class OracleAgent:
                 ):
                     return self._remember(self._follow(sim, path, pos, agent_state.rotation, [via]))
                 del self._via[oid]  # unreachable, or reached without being near
-            ends = self._ends(state, oid)
-            while ends:
-                found = self._find_path(sim, pos, ends)
-                if found is None:
-                    ends.clear()
-                    break
-                path, reached = found
-                horizontal = math.hypot(*(path[-1] - pos)[[0, 2]])
-                if (horizontal <= self.waypoint_tolerance or looping) and 0 <= reached < len(ends):
-                    looping = False
-                    ends.pop(reached)  # at this view point without being near: the next
-                    continue
-                return self._remember(self._follow(sim, path, pos, agent_state.rotation, ends))
+            action, looping = self._toward(
+                sim, pos, agent_state.rotation, self._ends(state, oid), looping
+            )
+            if action is not None:
+                return self._remember(action)
             self._skipped.add(oid)
         # Nothing reachable is left.
         return self._remember(int(Action.FINISH) if multi else int(Action.TARGET_FOUND))
+
+    def _toward(self, sim, pos: np.ndarray, rotation, ends: list, looping: bool):
+        """(the next action toward the nearest reachable of ``ends``, or None when none is
+        left; ``looping`` after it). ``ends`` (view points) is edited in place: one reached
+        without being near, or unreachable, is dropped; a loop is broken once."""
+        while ends:
+            found = self._find_path(sim, pos, ends)
+            if found is None:
+                ends.clear()
+                break
+            path, reached = found
+            horizontal = math.hypot(*(path[-1] - pos)[[0, 2]])
+            if (horizontal <= self.waypoint_tolerance or looping) and 0 <= reached < len(ends):
+                looping = False
+                ends.pop(reached)  # at this view point without being near: the next
+                continue
+            return self._follow(sim, path, pos, rotation, ends), looping
+        return None, looping
 
     def _subtask_step(self, state, sim, pos: np.ndarray, rotation, looping: bool) -> int:
         """A sequential episode: toward the nearest view point of the current subtask's
@@ -385,19 +395,9 @@ class OracleAgent:
                 for oid in state.current_subtask.target_object_ids
                 for p in state.goals[oid].near_points
             ]
-        ends = self._goal_points[key]
-        while ends:
-            found = self._find_path(sim, pos, ends)
-            if found is None:
-                ends.clear()
-                break
-            path, reached = found
-            horizontal = math.hypot(*(path[-1] - pos)[[0, 2]])
-            if (horizontal <= self.waypoint_tolerance or looping) and 0 <= reached < len(ends):
-                looping = False
-                ends.pop(reached)  # at this view point without being near: the next
-                continue
-            return self._follow(sim, path, pos, rotation, ends)
+        action, _ = self._toward(sim, pos, rotation, self._goal_points[key], looping)
+        if action is not None:
+            return action
         return int(Action.SUBTASK_STOP)
 
     def _follow(self, sim, path, pos, rotation, goals) -> int:
