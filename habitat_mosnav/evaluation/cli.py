@@ -38,7 +38,6 @@ from habitat_mosnav.agents.loading import (
 from habitat_mosnav.api import ACTION_PROTOCOLS, EPISODE_MODES, GOAL_TYPES, MULTI_MODES
 from habitat_mosnav.evaluation import interrupts
 from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
-from habitat_mosnav.evaluation.interrupts import Terminated
 from habitat_mosnav.flag_ranges import bound_numbers
 from habitat_mosnav.safety import mask_secrets, safe_line
 from habitat_mosnav.versions import add_version_argument
@@ -933,23 +932,12 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
 
 
 def _interrupted(exc: KeyboardInterrupt, ctx: dict) -> int:
-    name, code = ("SIGTERM", 143) if isinstance(exc, Terminated) else ("SIGINT", 130)
     out = ctx.get("output_dir")
-    if out is None:
-        print(
-            f"{PROG}: interrupted by {name} during start-up; nothing was written; run the "
-            "command again",
-            file=sys.stderr,
-        )
-    else:
-        print(
-            safe_line(
-                f"{PROG}: interrupted by {name}; the records written so far are kept; "
-                f"continue with the same command and --resume --output-dir {out}"
-            ),
-            file=sys.stderr,
-        )
-    return code
+    kept = (
+        "the records written so far are kept; continue with the same command and "
+        f"--resume --output-dir {out}"
+    )
+    return interrupts.say_interrupted(PROG, exc, None if out is None else kept)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -28,6 +28,7 @@ Standard library only.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -171,3 +172,18 @@ def chained_interrupt(exc: BaseException) -> Optional[KeyboardInterrupt]:
         seen.add(id(item))
         todo += [item.__context__, item.__cause__]
     return None
+
+
+def say_interrupted(prog: str, exc: KeyboardInterrupt, kept: Optional[str]) -> int:
+    """One line on stderr for a command stopped by SIGINT/SIGTERM, and its exit status
+    (130 / 143, the shell's): ``kept`` says what was kept and how to go on, or None when
+    it stopped during start-up (nothing written)."""
+    from habitat_mosnav.safety import safe_line
+
+    name, code = ("SIGTERM", 143) if isinstance(exc, Terminated) else ("SIGINT", 130)
+    if kept is None:
+        line = f"{prog}: interrupted by {name} during start-up; nothing was written; run the command again"
+    else:
+        line = f"{prog}: interrupted by {name}; {kept}"
+    print(safe_line(line), file=sys.stderr)
+    return code

@@ -274,26 +274,12 @@ def _rank_world(args):
 
 
 def _interrupted(exc: KeyboardInterrupt, ctx: dict) -> int:
-    """One line and 130 (SIGINT) / 143 (SIGTERM), as mosnav-eval: the replayed records
-    written so far are kept and ``--resume`` continues the replay."""
-    from habitat_mosnav.evaluation.interrupts import Terminated
+    """As mosnav-eval: the replayed records written so far are kept and ``--resume``
+    continues the replay."""
+    from habitat_mosnav.evaluation.interrupts import say_interrupted
 
-    name, code = ("SIGTERM", 143) if isinstance(exc, Terminated) else ("SIGINT", 130)
-    if not ctx.get("started"):
-        print(
-            f"{PROG}: interrupted by {name} during start-up; nothing was written; run the "
-            "command again",
-            file=sys.stderr,
-        )
-    else:
-        print(
-            safe_line(
-                f"{PROG}: interrupted by {name}; the episodes replayed so far are kept; "
-                "continue with the same command and --resume"
-            ),
-            file=sys.stderr,
-        )
-    return code
+    kept = "the episodes replayed so far are kept; continue with the same command and --resume"
+    return say_interrupted(PROG, exc, kept if ctx.get("started") else None)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
