@@ -11,7 +11,7 @@ log) and the chat client all use these, so there is one rule for each.
   :class:`PlantedLinkError`, an ``OSError`` (``ELOOP``) whose ``strerror`` says why, so every
   caller's existing "cannot write FILE" path (exit 3) reports it in one line. Every file
   written gets one mode, :func:`file_mode` (0666 minus the umask: 0644 by default), also
-  the temporary files of :func:`replacing` (``mkstemp`` makes them 0600).
+  the temporary files of :func:`replacing` (the one atomic write; ``mkstemp``: 0600).
   :func:`replacing_dir` replaces a whole directory (a report) at once: built beside it,
   swapped in by two renames, so a full disk or a signal leaves the previous one whole.
 * :func:`output_root` / :func:`check_path` / :func:`remove_path`: below a directory the user
@@ -42,6 +42,7 @@ import stat
 import tempfile
 import threading
 from contextlib import contextmanager
+from os import write as _os_write  # one name for the raw write (tests make it fail)
 from typing import Any, Iterator, List, Optional
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "remove_path",
     "PlantedLinkError",
     "file_mode",
+    "fsync_dir",
     "make_dirs",
     "mask_data",
     "mask_secrets",
@@ -66,6 +68,7 @@ __all__ = [
     "replacing_dir",
     "safe_line",
     "terminal_text",
+    "write_all",
 ]
 
 #: A prefix of a secret this long or longer is masked too (a server echoing part of a key).
@@ -245,11 +248,35 @@ def make_dirs(path: str) -> str:
     return path
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` (``os.write`` may write part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[_os_write(fd, view) :]
+
+
+def fsync_dir(directory: str) -> None:
+    """fsync a directory, so a file created or renamed in it survives a power cut."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot fsync a directory
+    finally:
+        os.close(fd)
+
+
 @contextmanager
-def replacing(path: str, suffix: str = "") -> Iterator[str]:
-    """Yield a fresh temporary path beside ``path`` (created with ``O_EXCL``, so never a
-    link); write it, and on success it is renamed over ``path`` (a rename replaces a link
-    itself, never its target; a planted link is refused before). No temp file is left."""
+def replacing(path: str, suffix: str = "", *, exclusive: bool = False) -> Iterator[str]:
+    """The one atomic write: yield a fresh temporary path beside ``path`` (created with
+    ``O_EXCL``, so never a link; mode :func:`file_mode`) to write; on success it is fsynced,
+    renamed over ``path`` (a rename replaces a link itself, never its target; a planted
+    link is refused before) and the directory fsynced, so a crash leaves the old file or
+    the new one whole. ``exclusive``: never replace an existing ``path`` (the first writer
+    wins; ``FileExistsError`` otherwise). No temp file is left."""
     directory = os.path.dirname(os.path.abspath(path))
     make_dirs(directory)
     refuse_link(path)
@@ -260,9 +287,15 @@ def replacing(path: str, suffix: str = "") -> Iterator[str]:
         os.close(fd)
     try:
         yield tmp
-        refuse_link(path)
-        os.replace(tmp, path)
-        tmp = None
+        with os.fdopen(os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as f:
+            os.fsync(f.fileno())
+        if exclusive:
+            os.link(tmp, path)  # FileExistsError when another writer was first
+        else:
+            refuse_link(path)
+            os.replace(tmp, path)
+            tmp = None
+        fsync_dir(directory)
     finally:
         if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)

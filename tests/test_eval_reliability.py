@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from habitat_mosnav import safety
 from habitat_mosnav.evaluation import durable
 from habitat_mosnav.evaluation.cli import main
 from habitat_mosnav.evaluation.manifest import MANIFEST_FIELDS, RECORDED_FIELDS
@@ -116,7 +117,7 @@ def test_disk_full_while_writing_a_record_enospc(
 ):
     """The same without root: the second record's write stores half of it, then the disk is
     full (what write(2) does on a full disk)."""
-    real_write = durable._os_write
+    real_write = safety._os_write
     calls = {"n": 0}
 
     def full_disk(fd, data):
@@ -127,7 +128,7 @@ def test_disk_full_while_writing_a_record_enospc(
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_write(fd, data)
 
-    monkeypatch.setattr(durable, "_os_write", full_disk)
+    monkeypatch.setattr(safety, "_os_write", full_disk)
     out = tmp_path / "run"
     argv = ("--agent", "oracle", *ALL_MODES, "--output-dir", str(out))
     rc, lines, err = cli(capsys, open_room, *argv)
@@ -137,7 +138,7 @@ def test_disk_full_while_writing_a_record_enospc(
         "left on device; free some space, then continue with --resume"
     ]
     assert [r["episode_key"] for r in jsonl(out)] == [EPISODE_KEYS[0]]  # truncated back
-    monkeypatch.setattr(durable, "_os_write", real_write)
+    monkeypatch.setattr(safety, "_os_write", real_write)
     rc, lines, err = cli(capsys, open_room, *argv, "--resume")
     assert rc == 0, err
     assert comparable(jsonl(out)) == reference
@@ -146,7 +147,7 @@ def test_disk_full_while_writing_a_record_enospc(
 def test_done_and_summary_full_disk_is_exit_3_without_temp_files(
     capsys, open_room, tmp_path, monkeypatch
 ):
-    real_write = durable._os_write
+    real_write = safety._os_write
 
     def full_for_json(fd, data):
         if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith(".tmp_"):
@@ -155,7 +156,7 @@ def test_done_and_summary_full_disk_is_exit_3_without_temp_files(
 
     out = tmp_path / "run"
     os.makedirs(out)
-    monkeypatch.setattr(durable, "_os_write", full_for_json)
+    monkeypatch.setattr(safety, "_os_write", full_for_json)
     rc, lines, err = cli(capsys, open_room, "--num-episodes", "1", "--output-dir", str(out))
     assert rc == 3 and len(lines) == 1, err
     assert lines[0].startswith(f"mosnav-eval: error: cannot write {out}/run.json: No space left")
@@ -574,7 +575,7 @@ def test_signal_during_a_record_write_is_delivered_after_it(tmp_path):
 
     threading.Thread(target=time.sleep, args=(3,), daemon=True).start()
     out = str(tmp_path / "o")
-    real_write = durable._os_write
+    real_write = safety._os_write
 
     def write_then_signal(fd, data):
         n = real_write(fd, bytes(data[:10]))
@@ -582,12 +583,12 @@ def test_signal_during_a_record_write_is_delivered_after_it(tmp_path):
         return n
 
     with RankWriter(out) as w:
-        durable._os_write = write_then_signal
+        safety._os_write = write_then_signal
         try:
             with pytest.raises(KeyboardInterrupt):
                 w.write(record(0, 1.0))
         finally:
-            durable._os_write = real_write
+            safety._os_write = real_write
     assert [r["episode_key"] for r in jsonl(out)] == [record(0, 1.0)["episode_key"]]
 
 

@@ -75,6 +75,21 @@ def test_bootstrap_interval_by_hand():
     assert bootstrap_interval([0.1, 0.7, 0.3], 500, seed=5) == bootstrap_interval(
         [0.1, 0.7, 0.3], 500, seed=5
     )
+    assert bootstrap_interval([0.3]) == (0.3, 0.3)  # one episode: every resample is it
+
+
+def test_bootstrap_interval_is_the_seeded_draws_by_hand():
+    """The same draws with numpy alone: the seed's generator gives (resamples, episodes)
+    indices; each resample's mean skips None/NaN, a resample with no finite value is
+    skipped; the interval is the 2.5 % and 97.5 % quantiles of those means."""
+    values = [0.2, None, 0.9, 0.4, float("nan"), 0.6]
+    v = np.array([np.nan if x is None else x for x in values])
+    draws = v[np.random.default_rng(7).integers(0, len(v), size=(2000, len(v)))]
+    finite = np.isfinite(draws).any(axis=1)
+    assert not finite.all()  # (2/6)^6 per resample: a few have no finite value
+    expected = np.quantile(np.nanmean(draws[finite], axis=1), [0.025, 0.975])
+    assert 0.2 < expected[0] < expected[1] < 0.9  # inside the extremes: the quantiles count
+    assert bootstrap_interval(values, 2000, seed=7) == pytest.approx(tuple(expected), rel=1e-12)
 
 
 def test_every_number_of_leaderboard_csv_is_the_summary_json(report):

@@ -1,6 +1,6 @@
-"""Durable result files: atomic JSON writes with fsync, the raw write that a full disk
-fails, the errors a reader or writer raises (one line naming the file), strict JSON
-parsing (no NaN, no huge integers) and deferring Ctrl-C/SIGTERM while a record is written.
+"""Durable result files: atomic JSON writes (through :func:`habitat_mosnav.safety.replacing`),
+the errors a reader or writer raises (one line naming the file), strict JSON parsing (no
+NaN, no huge integers) and deferring Ctrl-C/SIGTERM while a record is written.
 Standard library only; the evaluation modules above build their files on it."""
 
 from __future__ import annotations
@@ -9,20 +9,18 @@ import errno
 import json
 import os
 import signal
-import tempfile
 import threading
 from contextlib import contextmanager
-from os import write as _os_write  # one name for the raw write (tests make it fail)
 from typing import Any, Dict, List, Mapping, Optional
 
 from habitat_mosnav.safety import (
     MAX_JSON_BYTES,
     InputFileError,
-    file_mode,
-    make_dirs,
     mask_secrets,
+    open_for_write,
     read_input_text,
-    refuse_link,
+    replacing,
+    write_all,
 )
 from habitat_mosnav.safety import umask as _umask  # noqa: F401  (tests compare modes with it)
 
@@ -92,65 +90,23 @@ def signals_deferred():
                 os.kill(os.getpid(), signum)
 
 
-def write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = _os_write(fd, view)
-        view = view[n:]
-
-
-def fsync_dir(directory: str) -> None:
-    """fsync a directory, so a file created or renamed in it survives a power cut."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems cannot fsync a directory
-    finally:
-        os.close(fd)
-
-
 def atomic_write_json(path: str, data: Mapping[str, Any], *, exclusive: bool = False) -> bool:
-    """Write JSON to a temp file in the same directory, fsync, then rename it over ``path``
-    and fsync the directory. The file gets the usual mode (0666 minus the umask, 0644
-    by default), like episodes.jsonl. ``exclusive``: never replace an existing file (the
-    first writer wins; returns False when ``path`` already existed). A failure raises
-    :class:`ResultWriteError` naming ``path`` and leaves no temp file."""
-    directory = os.path.dirname(os.path.abspath(path))
+    """:func:`~habitat_mosnav.safety.replacing` with JSON (secrets masked, no NaN).
+    ``exclusive``: returns False when ``path`` already existed (the first writer wins).
+    A failure raises :class:`ResultWriteError` naming ``path`` and leaves no temp file."""
     text = mask_secrets(json.dumps(data, indent=2, allow_nan=False)) + "\n"
-    tmp = None
     try:
-        make_dirs(directory)  # never through a link below an output root
-        refuse_link(path)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=directory)
-        try:
-            os.fchmod(fd, file_mode())
-            write_all(fd, text.encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if exclusive:
+        with replacing(path, ".json", exclusive=exclusive) as tmp:
+            fd = open_for_write(tmp, os.O_WRONLY)
             try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
+                write_all(fd, text.encode("utf-8"))
             finally:
-                os.unlink(tmp)
-                tmp = None
-        else:
-            refuse_link(path)
-            os.replace(tmp, path)
-            tmp = None
-        fsync_dir(directory)
+                os.close(fd)
         return True
     except OSError as exc:
+        if exclusive and isinstance(exc, FileExistsError) and os.path.lexists(path):
+            return False
         raise write_failed(path, exc) from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _no_constant(name: str):

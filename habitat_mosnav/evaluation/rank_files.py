@@ -27,11 +27,9 @@ from habitat_mosnav.evaluation.durable import (
     ResultFileError,
     ResultWriteError,
     atomic_write_json,
-    fsync_dir,
     parse_record_json,
     read_json_object,
     signals_deferred,
-    write_all,
     write_failed,
 )
 from habitat_mosnav.evaluation.manifest import check_rank_manifests
@@ -40,12 +38,14 @@ from habitat_mosnav.safety import (
     MAX_RECORDS_BYTES,
     InputFileError,
     PlantedLinkError,
+    fsync_dir,
     make_dirs,
     mask_secrets,
     open_file,
     open_for_write,
     read_input,
     refuse_link,
+    write_all,
 )
 
 EPISODES_FILE = "episodes.jsonl"

@@ -10,9 +10,9 @@ also a table of the page and of leaderboard.md).
 
 A row's point values are the run's ``summary.json`` metrics (SPEC §5), never recomputed
 differently; the 95 % intervals of ``sr``, ``f1`` and ``spl_multi`` are percentile
-bootstrap intervals over the run's ok episodes (numpy, ``--bootstrap`` resamples with a
-fixed ``--seed``): each resample draws as many episodes as the run has, with replacement,
-and takes the SPEC §5 mean (finite values only). A run whose summary is not ``complete``
+bootstrap intervals over the run's ok episodes (``scipy.stats.bootstrap``, ``--bootstrap``
+resamples with a fixed ``--seed``): each resample draws as many episodes as the run has,
+with replacement, and takes the SPEC §5 mean (finite values only). A run whose summary is not ``complete``
 (error records, missing episodes, a rank not finished), whose ``summary.json`` is missing
 or disagrees with its records, is marked in the ``notes`` column and on the page; its
 numbers are those of its ok episodes and are never merged with other runs'. Whether a run

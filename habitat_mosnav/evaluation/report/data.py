@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -93,25 +94,32 @@ EPISODE_METRICS = tuple(
 def bootstrap_interval(
     values: Sequence[Optional[float]], resamples: int = 2000, seed: int = 0, level: float = 0.95
 ) -> Tuple[Optional[float], Optional[float]]:
-    """Percentile bootstrap interval of the SPEC §5 mean (finite values only) of
-    ``values`` (one per episode; None/NaN are kept in the draws and skipped by the mean,
+    """Percentile bootstrap interval (``scipy.stats.bootstrap``, seeded) of the SPEC §5 mean
+    of ``values`` (one per episode; None/NaN are kept in the draws and skipped by the mean,
     as the aggregate skips them). (None, None) when no value is finite."""
-    v = np.array([np.nan if x is None else float(x) for x in values], dtype=np.float64)
-    v[~np.isfinite(v)] = np.nan
-    if v.size == 0 or not np.isfinite(v).any():
+    from scipy.stats import DegenerateDataWarning, bootstrap
+
+    v = np.array([x if x is not None and math.isfinite(x) else np.nan for x in values], float)
+    if not np.isfinite(v).any():
         return None, None
-    rng = np.random.default_rng(seed)
-    chunk = max(1, 4_000_000 // v.size)  # resamples per block: at most ~32 MB of draws
-    means = []
-    for start in range(0, int(resamples), chunk):
-        draws = v[rng.integers(0, v.size, size=(min(chunk, int(resamples) - start), v.size))]
-        counts = np.isfinite(draws).sum(axis=1)
-        sums = np.nansum(draws, axis=1)
-        means.append(sums[counts > 0] / counts[counts > 0])
-    means = np.concatenate(means)
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
+    if v.size == 1:  # scipy needs two: every resample is this one value
+        return float(v[0]), float(v[0])
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", DegenerateDataWarning)  # a resample with no finite value
+        res = bootstrap(
+            (v,),
+            lambda x, axis: np.nansum(x, axis=axis) / np.isfinite(x).sum(axis=axis),
+            n_resamples=int(resamples),
+            batch=max(1, 4_000_000 // v.size),  # at most ~32 MB of draws at once
+            vectorized=True,
+            confidence_level=level,
+            method="percentile",
+            random_state=np.random.default_rng(seed),  # scipy 1.10 has no ``rng=``
+        )
+    ci = np.array(res.confidence_interval)
+    if not np.isfinite(ci).all():  # NaN means of such resamples are skipped, as before
+        ci = np.nanquantile(res.bootstrap_distribution, [(1 - level) / 2, (1 + level) / 2])
+    return float(ci[0]), float(ci[1])
 
 
 @dataclass
