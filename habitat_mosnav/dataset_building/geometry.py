@@ -3,10 +3,8 @@
 Every geometric question the stages ask (navigable? snap, random point, geodesic distance,
 what does a camera at this pose see) goes through :class:`SceneGeometry`, which talks to a
 habitat-lab ``Simulator`` through its habitat-sim-like API only (``pathfinder``,
-``geodesic_distance``, ``get_observations_at``). ``backend="mosnav"`` builds the CPU
-simulator ``MosNavMeshSim-v0``; ``backend="habitat-sim"`` builds habitat-lab's ``Sim-v0``
-(habitat-sim installed; for HM3D pass the annotated ``scene_dataset`` config so the
-semantic sensor reports the semantic.txt object ids). Nothing else differs.
+``geodesic_distance``, ``get_observations_at``). ``backend`` names a row of
+:data:`habitat_mosnav.simulators.SIMULATORS`, which holds all that differs between them.
 """
 
 from __future__ import annotations
@@ -18,10 +16,14 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from habitat_mosnav.dataset_building.common import BuildError, SceneFiles
-from habitat_mosnav.simulators import SIMULATORS, SimulatorUnavailable
+from habitat_mosnav.simulators import SimulatorUnavailable, simulator_choice
 
-#: ``--backend`` names: the simulator choices (:data:`habitat_mosnav.simulators.SIMULATORS`).
-BACKENDS = tuple(SIMULATORS)
+
+def _choice(backend: str):
+    try:
+        return simulator_choice(backend)
+    except ValueError as e:
+        raise BuildError(str(e)) from None
 
 
 @dataclass
@@ -74,21 +76,14 @@ def make_sim_config(
             width=cam.width, height=cam.height, hfov=int(round(cam.hfov)), position=pos
         )
     agent = AgentConfig(height=cam.agent_height, radius=cam.agent_radius, sim_sensors=sensors)
-    choice = SIMULATORS.get(backend)
-    if choice is None:
-        raise BuildError(f"unknown simulator backend {backend!r} (expected one of {BACKENDS})")
+    choice = _choice(backend)
     cfg = OmegaConf.structured(choice.structured_config())
-    for (
-        key,
-        value,
-    ) in choice.config_values().items():  # type; habitat-sim: Mesa without an NVIDIA GPU
+    values = choice.config_values(
+        render=True, up_axis=up_axis, navmesh=None if navmesh is None else str(navmesh)
+    )
+    for key, value in values.items():  # a simulator without an options node takes none
         OmegaConf.update(cfg, key, value)
     cfg.scene_dataset = scene_dataset
-    if choice.options_key == "mosnav_mesh":  # the CPU simulator's own options
-        cfg.mosnav_mesh.render = True
-        cfg.mosnav_mesh.up_axis = up_axis
-        if navmesh is not None:
-            cfg.mosnav_mesh.navmesh = str(navmesh)
     cfg.scene = str(scene_path)
     cfg.agents = {"main_agent": OmegaConf.structured(agent)}
     cfg.agents_order = ["main_agent"]
@@ -220,17 +215,13 @@ def open_scene(
     import habitat_mosnav  # noqa: F401
 
     cam = camera or CameraSpec()
-    choice = SIMULATORS.get(backend)
-    if choice is None:
-        raise BuildError(f"unknown simulator backend {backend!r} (expected one of {BACKENDS})")
+    choice = _choice(backend)
     try:
         choice.check()  # installed, importable, registered with habitat
     except SimulatorUnavailable as e:
         raise BuildError(f"--backend {backend}: {e}") from None
     scene_path = scene.render_glb
-    if (
-        backend == "habitat-sim"
-    ):  # it reads the files natively: hostile glTF checked first (issue #30)
+    if choice.native_reader:  # hostile glTF checked first (issue #30)
         from habitat_mosnav.scenes.gltf import check_scene_files
         from habitat_mosnav.scenes.io import SceneFormatError
 
@@ -243,7 +234,7 @@ def open_scene(
         backend,
         cam,
         scene_dataset,
-        navmesh=scene.navmesh if choice.options_key == "mosnav_mesh" else None,
+        navmesh=scene.navmesh,
         up_axis=up_axis,
     )
     from habitat.sims import make_sim

@@ -94,6 +94,7 @@ from habitat_mosnav.keys import (
     episode_seed,
 )
 from habitat_mosnav.safety import PlantedLinkError, mask_secrets, safe_line
+from habitat_mosnav.simulators import native_reader, simulator_option
 
 __all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
 
@@ -192,10 +193,10 @@ class EvaluationConfig:
             )
 
 
-def _check_gltf_for_habitat_sim(episodes) -> None:
-    """habitat-sim reads the scene files natively, where a hostile glTF can crash the process:
-    each scene's ``.glb`` and the ``.semantic.glb`` beside it are checked first
-    (``scenes.gltf.check_scene_files``, issue #30); a bad one is one line, exit 2."""
+def _check_gltf(episodes) -> None:
+    """Each scene's ``.glb`` and the ``.semantic.glb`` beside it, checked first for a simulator
+    that reads them natively (``SimulatorChoice.native_reader``), where a hostile glTF can
+    crash the process (``scenes.gltf.check_scene_files``, issue #30); a bad one is one line."""
     from habitat_mosnav.scenes.gltf import check_scene_files
     from habitat_mosnav.scenes.io import SceneFormatError
 
@@ -617,12 +618,9 @@ class Evaluator:
             return
         from habitat_mosnav.sims.scene_check import NavMeshError, SceneFormatError, check_scene
 
-        option, detour = "", True  # habitat-sim (Detour) reads the navmesh
         sim = getattr(self._hcfg, "simulator", None) if self._hcfg is not None else None
-        if sim is not None and sim.get("type") == "MosNavMeshSim-v0":
-            detour = False
-            if "mosnav_mesh" in sim:
-                option = str(sim.mosnav_mesh.get("navmesh") or "")
+        detour = native_reader(sim.get("type") if sim is not None else None)
+        option = "" if detour else str(simulator_option(sim, "navmesh") or "")
         for scene in scenes:
             try:
                 check_scene(scene, option, detour=detour)
@@ -717,8 +715,8 @@ class Evaluator:
 
         dataset = self._load_dataset()
         dataset.episodes = list(episodes)
-        if self._hcfg.simulator.type != "MosNavMeshSim-v0":
-            _check_gltf_for_habitat_sim(episodes)
+        if native_reader(self._hcfg.simulator.type):
+            _check_gltf(episodes)
         try:
             self.env = habitat.Env(config=self._hcfg, dataset=dataset)
         except Exception as exc:
