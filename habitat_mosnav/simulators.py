@@ -35,7 +35,6 @@ __all__ = [
     "default_gpu_device_id",
     "path_request_types",
     "interface_mismatches",
-    "native_reader",
     "option_nodes",
     "simulator_option",
 ]
@@ -238,14 +237,13 @@ class SimulatorChoice:
     ``type``, the ``requires`` modules that must import, the module that registers the type
     (``registers``), the structured config of its ``habitat.simulator`` node
     (``config_class``, ``module:Class``), how to install it, and how it differs:
-    ``options_key``, the node of its own options (None: none), named as the CPU
-    simulator's (``render``, ``navmesh``, ``up_axis``); ``uses_gpu_device``, it renders on
-    ``habitat_sim_v0.gpu_device_id``; ``native_reader``, it reads the ``.glb`` and
-    ``.navmesh`` files natively (Magnum, Detour), where a hostile one crashes the process,
-    so they are checked in Python first; ``needs_scene_dataset``, without a scene dataset
-    config it reads a Z-up stage Y up and sees no object (``mosnav-build`` finds the config
-    beside the scenes); ``version_key``, the ``software_versions()`` entry a replay records
-    as its version (None: this package's)."""
+    ``options_key``, its options node (None: none), named as the CPU simulator's
+    (``render``, ``navmesh``, ``up_axis``); ``uses_gpu_device``, it renders on
+    ``habitat_sim_v0.gpu_device_id``; ``native_reader``, it reads ``.glb`` / ``.navmesh``
+    natively (Magnum, Detour), so a hostile file is caught in Python first; a type of no
+    row counts as one; ``needs_scene_dataset``, without that config it reads a Z-up stage
+    Y up; ``version_key``, the ``software_versions()`` entry a replay records as its
+    version (None: this package's)."""
 
     name: str
     type: str
@@ -290,8 +288,8 @@ class SimulatorChoice:
             )
 
     def config_values(self, gpu_device_id: Optional[int] = None, **options) -> Dict[str, Any]:
-        """``habitat.simulator`` keys (relative) that running on this simulator sets;
-        ``options`` (None: left as they are) go to its options node, where it has one."""
+        """``habitat.simulator`` keys (relative) that running on this simulator sets, with
+        ``options`` (None: unset) in its options node."""
         out: Dict[str, Any] = {"type": self.type}
         if self.uses_gpu_device:
             out["habitat_sim_v0.gpu_device_id"] = int(
@@ -355,21 +353,13 @@ def choice_for_type(sim_type: Optional[str]) -> Optional[SimulatorChoice]:
     return next((c for c in SIMULATORS.values() if c.type == sim_type), None)
 
 
-def native_reader(sim_type: Optional[str]) -> bool:
-    """``native_reader`` of the simulator of ``sim_type`` (a type of no row: True)."""
-    choice = choice_for_type(sim_type)
-    return choice is None or choice.native_reader
-
-
 def option_nodes(sim_node: Any) -> List[str]:
     """The options nodes that ``sim_node`` (``habitat.simulator``) holds, whichever
     simulator runs (the shipped configs hold the CPU simulator's on habitat-sim too)."""
     keys = dict.fromkeys(c.options_key for c in SIMULATORS.values() if c.options_key)
-    get = getattr(sim_node, "get", None)
-    return [k for k in keys if get is not None and k in sim_node and get(k) is not None]
+    return [k for k in keys if hasattr(sim_node, "get") and sim_node.get(k) is not None]
 
 
 def simulator_option(sim_node: Any, name: str) -> Any:
-    """Option ``name`` of the first options node ``sim_node`` holds (:func:`option_nodes`);
-    None without one."""
+    """Option ``name`` of the first options node of :func:`option_nodes` (None: none)."""
     return next((sim_node[k].get(name) for k in option_nodes(sim_node)), None)

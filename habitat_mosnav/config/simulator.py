@@ -52,9 +52,8 @@ class MosNavMeshSimConfig(SimulatorConfig):
 
 def simulator_overrides(name: str, gpu_device_id: Optional[int] = None) -> List[str]:
     """Hydra overrides that run a benchmark config on the simulator ``name``
-    (``SimulatorChoice.config_values``; ``gpu_device_id``: :func:`default_gpu_device_id`).
-    Scenes, the scene dataset config and the options node (``mosnav_mesh``, which the
-    shipped configs hold on either simulator, so its ``--set`` overrides work on both)
-    stay the config's."""
+    (``SimulatorChoice.config_values``; ``gpu_device_id``: :func:`default_gpu_device_id`);
+    scenes, scene dataset config and the options node (the shipped configs hold the CPU
+    simulator's on either, so its ``--set`` overrides work on both) stay the config's."""
     values = simulator_choice(name).config_values(gpu_device_id)
     return [f"habitat.simulator.{key}={value}" for key, value in values.items()]

@@ -19,13 +19,6 @@ from habitat_mosnav.dataset_building.common import BuildError, SceneFiles
 from habitat_mosnav.simulators import SimulatorUnavailable, simulator_choice
 
 
-def _choice(backend: str):
-    try:
-        return simulator_choice(backend)
-    except ValueError as e:
-        raise BuildError(str(e)) from None
-
-
 @dataclass
 class CameraSpec:
     """The agent and camera the stages render with (habitat's objectnav defaults)."""
@@ -76,12 +69,10 @@ def make_sim_config(
             width=cam.width, height=cam.height, hfov=int(round(cam.hfov)), position=pos
         )
     agent = AgentConfig(height=cam.agent_height, radius=cam.agent_radius, sim_sensors=sensors)
-    choice = _choice(backend)
+    choice = simulator_choice(backend)  # ValueError naming the choices
     cfg = OmegaConf.structured(choice.structured_config())
-    values = choice.config_values(
-        render=True, up_axis=up_axis, navmesh=None if navmesh is None else str(navmesh)
-    )
-    for key, value in values.items():  # a simulator without an options node takes none
+    opts = dict(render=True, up_axis=up_axis, navmesh=navmesh and str(navmesh))
+    for key, value in choice.config_values(**opts).items():  # no options node: opts unset
         OmegaConf.update(cfg, key, value)
     cfg.scene_dataset = scene_dataset
     cfg.scene = str(scene_path)
@@ -215,10 +206,10 @@ def open_scene(
     import habitat_mosnav  # noqa: F401
 
     cam = camera or CameraSpec()
-    choice = _choice(backend)
     try:
+        choice = simulator_choice(backend)
         choice.check()  # installed, importable, registered with habitat
-    except SimulatorUnavailable as e:
+    except (ValueError, SimulatorUnavailable) as e:
         raise BuildError(f"--backend {backend}: {e}") from None
     scene_path = scene.render_glb
     if choice.native_reader:  # hostile glTF checked first (issue #30)

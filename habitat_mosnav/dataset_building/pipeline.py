@@ -115,10 +115,9 @@ class BuildConfig:
         )
 
     def resolved_scene_dataset(self, scene: SceneFiles) -> str:
-        """``--scene-dataset``; left at 'default' for a simulator that needs one
-        (``needs_scene_dataset``), the one ``*.scene_dataset_config.json`` in the scene root
-        or the folder above it (HM3D's; ``habitat_sim_assets`` writes one for generated
-        scenes). None or several found: a one-line error asking for the flag."""
+        """``--scene-dataset``; left at 'default' for a simulator that ``needs_scene_dataset``,
+        the one ``*.scene_dataset_config.json`` in the scene root or the folder above (HM3D's;
+        ``habitat_sim_assets`` writes one); none or several: one line asking for the flag."""
         needs = getattr(SIMULATORS.get(self.backend), "needs_scene_dataset", False)
         if not needs or self.scene_dataset != "default":
             return self.scene_dataset

@@ -110,8 +110,7 @@ def input_files(hcfg, episodes: Iterable[Any], dataset) -> Dict[str, str]:
     from habitat_mosnav.datasets.fingerprint import file_digest
     from habitat_mosnav.sims.mosnav_sim import scene_input_files
 
-    sim = hcfg.get("simulator") if hcfg is not None else None
-    navmesh = str(simulator_option(sim, "navmesh") or "")
+    navmesh = str(simulator_option(getattr(hcfg, "simulator", None), "navmesh") or "")
     episodes = list(episodes)
     files: Dict[str, str] = {}
     for path in sorted({str(getattr(ep, "scene_id", "") or "") for ep in episodes} - {""}):

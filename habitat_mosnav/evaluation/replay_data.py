@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from habitat_mosnav.simulators import choice_for_type
-
 __all__ = [
     "MOTION_FIELDS",
     "REPLAY_FIELD",
@@ -81,6 +79,7 @@ def decode_actions(text: Any, where: str = "replay.actions") -> List[int]:
 def simulator_version(sim_type: str) -> str:
     """The version of the simulator of ``sim_type`` (``SimulatorChoice.version_key``), else
     this package's (with its git commit when run from a checkout)."""
+    from habitat_mosnav.simulators import choice_for_type
     from habitat_mosnav.versions import software_versions
 
     versions = software_versions()

@@ -70,8 +70,8 @@ def semantic_overrides(habitat_config) -> List[str]:
     renders again when the run switched rendering off."""
     from omegaconf import OmegaConf
 
-    sim = OmegaConf.select(habitat_config, "habitat.simulator")
-    out = [f"habitat.simulator.{key}.render=true" for key in option_nodes(sim)]
+    nodes = option_nodes(OmegaConf.select(habitat_config, "habitat.simulator"))
+    out = [f"habitat.simulator.{key}.render=true" for key in nodes]
     if semantic_uuid(habitat_config) is not None:
         return out
     sensors = OmegaConf.select(habitat_config, _SENSORS) or {}
