@@ -9,10 +9,9 @@ extras are asked for on the object: ``tilt_camera(degrees)`` (the look actions) 
 ``pathfinder.find_path`` takes; :func:`path_request_types`). A camera at any pose
 (:class:`CameraRendering`) is asked through :func:`habitat_mosnav.sims.camera.render_camera`.
 
-:data:`SIMULATORS` is the one table of ``--simulator`` (``mosnav-eval``) / ``--backend``
-(``mosnav-build``) choices: name, habitat registry type, structured config and options
-node, availability check, install hint. Standard library only (imported by the command
-lines before habitat is).
+:data:`SIMULATORS` is the one table of ``--simulator`` / ``--backend`` choices and of what
+differs between them; nothing outside this module compares a simulator's name or type
+(``tests/test_simulator_table.py``). Standard library only (the command lines import it).
 """
 
 from __future__ import annotations
@@ -36,6 +35,8 @@ __all__ = [
     "default_gpu_device_id",
     "path_request_types",
     "interface_mismatches",
+    "option_nodes",
+    "simulator_option",
 ]
 
 
@@ -235,9 +236,14 @@ class SimulatorChoice:
     """One simulator: ``name`` (``--simulator`` / ``--backend``), its habitat registry
     ``type``, the ``requires`` modules that must import, the module that registers the type
     (``registers``), the structured config of its ``habitat.simulator`` node
-    (``config_class``, ``module:Class``) and the node holding its own options
-    (``options_key``, None: none), whether it renders on ``habitat_sim_v0.gpu_device_id``,
-    and how to install it."""
+    (``config_class``, ``module:Class``), how to install it, and how it differs:
+    ``options_key``, its options node (None: none), named as the CPU simulator's
+    (``render``, ``navmesh``, ``up_axis``); ``uses_gpu_device``, it renders on
+    ``habitat_sim_v0.gpu_device_id``; ``native_reader``, it reads ``.glb`` / ``.navmesh``
+    natively (Magnum, Detour), so a hostile file is caught in Python first; a type of no
+    row counts as one; ``needs_scene_dataset``, without that config it reads a Z-up stage
+    Y up; ``version_key``, the ``software_versions()`` entry a replay records as its
+    version (None: this package's)."""
 
     name: str
     type: str
@@ -248,6 +254,9 @@ class SimulatorChoice:
     uses_gpu_device: bool
     install: str
     description: str
+    native_reader: bool = True
+    needs_scene_dataset: bool = False
+    version_key: Optional[str] = None
 
     def available(self) -> bool:
         """True when every module of ``requires`` can be imported (without importing it)."""
@@ -278,13 +287,16 @@ class SimulatorChoice:
                 f"habitat.simulator.type {self.type} is not registered with habitat: {self.install}"
             )
 
-    def config_values(self, gpu_device_id: Optional[int] = None) -> Dict[str, Any]:
-        """``habitat.simulator`` keys (relative) that running on this simulator sets."""
+    def config_values(self, gpu_device_id: Optional[int] = None, **options) -> Dict[str, Any]:
+        """``habitat.simulator`` keys (relative) that running on this simulator sets, with
+        ``options`` (None: unset) in its options node."""
         out: Dict[str, Any] = {"type": self.type}
         if self.uses_gpu_device:
             out["habitat_sim_v0.gpu_device_id"] = int(
                 default_gpu_device_id() if gpu_device_id is None else gpu_device_id
             )
+        if self.options_key:
+            out.update({f"{self.options_key}.{k}": v for k, v in options.items() if v is not None})
         return out
 
     def structured_config(self):
@@ -305,6 +317,7 @@ SIMULATORS: Dict[str, SimulatorChoice] = {
             config_class="habitat_mosnav.config.simulator:MosNavMeshSimConfig",
             options_key="mosnav_mesh",
             uses_gpu_device=False,
+            native_reader=False,
             install="pip install habitat-mosnav (the CPU simulator is part of this package)",
             description="the CPU simulator",
         ),
@@ -316,6 +329,8 @@ SIMULATORS: Dict[str, SimulatorChoice] = {
             config_class="habitat.config.default_structured_configs:SimulatorConfig",
             options_key=None,
             uses_gpu_device=True,
+            needs_scene_dataset=True,
+            version_key="habitat_sim",
             install=HABITAT_SIM_INSTALL,
             description="habitat-sim",
         ),
@@ -336,3 +351,15 @@ def simulator_choice(name: str) -> SimulatorChoice:
 def choice_for_type(sim_type: Optional[str]) -> Optional[SimulatorChoice]:
     """The choice whose registry type is ``sim_type`` (None: a simulator of no row here)."""
     return next((c for c in SIMULATORS.values() if c.type == sim_type), None)
+
+
+def option_nodes(sim_node: Any) -> List[str]:
+    """The options nodes that ``sim_node`` (``habitat.simulator``) holds, whichever
+    simulator runs (the shipped configs hold the CPU simulator's on habitat-sim too)."""
+    keys = dict.fromkeys(c.options_key for c in SIMULATORS.values() if c.options_key)
+    return [k for k in keys if hasattr(sim_node, "get") and sim_node.get(k) is not None]
+
+
+def simulator_option(sim_node: Any, name: str) -> Any:
+    """Option ``name`` of the first options node of :func:`option_nodes` (None: none)."""
+    return next((sim_node[k].get(name) for k in option_nodes(sim_node)), None)

@@ -51,12 +51,9 @@ class MosNavMeshSimConfig(SimulatorConfig):
 
 
 def simulator_overrides(name: str, gpu_device_id: Optional[int] = None) -> List[str]:
-    """Hydra overrides that run a benchmark config on the simulator ``name``.
-
-    ``habitat-sim`` renders on ``gpu_device_id`` (default: GPU 0 when the machine has an
-    NVIDIA device, else -1, Mesa's llvmpipe on the CPU). Scenes and the scene dataset
-    config stay those of the config (the bundled demo scenes carry their own). The
-    shipped configs all hold the CPU simulator's options node (``mosnav_mesh``), so its
-    ``--set habitat.simulator.mosnav_mesh.*`` overrides work on either simulator."""
+    """Hydra overrides that run a benchmark config on the simulator ``name``
+    (``SimulatorChoice.config_values``; ``gpu_device_id``: :func:`default_gpu_device_id`);
+    scenes, scene dataset config and the options node (the shipped configs hold the CPU
+    simulator's on either, so its ``--set`` overrides work on both) stay the config's."""
     values = simulator_choice(name).config_values(gpu_device_id)
     return [f"habitat.simulator.{key}={value}" for key, value in values.items()]

@@ -27,6 +27,7 @@ from habitat_mosnav.datasets.schema import MAX_IMAGE_SIDE, MIN_IMAGE_SIDE
 from habitat_mosnav.metrics.legs import SUCCESS_DISTANCE
 from habitat_mosnav.flag_ranges import bound_numbers, one_line_errors
 from habitat_mosnav.safety import mask_log_handlers, safe_line
+from habitat_mosnav.simulators import SIMULATORS
 from habitat_mosnav.versions import add_version_argument
 
 STAGE_HELP = {
@@ -90,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--backend",
-        choices=("mosnav", "habitat-sim"),
+        choices=tuple(SIMULATORS),
         default="mosnav",
         help="simulator for geometry: the CPU MosNavMeshSim-v0 or habitat-sim's Sim-v0",
     )

@@ -3,10 +3,8 @@
 Every geometric question the stages ask (navigable? snap, random point, geodesic distance,
 what does a camera at this pose see) goes through :class:`SceneGeometry`, which talks to a
 habitat-lab ``Simulator`` through its habitat-sim-like API only (``pathfinder``,
-``geodesic_distance``, ``get_observations_at``). ``backend="mosnav"`` builds the CPU
-simulator ``MosNavMeshSim-v0``; ``backend="habitat-sim"`` builds habitat-lab's ``Sim-v0``
-(habitat-sim installed; for HM3D pass the annotated ``scene_dataset`` config so the
-semantic sensor reports the semantic.txt object ids). Nothing else differs.
+``geodesic_distance``, ``get_observations_at``). ``backend`` names a row of
+:data:`habitat_mosnav.simulators.SIMULATORS`, which holds all that differs between them.
 """
 
 from __future__ import annotations
@@ -18,10 +16,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from habitat_mosnav.dataset_building.common import BuildError, SceneFiles
-from habitat_mosnav.simulators import SIMULATORS, SimulatorUnavailable
-
-#: ``--backend`` names: the simulator choices (:data:`habitat_mosnav.simulators.SIMULATORS`).
-BACKENDS = tuple(SIMULATORS)
+from habitat_mosnav.simulators import SimulatorUnavailable, simulator_choice
 
 
 @dataclass
@@ -74,21 +69,12 @@ def make_sim_config(
             width=cam.width, height=cam.height, hfov=int(round(cam.hfov)), position=pos
         )
     agent = AgentConfig(height=cam.agent_height, radius=cam.agent_radius, sim_sensors=sensors)
-    choice = SIMULATORS.get(backend)
-    if choice is None:
-        raise BuildError(f"unknown simulator backend {backend!r} (expected one of {BACKENDS})")
+    choice = simulator_choice(backend)  # ValueError naming the choices
     cfg = OmegaConf.structured(choice.structured_config())
-    for (
-        key,
-        value,
-    ) in choice.config_values().items():  # type; habitat-sim: Mesa without an NVIDIA GPU
+    opts = dict(render=True, up_axis=up_axis, navmesh=navmesh and str(navmesh))
+    for key, value in choice.config_values(**opts).items():  # no options node: opts unset
         OmegaConf.update(cfg, key, value)
     cfg.scene_dataset = scene_dataset
-    if choice.options_key == "mosnav_mesh":  # the CPU simulator's own options
-        cfg.mosnav_mesh.render = True
-        cfg.mosnav_mesh.up_axis = up_axis
-        if navmesh is not None:
-            cfg.mosnav_mesh.navmesh = str(navmesh)
     cfg.scene = str(scene_path)
     cfg.agents = {"main_agent": OmegaConf.structured(agent)}
     cfg.agents_order = ["main_agent"]
@@ -220,17 +206,13 @@ def open_scene(
     import habitat_mosnav  # noqa: F401
 
     cam = camera or CameraSpec()
-    choice = SIMULATORS.get(backend)
-    if choice is None:
-        raise BuildError(f"unknown simulator backend {backend!r} (expected one of {BACKENDS})")
     try:
+        choice = simulator_choice(backend)
         choice.check()  # installed, importable, registered with habitat
-    except SimulatorUnavailable as e:
+    except (ValueError, SimulatorUnavailable) as e:
         raise BuildError(f"--backend {backend}: {e}") from None
     scene_path = scene.render_glb
-    if (
-        backend == "habitat-sim"
-    ):  # it reads the files natively: hostile glTF checked first (issue #30)
+    if choice.native_reader:  # hostile glTF checked first (issue #30)
         from habitat_mosnav.scenes.gltf import check_scene_files
         from habitat_mosnav.scenes.io import SceneFormatError
 
@@ -243,7 +225,7 @@ def open_scene(
         backend,
         cam,
         scene_dataset,
-        navmesh=scene.navmesh if choice.options_key == "mosnav_mesh" else None,
+        navmesh=scene.navmesh,
         up_axis=up_axis,
     )
     from habitat.sims import make_sim

@@ -33,6 +33,7 @@ from habitat_mosnav.dataset_building.categories import default_categories_path
 from habitat_mosnav.dataset_building.episodes import EpisodeOptions
 from habitat_mosnav.dataset_building.extract import ExtractOptions
 from habitat_mosnav.dataset_building.geometry import CameraSpec
+from habitat_mosnav.simulators import SIMULATORS
 
 
 @dataclass
@@ -114,12 +115,11 @@ class BuildConfig:
         )
 
     def resolved_scene_dataset(self, scene: SceneFiles) -> str:
-        """``--scene-dataset``; for habitat-sim left at 'default', the one
-        ``*.scene_dataset_config.json`` in the scene root or the folder above it (HM3D's
-        annotated config; the one ``habitat_sim_assets`` writes for generated scenes), since
-        without it habitat-sim reads the stage Y up and its semantic sensor sees no object.
-        None or several found: a one-line error asking for the flag."""
-        if self.backend != "habitat-sim" or self.scene_dataset != "default":
+        """``--scene-dataset``; left at 'default' for a simulator that ``needs_scene_dataset``,
+        the one ``*.scene_dataset_config.json`` in the scene root or the folder above (HM3D's;
+        ``habitat_sim_assets`` writes one); none or several: one line asking for the flag."""
+        needs = getattr(SIMULATORS.get(self.backend), "needs_scene_dataset", False)
+        if not needs or self.scene_dataset != "default":
             return self.scene_dataset
         if getattr(self, "_found_scene_dataset", None) is None:
             roots = [self.scenes, self.scenes.parent] if self.scenes is not None else []
@@ -129,11 +129,11 @@ class BuildConfig:
             if len(found) != 1:
                 what = "none" if not found else ", ".join(found)
                 raise BuildError(
-                    f"{self.scenes}: --backend habitat-sim needs --scene-dataset "
+                    f"{self.scenes}: --backend {self.backend} needs --scene-dataset "
                     f"(HM3D: hm3d_annotated_basis.scene_dataset_config.json; generated scenes: "
                     f"python -m habitat_mosnav.sims.habitat_sim_assets ROOT; found {what} next to the scenes)"
                 )
-            log.info("habitat-sim scene dataset: %s", found[0])
+            log.info("scene dataset: %s", found[0])
             self._found_scene_dataset = found[0]
         return self._found_scene_dataset
 

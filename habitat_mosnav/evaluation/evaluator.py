@@ -94,6 +94,7 @@ from habitat_mosnav.keys import (
     episode_seed,
 )
 from habitat_mosnav.safety import PlantedLinkError, mask_secrets, safe_line
+from habitat_mosnav.simulators import choice_for_type, simulator_option
 
 __all__ = ["EvaluationConfig", "EvaluationSetupError", "Evaluator", "episode_metrics_record"]
 
@@ -190,20 +191,6 @@ class EvaluationConfig:
             raise ValueError(
                 f"EvaluationConfig: max_steps must be an integer >= 1, got {self.max_steps!r}"
             )
-
-
-def _check_gltf_for_habitat_sim(episodes) -> None:
-    """habitat-sim reads the scene files natively, where a hostile glTF can crash the process:
-    each scene's ``.glb`` and the ``.semantic.glb`` beside it are checked first
-    (``scenes.gltf.check_scene_files``, issue #30); a bad one is one line, exit 2."""
-    from habitat_mosnav.scenes.gltf import check_scene_files
-    from habitat_mosnav.scenes.io import SceneFormatError
-
-    for scene in sorted({str(getattr(ep, "scene_id", "")) for ep in episodes}):
-        try:
-            check_scene_files(scene)
-        except SceneFormatError as exc:
-            raise EvaluationSetupError(one_line(exc)) from None
 
 
 def _episode_summary(episode, max_steps: int) -> Dict[str, Any]:
@@ -610,24 +597,27 @@ class Evaluator:
     def _check_scene_files(self, episodes: Sequence[Any]) -> None:
         """The files of every scene the selected episodes load, checked before the first
         episode and before anything is written (:mod:`habitat_mosnav.sims.scene_check`:
-        glb headers, the navmesh validated): a broken one is bad input, one line naming
+        glb headers, the navmesh validated; for a simulator we build that reads them
+        natively, the whole glTF files, issue #30): a broken one is bad input, one line naming
         it (exit 2), not one error record per episode of its scene."""
         scenes = sorted({str(s) for s in (getattr(e, "scene_id", None) for e in episodes) if s})
         if not scenes:
             return
+        from habitat_mosnav.scenes.gltf import check_scene_files
         from habitat_mosnav.sims.scene_check import NavMeshError, SceneFormatError, check_scene
 
-        option, detour = "", True  # habitat-sim (Detour) reads the navmesh
         sim = getattr(self._hcfg, "simulator", None) if self._hcfg is not None else None
-        if sim is not None and sim.get("type") == "MosNavMeshSim-v0":
-            detour = False
-            if "mosnav_mesh" in sim:
-                option = str(sim.mosnav_mesh.get("navmesh") or "")
-        for scene in scenes:
-            try:
-                check_scene(scene, option, detour=detour)
-            except (NavMeshError, SceneFormatError) as exc:
-                raise EvaluationSetupError(one_line(exc)) from None
+        choice = choice_for_type(sim.get("type") if sim is not None else None)
+        detour = getattr(choice, "native_reader", True)  # a type of no row: checked
+        option = "" if detour else str(simulator_option(sim, "navmesh") or "")
+        checks = [lambda scene: check_scene(scene, option, detour=detour)]
+        checks += [check_scene_files] if detour and self.env is None else []
+        for check in checks:
+            for scene in scenes:
+                try:
+                    check(scene)
+                except (NavMeshError, SceneFormatError) as exc:
+                    raise EvaluationSetupError(one_line(exc)) from None
 
     def _check_benchmark(self) -> Optional[Dict[str, Any]]:
         """The setting's identity and this run's deviations from it, for every record
@@ -717,8 +707,6 @@ class Evaluator:
 
         dataset = self._load_dataset()
         dataset.episodes = list(episodes)
-        if self._hcfg.simulator.type != "MosNavMeshSim-v0":
-            _check_gltf_for_habitat_sim(episodes)
         try:
             self.env = habitat.Env(config=self._hcfg, dataset=dataset)
         except Exception as exc:

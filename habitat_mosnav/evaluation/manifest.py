@@ -38,6 +38,7 @@ from habitat_mosnav.evaluation.durable import (
 )
 from habitat_mosnav.keys import scene_name_from_path
 from habitat_mosnav.safety import PlantedLinkError, refuse_link
+from habitat_mosnav.simulators import simulator_option
 from habitat_mosnav.versions import software_versions
 
 MANIFEST_FILE = "run.json"
@@ -109,11 +110,7 @@ def input_files(hcfg, episodes: Iterable[Any], dataset) -> Dict[str, str]:
     from habitat_mosnav.datasets.fingerprint import file_digest
     from habitat_mosnav.sims.mosnav_sim import scene_input_files
 
-    navmesh = ""
-    if hcfg is not None:
-        from omegaconf import OmegaConf
-
-        navmesh = str(OmegaConf.select(hcfg, "simulator.mosnav_mesh.navmesh", default="") or "")
+    navmesh = str(simulator_option(getattr(hcfg, "simulator", None), "navmesh") or "")
     episodes = list(episodes)
     files: Dict[str, str] = {}
     for path in sorted({str(getattr(ep, "scene_id", "") or "") for ep in episodes} - {""}):

@@ -77,13 +77,15 @@ def decode_actions(text: Any, where: str = "replay.actions") -> List[int]:
 
 
 def simulator_version(sim_type: str) -> str:
-    """habitat-sim's version for ``Sim-v0``, this package's (with its git commit when run
-    from a checkout) for the CPU simulator."""
+    """The version of the simulator of ``sim_type`` (``SimulatorChoice.version_key``), else
+    this package's (with its git commit when run from a checkout)."""
+    from habitat_mosnav.simulators import choice_for_type
     from habitat_mosnav.versions import software_versions
 
     versions = software_versions()
-    if sim_type == "Sim-v0":
-        return str(versions["habitat_sim"])
+    key = getattr(choice_for_type(sim_type), "version_key", None)
+    if key:
+        return str(versions[key])
     git = versions.get("git")
     commit = f"+git.{git['commit'][:12]}" if isinstance(git, Mapping) and git.get("commit") else ""
     return f"{versions['habitat_mosnav']}{commit}"

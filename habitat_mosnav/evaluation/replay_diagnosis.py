@@ -29,6 +29,7 @@ from habitat_mosnav.metrics.diagnosis import (
     diagnose_episode,
 )
 from habitat_mosnav.metrics.legs import start_geodesics
+from habitat_mosnav.simulators import option_nodes
 
 __all__ = [
     "DIAGNOSIS_FILE",
@@ -69,9 +70,8 @@ def semantic_overrides(habitat_config) -> List[str]:
     renders again when the run switched rendering off."""
     from omegaconf import OmegaConf
 
-    out = []
-    if OmegaConf.select(habitat_config, "habitat.simulator.mosnav_mesh") is not None:
-        out.append("habitat.simulator.mosnav_mesh.render=true")
+    nodes = option_nodes(OmegaConf.select(habitat_config, "habitat.simulator"))
+    out = [f"habitat.simulator.{key}.render=true" for key in nodes]
     if semantic_uuid(habitat_config) is not None:
         return out
     sensors = OmegaConf.select(habitat_config, _SENSORS) or {}
