@@ -56,12 +56,16 @@ else:
     #: README/docs shell blocks read what an earlier block wrote (``--dist loadgroup``'s
     #: ``xdist_group`` mark does not group under pytest 9)
     IN_ORDER = ("tests/test_docs_code_blocks.py::test_shell_block_runs[",)
+    #: modules whose module-scoped fixture costs more than their tests (a dataset built
+    #: by mosnav-build, 30 s): one worker runs them all, so the fixture is built once
+    WHOLE_MODULES = ("tests/test_build_pipeline.py::", "tests/test_goat_end_to_end.py::")
 
     class _OneTestAUnitButDocsInOrder(LoadScopeScheduling):
-        """pytest-xdist's ``load`` (a test a work unit), except :data:`IN_ORDER`, one unit."""
+        """pytest-xdist's ``load`` (a test a work unit), except :data:`IN_ORDER` and each of
+        :data:`WHOLE_MODULES`, one unit each."""
 
         def _split_scope(self, nodeid):
-            for prefix in IN_ORDER:
+            for prefix in IN_ORDER + WHOLE_MODULES:
                 if nodeid.startswith(prefix):
                     return prefix
             return nodeid
