@@ -120,6 +120,25 @@ def field(
     return value
 
 
+def one_of(obj: Dict[str, Any], name: str, choices, noun: str, path: str, record: str) -> str:
+    """``obj[name]``, a string among ``choices`` (``unknown <noun> 'x' (expected one of
+    ...)`` otherwise)."""
+    value = field(obj, name, str, path, record)
+    if value not in choices:
+        _fail(
+            path, record, name, f"unknown {noun} '{value}' (expected one of {', '.join(choices)})"
+        )
+    return value
+
+
+def _query_id(obj: Dict[str, Any], queries, path: str, record: str) -> str:
+    """``obj["query_id"]``, a query of queries.json."""
+    qid = field(obj, "query_id", str, path, record)
+    if qid not in queries:
+        _fail(path, record, "query_id", f"'{qid}' is not in queries.json")
+    return qid
+
+
 #: The largest coordinate a dataset may give (metres; scenes span tens of metres): a
 #: 1e308 start position is a dataset error at load, not an error episode.
 MAX_COORDINATE = 1e6
@@ -401,17 +420,8 @@ def parse_episodes(
         if eid in seen:
             _fail(path, rec, "episode_id", "duplicate episode id")
         seen.add(eid)
-        qid = field(e, "query_id", str, path, rec)
-        if qid not in queries:
-            _fail(path, rec, "query_id", f"'{qid}' is not in queries.json")
-        mode = field(e, "target_mode", str, path, rec)
-        if mode not in EPISODE_MODES:
-            _fail(
-                path,
-                rec,
-                "target_mode",
-                f"unknown mode '{mode}' (expected one of {', '.join(EPISODE_MODES)})",
-            )
+        qid = _query_id(e, queries, path, rec)
+        mode = one_of(e, "target_mode", EPISODE_MODES, "mode", path, rec)
         targets = field(e, "target_object_ids", list, path, rec)
         if not targets:
             _fail(path, rec, "target_object_ids", "empty")
@@ -502,17 +512,8 @@ def parse_subtasks(
     used = set()
     for k, st in enumerate(items):
         srec = f"{rec} subtasks[{k}]"
-        qid = field(st, "query_id", str, path, srec)
-        if qid not in queries:
-            _fail(path, srec, "query_id", f"'{qid}' is not in queries.json")
-        goal_type = field(st, "goal_type", str, path, srec)
-        if goal_type not in GOAL_TYPES:
-            _fail(
-                path,
-                srec,
-                "goal_type",
-                f"unknown goal type '{goal_type}' (expected one of {', '.join(GOAL_TYPES)})",
-            )
+        qid = _query_id(st, queries, path, srec)
+        goal_type = one_of(st, "goal_type", GOAL_TYPES, "goal type", path, srec)
         query = queries[qid]
         if goal_type == "object":
             category = pure_category(query)
