@@ -23,7 +23,7 @@ from habitat.tasks.nav.nav import (
 
 from habitat_mosnav.api import MULTI_MODES, SEQUENTIAL
 from habitat_mosnav.tasks.sequential import SequentialEpisodeState
-from habitat_mosnav.tasks.state import MosEpisodeState
+from habitat_mosnav.tasks.state import EpisodeState, MosEpisodeState
 
 
 def _resolve_measure_interpolations(config) -> None:
@@ -54,8 +54,8 @@ def _resolve_measure_interpolations(config) -> None:
 class MultiObjectNavTask(NavigationTask):
     """NavigationTask plus the multi-object claim bookkeeping in ``self.mos_state``."""
 
-    #: a :class:`SequentialEpisodeState` in a ``sequential`` episode
-    mos_state: Optional[MosEpisodeState]
+    #: a :class:`MosEpisodeState`, or a :class:`SequentialEpisodeState` in a ``sequential`` episode
+    mos_state: Optional[EpisodeState]
 
     def __init__(self, config, sim, dataset=None) -> None:
         _resolve_measure_interpolations(config)

@@ -40,30 +40,22 @@ import numpy as np
 
 from habitat_mosnav.metrics.episode import METRIC_FIELDS
 from habitat_mosnav.metrics.goat import GOAT_SCALAR_FIELDS, SubtaskOutcome, goat_metrics
+from habitat_mosnav.tasks.state import EpisodeState
 
-NAN = float("nan")
 
-
-class SequentialEpisodeState:
-    """Everything that happened so far in a ``sequential`` episode (the public surface of
-    :class:`~habitat_mosnav.tasks.state.MosEpisodeState` that measures, the evaluator and
-    the agents read, plus the subtask fields)."""
+class SequentialEpisodeState(EpisodeState):
+    """Everything that happened so far in a ``sequential`` episode (:class:`~habitat_mosnav.
+    tasks.state.EpisodeState`'s surface, plus the subtask fields)."""
 
     def __init__(self, sim, episode, success_distance: float, max_steps: int):
-        self._sim = sim
-        self.episode = episode
-        self.target_mode: str = episode.target_mode
+        super().__init__(sim, episode, success_distance, max_steps)
         self.subtasks = list(episode.subtasks)
         if not self.subtasks:
             raise ValueError(
                 f"episode {episode.episode_id!r}: a sequential episode without subtasks"
             )
-        self.target_ids: List[int] = list(episode.target_object_ids)
         self.target_count = None
         self.required_count = len(self.subtasks)
-        self.success_distance = float(success_distance)
-        self.max_steps = int(max_steps)
-        self.goals = {g.object_id: g for g in episode.goals}
         self._points = [
             np.concatenate(
                 [
@@ -73,17 +65,6 @@ class SequentialEpisodeState:
             )
             for st in self.subtasks
         ]
-
-        self.step = 0
-        self.events: List[Dict[str, Any]] = []
-        self.claimed: List[int] = []
-        self.finish_step: Optional[int] = None
-        self.finish_sent = False
-        self.ended_by: Optional[str] = None
-
-        self.start_position = np.asarray(episode.start_position, dtype=np.float64)
-        self.position = np.asarray(sim.get_agent_state().position, dtype=np.float64)
-        self.trajectory_length = 0.0
 
         self.subtask_index = 0
         n = len(self.subtasks)
@@ -96,8 +77,6 @@ class SequentialEpisodeState:
         self._dist = math.inf
         self._metrics_key = None
         self._metrics: Dict[str, Any] = {}
-        self._floats: Dict[str, float] = {}
-        self._floats_of: Optional[Dict[str, Any]] = None
         self._begin_subtask()
 
     # ------------------------------------------------------------------ subtasks
@@ -118,12 +97,6 @@ class SequentialEpisodeState:
         self.start_distance[i] = self.distance_to_nearest_unclaimed()
 
     # ------------------------------------------------------------------ geometry
-    def _geo(self, a, points) -> float:
-        # episode=None: HabitatSim caches the first goal set per episode otherwise.
-        return float(
-            self._sim.geodesic_distance(np.asarray(a, dtype=np.float32), points, episode=None)
-        )
-
     def distance_to_nearest_unclaimed(self) -> float:
         """Geodesic agent -> nearest view point of the current subtask's targets (0 once
         every subtask is stopped): one query when the agent moved or the subtask changed."""
@@ -149,14 +122,6 @@ class SequentialEpisodeState:
         }
 
     # ------------------------------------------------------------------ events
-    def begin_step(self) -> None:
-        self.step += 1
-
-    def after_action(self) -> None:
-        pos = np.asarray(self._sim.get_agent_state().position, dtype=np.float64)
-        self.trajectory_length += float(np.linalg.norm(pos - self.position))
-        self.position = pos
-
     def subtask_stop(self) -> bool:
         """SUBTASK_STOP at the current position: judge the current subtask, start the next
         one here. Returns True when that was the last subtask (the episode ends)."""
@@ -269,14 +234,6 @@ class SequentialEpisodeState:
         self._metrics = m
         self._metrics_key = key
         return m
-
-    def metric_floats(self) -> Dict[str, float]:
-        """:meth:`metrics` as floats with NaN for null (what the Habitat measures report)."""
-        m = self.metrics()
-        if self._floats_of is not m:
-            self._floats = {k: NAN if v is None else float(v) for k, v in m.items()}
-            self._floats_of = m
-        return self._floats
 
     @property
     def coverage(self) -> Optional[float]:

@@ -34,7 +34,59 @@ from habitat_mosnav.keys import episode_seed
 NAN = float("nan")
 
 
-class MosEpisodeState:
+class EpisodeState:
+    """What every episode kind's bookkeeping shares: the public surface that measures, the
+    evaluator and privileged agents read (step, events, claims, how it ended, where the
+    agent is and how far it walked), the geodesic query and the per-step path update."""
+
+    def __init__(self, sim, episode, success_distance: float, max_steps: int):
+        self._sim = sim
+        self.episode = episode
+        self.target_mode: str = episode.target_mode
+        self.target_ids: List[int] = list(episode.target_object_ids)
+        self.success_distance = float(success_distance)
+        self.max_steps = int(max_steps)
+        self.goals = {g.object_id: g for g in episode.goals}
+
+        self.step = 0
+        self.events: List[Dict[str, Any]] = []
+        self.claimed: List[int] = []
+        self.finish_step: Optional[int] = None
+        self.finish_sent = False
+        self.ended_by: Optional[str] = None
+
+        self.start_position = np.asarray(episode.start_position, dtype=np.float64)
+        self.position = np.asarray(sim.get_agent_state().position, dtype=np.float64)
+        self.trajectory_length = 0.0
+        self._floats: Dict[str, float] = {}
+        self._floats_of: Optional[Dict[str, Any]] = None
+
+    def _geo(self, a, points) -> float:
+        # episode=None: HabitatSim caches the first goal set per episode otherwise.
+        return float(
+            self._sim.geodesic_distance(np.asarray(a, dtype=np.float32), points, episode=None)
+        )
+
+    def begin_step(self) -> None:
+        self.step += 1
+
+    def after_action(self) -> None:
+        """Called after every action: the path walked (sum of Euclidean steps)."""
+        pos = np.asarray(self._sim.get_agent_state().position, dtype=np.float64)
+        self.trajectory_length += float(np.linalg.norm(pos - self.position))
+        self.position = pos
+
+    def metric_floats(self) -> Dict[str, float]:
+        """:meth:`metrics` as floats with NaN for null (what the Habitat measures report),
+        converted once per change for all measures."""
+        m = self.metrics()
+        if self._floats_of is not m:
+            self._floats = {k: NAN if v is None else float(v) for k, v in m.items()}
+            self._floats_of = m
+        return self._floats
+
+
+class MosEpisodeState(EpisodeState):
     """Everything that happened so far in the current episode."""
 
     def __init__(
@@ -47,33 +99,16 @@ class MosEpisodeState:
         max_steps: int,
         leg_cache: Optional[MutableMapping] = None,
     ):
-        self._sim = sim
-        self.episode = episode
-        self.target_mode: str = episode.target_mode
-        self.target_ids: List[int] = list(episode.target_object_ids)
+        super().__init__(sim, episode, success_distance, max_steps)
         self.target_count: Optional[int] = episode.target_count
         self.required_count: int = metrics.required_target_count(
             self.target_mode, self.target_ids, self.target_count
         )
-        self.success_distance = float(success_distance)
-        self.max_steps = int(max_steps)
-        self.goals = {g.object_id: g for g in episode.goals}
         self._near_points = {
             oid: np.asarray(self.goals[oid].near_points, dtype=np.float32).reshape(-1, 3)
             for oid in self.target_ids
         }
-
-        self.step = 0
-        self.events: List[Dict[str, Any]] = []
-        self.claimed: List[int] = []
-        self.finish_step: Optional[int] = None
-        self.finish_sent = False
-        self.ended_by: Optional[str] = None
         self.all_found_step: Optional[int] = None
-
-        self.start_position = np.asarray(episode.start_position, dtype=np.float64)
-        self.position = np.asarray(sim.get_agent_state().position, dtype=np.float64)
-        self.trajectory_length = 0.0
 
         # Legs of SPEC §4: start_dist[j] = s_j, pair_dist[i, j] = c_ij.
         self.start_dist, self.pair_dist, self.start_geodesic = metrics.legs(
@@ -100,16 +135,8 @@ class MosEpisodeState:
         self._events_changed = False
         self._base: Dict[str, Any] = {}
         self._metrics: Dict[str, Any] = {}
-        self._floats: Dict[str, float] = {}
-        self._floats_of: Optional[Dict[str, Any]] = None
 
     # ------------------------------------------------------------------ geometry
-    def _geo(self, a, points) -> float:
-        # episode=None: HabitatSim caches the first goal set per episode otherwise.
-        return float(
-            self._sim.geodesic_distance(np.asarray(a, dtype=np.float32), points, episode=None)
-        )
-
     def _points_of(self, ids) -> np.ndarray:
         parts = [self._near_points[oid] for oid in ids]
         return np.concatenate(parts) if parts else np.zeros((0, 3), dtype=np.float32)
@@ -202,14 +229,9 @@ class MosEpisodeState:
         return float(self._explored.mean())
 
     # ------------------------------------------------------------------ events
-    def begin_step(self) -> None:
-        self.step += 1
-
     def after_action(self) -> None:
         """Called after every action: path length and space coverage."""
-        pos = np.asarray(self._sim.get_agent_state().position, dtype=np.float64)
-        self.trajectory_length += float(np.linalg.norm(pos - self.position))
-        self.position = pos
+        super().after_action()
         self._update_coverage()
 
     def claim(self) -> Dict[str, Any]:
@@ -261,15 +283,6 @@ class MosEpisodeState:
             optimal_subset_distance=self.optimal_subset_distance,
             agent_subset_distance=self.agent_subset_distance,
         )
-
-    def metric_floats(self) -> Dict[str, float]:
-        """:meth:`metrics` as floats with NaN for null (what the Habitat measures report),
-        converted once per change for all measures."""
-        m = self.metrics()
-        if self._floats_of is not m:
-            self._floats = {k: NAN if v is None else float(v) for k, v in m.items()}
-            self._floats_of = m
-        return self._floats
 
     def metrics(self) -> Dict[str, Any]:
         """SPEC §4 values now (None = null), once per step for all measures: the fields that
