@@ -10,10 +10,11 @@ over through its ``trace`` extension, and every attempt gets a connection of its
 keep-alive, so no socket is shared between attempts); and a redirect to another origin
 (scheme, host or port) is refused before anything is sent there, so the key never leaves
 the configured server (same-origin redirects are followed, at most :data:`MAX_REDIRECTS`).
-Retries are ours, with the SDK's own retries off (``max_retries=0``): the back-off must be
-injectable (``sleep``) and bounded (``max_backoff``), every failed attempt is logged
+Retries are tenacity's (a ``Retrying`` per call), with the SDK's own off (``max_retries=0``:
+its waits are fixed and it cannot retry a reply the caller's ``parse`` refuses): the back-off
+is injectable (``sleep``) and bounded (``max_backoff``), every failed attempt is logged
 (``ChatResult.errors`` / ``attempt_log``), a reply that is not JSON, has no choices or fails
-the caller's ``parse`` is retried like a 5xx, and requests can be spaced (``min_interval``).
+``parse`` is retried like a 5xx, and requests can be spaced (``min_interval``).
 
 Errors are typed so a run can record a clear outcome: :class:`APIUnavailableError` (the
 server stayed down or kept failing after every retry), :class:`APIRequestError` (the server
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
+import tenacity
 
 from habitat_mosnav.safety import mask_secrets, register_secret
 
@@ -188,19 +190,9 @@ def _short(text: str, limit: int = _MAX_ERROR_BODY, secrets: Tuple[str, ...] = (
 class _Retryable(Exception):
     """Internal: one attempt failed in a way worth retrying."""
 
-    def __init__(
-        self,
-        kind: str,
-        message: str,
-        retry_after: Optional[float] = None,
-        status: Optional[int] = None,
-        raw: Optional[str] = None,
-    ):
+    def __init__(self, kind: str, message: str, retry_after=None, status=None, raw=None):
         super().__init__(message)
-        self.kind = kind
-        self.retry_after = retry_after
-        self.status = status
-        self.raw = raw
+        self.kind, self.retry_after, self.status, self.raw = kind, retry_after, status, raw
 
 
 class _OffOrigin(Exception):
@@ -368,66 +360,64 @@ class ChatClient:
     ) -> ChatResult:
         """Send one request (``payload``: model, messages, ...); return the assistant text
         and ``parse(text)`` as ``value``, or raise an :class:`APIError`."""
-        errors: List[str] = []
-        log: List[Dict[str, Any]] = []
+        log: List[Dict[str, Any]] = []  # one entry per failed attempt
         t0 = time.monotonic()
-        for attempt in range(self.retries + 1):
-            try:
-                data = self._post(payload)
-                text, usage, finish = self._extract(data)
-                value = None
-                if parse is not None:
-                    try:
-                        value = parse(text)
-                    except MalformedReply as exc:
-                        raise _Retryable(
-                            "malformed",
-                            f"malformed reply: {exc}",
-                            raw=self._scrub(text or "")[:2000],
-                        ) from None
-                return ChatResult(
-                    text, attempt + 1, time.monotonic() - t0, usage, finish, errors, log, value
-                )
-            except APIError as exc:
-                exc.args = (self._scrub(str(exc)),)
-                entry = {"attempt": attempt, "error": "http", "detail": str(exc)}
-                if exc.status is not None:
-                    entry["status"] = exc.status
-                log.append(entry)
-                exc.attempts = attempt + 1
-                exc.attempt_log = log
-                raise
-            except _Retryable as exc:
-                message = self._scrub(str(exc))
-                errors.append(message)
-                entry: Dict[str, Any] = {"attempt": attempt, "error": exc.kind, "detail": message}
-                if exc.status is not None:
-                    entry["status"] = exc.status
-                if exc.raw is not None:
-                    entry["raw"] = self._scrub(exc.raw)
-                log.append(entry)
-                if attempt >= self.retries:
-                    break
-                delay = min(self.max_backoff, self.backoff * 2**attempt)
-                delay += random.uniform(0.0, 0.1 * delay)
-                if exc.retry_after is not None:
-                    delay = max(delay, min(self.max_backoff, exc.retry_after))
-                self._sleep(delay)
-        exc = APIUnavailableError(
-            self._scrub(
-                f"chat server {self.url} unavailable after {self.retries + 1} attempt(s) "
-                f"in {time.monotonic() - t0:.1f}s; last error: {errors[-1]}"
-            )
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.retries + 1),
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            wait=self._wait,
+            sleep=self._sleep,
+            after=lambda state: log.append(self._log_entry(state)),
+            reraise=True,
         )
-        exc.attempts = self.retries + 1
+        try:
+            for attempt in retrying:
+                with attempt:
+                    text, usage, finish, value = self._extract(self._post(payload), parse)
+                    n, errors = attempt.retry_state.attempt_number, [e["detail"] for e in log]
+                    return ChatResult(
+                        text, n, time.monotonic() - t0, usage, finish, errors, log, value
+                    )
+        except _Retryable:  # the last attempt failed too
+            exc = APIUnavailableError(
+                self._scrub(
+                    f"chat server {self.url} unavailable after {len(log)} attempt(s) "
+                    f"in {time.monotonic() - t0:.1f}s; last error: {log[-1]['detail']}"
+                )
+            )
+        except APIError as refused:  # retrying would not help
+            exc = refused
+            exc.args = (self._scrub(str(exc)),)
+            log.append(self._log_entry(attempt.retry_state))
+        exc.attempts = len(log)
         exc.attempt_log = log
-        raise exc
+        raise exc from None
 
     # ----------------------------------------------------------------- internals
     def _scrub(self, text: str) -> str:
         """Mask the key (and its prefixes) should a server echo it back, URL credentials
         and bearer tokens (:func:`~habitat_mosnav.safety.mask_secrets`)."""
         return mask_secrets(text, *self.secrets)
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        """Before retry k (from 0): ``backoff * 2**k`` capped at ``max_backoff``, plus up to
+        10% jitter; at least the server's ``Retry-After`` seconds, capped the same."""
+        delay = tenacity.wait_exponential(multiplier=self.backoff, max=self.max_backoff)(state)
+        delay += random.uniform(0.0, 0.1 * delay)
+        try:
+            return max(delay, min(self.max_backoff, float(state.outcome.exception().retry_after)))
+        except (TypeError, ValueError):  # no Retry-After (or an HTTP date): the back-off
+            return delay
+
+    def _log_entry(self, state: tenacity.RetryCallState) -> Dict[str, Any]:
+        """The :attr:`ChatResult.attempt_log` entry of a failed attempt, masked."""
+        exc = state.outcome.exception()
+        entry = {"attempt": state.attempt_number - 1, "error": getattr(exc, "kind", "http")}
+        entry["detail"] = self._scrub(str(exc))
+        for key in ("status", "raw"):
+            if getattr(exc, key, None) is not None:
+                entry[key] = getattr(exc, key)
+        return entry
 
     def _client(self):
         if self._sdk is None:
@@ -492,7 +482,7 @@ class ChatClient:
             )
             if code >= 500 or code in _RETRY_STATUS:
                 raise _Retryable(
-                    "http", message, _retry_after(exc.response.headers), code
+                    "http", message, exc.response.headers.get("Retry-After"), code
                 ) from None
             cls = APIAuthError if code in (401, 403) else APIRequestError
             err = cls(f"chat server {self.url} rejected the request: {message}")
@@ -530,7 +520,9 @@ class ChatClient:
                 "malformed", f"reply is not JSON: {_short(text, 120, self.secrets)!r}"
             ) from None
 
-    def _extract(self, data: Any) -> Tuple[Optional[str], Dict[str, Any], Optional[str]]:
+    def _extract(self, data: Any, parse: Optional[Callable[[str], Any]]) -> Tuple[Any, ...]:
+        """(text, usage, finish_reason, ``parse(text)``) of a reply; :class:`_Retryable` if it
+        is no completion or ``parse`` refuses it."""
         if not isinstance(data, dict):
             raise _Retryable("malformed", "reply JSON is not an object")
         if "error" in data and not data.get("choices"):
@@ -553,12 +545,9 @@ class ChatClient:
         if content is not None and not isinstance(content, str):
             content = str(content)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        return content, usage, choices[0].get("finish_reason")
-
-
-def _retry_after(headers) -> Optional[float]:
-    value = headers.get("Retry-After") if headers is not None else None
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
+        try:
+            value = None if parse is None else parse(content)
+        except MalformedReply as exc:
+            raw = self._scrub(content or "")[:2000]  # masked before it is cut
+            raise _Retryable("malformed", f"malformed reply: {exc}", raw=raw) from None
+        return content, usage, choices[0].get("finish_reason"), value

@@ -1,5 +1,6 @@
 """The chat-completions client against a scripted local server: retries, time-outs, errors, key."""
 
+import random
 import time
 
 import pytest
@@ -45,14 +46,28 @@ def test_retries_after_500_with_exponential_backoff(server):
     assert "HTTP 500" in result.errors[0] and "HTTP 503" in result.errors[1]
 
 
+@pytest.mark.parametrize("jitter", [0.0, 0.1])
+def test_backoff_doubles_up_to_max_backoff_plus_the_jitter_drawn(server, monkeypatch, jitter):
+    # the jitter's draw pinned at either end of its range, [0, 10%] of the wait
+    monkeypatch.setattr(random, "uniform", lambda lo, hi: lo + (hi - lo) * jitter / 0.1)
+    server.script(Reply.status(503), Reply.status(503), Reply.status(503), "ACTION: 4")
+    sleeps = []
+    result = _client(server, sleeps, max_backoff=0.15).complete(PAYLOAD)
+    assert result.text == "ACTION: 4" and result.attempts == 4
+    # 0.05 * 2**k for k = 0, 1, 2, the last capped at --max-backoff 0.15
+    assert sleeps == pytest.approx([w * (1 + jitter) for w in (0.05, 0.1, 0.15)])
+
+
 def test_server_that_keeps_failing_raises_unavailable_after_all_retries(server):
     server.default = Reply.status(500)
+    sleeps = []
     with pytest.raises(
         APIUnavailableError, match=r"unavailable after 3 attempt\(s\).*HTTP 500"
     ) as info:
-        _client(server, retries=2).complete(PAYLOAD)
+        _client(server, sleeps, retries=2).complete(PAYLOAD)
     assert info.value.attempts == 3
     assert len(server.chat_requests()) == 3
+    assert len(sleeps) == 2  # no wait after the last attempt
 
 
 def test_slow_reply_beyond_the_timeout_is_abandoned_and_retried(server):
@@ -94,11 +109,20 @@ def test_client_errors_are_not_retried(server):
     assert len(server.chat_requests()) == 1
 
 
-def test_rate_limit_honours_retry_after(server):
-    server.script(Reply.status(429, "slow down", headers={"Retry-After": "0.3"}), "ACTION: 1")
+@pytest.mark.parametrize(
+    "retry_after, low, high",
+    [
+        ("0.3", 0.3, 0.3),  # longer than the back-off (0.05 plus <= 10%): it wins
+        ("0.01", 0.05, 0.055),  # shorter: the back-off
+        ("5", 0.4, 0.4),  # capped at --max-backoff
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.05, 0.055),  # a date is not read: the back-off
+    ],
+)
+def test_rate_limit_honours_retry_after(server, retry_after, low, high):
+    server.script(Reply.status(429, "slow down", headers={"Retry-After": retry_after}), "ACTION: 1")
     sleeps = []
-    assert _client(server, sleeps).complete(PAYLOAD).text == "ACTION: 1"
-    assert sleeps and sleeps[0] >= 0.3
+    assert _client(server, sleeps, max_backoff=0.4).complete(PAYLOAD).text == "ACTION: 1"
+    assert len(sleeps) == 1 and low <= sleeps[0] <= high
 
 
 def test_key_goes_in_the_header_only_and_is_masked_in_errors(server):
