@@ -388,7 +388,7 @@ def _absolute_paths(args, cwd: str) -> None:
         value = getattr(args, name, None)
         if isinstance(value, str) and value:
             setattr(args, name, os.path.join(cwd, os.path.expanduser(value)))
-    config = args.config_given = getattr(args, "config", None)  # run.json keeps it as typed
+    config = getattr(args, "config", None)
     if (
         isinstance(config, str)
         and not os.path.isabs(config)
@@ -418,11 +418,10 @@ def _parse(argv: Optional[Sequence[str]], cwd: Optional[str] = None):
             raise UsageError(f"--agent {known.agent}: add_arguments failed: {exc}") from None
         bound_numbers(parser, strict=False)  # the agent's own number flags, where known
     args = parser.parse_args(argv)
-    args.output_dir_given = args.output_dir
-    args.start_dir = cwd
+    typed = {"config_given": args.config, "output_dir_given": args.output_dir, "start_dir": cwd}
     _absolute_paths(args, cwd)
     setting = _load_setting(args, argv) if args.benchmark is not None else None
-    return RunRequest.from_args(args, setting), factory
+    return RunRequest.from_args(args, setting, **typed), factory
 
 
 def _default_output_dir(request: RunRequest) -> str:
@@ -433,7 +432,7 @@ def _default_output_dir(request: RunRequest) -> str:
 def _manifest_fields(request: RunRequest, overrides: Sequence[str]) -> dict:
     """The CLI's part of the run manifest: the agent spec, the config and its overrides
     (local data/scene paths left out: the dataset fingerprint stands for the data)."""
-    local = ("habitat.dataset.data_path=", "habitat.dataset.scenes_dir=")
+    local = tuple(CONFIG_KEYS[name] + "=" for name in ("dataset_dir", "scene_root"))
     agent = recorded_agent_spec(request.agent, request.start_dir)
     agent += " (legacy agent api)" if request.legacy_agent_api else ""
     return {
@@ -491,10 +490,8 @@ def _refuse_output_in_inputs(output_dir: str, shown: str, request: RunRequest, c
 
     from habitat_mosnav.safety import inside
 
-    split = OmegaConf.select(config, "habitat.dataset.split", default=None)
-    inputs = [
-        ("--dataset-dir", OmegaConf.select(config, "habitat.dataset.data_path", default=None))
-    ]
+    split = OmegaConf.select(config, CONFIG_KEYS["split"], default=None)
+    inputs = [("--dataset-dir", OmegaConf.select(config, CONFIG_KEYS["dataset_dir"], default=None))]
     if request.scene_root is not None:  # a config's own scene folder may be wide ("."): as given
         inputs.append(("--scene-root", os.path.abspath(os.path.expanduser(request.scene_root))))
     for flag, value in inputs:
@@ -561,6 +558,10 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
 
     _refuse_output_in_inputs(output_dir, shown, request, config)
     ctx["output_dir"] = shown  # as typed, for messages
+    ctx["kept"] = (
+        "the records written so far are kept; continue with the same command and "
+        f"--resume --output-dir {shown}"
+    )
     if not request.resume:
         try:  # refuse before building the agent (which may load a large model)
             refuse_existing(output_dir, rank)
@@ -652,25 +653,12 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     return 0
 
 
-def _kept(ctx: dict) -> Optional[str]:
-    """What an interrupted run keeps (None: nothing was written yet)."""
-    out = ctx.get("output_dir")
-    return (
-        None
-        if out is None
-        else (
-            "the records written so far are kept; continue with the same command and "
-            f"--resume --output-dir {out}"
-        )
-    )
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command; returns the exit status (SPEC §8), never raises for bad input,
     a full disk or a signal. SIGINT and SIGTERM are noted while this runs and end the run
     at the next safe point (:mod:`~habitat_mosnav.evaluation.interrupts`): 130 / 143."""
     threads = set(threading.enumerate())
-    code = run_command(PROG, lambda ctx: _run(argv, ctx), _kept)
+    code = run_command(PROG, lambda ctx: _run(argv, ctx))
     if argv is None:  # the command line (not a call from Python): nothing may hold the exit
         _exit_past_agent_threads(code, threads)
     return code

@@ -41,14 +41,13 @@ def rank_world(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int
     )
 
 
-def run_command(
-    prog: str, run: Callable[[dict], int], kept: Callable[[dict], Optional[str]]
-) -> int:
+def run_command(prog: str, run: Callable[[dict], int]) -> int:
     """``run(ctx)``'s status, never an exception for bad input, a full disk or a signal:
     UsageError is one ``PROG: error:`` line and 2, ResultWriteError one line and 3;
     SIGINT/SIGTERM are noted while it runs (:func:`interrupts.guarded`) and end it with
-    130/143 and the line :func:`interrupts.say_interrupted` writes with ``kept(ctx)``. The
-    package's warnings are one ``warning: ...`` line each on stderr meanwhile."""
+    130/143 and the line of :func:`interrupts.say_interrupted` with ``ctx["kept"]`` (what
+    ``run`` set once it wrote something; none: "nothing was written"). The package's
+    warnings are one ``warning: ...`` line each on stderr meanwhile."""
     ctx: dict = {}
     warnings_out = logging.StreamHandler(sys.stderr)
     warnings_out.setLevel(logging.WARNING)
@@ -69,7 +68,7 @@ def run_command(
             if error is not None:
                 print(safe_line(f"{prog}: error: {error}"), file=sys.stderr)
     except KeyboardInterrupt as exc:
-        code = interrupts.say_interrupted(prog, exc, kept(ctx))
+        code = interrupts.say_interrupted(prog, exc, ctx.get("kept"))
     finally:
         package_log.removeHandler(warnings_out)
     return code

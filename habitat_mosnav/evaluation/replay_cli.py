@@ -155,7 +155,9 @@ def _run(argv, ctx: dict) -> int:
                     f"--out {args.out}: inside the input directory {value} ({flag}): "
                     "choose a directory outside it"
                 )
-    ctx["started"] = True
+    ctx["kept"] = (  # what an interruption keeps from here on, as mosnav-eval
+        "the episodes replayed so far are kept; continue with the same command and --resume"
+    )
     try:
         same = ("simulator", "config", "resume", "progress", "diagnose", "verify")
         result = replay_run(
@@ -228,19 +230,11 @@ def _run(argv, ctx: dict) -> int:
     return 0 if whole.agrees else 1
 
 
-def _kept(ctx: dict) -> Optional[str]:
-    """As mosnav-eval: the replayed records written so far are kept and ``--resume``
-    continues the replay (None: interrupted before anything was written)."""
-    if ctx.get("started"):
-        return "the episodes replayed so far are kept; continue with the same command and --resume"
-    return None
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command; returns the exit status, never raises for bad input, a full disk
     or a signal. SIGINT and SIGTERM are noted while this runs and end the replay at the
     next safe point (:mod:`~habitat_mosnav.evaluation.interrupts`): 130 / 143."""
-    return run_command(PROG, lambda ctx: _run(argv, ctx), _kept)
+    return run_command(PROG, lambda ctx: _run(argv, ctx))
 
 
 if __name__ == "__main__":

@@ -80,21 +80,20 @@ class RunRequest:
 
     @classmethod
     def from_args(
-        cls, args: argparse.Namespace, setting: Optional[BenchmarkSetting] = None
+        cls, args: argparse.Namespace, setting: Optional[BenchmarkSetting] = None, **given
     ) -> RunRequest:
-        """The request of a parsed ``mosnav-eval`` namespace (``build_parser``'s)."""
+        """The request of a parsed ``mosnav-eval`` namespace (``build_parser``'s); ``given``:
+        the fields that are no flag (``config_given``, ``output_dir_given``, ``start_dir``)."""
         values = {f.name: getattr(args, f.name, f.default) for f in fields(cls)}
         values.update(overrides=tuple(args.overrides), agent_args=args, setting=setting)
-        values["config_given"] = getattr(args, "config_given", args.config)
-        values["output_dir_given"] = getattr(args, "output_dir_given", args.output_dir)
-        return cls(**values)
+        return cls(**{**values, **given})
 
     @property
     def config_name(self) -> str:
         """The config as run.json and the messages name it: the setting's, else as typed."""
         if self.setting is not None:
             return self.setting.config
-        return self.config_given or DEFAULT_CONFIG
+        return self.config_given or self.config or DEFAULT_CONFIG
 
     @property
     def default_config(self) -> bool:
