@@ -35,7 +35,8 @@ from habitat_mosnav.agents.loading import (
 )
 from habitat_mosnav.api import ACTION_PROTOCOLS, EPISODE_MODES, GOAL_TYPES
 from habitat_mosnav.evaluation import interrupts
-from habitat_mosnav.evaluation.command import Parser, UsageError, rank_world, run_command
+from habitat_mosnav.evaluation.command import SAVE_VIDEO_FLAG, SET_FLAG, Parser, UsageError
+from habitat_mosnav.evaluation.command import rank_world, run_command
 from habitat_mosnav.evaluation.compose import (
     CONFIG_KEYS,
     DEFAULT_TARGET_MODES,
@@ -81,14 +82,6 @@ def _goal_types(text: str) -> str:
             f"{', '.join(GOAL_TYPES)} or a comma list of them"
         )
     return ",".join(dict.fromkeys(types))
-
-
-def _key_value(text: str) -> str:
-    if text.startswith("~") and len(text) > 1:
-        return text  # Hydra deletion: ~KEY
-    if "=" not in text or text.startswith("="):
-        raise argparse.ArgumentTypeError(f"expects KEY=VALUE (or ~KEY to delete), got {text!r}")
-    return text
 
 
 def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
@@ -171,11 +164,7 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
         g.add_argument(flag, type=kind, help=f"{text} (default: the config's {key})")
     g.add_argument(
         "--set",
-        dest="overrides",
-        action="append",
-        type=_key_value,
-        default=[],
-        metavar="KEY=VALUE",
+        **SET_FLAG,
         help="habitat config override (Hydra syntax), repeatable: KEY=VALUE, +KEY=VALUE "
         "or ~KEY (e.g. habitat.simulator.turn_angle=15)",
     )
@@ -304,9 +293,7 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--save-video",
-        nargs="?",
-        const="mp4",
-        choices=("mp4", "gif"),
+        **SAVE_VIDEO_FLAG,
         help="write one video per episode to <output-dir>/videos (mp4 by default): "
         "RGB | depth | the growing top-down map, with step, claims so far and action",
     )

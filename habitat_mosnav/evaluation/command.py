@@ -1,6 +1,7 @@
 """What ``mosnav-eval`` and ``mosnav-replay`` share as commands: the one-line usage error
-(exit 2), the parser that raises it, the rank and world size, and :func:`run_command`, the
-loop that turns errors and signals into one stderr line and the exit status (SPEC §8)."""
+(exit 2), the parser that raises it, the flags both take, the rank and world size, and
+:func:`run_command`, the loop that turns errors and signals into one stderr line and the
+exit status (SPEC §8)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,20 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):  # noqa: D401
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _key_value(text: str) -> str:
+    if text.startswith("~") and len(text) > 1:
+        return text  # Hydra deletion: ~KEY
+    if "=" not in text or text.startswith("="):
+        raise argparse.ArgumentTypeError(f"expects KEY=VALUE (or ~KEY to delete), got {text!r}")
+    return text
+
+
+#: argparse's keywords of ``--set KEY=VALUE`` (Hydra syntax, repeatable) of both commands.
+SET_FLAG = dict(dest="overrides", action="append", type=_key_value, default=[], metavar="KEY=VALUE")
+#: argparse's keywords of ``--save-video [mp4|gif]`` of both commands.
+SAVE_VIDEO_FLAG = {"nargs": "?", "const": "mp4", "choices": ("mp4", "gif")}
 
 
 def rank_world(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:

@@ -27,7 +27,8 @@ import sys
 import time
 from typing import Optional, Sequence
 
-from habitat_mosnav.evaluation.command import Parser, UsageError, rank_world, run_command
+from habitat_mosnav.evaluation.command import SAVE_VIDEO_FLAG, SET_FLAG, Parser, UsageError
+from habitat_mosnav.evaluation.command import rank_world, run_command
 from habitat_mosnav.evaluation.compose import given_overrides
 from habitat_mosnav.evaluation.verification import VERIFICATION_FIELD
 from habitat_mosnav.flag_ranges import bound_numbers
@@ -76,10 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scene-root", help="the run's scene directory")
     p.add_argument(
         "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
+        **SET_FLAG,
         help="extra habitat config override (Hydra syntax), repeatable",
     )
     p.add_argument(
@@ -99,9 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--save-video",
-        nargs="?",
-        const="mp4",
-        choices=("mp4", "gif"),
+        **SAVE_VIDEO_FLAG,
         help="write each replayed episode's video to OUT/videos",
     )
     p.add_argument("--no-progress", dest="progress", action="store_false")
