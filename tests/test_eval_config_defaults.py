@@ -1,6 +1,7 @@
 """One home for every default (issue 31): a value the habitat config holds is read from the
 config; ``mosnav-eval``'s flags override it only when given."""
 
+import dataclasses
 import json
 import os
 import textwrap
@@ -65,6 +66,10 @@ def test_each_setting_has_one_name_from_flag_to_config(open_room, tmp_path):
         "space_coverage_radius": ("1.5", "habitat.task.mosnav_space_coverage_radius", 1.5),
     }
     assert set(rows) == set(CONFIG_KEYS)
+    # every flag is the request field of its name (and holds its default); the rest is added
+    added = {"config_given", "output_dir_given", "start_dir", "agent_args", "setting"}
+    dests = {a.dest for a in build_parser()._actions} - {"help", "version"}
+    assert dests == {f.name for f in dataclasses.fields(RunRequest)} - added
     argv = [a for name, (value, _, _) in rows.items() for a in (flag_of(name), value)]
     request = RunRequest.from_args(build_parser().parse_args(argv))
     config, _ = compose_config(request)

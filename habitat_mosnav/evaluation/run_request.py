@@ -25,68 +25,70 @@ def flag_of(field_name: str) -> str:
 
 @dataclass(frozen=True)
 class RunRequest:
-    """A run's flags (see ``mosnav-eval --help`` for each); None: not given."""
+    """A run's flags (``mosnav-eval --help`` says each and holds its default; None: not
+    given), and what the command adds: ``config_given``, ``output_dir_given``,
+    ``start_dir``, ``agent_args``, ``setting``. Built by :meth:`from_args`."""
 
     # -- task and data; those in compose.CONFIG_KEYS override the habitat config when given
-    benchmark: Optional[str] = None  # a versioned setting's name (demo/official, ...)
-    config: Optional[str] = None  # the habitat YAML (absolute when found in start_dir)
-    config_given: Optional[str] = None  # --config as typed: messages and run.json name it so
-    goal_type: Optional[str] = None  # description, object or image (a comma list: one run each)
-    dataset_dir: Optional[str] = None  # the dataset_semantic directory (absolute)
-    scene_root: Optional[str] = None  # the scene directory (absolute)
-    scene_dataset_config: Optional[str] = None  # habitat-sim's scene dataset config file
-    simulator: Optional[str] = None  # a key of habitat_mosnav.simulators.SIMULATORS
-    split: Optional[str] = None  # the dataset split, part of every episode key
-    target_modes: Optional[List[str]] = None  # EPISODE_MODES to run
-    max_steps: Optional[int] = None  # actions per episode (records: episode.max_steps)
-    space_coverage_samples: Optional[int] = None  # navigable samples of the space oracle
-    space_coverage_radius: Optional[float] = None  # metres within which a sample is explored
-    overrides: tuple = ()  # --set KEY=VALUE, Hydra overrides applied after the flags'
-    print_config: bool = False  # print the composed habitat config and exit
+    benchmark: Optional[str]  # a versioned setting's name (demo/official, ...)
+    config: Optional[str]  # the habitat YAML (absolute when found in start_dir)
+    config_given: Optional[str]  # --config as typed: messages and run.json name it so
+    goal_type: Optional[str]  # description, object or image (a comma list: one run each)
+    dataset_dir: Optional[str]  # the dataset_semantic directory (absolute)
+    scene_root: Optional[str]  # the scene directory (absolute)
+    scene_dataset_config: Optional[str]  # habitat-sim's scene dataset config file
+    simulator: Optional[str]  # a key of habitat_mosnav.simulators.SIMULATORS
+    split: Optional[str]  # the dataset split, part of every episode key
+    target_modes: Optional[List[str]]  # EPISODE_MODES to run
+    max_steps: Optional[int]  # actions per episode (records: episode.max_steps)
+    space_coverage_samples: Optional[int]  # navigable samples of the space oracle
+    space_coverage_radius: Optional[float]  # metres within which a sample is explored
+    overrides: tuple  # --set KEY=VALUE, Hydra overrides applied after the flags'
+    print_config: bool  # print the composed habitat config and exit
     # -- selection and sharding (run.json: selection.scene_limit, .episode_limit, offset, limit)
-    limit: Optional[int] = None  # scenes (sorted by scene id)
-    episode_limit: Optional[int] = None  # episodes per scene (first by key)
-    offset: int = 0  # episodes of the key-sorted selection skipped
-    num_episodes: int = -1  # episodes after offset; -1 all (run.json: limit)
-    rank: Optional[int] = None  # this worker's rank (None: the launcher's, else 0)
-    world_size: Optional[int] = None  # workers (None: the launcher's, else 1)
-    rank_timeout: Optional[float] = None  # seconds rank 0 waits for the others
-    seed: int = 0  # base seed; an episode's seed hashes (seed, key)
+    limit: Optional[int]  # scenes (sorted by scene id)
+    episode_limit: Optional[int]  # episodes per scene (first by key)
+    offset: int  # episodes of the key-sorted selection skipped
+    num_episodes: int  # episodes after offset; -1 all (run.json: limit)
+    rank: Optional[int]  # this worker's rank (None: the launcher's, else 0)
+    world_size: Optional[int]  # workers (None: the launcher's, else 1)
+    rank_timeout: Optional[float]  # seconds rank 0 waits for the others
+    seed: int  # base seed; an episode's seed hashes (seed, key)
     # -- agent
-    agent: str = "random"  # an alias, package.module:Class or path/to/file.py:Class
-    action_protocol: str = "goat"  # ACTION_PROTOCOLS (run.json: protocol)
-    legacy_agent_api: bool = False  # call act(rgb=, depth=, prompt=)
-    agent_args: Optional[argparse.Namespace] = None  # every flag, the agent's own too: from_args
+    agent: str  # an alias, package.module:Class or path/to/file.py:Class
+    action_protocol: str  # ACTION_PROTOCOLS (run.json: protocol)
+    legacy_agent_api: bool  # call act(rgb=, depth=, prompt=)
+    agent_args: Optional[argparse.Namespace]  # every flag, the agent's own too: from_args
     # -- output
-    output_dir: Optional[str] = None  # where results go (absolute; None: a new default one)
-    output_dir_given: Optional[str] = None  # --output-dir as typed, for messages
-    start_dir: Optional[str] = None  # the directory the command started in
-    resume: bool = False  # continue the run in output_dir
-    retry_errors: bool = False  # with resume: run the error episodes again
-    fail_fast: bool = False  # stop after the first failed episode
-    max_unavailable_episodes: int = 3  # consecutive APIUnavailableError episodes that stop it
-    fail_on_episode_error: bool = False  # exit 1 when an episode failed
-    step_timeout: Optional[float] = None  # seconds one act() may take
-    action_trace: bool = True  # records carry action_trace
-    progress: bool = True  # a progress bar
+    output_dir: Optional[str]  # where results go (absolute; None: a new default one)
+    output_dir_given: Optional[str]  # --output-dir as typed, for messages
+    start_dir: Optional[str]  # the directory the command started in
+    resume: bool  # continue the run in output_dir
+    retry_errors: bool  # with resume: run the error episodes again
+    fail_fast: bool  # stop after the first failed episode
+    max_unavailable_episodes: int  # consecutive APIUnavailableError episodes that stop it
+    fail_on_episode_error: bool  # exit 1 when an episode failed
+    step_timeout: Optional[float]  # seconds one act() may take
+    action_trace: bool  # records carry action_trace
+    progress: bool  # a progress bar
     # -- debugging
-    log_prompts: bool = False  # the agent's requests, or each task prompt
-    log_positions: bool = False  # the agent position at every step
-    log_episodes: bool = False  # one line per finished episode
-    render_live: bool = False  # an OpenCV window of the agent's view
-    save_video: Optional[str] = None  # mp4 or gif: <output_dir>/videos
-    save_maps: bool = False  # <output_dir>/maps/<episode>.png
-    setting: Optional[BenchmarkSetting] = None  # the --benchmark setting, loaded
+    log_prompts: bool  # the agent's requests, or each task prompt
+    log_positions: bool  # the agent position at every step
+    log_episodes: bool  # one line per finished episode
+    render_live: bool  # an OpenCV window of the agent's view
+    save_video: Optional[str]  # mp4 or gif: <output_dir>/videos
+    save_maps: bool  # <output_dir>/maps/<episode>.png
+    setting: Optional[BenchmarkSetting]  # the --benchmark setting, loaded
 
     @classmethod
     def from_args(
         cls, args: argparse.Namespace, setting: Optional[BenchmarkSetting] = None, **given
     ) -> RunRequest:
         """The request of a parsed ``mosnav-eval`` namespace (``build_parser``'s); ``given``:
-        the fields that are no flag (``config_given``, ``output_dir_given``, ``start_dir``)."""
-        values = {f.name: getattr(args, f.name, f.default) for f in fields(cls)}
-        values.update(overrides=tuple(args.overrides), agent_args=args, setting=setting)
-        return cls(**{**values, **given})
+        ``config_given``, ``output_dir_given``, ``start_dir`` (None when left out)."""
+        values = {f.name: getattr(args, f.name, None) for f in fields(cls)}
+        values.update(given, overrides=tuple(args.overrides), agent_args=args, setting=setting)
+        return cls(**values)
 
     @property
     def config_name(self) -> str:
