@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from habitat_mosnav.evaluation.cli import build_overrides, build_parser, main
+from habitat_mosnav.evaluation.run_request import RunRequest
 
 from conftest import NO_IMAGES, room_args
 from mosnav_fixtures import base_documents, write_dataset
@@ -100,14 +101,14 @@ def test_overrides_from_flags(tmp_path):
             "habitat.simulator.turn_angle=15",
         ]
     )
-    ov = build_overrides(args, default_config=False)
+    ov = build_overrides(RunRequest.from_args(args))
     assert f"habitat.dataset.data_path={tmp_path}" in ov
     assert "habitat.dataset.goal_type=object" in ov
     assert "habitat.dataset.target_modes=[many,all]" in ov
     assert "habitat.environment.max_episode_steps=50" in ov
     assert "habitat.task.mosnav_space_coverage_samples=0" in ov
     assert ov[-1] == "habitat.simulator.turn_angle=15"
-    default = build_overrides(build_parser().parse_args([]), default_config=True)
+    default = build_overrides(RunRequest.from_args(build_parser().parse_args([])))
     assert "habitat.dataset.target_modes=[many,all]" in default
 
 

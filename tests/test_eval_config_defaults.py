@@ -1,11 +1,14 @@
 """One home for every default (issue 31): a value the habitat config holds is read from the
 config; ``mosnav-eval``'s flags override it only when given."""
 
+import dataclasses
 import json
 import os
 import textwrap
 
 from habitat_mosnav.evaluation.cli import build_overrides, build_parser, main
+from habitat_mosnav.evaluation.compose import CONFIG_KEYS, compose_config
+from habitat_mosnav.evaluation.run_request import RunRequest, flag_of
 
 from conftest import NO_IMAGES
 
@@ -35,8 +38,45 @@ def _yaml(tmp_path, open_room, samples=50, radius=0.75, steps=3):
 
 
 def test_unset_flags_add_no_overrides():
-    ov = build_overrides(build_parser().parse_args([]), default_config=False)
+    ov = build_overrides(RunRequest.from_args(build_parser().parse_args([])))
     assert not [o for o in ov if "space_coverage" in o or "max_episode_steps" in o], ov
+
+
+def test_each_setting_has_one_name_from_flag_to_config(open_room, tmp_path):
+    """``--<field>`` of each RunRequest field in compose.CONFIG_KEYS ends as that value under
+    its habitat key (habitat's own name); a field dropped from the table, or a new one
+    without a row here, fails."""
+    from omegaconf import OmegaConf
+
+    data, scenes = open_room
+    (tmp_path / "scenes.json").write_text("{}")
+    rows = {  # field: (flag value, habitat key, the value read back from the composed config)
+        "dataset_dir": (data, "habitat.dataset.data_path", os.path.abspath(data)),
+        "scene_root": (scenes, "habitat.dataset.scenes_dir", os.path.abspath(scenes)),
+        "scene_dataset_config": (
+            str(tmp_path / "scenes.json"),
+            "habitat.dataset.scene_dataset_config",
+            str(tmp_path / "scenes.json"),
+        ),
+        "split": ("val_x", "habitat.dataset.split", "val_x"),
+        "goal_type": ("object", "habitat.dataset.goal_type", "object"),
+        "target_modes": ("single,any", "habitat.dataset.target_modes", ["single", "any"]),
+        "max_steps": ("7", "habitat.environment.max_episode_steps", 7),
+        "space_coverage_samples": ("3", "habitat.task.mosnav_space_coverage_samples", 3),
+        "space_coverage_radius": ("1.5", "habitat.task.mosnav_space_coverage_radius", 1.5),
+    }
+    assert set(rows) == set(CONFIG_KEYS)
+    # every flag is the request field of its name (and holds its default); the rest is added
+    added = {"config_given", "output_dir_given", "start_dir", "agent_args", "setting"}
+    dests = {a.dest for a in build_parser()._actions} - {"help", "version"}
+    assert dests == {f.name for f in dataclasses.fields(RunRequest)} - added
+    argv = [a for name, (value, _, _) in rows.items() for a in (flag_of(name), value)]
+    request = RunRequest.from_args(build_parser().parse_args(argv))
+    config, _ = compose_config(request)
+    for name, (_, key, want) in rows.items():
+        assert CONFIG_KEYS[name] == key
+        got = OmegaConf.select(config, key)
+        assert (list(got) if name == "target_modes" else got) == want, name
 
 
 def test_print_config_keeps_the_yaml_values_and_a_flag_overrides(tmp_path, open_room, capsys):
@@ -118,7 +158,7 @@ def test_the_run_uses_the_yaml_values(tmp_path, open_room, monkeypatch):
     assert not [o for o in manifest["config_overrides"] if "space_coverage" in o], manifest
     with open(os.path.join(out, "rank_00000", "episodes.jsonl")) as f:
         record = json.loads(f.readline())
-    assert record["episode"]["max_steps"] == 3
+    assert record["episode"]["max_steps"] == manifest["max_steps"] == 3
 
     seen.unlink()
     assert (
@@ -141,6 +181,20 @@ def test_the_run_uses_the_yaml_values(tmp_path, open_room, monkeypatch):
         == 0
     )
     assert json.loads(seen.read_text().splitlines()[0])["samples"] == 20
+    # --max-steps: one name from the flag to run.json and the record's episode block
+    seen.unlink()
+    out = tmp_path / "run3"
+    argv = ["--config", _yaml(tmp_path, open_room), "--agent", f"{agent}:Peek", *NO_IMAGES]
+    argv += ["--num-episodes", "1", "--no-progress", "--output-dir", str(out)]
+    assert main(argv + ["--max-steps", "2"]) == 0
+    assert json.loads(seen.read_text().splitlines()[0])["steps"] == 2  # the task's budget
+    with open(os.path.join(out, "rank_00000", "episodes.jsonl")) as f:
+        record = json.loads(f.readline())
+    assert (
+        record["episode"]["max_steps"]
+        == json.loads((out / "run.json").read_text())["max_steps"]
+        == 2
+    )
 
 
 def test_habitat_success_measure_follows_the_task_success_distance():

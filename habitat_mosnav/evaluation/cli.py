@@ -19,7 +19,6 @@ before parsing and ``from_args(args)`` builds the agent (used by ``--agent api``
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
@@ -28,18 +27,28 @@ import time
 from contextlib import contextmanager
 from typing import List, Optional, Sequence
 
-from habitat_mosnav.simulators import SIMULATORS, SimulatorUnavailable, choice_for_type
 from habitat_mosnav.agents.loading import (
     AGENT_ALIASES,
     AgentLoadError,
     instantiate_agent,
     resolve_agent,
 )
-from habitat_mosnav.api import ACTION_PROTOCOLS, EPISODE_MODES, GOAL_TYPES, MULTI_MODES
+from habitat_mosnav.api import ACTION_PROTOCOLS, EPISODE_MODES, GOAL_TYPES
 from habitat_mosnav.evaluation import interrupts
+from habitat_mosnav.evaluation.command import SAVE_VIDEO_FLAG, SET_FLAG, Parser, UsageError
+from habitat_mosnav.evaluation.command import rank_world, run_command
+from habitat_mosnav.evaluation.compose import (
+    CONFIG_KEYS,
+    DEFAULT_TARGET_MODES,
+    add_required_sensors,
+    build_overrides,
+    compose_config,
+)
 from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
+from habitat_mosnav.evaluation.run_request import PROG, RunRequest, flag_of
 from habitat_mosnav.flag_ranges import bound_numbers
-from habitat_mosnav.safety import mask_secrets, safe_line
+from habitat_mosnav.safety import safe_line
+from habitat_mosnav.simulators import SIMULATORS
 from habitat_mosnav.versions import add_version_argument
 
 __all__ = [
@@ -50,46 +59,6 @@ __all__ = [
     "build_overrides",
     "main",
 ]
-
-PROG = "mosnav-eval"
-DEFAULT_TARGET_MODES = MULTI_MODES
-
-
-class UsageError(Exception):
-    """A problem with the command line or its inputs: one line, exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error (no usage dump) and exit code 2."""
-
-    def error(self, message):  # noqa: D401
-        raise UsageError(f"{message} (see {PROG} --help)")
-
-
-def _int_at_least(minimum: int, name: str):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expects an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-def _float_positive(name: str, allow_zero: bool = False):
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expects a number, got {text!r}") from None
-        if not (value > 0 or (allow_zero and value == 0)):
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        return value
-
-    return parse
 
 
 def _target_modes(text: str) -> List[str]:
@@ -115,16 +84,8 @@ def _goal_types(text: str) -> str:
     return ",".join(dict.fromkeys(types))
 
 
-def _key_value(text: str) -> str:
-    if text.startswith("~") and len(text) > 1:
-        return text  # Hydra deletion: ~KEY
-    if "=" not in text or text.startswith("="):
-        raise argparse.ArgumentTypeError(f"expects KEY=VALUE (or ~KEY to delete), got {text!r}")
-    return text
-
-
 def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog=PROG,
         allow_abbrev=False,  # --api-key must never be taken for --api-key-env
         add_help=add_help,
@@ -135,7 +96,6 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     g = p.add_argument_group("task and data")
     g.add_argument(
         "--benchmark",
-        default=None,
         metavar="SETTING",
         help="a versioned benchmark setting (e.g. demo/official, mosnav-v1/val/mini; "
         "list: python -m habitat_mosnav.evaluation.settings list): it fixes the "
@@ -145,7 +105,6 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--config",
-        default=None,
         help="a mosnav habitat YAML (a path, or relative to the package's config "
         f"directory); default: {DEFAULT_CONFIG} with target modes many,all "
         "(the bundled demo scenes on the CPU simulator)",
@@ -153,7 +112,6 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     g.add_argument(
         "--goal-type",
         type=_goal_types,
-        default=None,
         metavar="TYPE[,TYPE...]",
         help="description: the natural-language instruction; object: the category "
         "name, pure-category queries only; image: a picture of one matching instance "
@@ -164,19 +122,16 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--dataset-dir",
-        default=None,
         help="the dataset_semantic directory (<dir>/<scene_id>/{goals,queries,episodes}.json)",
     )
     g.add_argument(
         "--scene-root",
-        default=None,
         help="scene directory holding <NNNNN-id>/<id>.basis.glb (e.g. /data/hm3d/val); "
         "the HM3D configs then read the scene dataset config beside it "
         "(/data/hm3d/hm3d_annotated_basis.scene_dataset_config.json)",
     )
     g.add_argument(
         "--scene-dataset-config",
-        default=None,
         metavar="FILE",
         help="habitat-sim's scene dataset config for the scenes (default: the config's; "
         "HM3D: hm3d_annotated_basis.scene_dataset_config.json beside --scene-root)",
@@ -184,47 +139,32 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     g.add_argument(
         "--simulator",
         choices=tuple(SIMULATORS),
-        default=None,
         help="run on habitat-sim (Sim-v0; GPU 0 when there is one, else Mesa on the CPU) "
         "or on the CPU simulator MosNavMeshSim-v0 (default: the config's; the demo "
         "configs use mosnav, the HM3D ones habitat-sim)",
     )
-    g.add_argument("--split", default=None, help="dataset split, part of every episode key")
+    g.add_argument("--split", help="dataset split, part of every episode key")
     g.add_argument(
         "--target-modes",
         type=_target_modes,
-        default=None,
         help="comma list of single,any,many,all,sequential (default: the config's; many,all "
         "with the default config). sequential: GOAT-Bench's episodes of subtasks, each "
         "with its own goal type (not filtered by --goal-type)",
     )
-    g.add_argument(
-        "--max-steps",
-        type=_int_at_least(1, "--max-steps"),
-        default=None,
-        help="actions per episode (default: the config's habitat.environment.max_episode_steps)",
-    )
-    g.add_argument(
-        "--space-coverage-samples",
-        type=_int_at_least(0, "--space-coverage-samples"),
-        default=None,
-        help="navigable samples of the space oracle; 0 disables OER-space "
-        "(default: the config's habitat.task.mosnav_space_coverage_samples)",
-    )
-    g.add_argument(
-        "--space-coverage-radius",
-        type=_float_positive("--space-coverage-radius"),
-        default=None,
-        help="metres within which the agent explores a sample (default: "
-        "the config's habitat.task.mosnav_space_coverage_radius)",
-    )
+    for flag, kind, text in (
+        ("--max-steps", int, "actions per episode"),
+        (
+            "--space-coverage-samples",
+            int,
+            "navigable samples of the space oracle; 0 disables OER-space",
+        ),
+        ("--space-coverage-radius", float, "metres within which the agent explores a sample"),
+    ):
+        key = CONFIG_KEYS[flag[2:].replace("-", "_")]  # flag_of's inverse
+        g.add_argument(flag, type=kind, help=f"{text} (default: the config's {key})")
     g.add_argument(
         "--set",
-        dest="overrides",
-        action="append",
-        type=_key_value,
-        default=[],
-        metavar="KEY=VALUE",
+        **SET_FLAG,
         help="habitat config override (Hydra syntax), repeatable: KEY=VALUE, +KEY=VALUE "
         "or ~KEY (e.g. habitat.simulator.turn_angle=15)",
     )
@@ -233,46 +173,18 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     )
 
     g = p.add_argument_group("selection and sharding")
-    g.add_argument(
-        "--limit",
-        type=_int_at_least(0, "--limit"),
-        default=None,
-        help="number of scenes (sorted by scene id); default all",
-    )
-    g.add_argument(
-        "--episode-limit",
-        type=_int_at_least(0, "--episode-limit"),
-        default=None,
-        help="episodes per scene (first by key); default all",
-    )
-    g.add_argument(
-        "--offset",
-        type=_int_at_least(0, "--offset"),
-        default=0,
-        help="skip this many episodes of the key-sorted selection (default: 0)",
-    )
-    g.add_argument(
-        "--num-episodes",
-        type=_int_at_least(-1, "--num-episodes"),
-        default=-1,
-        help="episodes after --offset: -1 all, 0 none (default: -1)",
-    )
-    g.add_argument(
-        "--rank",
-        type=_int_at_least(0, "--rank"),
-        default=None,
-        help="this worker's rank (default: RANK or SLURM_PROCID, else 0)",
-    )
-    g.add_argument(
-        "--world-size",
-        type=_int_at_least(1, "--world-size"),
-        default=None,
-        help="number of workers (default: WORLD_SIZE or SLURM_NTASKS, else 1)",
-    )
+    for flag, default, text in (
+        ("--limit", None, "number of scenes (sorted by scene id); default all"),
+        ("--episode-limit", None, "episodes per scene (first by key); default all"),
+        ("--offset", 0, "skip this many episodes of the key-sorted selection (default: 0)"),
+        ("--num-episodes", -1, "episodes after --offset: -1 all, 0 none (default: -1)"),
+        ("--rank", None, "this worker's rank (default: RANK or SLURM_PROCID, else 0)"),
+        ("--world-size", None, "number of workers (default: WORLD_SIZE or SLURM_NTASKS, else 1)"),
+    ):
+        g.add_argument(flag, type=int, default=default, help=text)
     g.add_argument(
         "--rank-timeout",
-        type=_float_positive("--rank-timeout", allow_zero=True),
-        default=None,
+        type=float,
         metavar="SECONDS",
         help="with several ranks: how long rank 0 waits after its own shard for "
         "the others to finish before writing an incomplete summary (the last "
@@ -309,7 +221,6 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     g = p.add_argument_group("output")
     g.add_argument(
         "--output-dir",
-        default=None,
         help="where results go (default: mosnav_results/<agent>-<UTC time>; required "
         "with several ranks)",
     )
@@ -333,7 +244,7 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--max-unavailable-episodes",
-        type=_int_at_least(0, "--max-unavailable-episodes"),
+        type=int,
         default=3,
         metavar="N",
         help="stop (exit 1, resumable) after N consecutive episodes failed because the "
@@ -347,8 +258,7 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--step-timeout",
-        type=_float_positive("--step-timeout"),
-        default=None,
+        type=float,
         metavar="SECONDS",
         help="seconds one agent act() may take; a slower step ends that episode "
         "with a StepTimeout error record and the run goes on (the hung call "
@@ -383,10 +293,7 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--save-video",
-        nargs="?",
-        const="mp4",
-        choices=("mp4", "gif"),
-        default=None,
+        **SAVE_VIDEO_FLAG,
         help="write one video per episode to <output-dir>/videos (mp4 by default): "
         "RGB | depth | the growing top-down map, with step, claims so far and action",
     )
@@ -400,63 +307,17 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     return bound_numbers(p)  # every number flag in its range (habitat_mosnav/flag_ranges.py)
 
 
-def build_overrides(args, default_config: bool) -> List[str]:
-    """Hydra overrides of the habitat config from the CLI flags (then the --set ones)."""
-    ov: List[str] = []
-
-    def add(key, value):
-        ov.append(f"{key}={value}")
-
-    for flag, value, key, is_dir in (
-        ("--dataset-dir", args.dataset_dir, "habitat.dataset.data_path", True),
-        ("--scene-root", args.scene_root, "habitat.dataset.scenes_dir", True),
-        (
-            "--scene-dataset-config",
-            args.scene_dataset_config,
-            "habitat.dataset.scene_dataset_config",
-            False,
-        ),
-    ):
-        if value is None:
-            continue
-        path = os.path.abspath(os.path.expanduser(value))
-        if not (os.path.isdir(path) if is_dir else os.path.isfile(path)):
-            raise UsageError(f"{flag} {value}: no such {'directory' if is_dir else 'file'}")
-        add(key, _quote(path))
-    if args.simulator is not None:
-        from habitat_mosnav.config.simulator import simulator_overrides
-
-        ov.extend(simulator_overrides(args.simulator))
-    if args.split is not None:
-        add("habitat.dataset.split", _quote(args.split))
-    if args.goal_type is not None:
-        add("habitat.dataset.goal_type", args.goal_type)
-    modes = args.target_modes
-    if modes is None and default_config:
-        modes = list(DEFAULT_TARGET_MODES)
-    if modes is not None:
-        add("habitat.dataset.target_modes", "[" + ",".join(modes) + "]")
-    if args.max_steps is not None:
-        add("habitat.environment.max_episode_steps", args.max_steps)
-    # Only flags given override the config (a setting refuses them: _load_setting).
-    if args.space_coverage_samples is not None:
-        add("habitat.task.mosnav_space_coverage_samples", args.space_coverage_samples)
-    if args.space_coverage_radius is not None:
-        add("habitat.task.mosnav_space_coverage_radius", args.space_coverage_radius)
-    return ov + list(args.overrides)
-
-
-#: Flags a benchmark setting fixes: giving one with --benchmark is refused.
-SETTING_FIXED_FLAGS = (
-    ("config", "--config"),
-    ("split", "--split"),
-    ("target_modes", "--target-modes"),
-    ("goal_type", "--goal-type"),
-    ("space_coverage_samples", "--space-coverage-samples"),
-    ("space_coverage_radius", "--space-coverage-radius"),
-    ("limit", "--limit"),
-    ("episode_limit", "--episode-limit"),
-    ("offset", "--offset"),
+#: RunRequest fields a benchmark setting fixes: giving their flag with --benchmark is refused.
+SETTING_FIXED_FIELDS = (
+    "config",
+    "split",
+    "target_modes",
+    "goal_type",
+    "space_coverage_samples",
+    "space_coverage_radius",
+    "limit",
+    "episode_limit",
+    "offset",
 )
 
 
@@ -478,20 +339,14 @@ def _load_setting(args, argv: Optional[Sequence[str]]):
     except SettingError as exc:
         raise UsageError(str(exc)) from None
     given = _given_flags(argv)
-    for attr, flag in SETTING_FIXED_FLAGS:
-        if attr in given:
+    for name in SETTING_FIXED_FIELDS:
+        if name in given:
+            flag = flag_of(name)
             raise UsageError(
                 f"{flag} contradicts --benchmark {setting.name}, which fixes it "
                 f"({setting.path}); drop {flag}"
             )
     return setting
-
-
-def _quote(value: str) -> str:
-    """Quote a value for a Hydra override when it has characters Hydra would parse."""
-    if all(c.isalnum() or c in "/._-~+" for c in value):
-        return value
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @contextmanager
@@ -520,7 +375,7 @@ def _absolute_paths(args, cwd: str) -> None:
         value = getattr(args, name, None)
         if isinstance(value, str) and value:
             setattr(args, name, os.path.join(cwd, os.path.expanduser(value)))
-    config = args.config_given = getattr(args, "config", None)  # run.json keeps it as typed
+    config = getattr(args, "config", None)
     if (
         isinstance(config, str)
         and not os.path.isabs(config)
@@ -530,8 +385,9 @@ def _absolute_paths(args, cwd: str) -> None:
 
 
 def _parse(argv: Optional[Sequence[str]], cwd: Optional[str] = None):
-    """Two passes: find --agent, let its class add flags, then parse everything. Path
-    flags are made absolute against ``cwd`` (the start directory)."""
+    """(the run request, the agent's factory). Two passes: find --agent, let its class add
+    flags, then parse everything. Path flags are made absolute against ``cwd`` (the start
+    directory); --benchmark's setting is loaded."""
     cwd = cwd or os.getcwd()
     pre = build_parser(add_help=False)
     known, _ = pre.parse_known_args(argv)
@@ -549,153 +405,26 @@ def _parse(argv: Optional[Sequence[str]], cwd: Optional[str] = None):
             raise UsageError(f"--agent {known.agent}: add_arguments failed: {exc}") from None
         bound_numbers(parser, strict=False)  # the agent's own number flags, where known
     args = parser.parse_args(argv)
-    args.output_dir_given = args.output_dir
-    args.start_dir = cwd
+    typed = {"config_given": args.config, "output_dir_given": args.output_dir, "start_dir": cwd}
     _absolute_paths(args, cwd)
-    return args, factory
+    setting = _load_setting(args, argv) if args.benchmark is not None else None
+    return RunRequest.from_args(args, setting, **typed), factory
 
 
-def _default_output_dir(args) -> str:
-    name = args.agent.split(":")[-1].split(".")[-1].split("/")[-1] or "agent"
+def _default_output_dir(request: RunRequest) -> str:
+    name = request.agent.split(":")[-1].split(".")[-1].split("/")[-1] or "agent"
     return os.path.join("mosnav_results", f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
 
 
-#: The original benchmark's Habitat-Sim config file, replaced here by the mosnav configs.
-ORIGINAL_CONFIG_NAME = "hm3d_config.yaml"
-
-
-def _mosnav_configs_hint() -> str:
-    """'use a mosnav config: benchmark/nav/mosnav/mos_hm3d.yaml, ...' (the shipped files)."""
-    import glob
-
-    from habitat_mosnav.config.default import MOSNAV_CONFIG_DIR
-
-    pattern = os.path.join(MOSNAV_CONFIG_DIR, "benchmark", "nav", "mosnav", "*.yaml")
-    names = sorted(
-        os.path.relpath(f, MOSNAV_CONFIG_DIR).replace(os.sep, "/") for f in glob.glob(pattern)
-    )
-    return (
-        "use a mosnav config (relative to the package's config directory): "
-        + ", ".join(names)
-        + "; for HM3D e.g. --config benchmark/nav/mosnav/mos_hm3d.yaml "
-        "--dataset-dir dataset_semantic --scene-root /path/to/hm3d/val"
-    )
-
-
-def _config_exists(path: str) -> bool:
-    """The lookup of :func:`habitat_mosnav.get_config` (habitat's own)."""
-    from habitat.config.default import get_full_config_path
-
-    from habitat_mosnav.config.default import MOSNAV_CONFIG_DIR
-
-    try:
-        get_full_config_path(path, MOSNAV_CONFIG_DIR)
-    except RuntimeError:
-        return False
-    return True
-
-
-def _load_config(args, setting=None, extra: Sequence[str] = ()):
-    default_config = args.config is None and setting is None
-    path = setting.config if setting is not None else (args.config or DEFAULT_CONFIG)
-    shown = (
-        setting.config
-        if setting is not None
-        # messages name it as typed
-        else (getattr(args, "config_given", args.config) or DEFAULT_CONFIG)
-    )
-    overrides = build_overrides(args, default_config) + list(extra)
-    if setting is not None:
-        overrides = setting.habitat_overrides() + overrides
-    from habitat_mosnav import get_config
-
-    if os.path.basename(path) == ORIGINAL_CONFIG_NAME:
-        raise UsageError(
-            f"--config {shown}: the original benchmark's Habitat-Sim config is not "
-            f"used by mosnav-eval; {_mosnav_configs_hint()}"
-        )
-    if not _config_exists(path):
-        raise UsageError(
-            f"--config {shown}: no such file (a path, or relative to the package's "
-            f"config directory); {_mosnav_configs_hint()}"
-        )
-    try:
-        config = get_config(path, overrides)
-    except Exception as exc:
-        text = " ".join(mask_secrets(exc).split())  # masked before it is cut
-        if len(text) > 400:
-            text = text[:397] + "..."
-        raise UsageError(f"--config {shown}: {type(exc).__name__}: {text}") from None
-    from omegaconf import OmegaConf
-
-    from habitat_mosnav.config.default_structured_configs import MultiObjectNavTaskConfig
-
-    task_type = OmegaConf.select(config, "habitat.task.type")
-    if task_type != MultiObjectNavTaskConfig.type:
-        raise UsageError(
-            f"--config {shown}: task type {task_type!r} is not "
-            f"{MultiObjectNavTaskConfig.type}; {_mosnav_configs_hint()}"
-        )
-    choice = choice_for_type(OmegaConf.select(config, "habitat.simulator.type"))
-    try:  # installed, importable and registered: checked before anything is written
-        if choice is not None:
-            choice.check()
-    except SimulatorUnavailable as exc:
-        raise UsageError(
-            f"--config {path}: {exc} (or run on the CPU simulator: --simulator mosnav)"
-        ) from None
-    return config, overrides
-
-
-def _missing_sim_sensors(config, needed) -> list:
-    from omegaconf import OmegaConf
-
-    sensors = OmegaConf.select(config, "habitat.simulator.agents.main_agent.sim_sensors") or {}
-    return [key for key in needed if key not in sensors]
-
-
-def _with_required_sensors(args, setting, factory, config, overrides):
-    """The agent's ``required_sim_sensors`` (``{sim_sensors key: Hydra override that adds
-    it, or None}``): missing ones are added with their override (the config is composed
-    again), or the start is refused in one line."""
-    needed = getattr(factory, "required_sim_sensors", None) or {}
-    missing = _missing_sim_sensors(config, needed)
-    if not missing:
-        return config, overrides
-    cannot = [key for key in missing if not needed[key]]
-    if cannot:
-        raise UsageError(
-            f"--agent {args.agent} needs the sim sensor(s) {', '.join(cannot)} "
-            "(habitat.simulator.agents.main_agent.sim_sensors), which the config "
-            "lacks; add them with --set"
-        )
-    extra = [needed[key] for key in missing]
-    config, overrides = _load_config(args, setting, extra)
-    still = _missing_sim_sensors(config, missing)
-    if still:
-        raise UsageError(
-            f"--agent {args.agent}: adding the sim sensor(s) {', '.join(still)} "
-            f"with {'; '.join(extra)} did not add them"
-        )
-    print(
-        safe_line(
-            f"{PROG}: --agent {args.agent} needs the sim sensor(s) {', '.join(missing)}: "
-            f"added ({'; '.join(extra)})"
-        ),
-        file=sys.stderr,
-    )
-    return config, overrides
-
-
-def _manifest_fields(args, overrides: Sequence[str], config_path: str) -> dict:
+def _manifest_fields(request: RunRequest, overrides: Sequence[str]) -> dict:
     """The CLI's part of the run manifest: the agent spec, the config and its overrides
     (local data/scene paths left out: the dataset fingerprint stands for the data)."""
-    local = ("habitat.dataset.data_path=", "habitat.dataset.scenes_dir=")
-    agent = recorded_agent_spec(args.agent, getattr(args, "start_dir", None))
-    agent += " (legacy agent api)" if args.legacy_agent_api else ""
+    local = tuple(CONFIG_KEYS[name] + "=" for name in ("dataset_dir", "scene_root"))
+    agent = recorded_agent_spec(request.agent, request.start_dir)
+    agent += " (legacy agent api)" if request.legacy_agent_api else ""
     return {
         "agent": agent,
-        "config": config_path,
+        "config": request.config_name,
         "config_overrides": [o for o in overrides if not o.startswith(local)],
     }
 
@@ -725,13 +454,13 @@ def _without_flags(argv: Sequence[str], flags: Sequence[str]) -> List[str]:
     return out
 
 
-def _run_each_goal_type(argv: Sequence[str], args, ctx: dict) -> int:
+def _run_each_goal_type(argv: Sequence[str], request: RunRequest, ctx: dict) -> int:
     """``--goal-type a,b,c``: one complete run per goal type, in ``OUTPUT_DIR/<type>/``,
     each exactly the run that ``--goal-type <type> --output-dir OUTPUT_DIR/<type>`` makes
     (same episode keys, seeds and records); the first failing run's status ends it."""
-    out = args.output_dir or os.path.join(ctx.get("cwd") or os.getcwd(), _default_output_dir(args))
+    out = request.output_dir or os.path.join(ctx["cwd"], _default_output_dir(request))
     rest = _without_flags(argv, ("--goal-type", "--output-dir"))
-    for goal_type in args.goal_type.split(","):
+    for goal_type in request.goal_type.split(","):
         sub = os.path.join(out, goal_type)
         print(f"{PROG}: goal type {goal_type} -> {sub}", flush=True)
         code = _run(rest + ["--goal-type", goal_type, "--output-dir", sub], ctx)
@@ -740,7 +469,7 @@ def _run_each_goal_type(argv: Sequence[str], args, ctx: dict) -> int:
     return 0
 
 
-def _refuse_output_in_inputs(output_dir: str, args, config) -> None:
+def _refuse_output_in_inputs(output_dir: str, shown: str, request: RunRequest, config) -> None:
     """The output directory never lies inside (or is) the dataset or scene directory: its
     rank folders would read as scene folders there, and every later run on that dataset
     would be refused."""
@@ -748,12 +477,10 @@ def _refuse_output_in_inputs(output_dir: str, args, config) -> None:
 
     from habitat_mosnav.safety import inside
 
-    split = OmegaConf.select(config, "habitat.dataset.split", default=None)
-    inputs = [
-        ("--dataset-dir", OmegaConf.select(config, "habitat.dataset.data_path", default=None))
-    ]
-    if args.scene_root is not None:  # a config's own scene folder may be wide ("."): as given
-        inputs.append(("--scene-root", os.path.abspath(os.path.expanduser(args.scene_root))))
+    split = OmegaConf.select(config, CONFIG_KEYS["split"], default=None)
+    inputs = [("--dataset-dir", OmegaConf.select(config, CONFIG_KEYS["dataset_dir"], default=None))]
+    if request.scene_root is not None:  # a config's own scene folder may be wide ("."): as given
+        inputs.append(("--scene-root", os.path.abspath(os.path.expanduser(request.scene_root))))
     for flag, value in inputs:
         if isinstance(value, str) and isinstance(split, str):
             value = value.replace("{split}", split)
@@ -761,40 +488,35 @@ def _refuse_output_in_inputs(output_dir: str, args, config) -> None:
             continue
         if inside(output_dir, value):
             raise UsageError(
-                f"--output-dir {args.output_dir_given}: inside the input directory {value} "
+                f"--output-dir {shown}: inside the input directory {value} "
                 f"({flag}): the results would be mixed into it; choose a directory outside it"
             )
 
 
 def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
-    args, factory = _parse(argv)
-    if args.goal_type is not None and "," in args.goal_type:
-        return _run_each_goal_type(sys.argv[1:] if argv is None else list(argv), args, ctx)
+    ctx.setdefault("cwd", os.getcwd())  # the start directory (an agent may chdir)
+    request, factory = _parse(argv)
+    if request.goal_type is not None and "," in request.goal_type:
+        return _run_each_goal_type(sys.argv[1:] if argv is None else list(argv), request, ctx)
     interrupts.check()  # a signal noted while habitat was imported
-    if args.render_live:
+    if request.render_live:
         from habitat_mosnav.evaluation.viewer import DisplayUnavailable, check_display
 
         try:
             check_display()
         except DisplayUnavailable as exc:
             raise UsageError(str(exc)) from None
-    if args.retry_errors and not args.resume:
+    if request.retry_errors and not request.resume:
         raise UsageError(
             "--retry-errors needs --resume (it re-runs failed episodes of an existing run)"
         )
-    if args.rank is not None and args.world_size is not None and args.rank >= args.world_size:
-        raise UsageError(f"--rank {args.rank} must be < --world-size {args.world_size}")
+    if None not in (request.rank, request.world_size) and request.rank >= request.world_size:
+        raise UsageError(f"--rank {request.rank} must be < --world-size {request.world_size}")
 
-    setting = _load_setting(args, argv) if args.benchmark is not None else None
-    config, overrides = _load_config(args, setting)
-    config, overrides = _with_required_sensors(args, setting, factory, config, overrides)
+    config, overrides = compose_config(request)
+    config, overrides = add_required_sensors(request, factory, config, overrides)
     interrupts.check()  # a signal noted while the config was composed
-    ctx["config_path"] = (
-        setting.config
-        if setting is not None
-        else (getattr(args, "config_given", args.config) or DEFAULT_CONFIG)
-    )
-    if args.print_config:
+    if request.print_config:
         from omegaconf import OmegaConf
 
         print(OmegaConf.to_yaml(config))
@@ -807,69 +529,59 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     )
     from habitat_mosnav.evaluation.summary import format_summary
     from habitat_mosnav.evaluation.ranks import rank_timeout
-    from habitat_mosnav.evaluation.selection import launcher_rank_world
 
-    try:
-        env_rank, env_world = launcher_rank_world()
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    rank = args.rank if args.rank is not None else env_rank
-    world = args.world_size if args.world_size is not None else env_world
+    rank, world = rank_world(request.rank, request.world_size)
     if rank >= world:
         raise UsageError(f"rank {rank} must be < world size {world}")
-    output_dir = args.output_dir
+    output_dir, shown = request.output_dir, request.output_dir_given
     if output_dir is None:
         if world > 1:
             raise UsageError("--output-dir is required when several ranks write one run")
-        args.output_dir_given = _default_output_dir(args)
-        output_dir = os.path.join(ctx.get("cwd") or os.getcwd(), args.output_dir_given)
+        shown = _default_output_dir(request)
+        output_dir = os.path.join(ctx["cwd"], shown)
 
     from habitat_mosnav.evaluation.durable import ResultFileError
     from habitat_mosnav.evaluation.rank_files import refuse_existing
 
-    _refuse_output_in_inputs(output_dir, args, config)
-    ctx["output_dir"] = args.output_dir_given  # as typed, for messages
-    if not args.resume:
+    _refuse_output_in_inputs(output_dir, shown, request, config)
+    ctx["output_dir"] = shown  # as typed, for messages
+    ctx["kept"] = (
+        "the records written so far are kept; continue with the same command and "
+        f"--resume --output-dir {shown}"
+    )
+    if not request.resume:
         try:  # refuse before building the agent (which may load a large model)
             refuse_existing(output_dir, rank)
         except ResultFileError as exc:
             raise UsageError(str(exc)) from None
     try:
         with _agent_code():
-            agent = instantiate_agent(factory, args.agent, args)
+            agent = instantiate_agent(factory, request.agent, request.agent_args)
     except AgentLoadError as exc:
         raise UsageError(str(exc)) from None
-    if args.legacy_agent_api:
+    if request.legacy_agent_api:
         from habitat_mosnav.agents.legacy import LegacyAgentAdapter
 
         agent = LegacyAgentAdapter(agent)
 
+    launcher = request.rank is None and request.world_size is None
+    same = (  # the RunRequest fields EvaluationConfig takes under the same name
+        "offset num_episodes episode_limit seed action_protocol resume retry_errors fail_fast "
+        "max_unavailable_episodes log_prompts log_positions log_episodes render_live progress "
+        "benchmark"
+    ).split()
     eval_cfg = EvaluationConfig(
         output_dir=output_dir,
-        offset=args.offset,
-        num_episodes=args.num_episodes,
-        scene_limit=args.limit,
-        episode_limit=args.episode_limit,
+        scene_limit=request.limit,
         rank=rank,
         world_size=world,
-        rank_timeout=rank_timeout(args.rank_timeout, args.rank is None and args.world_size is None),
-        seed=args.seed,
-        action_protocol=args.action_protocol,
-        resume=args.resume,
-        retry_errors=args.retry_errors,
-        fail_fast=args.fail_fast,
-        max_unavailable_episodes=args.max_unavailable_episodes,
-        record_actions=args.action_trace,
-        log_prompts=args.log_prompts,
-        log_positions=args.log_positions,
-        log_episodes=args.log_episodes,
-        video=args.save_video,
-        maps=args.save_maps,
-        render_live=args.render_live,
-        progress=args.progress,
-        benchmark=args.benchmark,
-        step_timeout=args.step_timeout,
-        manifest=_manifest_fields(args, overrides, ctx["config_path"]),
+        rank_timeout=rank_timeout(request.rank_timeout, launcher),
+        record_actions=request.action_trace,
+        video=request.save_video,
+        maps=request.save_maps,
+        step_timeout=request.step_timeout,
+        manifest=_manifest_fields(request, overrides),
+        **{name: getattr(request, name) for name in same},
     )
     evaluator = Evaluator(agent, config, eval_cfg)
     try:
@@ -880,21 +592,18 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     if "rank_done" in summary:
         done = summary["rank_done"]
         shown = ctx["output_dir"]
-        if "summary_path" in summary:  # the last rank printed the summary
-            print(
-                safe_line(
-                    f"rank {rank}: {done['record_count']} records ({done['error_count']} "
-                    f"errors) in {shown}; all ranks finished: {summary['summary_path']}"
-                )
+        rest = (  # the last rank printed the summary
+            f"all ranks finished: {summary['summary_path']}"
+            if "summary_path" in summary
+            else "other ranks are still running: the last one to finish writes summary.json "
+            f"(or run `mosnav-aggregate {shown}` when all have finished)"
+        )
+        print(
+            safe_line(
+                f"rank {rank}: {done['record_count']} records ({done['error_count']} errors) "
+                f"in {shown}; {rest}"
             )
-        else:
-            print(
-                safe_line(
-                    f"rank {rank}: {done['record_count']} records ({done['error_count']} errors) in "
-                    f"{shown}; other ranks are still running: the last one to finish writes "
-                    f"summary.json (or run `mosnav-aggregate {shown}` when all have finished)"
-                )
-            )
+        )
         errors = done["error_count"]
     else:
         print(format_summary(summary))
@@ -919,7 +628,7 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
             ),
             file=sys.stderr,
         )
-        if args.fail_on_episode_error:
+        if request.fail_on_episode_error:
             return 1
     if evaluator.stopped_by_fail_fast:
         print(
@@ -931,46 +640,12 @@ def _run(argv: Optional[Sequence[str]], ctx: dict) -> int:
     return 0
 
 
-def _interrupted(exc: KeyboardInterrupt, ctx: dict) -> int:
-    out = ctx.get("output_dir")
-    kept = (
-        "the records written so far are kept; continue with the same command and "
-        f"--resume --output-dir {out}"
-    )
-    return interrupts.say_interrupted(PROG, exc, None if out is None else kept)
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command; returns the exit status (SPEC §8), never raises for bad input,
     a full disk or a signal. SIGINT and SIGTERM are noted while this runs and end the run
     at the next safe point (:mod:`~habitat_mosnav.evaluation.interrupts`): 130 / 143."""
-    from habitat_mosnav.evaluation.durable import ResultWriteError
-
-    ctx: dict = {"cwd": os.getcwd()}
     threads = set(threading.enumerate())
-    # The package's warnings (logging) as one "warning: ..." line each on stderr.
-    warnings_out = logging.StreamHandler(sys.stderr)
-    warnings_out.setLevel(logging.WARNING)
-    warnings_out.setFormatter(logging.Formatter("warning: %(message)s"))
-    package_log = logging.getLogger("habitat_mosnav")
-    package_log.addHandler(warnings_out)
-    try:
-        with interrupts.guarded((signal.SIGINT, signal.SIGTERM)):
-            try:
-                code = _run(argv, ctx)
-            except UsageError as exc:
-                error, code = exc, 2
-            except ResultWriteError as exc:
-                error, code = exc, 3
-            else:
-                error = None
-            interrupts.check()  # a signal noted meanwhile wins over that line and status
-            if error is not None:
-                print(safe_line(f"{PROG}: error: {error}"), file=sys.stderr)
-    except KeyboardInterrupt as exc:
-        code = _interrupted(exc, ctx)
-    finally:
-        package_log.removeHandler(warnings_out)
+    code = run_command(PROG, lambda ctx: _run(argv, ctx))
     if argv is None:  # the command line (not a call from Python): nothing may hold the exit
         _exit_past_agent_threads(code, threads)
     return code

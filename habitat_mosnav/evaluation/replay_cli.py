@@ -27,27 +27,20 @@ import sys
 import time
 from typing import Optional, Sequence
 
+from habitat_mosnav.evaluation.command import SAVE_VIDEO_FLAG, SET_FLAG, Parser, UsageError
+from habitat_mosnav.evaluation.command import rank_world, run_command
+from habitat_mosnav.evaluation.compose import given_overrides
+from habitat_mosnav.evaluation.verification import VERIFICATION_FIELD
 from habitat_mosnav.flag_ranges import bound_numbers
 from habitat_mosnav.simulators import SIMULATORS
 from habitat_mosnav.safety import safe_line
 from habitat_mosnav.versions import add_version_argument
 
 PROG = "mosnav-replay"
-#: summary.json's field holding the --verify outcome.
-VERIFICATION_FIELD = "verification"  # habitat_mosnav/evaluation/verification.py reads it
-
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # noqa: D401
-        raise UsageError(f"{message} (see {PROG} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog=PROG,
         allow_abbrev=False,
         description="Re-execute the recorded actions of an evaluation run (no agent) and "
@@ -58,12 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--simulator",
         choices=tuple(SIMULATORS),
-        default=None,
         help="replay on this simulator (default: the one that produced the run)",
     )
     p.add_argument(
         "--out",
-        default=None,
         help="where the replayed run and replay.json go (default: RUN_DIR/replay/<simulator>, "
         "replaced on each replay)",
     )
@@ -81,27 +72,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="label why each episode failed (a semantic camera in the replay): OUT/diagnosis.json "
         "and, with one rank, RUN_DIR/diagnosis.json (what mosnav-report shows); prints the counts",
     )
-    p.add_argument("--config", default=None, help="the habitat config (default: run.json's)")
-    p.add_argument("--dataset-dir", default=None, help="the run's dataset_semantic directory")
-    p.add_argument("--scene-root", default=None, help="the run's scene directory")
+    p.add_argument("--config", help="the habitat config (default: run.json's)")
+    p.add_argument("--dataset-dir", help="the run's dataset_semantic directory")
+    p.add_argument("--scene-root", help="the run's scene directory")
     p.add_argument(
         "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
+        **SET_FLAG,
         help="extra habitat config override (Hydra syntax), repeatable",
     )
     p.add_argument(
         "--rank",
         type=int,
-        default=None,
         help="this worker's rank, as mosnav-eval's (default: RANK or SLURM_PROCID, else 0)",
     )
     p.add_argument(
         "--world-size",
         type=int,
-        default=None,
         help="number of ranks (default: WORLD_SIZE or SLURM_NTASKS, else 1); the last rank "
         "to finish writes replay.json and, with --verify, the mark",
     )
@@ -111,29 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--save-video",
-        nargs="?",
-        const="mp4",
-        choices=("mp4", "gif"),
-        default=None,
+        **SAVE_VIDEO_FLAG,
         help="write each replayed episode's video to OUT/videos",
     )
     p.add_argument("--no-progress", dest="progress", action="store_false")
     return bound_numbers(p)
-
-
-def _overrides(args) -> list:
-    out = []
-    for flag, value, key, is_dir in (
-        ("--dataset-dir", args.dataset_dir, "habitat.dataset.data_path", True),
-        ("--scene-root", args.scene_root, "habitat.dataset.scenes_dir", True),
-    ):
-        if value is None:
-            continue
-        path = os.path.abspath(os.path.expanduser(value))
-        if not os.path.isdir(path):
-            raise UsageError(f"{flag} {value}: no such directory")
-        out.append(f"{key}={path}")
-    return out + list(args.overrides)
 
 
 def mark_verification(run_dir: str, result) -> dict:
@@ -168,10 +136,12 @@ def _run(argv, ctx: dict) -> int:
     args = build_parser().parse_args(argv)
     if not os.path.isdir(args.run_dir):
         raise UsageError(f"{args.run_dir}: no such run directory")
-    rank, world = _rank_world(args)
+    rank, world = rank_world(args.rank, args.world_size)
+    if world < 1 or not 0 <= rank < world:
+        raise UsageError(f"--rank {rank} must be in 0..{world - 1} (--world-size {world})")
     if args.diagnose and args.resume:
         raise UsageError("--diagnose watches every episode replayed: run it without --resume")
-    overrides = _overrides(args)
+    overrides = given_overrides(args, ("dataset_dir", "scene_root")) + list(args.overrides)
     if args.out is not None:
         from habitat_mosnav.safety import inside
 
@@ -181,22 +151,20 @@ def _run(argv, ctx: dict) -> int:
                     f"--out {args.out}: inside the input directory {value} ({flag}): "
                     "choose a directory outside it"
                 )
-    ctx["started"] = True
+    ctx["kept"] = (  # what an interruption keeps from here on, as mosnav-eval
+        "the episodes replayed so far are kept; continue with the same command and --resume"
+    )
     try:
+        same = ("simulator", "config", "resume", "progress", "diagnose", "verify")
         result = replay_run(
             args.run_dir,
-            simulator=args.simulator,
             out_dir=args.out,
-            config=args.config,
             extra_overrides=overrides,
             rank=rank,
             world_size=world,
-            resume=args.resume,
-            progress=args.progress,
             maps=args.save_maps,
             video=args.save_video,
-            diagnose=args.diagnose,
-            verify=args.verify,
+            **{name: getattr(args, name) for name in same},  # flags named as replay_run's
         )
     except ReplayInputError as exc:
         raise UsageError(str(exc)) from None
@@ -258,65 +226,11 @@ def _run(argv, ctx: dict) -> int:
     return 0 if whole.agrees else 1
 
 
-def _rank_world(args):
-    """(rank, world size): the flags, else the launcher's variables, as mosnav-eval."""
-    from habitat_mosnav.evaluation.selection import launcher_rank_world
-
-    try:
-        env_rank, env_world = launcher_rank_world()
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    rank = env_rank if args.rank is None else args.rank
-    world = env_world if args.world_size is None else args.world_size
-    if world < 1 or not 0 <= rank < world:
-        raise UsageError(f"--rank {rank} must be in 0..{world - 1} (--world-size {world})")
-    return rank, world
-
-
-def _interrupted(exc: KeyboardInterrupt, ctx: dict) -> int:
-    """As mosnav-eval: the replayed records written so far are kept and ``--resume``
-    continues the replay."""
-    from habitat_mosnav.evaluation.interrupts import say_interrupted
-
-    kept = "the episodes replayed so far are kept; continue with the same command and --resume"
-    return say_interrupted(PROG, exc, kept if ctx.get("started") else None)
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command; returns the exit status, never raises for bad input, a full disk
     or a signal. SIGINT and SIGTERM are noted while this runs and end the replay at the
     next safe point (:mod:`~habitat_mosnav.evaluation.interrupts`): 130 / 143."""
-    import logging
-    import signal
-
-    from habitat_mosnav.evaluation import interrupts
-
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("warning: %(message)s"))
-    log = logging.getLogger("habitat_mosnav")
-    log.addHandler(handler)
-    from habitat_mosnav.evaluation.durable import ResultWriteError
-
-    ctx: dict = {}
-    try:
-        with interrupts.guarded((signal.SIGINT, signal.SIGTERM)):
-            try:
-                code = _run(argv, ctx)
-            except UsageError as exc:
-                error, code = exc, 2
-            except ResultWriteError as exc:  # a full disk, a planted link: as mosnav-eval, 3
-                error, code = exc, 3
-            else:
-                error = None
-            interrupts.check()  # a signal noted meanwhile wins over that line and status
-            if error is not None:
-                print(safe_line(f"{PROG}: error: {error}"), file=sys.stderr)
-    except KeyboardInterrupt as exc:
-        code = _interrupted(exc, ctx)
-    finally:
-        log.removeHandler(handler)
-    return code
+    return run_command(PROG, lambda ctx: _run(argv, ctx))
 
 
 if __name__ == "__main__":
