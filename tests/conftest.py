@@ -643,3 +643,104 @@ def probe_page(page, script, pre_id, width=1280):
     match = re.search(f'<pre id="{pre_id}">(.*?)</pre>', dom, re.S)
     assert match, "the probe script did not run"
     return json.loads(html.unescape(match.group(1))), dom
+
+
+# ----------------------------------------------------------------------------- habitat configs
+def room_overrides(room, max_steps, *extra):
+    """Hydra overrides that read a ``(data_path, scenes_dir)`` dataset (every target mode,
+    ``max_steps`` per episode, no space oracle), followed by ``extra``."""
+    data, scenes = room
+    return [
+        f"habitat.dataset.data_path={data}",
+        f"habitat.dataset.scenes_dir={scenes}",
+        "habitat.dataset.target_modes=[]",
+        f"habitat.environment.max_episode_steps={max_steps}",
+        "habitat.task.mosnav_space_coverage_samples=0",
+        *extra,
+    ]
+
+
+def sensor_sizes(rgb, depth):
+    """Overrides that make the RGB camera ``rgb`` and the depth camera ``depth`` pixels square."""
+    return [
+        f"{_SENSORS}.{sensor}_sensor.{side}={size}"
+        for sensor, size in (("rgb", rgb), ("depth", depth))
+        for side in ("width", "height")
+    ]
+
+
+def make_observation(**fields):
+    """An :class:`~habitat_mosnav.api.Observation` of a 4x4 RGB-D description goal (many, 2
+    targets, step 0 of 10), its fields replaced by ``fields``."""
+    import numpy as np
+
+    from habitat_mosnav.api import Observation
+
+    base = dict(
+        rgb=np.zeros((4, 4, 3), np.uint8),
+        depth=np.ones((4, 4), np.float32),
+        goal_text="Find chairs.",
+        goal_embedding=None,
+        goal_image=None,
+        goal_type="description",
+        subtask_type="description",
+        target_mode="many",
+        target_count=2,
+        episode_id="e0",
+        scene_id="s0",
+        step_count=0,
+        gps=np.zeros(2, np.float32),
+        compass=0.0,
+        max_steps=10,
+        task_prompt="PROMPT",
+        previous_action=None,
+        extras={},
+    )
+    return Observation(**dict(base, **fields))
+
+
+#: ``mosnav-eval --target-modes`` of every mode
+ALL_MODES = ("--target-modes", "single,any,many,all")
+#: the checkout's root: first on a child process's ``PYTHONPATH``
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def spawn_eval(cwd, *args, env=None):
+    """``python -m habitat_mosnav.eval *args`` as its own process in ``cwd`` (a warm child:
+    tests/warm_runner.py; its own signals and exit status), this checkout first on its path,
+    ``env`` added to its environment; stdout and stderr are text pipes."""
+    import subprocess
+
+    import warm_runner
+
+    return warm_runner.popen(
+        [sys.executable, "-m", "habitat_mosnav.eval", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(cwd),
+        env={**os.environ, "PYTHONPATH": REPO, **(env or {})},
+    )
+
+
+#: what the dataset builder's chat client reads from the environment (dataset_building/llm.py)
+CHAT_ENV_VARS = (
+    "MOSNAV_API_KEY",
+    "OPENAI_API_KEY",
+    "MOSNAV_API_BASE",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "MOSNAV_VLM_MODEL",
+    "MOSNAV_LLM_MODEL",
+    "OPENAI_MODEL",
+)
+
+
+def clear_chat_env(monkeypatch):
+    """No chat setting comes from the environment: the test's ``.env`` decides."""
+    for name in CHAT_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+#: ``mosnav-eval`` flags of a run of one 3-step episode
+ONE_SHORT_EPISODE = ("--num-episodes", "1", "--max-steps", "3")

@@ -192,8 +192,8 @@ def _color0(c, n):
     return srgb8_to_linear(np.tile(_rgb8(c), (n, 1))).astype(np.float32)
 
 
-def _zbox(x0, y0, z0, x1, y1, z1):
-    """A closed box in a Z-up file: 8 shared vertices, 12 triangles."""
+def box_mesh(x0, y0, z0, x1, y1, z1):
+    """A closed box from (x0, y0, z0) to (x1, y1, z1): 8 shared vertices, 12 triangles."""
     v = np.array([[x, y, z] for x in (x0, x1) for y in (y0, y1) for z in (z0, z1)], np.float32)
     f = [
         [0, 1, 3],
@@ -244,7 +244,7 @@ def textured_semantic_scene(root, sid="texSCENE001", picture=(24, 40, 10, 22)):
     }
     prims = [floor, wall]
     for box in ((0.5, 0.8, 0.0, 1.0, 1.3, 0.9), (-2.0, -2.0, 0.0, -1.8, -1.8, 0.2)):
-        v, f = _zbox(*box)
+        v, f = box_mesh(*box)
         uv = np.array(
             [[(i % 2) * 0.9 + 0.05, (i // 2 % 2) * 0.9 + 0.05] for i in range(8)], np.float32
         )

@@ -23,6 +23,7 @@ from habitat_mosnav.agents.frontier import (
 from habitat_mosnav.evaluation import EvaluationConfig, Evaluator
 from habitat_mosnav.sims.toy_scenes import export_scene_with_semantics, two_rooms_boxes
 
+from conftest import make_observation, room_overrides, sensor_sizes
 from mosnav_fixtures import write_dataset
 
 SCENE = "frontierScene"
@@ -99,21 +100,9 @@ def _build(root, boxes, targets, episodes):
             open(os.path.join(target_dir, SCENE + ext), "wb") as dst,
         ):
             dst.write(src.read())
-    s = "habitat.simulator.agents.main_agent.sim_sensors"
     return habitat_mosnav.get_config(
         "benchmark/nav/mosnav/mos_demo.yaml",
-        [
-            f"habitat.dataset.data_path={data}",
-            f"habitat.dataset.scenes_dir={scenes}",
-            "habitat.dataset.target_modes=[]",
-            f"habitat.environment.max_episode_steps={T}",
-            "habitat.task.mosnav_space_coverage_samples=0",
-            SEMANTIC_SENSOR_OVERRIDE,
-            f"{s}.rgb_sensor.width=32",
-            f"{s}.rgb_sensor.height=32",
-            f"{s}.depth_sensor.width=128",
-            f"{s}.depth_sensor.height=128",
-        ],
+        room_overrides((data, scenes), T, SEMANTIC_SENSOR_OVERRIDE, *sensor_sizes(32, 128)),
     )
 
 
@@ -315,14 +304,10 @@ def test_ground_truth_detector_needs_a_semantic_sensor(tmp_path):
 
 
 def _observation(depth, step=0, mode="all", count=None):
-    from habitat_mosnav.api import Observation
-
-    return Observation(
+    return make_observation(
         rgb=None,
         depth=depth,
         goal_text="cabinet",
-        goal_embedding=None,
-        goal_image=None,
         goal_type="object",
         subtask_type="object",
         target_mode=mode,
@@ -330,11 +315,8 @@ def _observation(depth, step=0, mode="all", count=None):
         episode_id="e",
         scene_id="s",
         step_count=step,
-        gps=np.zeros(2, np.float32),
-        compass=0.0,
         max_steps=T,
         task_prompt=None,
-        previous_action=None,
         extras=None,
     )
 

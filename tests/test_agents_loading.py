@@ -4,38 +4,13 @@ agents: each error is one clear line naming the spec."""
 import io
 import textwrap
 
-import numpy as np
 import pytest
 
 from habitat_mosnav.agents import AgentLoadError, LegacyAgentAdapter, load_agent, resolve_agent
 from habitat_mosnav.agents.human import HumanAgent, QuitEvaluation, parse_key
 from habitat_mosnav.agents.random_agent import RandomAgent
-from habitat_mosnav.api import Observation
 
-
-def make_obs(**kw):
-    base = dict(
-        rgb=np.zeros((4, 4, 3), np.uint8),
-        depth=np.ones((4, 4), np.float32),
-        goal_text="Find chairs.",
-        goal_embedding=None,
-        goal_image=None,
-        goal_type="description",
-        subtask_type="description",
-        target_mode="many",
-        target_count=2,
-        episode_id="e0",
-        scene_id="s0",
-        step_count=0,
-        gps=np.zeros(2, np.float32),
-        compass=0.0,
-        max_steps=10,
-        task_prompt="PROMPT",
-        previous_action=None,
-        extras={},
-    )
-    base.update(kw)
-    return Observation(**base)
+from conftest import make_observation as make_obs
 
 
 def test_aliases_resolve():

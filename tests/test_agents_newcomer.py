@@ -11,7 +11,7 @@ import pytest
 from habitat_mosnav.api import Action
 from habitat_mosnav.evaluation.cli import main
 
-from conftest import read_records, room_args
+from conftest import ONE_SHORT_EPISODE, read_records, room_args
 
 NO_RGB = ["--set", "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor"]
 
@@ -115,10 +115,7 @@ def test_the_original_template_command_is_found_anywhere(open_room, tmp_path, ca
                 *NO_RGB,
                 "--agent",
                 "agents_to_test.simple_agent:SimpleAgent",
-                "--num-episodes",
-                "1",
-                "--max-steps",
-                "3",
+                *ONE_SHORT_EPISODE,
                 "--output-dir",
                 str(out),
             )

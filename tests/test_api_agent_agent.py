@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from chat_server import Reply
+from conftest import make_observation
 
 from habitat_mosnav.agents.vlm import APIAgent, APIUnavailableError, UnparseableReplyError
 from habitat_mosnav.api import Observation
@@ -26,24 +27,15 @@ def make_obs(
         if rgb is not None
         else np.random.default_rng(step).integers(0, 256, (24, 32, 3), dtype=np.uint8)
     )
-    return Observation(
+    return make_observation(
         rgb=rgb,
         depth=np.full((24, 32, 1), 2.0, np.float32) if depth else None,
         goal_text="brown chairs",
-        goal_embedding=None,
-        goal_image=None,
-        goal_type="description",
-        subtask_type="description",
-        target_mode="many",
-        target_count=2,
         episode_id="q1-many-0",
         scene_id="SCENE",
         step_count=step,
-        gps=np.zeros(2, np.float32),
-        compass=0.0,
         max_steps=50,
         task_prompt=prompt,
-        previous_action=None,
         extras={"episode_key": "val::SCENE::q1-many-0"},
     )
 

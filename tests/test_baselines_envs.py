@@ -18,6 +18,7 @@ mb.register()
 from habitat_mosnav.baselines.envs import EPISODE_INFO_KEY, episode_payload  # noqa: E402
 from habitat_mosnav.baselines.factory import MosNavVectorEnvFactory  # noqa: E402
 
+from conftest import room_overrides, sensor_sizes  # noqa: E402
 from mosnav_fixtures import EPISODE_KEYS  # noqa: E402
 
 KEYS = EPISODE_KEYS
@@ -30,22 +31,8 @@ def config(room, *extra):
     )
 
     register_hydra_plugin(HabitatBaselinesConfigPlugin)
-    data, scenes = room
-    s = "habitat.simulator.agents.main_agent.sim_sensors"
     return habitat_mosnav.get_config(
-        "baselines/ppo_mos_demo.yaml",
-        [
-            f"habitat.dataset.data_path={data}",
-            f"habitat.dataset.scenes_dir={scenes}",
-            "habitat.dataset.target_modes=[]",
-            "habitat.environment.max_episode_steps=5",
-            "habitat.task.mosnav_space_coverage_samples=0",
-            f"{s}.rgb_sensor.width=32",
-            f"{s}.rgb_sensor.height=32",
-            f"{s}.depth_sensor.width=32",
-            f"{s}.depth_sensor.height=32",
-            *extra,
-        ],
+        "baselines/ppo_mos_demo.yaml", room_overrides(room, 5, *sensor_sizes(32, 32), *extra)
     )
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from chat_server import ChatServer, Reply
+from conftest import clear_chat_env
 from habitat_mosnav.dataset_building.attributes import cache_path, online_attributes
 from habitat_mosnav.dataset_building.common import BuildError
 from habitat_mosnav.dataset_building.llm import (
@@ -166,17 +167,7 @@ def test_rate_limit_spaces_requests():
 
 
 def test_settings_from_env_file(tmp_path, monkeypatch):
-    for k in (
-        "MOSNAV_API_KEY",
-        "OPENAI_API_KEY",
-        "MOSNAV_API_BASE",
-        "OPENAI_BASE_URL",
-        "OPENAI_API_BASE",
-        "MOSNAV_VLM_MODEL",
-        "MOSNAV_LLM_MODEL",
-        "OPENAI_MODEL",
-    ):
-        monkeypatch.delenv(k, raising=False)
+    clear_chat_env(monkeypatch)
     env = tmp_path / ".env"
     env.write_text(f"MOSNAV_API_KEY={KEY}\nMOSNAV_API_BASE=http://h:1/v1\nOPENAI_MODEL=m1\n")
     s = ApiSettings.from_env(env)

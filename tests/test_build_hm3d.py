@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from glb_fixtures import glb, png, srgb8_to_linear
+from glb_fixtures import box_mesh, glb, png, srgb8_to_linear
 from habitat_mosnav.dataset_building.common import BuildError, scene_files
 from habitat_mosnav.dataset_building.extract import ExtractOptions, parse_objects
 from habitat_mosnav.dataset_building.semantic import AnnotatedObject
@@ -58,30 +58,11 @@ QUAD = {
 }
 
 
-def _box(x0, y0, z0, x1, y1, z1):
-    v = np.array([[x, y, z] for x in (x0, x1) for y in (y0, y1) for z in (z0, z1)], np.float32)
-    f = [
-        [0, 1, 3],
-        [0, 3, 2],
-        [4, 6, 7],
-        [4, 7, 5],
-        [0, 4, 5],
-        [0, 5, 1],
-        [2, 3, 7],
-        [2, 7, 6],
-        [0, 2, 6],
-        [0, 6, 4],
-        [1, 5, 7],
-        [1, 7, 3],
-    ]
-    return v, f
-
-
 def test_texture_objects_are_found_per_texel_with_their_true_extent(tmp_path):
     """The picture has no vertex of its own (painted into the wall's texture) and both
     triangles span cabinet and picture texels: each object's box is the box of its texel
     centres' surface points, exactly (texel (i, j) centre: x = (i + .5) / 16, y = 2 - (j + .5) / 16)."""
-    v, f = _box(2.5, 0.0, 2.0, 3.0, 0.9, 2.5)
+    v, f = box_mesh(2.5, 0.0, 2.0, 3.0, 0.9, 2.5)
     chair = {
         "positions": v,
         "faces": f,
@@ -135,8 +116,8 @@ def test_color0_with_a_material_reads_linear_or_srgb_and_says_which(tmp_path, en
     """COLOR_0 next to a material without a base colour (what crashes trimesh) is read;
     stored linear float (habitat-sim's reading) or as raw sRGB bytes, the encoding that
     matches semantic.txt is chosen and reported."""
-    v1, f1 = _box(0, 0, 0, 1, 1, 0.5)
-    v2, f2 = _box(2, 0, 0, 2.5, 0.8, 0.5)
+    v1, f1 = box_mesh(0, 0, 0, 1, 1, 0.5)
+    v2, f2 = box_mesh(2, 0, 0, 2.5, 0.8, 0.5)
     rgb = np.array([_rgb(CAB)] * 8 + [_rgb(CHAIR)] * 8, np.uint8)
     color0 = srgb8_to_linear(rgb).astype(np.float32) if encoding == "linear" else rgb
     prim = {
@@ -158,7 +139,7 @@ def test_color0_with_a_material_reads_linear_or_srgb_and_says_which(tmp_path, en
 
 
 def test_no_matching_colour_is_one_line_naming_the_file(tmp_path):
-    v, f = _box(0, 0, 0, 1, 1, 1)
+    v, f = box_mesh(0, 0, 0, 1, 1, 1)
     scene = _scene(
         tmp_path, [{"positions": v, "faces": f, "color0": np.full((8, 4), 0.3, np.float32)}]
     )
@@ -255,7 +236,7 @@ def test_category_table_normalises_raw_hm3d_names():
 def test_drops_are_counted_per_reason_and_the_table_is_overridable(tmp_path):
     from habitat_mosnav.dataset_building.cli import main
 
-    v, f = _box(0, 0, 0, 1, 1, 1)
+    v, f = box_mesh(0, 0, 0, 1, 1, 1)
     recs = [
         (1, CAB, "kitchen cabinet, lower", 0),
         (2, PIC, "unknown/remove", 0),
@@ -454,7 +435,7 @@ def test_offline_on_hm3d_says_why_in_one_line(tmp_path, capsys):
     """HM3D scenes have no <id>.mosnav_meta.json: --offline attributes cannot run there."""
     from habitat_mosnav.dataset_building.cli import main
 
-    v, f = _box(0, 0, 0, 1, 1, 1)
+    v, f = box_mesh(0, 0, 0, 1, 1, 1)
     scenes = tmp_path / "scenes"  # the output beside the scenes, never inside (issue 39)
     scenes.mkdir()
     scene = _scene(
@@ -499,7 +480,7 @@ def test_scene_ids_resolve_only_the_selected_scenes(tmp_path):
     .basis.glb) does not stop the build; without the selection it is a one-line error."""
     from habitat_mosnav.dataset_building.common import discover_scenes
 
-    v, f = _box(0, 0, 0, 1, 1, 1)
+    v, f = box_mesh(0, 0, 0, 1, 1, 1)
     _scene(tmp_path, [{"positions": v, "faces": f}])
     part = tmp_path / "00001-zzzPartial1"
     part.mkdir()
@@ -514,7 +495,7 @@ def test_scene_ids_resolve_only_the_selected_scenes(tmp_path):
 
 def test_node_transforms_and_uint16_colours(tmp_path):
     """A node's translation moves its primitive; COLOR_0 as normalised uint16 sRGB values."""
-    v, f = _box(0, 0, 0, 1, 1, 1)
+    v, f = box_mesh(0, 0, 0, 1, 1, 1)
     rgb16 = (np.tile(_rgb(CHAIR), (8, 1)).astype(np.uint32) * 257).astype(np.uint16)
     scene = _scene(
         tmp_path, [{"positions": v, "faces": f, "color0": rgb16, "translation": [10, 0, -2]}]
@@ -530,7 +511,7 @@ def test_habitat_sim_backend_finds_hm3ds_scene_dataset_config(tmp_path):
     config next to the scenes, and says so in one line when there is none or several."""
     from habitat_mosnav.dataset_building.pipeline import BuildConfig
 
-    v, f = _box(0, 0, 0, 1, 1, 1)
+    v, f = box_mesh(0, 0, 0, 1, 1, 1)
     root = tmp_path / "hm3d"
     (root / "val").mkdir(parents=True)
     scene = _scene(root / "val", [{"positions": v, "faces": f}])

@@ -271,6 +271,7 @@ def test_cli_bad_input_is_one_line_error(built, tmp_path, capsys):
 
 
 def test_online_attributes_stage_against_local_server(built, tmp_path, monkeypatch):
+    from conftest import clear_chat_env
     from test_build_attributes import KEY, build_server
 
     root, sid, cfg, _ = built
@@ -282,14 +283,7 @@ def test_online_attributes_stage_against_local_server(built, tmp_path, monkeypat
     env = tmp_path / ".env"
     with build_server(default=reply, script=[(200, "garbage"), (500, "")]) as srv:
         env.write_text(f"MOSNAV_API_KEY={KEY}\nMOSNAV_API_BASE={srv.api_base}\n")
-        for k in (
-            "MOSNAV_API_KEY",
-            "OPENAI_API_KEY",
-            "MOSNAV_API_BASE",
-            "OPENAI_BASE_URL",
-            "OPENAI_API_BASE",
-        ):
-            monkeypatch.delenv(k, raising=False)
+        clear_chat_env(monkeypatch)
         cfg_online = BuildConfig(
             out=out,
             scenes=root / "scenes",

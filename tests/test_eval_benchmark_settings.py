@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from conftest import NO_IMAGES, read_records, read_summary
+from conftest import NO_IMAGES, ONE_SHORT_EPISODE, read_records, read_summary
 from habitat_mosnav.datasets.fingerprint import dataset_file_digests
 from habitat_mosnav.evaluation.cli import main
 from habitat_mosnav.evaluation.summary import benchmark_summary
@@ -177,10 +177,7 @@ def test_partial_runs_are_marked_not_official(tmp_path):
             [
                 "--benchmark",
                 "demo/mini",
-                "--num-episodes",
-                "1",
-                "--max-steps",
-                "3",
+                *ONE_SHORT_EPISODE,
                 "--output-dir",
                 out,
                 *FAST,

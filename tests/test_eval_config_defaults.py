@@ -132,23 +132,13 @@ def test_the_run_uses_the_yaml_values(tmp_path, open_room, monkeypatch):
     seen = tmp_path / "seen.jsonl"
     monkeypatch.setenv("PEEK_OUT", str(seen))
     out = tmp_path / "run"
-    assert (
-        main(
-            [
-                "--config",
-                _yaml(tmp_path, open_room),
-                "--agent",
-                f"{agent}:Peek",
-                "--num-episodes",
-                "1",
-                "--no-progress",
-                "--output-dir",
-                str(out),
-                *NO_IMAGES,
-            ]
-        )
-        == 0
-    )
+
+    def peek_run(out, *extra):
+        config = _yaml(tmp_path, open_room)
+        argv = ["--config", config, "--agent", f"{agent}:Peek", "--num-episodes", "1"]
+        return main([*argv, "--no-progress", "--output-dir", str(out), *extra, *NO_IMAGES])
+
+    assert peek_run(out) == 0
     assert json.loads(seen.read_text().splitlines()[0]) == {
         "samples": 50,
         "radius": 0.75,
@@ -161,25 +151,7 @@ def test_the_run_uses_the_yaml_values(tmp_path, open_room, monkeypatch):
     assert record["episode"]["max_steps"] == manifest["max_steps"] == 3
 
     seen.unlink()
-    assert (
-        main(
-            [
-                "--config",
-                _yaml(tmp_path, open_room),
-                "--agent",
-                f"{agent}:Peek",
-                "--num-episodes",
-                "1",
-                "--no-progress",
-                "--output-dir",
-                str(tmp_path / "run2"),
-                "--space-coverage-samples",
-                "20",
-                *NO_IMAGES,
-            ]
-        )
-        == 0
-    )
+    assert peek_run(tmp_path / "run2", "--space-coverage-samples", "20") == 0
     assert json.loads(seen.read_text().splitlines()[0])["samples"] == 20
     # --max-steps: one name from the flag to run.json and the record's episode block
     seen.unlink()

@@ -39,6 +39,22 @@ SLOW_AGENT = textwrap.dedent("""
 """)
 
 
+def slow_run_args(agent, out, *extra):
+    """``mosnav-eval`` flags of the resume / sharding runs: N episodes, seed 7, into ``out``."""
+    return [
+        "--agent",
+        agent,
+        "--num-episodes",
+        str(N),
+        "--seed",
+        "7",
+        "--output-dir",
+        out,
+        *extra,
+        *FAST,
+    ]
+
+
 def test_committed_demo_data_is_present():
     # The demo ships with the package (pyproject.toml package-data): missing files are a packaging
     # bug, so this fails rather than skipping the demo tests.
@@ -61,22 +77,7 @@ def slow_agent(tmp_path_factory):
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory, slow_agent):
     out = str(tmp_path_factory.mktemp("full") / "run")
-    assert (
-        main(
-            [
-                "--agent",
-                slow_agent,
-                "--num-episodes",
-                str(N),
-                "--seed",
-                "7",
-                "--output-dir",
-                out,
-                *FAST,
-            ]
-        )
-        == 0
-    )
+    assert main(slow_run_args(slow_agent, out)) == 0
     return out
 
 
@@ -124,20 +125,7 @@ def test_random_agent_rarely_succeeds(tmp_path):
 @pytest.mark.slow
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path, slow_agent, full_run):
     out = str(tmp_path / "killed")
-    cmd = [
-        sys.executable,
-        "-m",
-        "habitat_mosnav.eval",
-        "--agent",
-        slow_agent,
-        "--num-episodes",
-        str(N),
-        "--seed",
-        "7",
-        "--output-dir",
-        out,
-        *FAST,
-    ]
+    cmd = [sys.executable, "-m", "habitat_mosnav.eval", *slow_run_args(slow_agent, out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     jsonl = os.path.join(out, "rank_00000", "episodes.jsonl")
     try:
@@ -157,23 +145,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, slow_agent, full_run
     assert not os.path.exists(os.path.join(out, "rank_00000", "done.json"))
     with open(jsonl, "a") as f:  # what a kill in the middle of a write leaves behind
         f.write('{"episode_key": "val::torn')
-    assert (
-        main(
-            [
-                "--agent",
-                slow_agent,
-                "--num-episodes",
-                str(N),
-                "--seed",
-                "7",
-                "--output-dir",
-                out,
-                "--resume",
-                *FAST,
-            ]
-        )
-        == 0
-    )
+    assert main(slow_run_args(slow_agent, out, "--resume")) == 0
 
     keys = [r["episode_key"] for r in read_records(out)]
     full_keys = [r["episode_key"] for r in read_records(full_run)]
@@ -191,26 +163,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, slow_agent, full_run
 def test_three_ranks_plus_aggregate_equal_one_rank(tmp_path, slow_agent, full_run, capsys):
     out = str(tmp_path / "ranks")
     for rank in range(3):
-        assert (
-            main(
-                [
-                    "--agent",
-                    slow_agent,
-                    "--num-episodes",
-                    str(N),
-                    "--seed",
-                    "7",
-                    "--output-dir",
-                    out,
-                    "--rank",
-                    str(rank),
-                    "--world-size",
-                    "3",
-                    *FAST,
-                ]
-            )
-            == 0
-        )
+        assert main(slow_run_args(slow_agent, out, "--rank", str(rank), "--world-size", "3")) == 0
     os.remove(os.path.join(out, "summary.json"))  # written by the last rank; rebuild it
     assert aggregate_main([out]) == 0
     merged, full = read_summary(out), read_summary(full_run)

@@ -16,7 +16,7 @@ import habitat
 import habitat_mosnav
 from habitat.utils.visualizations import maps
 
-from conftest import SCRIPT, SCRIPT_CLAIMS, read_records
+from conftest import ONE_SHORT_EPISODE, SCRIPT, SCRIPT_CLAIMS, read_records
 from habitat_mosnav.evaluation.maps import (
     CLAIM_COLORS,
     FINISH_COLOR,
@@ -351,10 +351,7 @@ def test_live_window_shows_the_same_frames_with_the_growing_map(open_room, monke
                 "--agent",
                 "random",
                 "--render-live",
-                "--num-episodes",
-                "1",
-                "--max-steps",
-                "3",
+                *ONE_SHORT_EPISODE,
                 "--output-dir",
                 str(tmp_path / "live"),
                 *room_args(open_room, "--target-modes", "many"),

@@ -22,11 +22,9 @@ from habitat_mosnav.evaluation.durable import RankLockedError
 from habitat_mosnav.evaluation.rank_files import RankWriter
 from habitat_mosnav.evaluation.summary import summarize, write_summary
 
+from conftest import ALL_MODES, REPO, spawn_eval
 from mosnav_fixtures import EPISODE_KEYS, quick_eval_args
 import warm_runner
-
-ALL_MODES = ("--target-modes", "single,any,many,all")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def cli(capsys, open_room, *extra):
@@ -468,24 +466,8 @@ SLOW_AGENT = textwrap.dedent("""
 def _spawn(tmp_path, out, *extra, env=None):
     agent = tmp_path / "slow_agent.py"
     agent.write_text(SLOW_AGENT)
-    argv = [
-        sys.executable,
-        "-m",
-        "habitat_mosnav.eval",
-        "--agent",
-        f"{agent}:Slow",
-        "--output-dir",
-        str(out),
-        *extra,
-    ]
-    # a warm child (tests/warm_runner.py): its own process, signals and exit status
-    return warm_runner.popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=str(tmp_path),
-        env={**os.environ, "PYTHONPATH": REPO, **(env or {})},
+    return spawn_eval(
+        tmp_path, "--agent", f"{agent}:Slow", "--output-dir", str(out), *extra, env=env
     )
 
 

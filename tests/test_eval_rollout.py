@@ -18,6 +18,7 @@ from habitat_mosnav.evaluation.evaluator import EvaluationSetupError
 from habitat_mosnav.pose import start_frame_pose
 
 from conftest import read_records as records
+from conftest import room_overrides, sensor_sizes
 from mosnav_fixtures import EPISODE_KEYS
 
 T = 40
@@ -28,20 +29,8 @@ MANY_PLAN = [3, 3, 3, 1, 1, 1, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1, 6, 0]
 
 @pytest.fixture(scope="module")
 def env(open_room):
-    data, scenes = open_room
     cfg = habitat_mosnav.get_config(
-        "benchmark/nav/mosnav/mos_demo.yaml",
-        [
-            f"habitat.dataset.data_path={data}",
-            f"habitat.dataset.scenes_dir={scenes}",
-            "habitat.dataset.target_modes=[]",
-            f"habitat.environment.max_episode_steps={T}",
-            "habitat.task.mosnav_space_coverage_samples=0",
-            "habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor.width=32",
-            "habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor.height=32",
-            "habitat.simulator.agents.main_agent.sim_sensors.depth_sensor.width=32",
-            "habitat.simulator.agents.main_agent.sim_sensors.depth_sensor.height=32",
-        ],
+        "benchmark/nav/mosnav/mos_demo.yaml", room_overrides(open_room, T, *sensor_sizes(32, 32))
     )
     e = habitat.Env(cfg)
     yield e

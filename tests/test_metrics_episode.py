@@ -57,6 +57,28 @@ def outcome(mode, events, **kw):
     return EpisodeOutcome(**base)
 
 
+def any_outcome(events, **kw):
+    """Mode ``any`` in 30 steps: targets 1 and 2, 3 and 4 m from the start, 5 m apart."""
+    two = dict(
+        target_ids=[1, 2], max_steps=30, start_dist={1: 3.0, 2: 4.0}, pair_dist={(1, 2): 5.0}
+    )
+    return outcome("any", events, **dict(two, **kw))
+
+
+def any_outcome_with_arrays():
+    """:func:`any_outcome` with the distances as arrays aligned with ``target_ids``: at step
+    12, after 8 m, the agent claims the farther target (0.5 m off)."""
+    return any_outcome(
+        claims((12, [(2, 0.5)])),
+        steps_taken=12,
+        finish_step=12,
+        ended_by_agent=True,
+        trajectory_length=8.0,
+        start_dist=[3.0, 4.0],
+        pair_dist=np.array([[0, 5.0], [5.0, 0]]),
+    )
+
+
 def check(metrics, expected):
     assert set(metrics) == set(METRIC_FIELDS)
     for key, value in expected.items():
@@ -316,15 +338,13 @@ def test_moc_all_found_with_finish():
 def test_single_target_at_start_p_equals_l_equals_zero():
     ev = claims((1, [(7, 0.0)]))
     m = episode_metrics(
-        EpisodeOutcome(
-            target_mode="single",
+        outcome(
+            "single",
+            ev,
             target_ids=[7],
-            target_count=None,
             max_steps=20,
             steps_taken=1,
-            events=ev,
             finish_step=1,
-            finish_sent=False,
             ended_by_agent=True,
             trajectory_length=0.0,
             start_dist={7: 0.0},
@@ -355,22 +375,7 @@ def test_single_target_at_start_p_equals_l_equals_zero():
 
 
 def test_any_agent_claimed_none():
-    m = episode_metrics(
-        EpisodeOutcome(
-            target_mode="any",
-            target_ids=[1, 2],
-            target_count=None,
-            max_steps=30,
-            steps_taken=30,
-            events=[],
-            finish_step=None,
-            finish_sent=False,
-            ended_by_agent=False,
-            trajectory_length=6.0,
-            start_dist={1: 3.0, 2: 4.0},
-            pair_dist={(1, 2): 5.0},
-        )
-    )
+    m = episode_metrics(any_outcome([], steps_taken=30, trajectory_length=6.0))
     check(
         m,
         dict(
@@ -396,23 +401,7 @@ def test_any_agent_claimed_none():
 
 def test_any_success_on_farther_target_arrays_accepted():
     # start_dist / pair_dist may also be arrays aligned with target_ids.
-    ev = claims((12, [(2, 0.5)]))
-    m = episode_metrics(
-        EpisodeOutcome(
-            target_mode="any",
-            target_ids=[1, 2],
-            target_count=None,
-            max_steps=30,
-            steps_taken=12,
-            events=ev,
-            finish_step=12,
-            finish_sent=False,
-            ended_by_agent=True,
-            trajectory_length=8.0,
-            start_dist=[3.0, 4.0],
-            pair_dist=np.array([[0, 5.0], [5.0, 0]]),
-        )
-    )
+    m = episode_metrics(any_outcome_with_arrays())
     check(
         m,
         dict(
@@ -430,19 +419,13 @@ def test_any_success_on_farther_target_arrays_accepted():
 def test_any_ended_with_nothing_near_fails():
     ev = claims((4, []))
     m = episode_metrics(
-        EpisodeOutcome(
-            target_mode="any",
-            target_ids=[1, 2],
-            target_count=None,
-            max_steps=30,
+        any_outcome(
+            ev,
             steps_taken=4,
-            events=ev,
             finish_step=4,
             finish_sent=True,
             ended_by_agent=True,
             trajectory_length=1.0,
-            start_dist={1: 3.0, 2: 4.0},
-            pair_dist={(1, 2): 5.0},
         )
     )
     check(
@@ -475,23 +458,7 @@ def test_time_to_first_target_by_hand():
     ev = claims((3, [(101, 0.1)]), (6, [(105, 0.1)]), (9, [(110, 0.1)]))
     assert episode_metrics(outcome("all", ev))["time_to_first_target"] == 3
     # single: the final 6/0 at step 12 is the claim that counts
-    ev = claims((12, [(2, 0.5)]))
-    m = episode_metrics(
-        EpisodeOutcome(
-            target_mode="any",
-            target_ids=[1, 2],
-            target_count=None,
-            max_steps=30,
-            steps_taken=12,
-            events=ev,
-            finish_step=12,
-            finish_sent=False,
-            ended_by_agent=True,
-            trajectory_length=8.0,
-            start_dist=[3.0, 4.0],
-            pair_dist=np.array([[0, 5.0], [5.0, 0]]),
-        )
-    )
+    m = episode_metrics(any_outcome_with_arrays())
     assert m["time_to_first_target"] == 12
 
 

@@ -21,6 +21,7 @@ from habitat_mosnav.sims.toy_scenes import export_boxes, room_boxes
 
 from habitat_mosnav.metrics.measure_table import NON_SCALAR_MEASURES
 
+from conftest import room_overrides
 from mosnav_fixtures import base_documents, write_dataset
 
 # py39: habitat-lab v0.3.3's Env
@@ -57,19 +58,15 @@ def fwd(n):
 
 
 def make_env(paths, extra=()):
-    data, scenes = paths
     cfg = habitat_mosnav.get_config(
         "benchmark/nav/mosnav/mos_demo.yaml",
-        [
-            f"habitat.dataset.data_path={data}",
-            f"habitat.dataset.scenes_dir={scenes}",
-            "habitat.dataset.target_modes=[]",
-            f"habitat.environment.max_episode_steps={T}",
-            "habitat.task.mosnav_space_coverage_samples=0",
+        room_overrides(
+            paths,
+            T,
             "~habitat.simulator.agents.main_agent.sim_sensors.rgb_sensor",
             "~habitat.simulator.agents.main_agent.sim_sensors.depth_sensor",
             *extra,
-        ],
+        ),
     )
     return habitat.Env(cfg)
 

@@ -421,30 +421,12 @@ def test_demo_report_fits_1280px_with_glossary_and_episode_maps_side_by_side(dem
     assert m["head"] == ["run", "SR", "F1", "SPL-multi", "episodes", "benchmark", "status"]
     # the diagnostics are one click away, with every SPEC §5 diagnostic
     group = dom[dom.index('id="diagnostics-group"') :]
-    for label in (
-        "precision",
-        "recall",
-        "PE",
-        "TSE (MOS)",
-        "RTSR",
-        "FTR",
-        "OER-target",
-        "OER-space",
-    ):
+    scored = ("PE", "TSE (MOS)", "RTSR", "FTR", "OER-target", "OER-space")
+    for label in ("precision", "recall", *scored):
         assert f">{label}</th>" in group[: group.index("</details>")], label
     # glossary: a meaning and a SPEC section for each column; tooltips on the headers
     gloss = dom[dom.index('id="glossary"') :]
-    for label in (
-        "SR",
-        "F1",
-        "SPL-multi",
-        "PE",
-        "TSE (MOS)",
-        "RTSR",
-        "FTR",
-        "OER-target",
-        "OER-space",
-    ):
+    for label in ("SR", "F1", "SPL-multi", *scored):
         entry = re.search(
             rf"<dt[^>]*>{re.escape(label)}</dt><dd>([^<]{{20,}})<span class=\"spec\">SPEC §\d",
             gloss,

@@ -8,8 +8,6 @@ running does not hold the exit."""
 import json
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 import time
 
@@ -17,11 +15,9 @@ import pytest
 
 from habitat_mosnav.evaluation.cli import main
 
-from conftest import read_records, read_summary
+from conftest import ALL_MODES, read_records, read_summary, spawn_eval
 from mosnav_fixtures import EPISODE_KEYS, quick_eval_args
-import warm_runner
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AGENTS = textwrap.dedent("""
     import asyncio, os, threading, time
     from habitat_mosnav.evaluation.policy import PolicyStep
@@ -76,8 +72,7 @@ def _run(capsys, open_room, out, agent, *extra):
     rc = main(
         quick_eval_args(
             *open_room,
-            "--target-modes",
-            "single,any,many,all",
+            *ALL_MODES,
             "--max-steps",
             "3",
             "--agent",
@@ -140,26 +135,14 @@ def test_chdir_in_reset_does_not_move_the_results(
     assert not any("run" in dirs for _, dirs, _ in os.walk(tmp_path / "elsewhere"))
 
 
-def _spawn(tmp_path, agent, *extra, env=None):
-    argv = [sys.executable, "-m", "habitat_mosnav.eval", "--agent", agent, *extra]
-    # a warm child (tests/warm_runner.py): its own process, signals and exit status
-    return warm_runner.popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=str(tmp_path),
-        env={**os.environ, "PYTHONPATH": REPO, **(env or {})},
-    )
-
-
 @pytest.mark.slow
 def test_sigterm_ignored_at_import_still_ends_the_run_with_143(open_room, tmp_path):
     agent = tmp_path / "ignores_sigterm.py"
     agent.write_text("import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + AGENTS)
     marker = tmp_path / "acting"
-    proc = _spawn(
+    proc = spawn_eval(
         tmp_path,
+        "--agent",
         f"{agent}:Slow",
         *quick_eval_args(*open_room, "--max-steps", "400"),
         "--output-dir",
@@ -182,8 +165,9 @@ def test_sigterm_ignored_at_import_still_ends_the_run_with_143(open_room, tmp_pa
 @pytest.mark.slow
 def test_a_lingering_agent_thread_does_not_hold_the_exit(open_room, tmp_path, agent_file):
     out = tmp_path / "run"
-    proc = _spawn(
+    proc = spawn_eval(
         tmp_path,
+        "--agent",
         f"{agent_file}:LeavesAThread",
         *quick_eval_args(*open_room, "--max-steps", "3"),
         "--output-dir",

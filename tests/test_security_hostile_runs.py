@@ -144,27 +144,12 @@ def test_a_changed_categories_json_outside_the_dataset_dir_is_refused(capsys, op
     root = tmp_path / "dataset"
     shutil.copytree(data, root / "dataset_semantic")
     (root / "categories.json").write_text(json.dumps(["chair", "table"]))
-    out = tmp_path / "run"
-    rc, lines = _eval_lines(
-        capsys,
-        (str(root / "dataset_semantic"), scenes),
-        out,
-        "--max-steps",
-        "3",
-        "--num-episodes",
-        "2",
-    )
+    room, out = (str(root / "dataset_semantic"), scenes), tmp_path / "run"
+    rc, lines = _eval_lines(capsys, room, out, "--max-steps", "3", "--num-episodes", "2")
     assert rc == 0, lines
     (root / "categories.json").write_text(json.dumps(["table", "chair"]))  # objectgoal ids swap
     rc, lines = _eval_lines(
-        capsys,
-        (str(root / "dataset_semantic"), scenes),
-        out,
-        "--max-steps",
-        "3",
-        "--num-episodes",
-        "2",
-        "--resume",
+        capsys, room, out, "--max-steps", "3", "--num-episodes", "2", "--resume"
     )
     assert rc == 2 and len(lines) == 1, lines
     assert "field 'input_files.categories.json' differs" in lines[0], lines
@@ -220,16 +205,16 @@ def _tree(path):
     return out
 
 
+def report_argv(out, *runs):
+    """``mosnav-report`` flags: ``runs`` into ``out``, 10 bootstrap resamples, no progress bar."""
+    return [*runs, "--out", str(out), "--no-progress", "--bootstrap", "10"]
+
+
 @pytest.fixture
 def previous_report(room_runs, tmp_path):
     """A complete report of the scripted run in ``tmp_path/report``; returns its path."""
     out = tmp_path / "report"
-    assert (
-        report.main(
-            [room_runs["scripted"], "--out", str(out), "--no-progress", "--bootstrap", "10"]
-        )
-        == 0
-    )
+    assert report.main(report_argv(out, room_runs["scripted"])) == 0
     assert _tree(out)["index.html"].rstrip().endswith(b"</html>")
     return out
 
@@ -247,17 +232,7 @@ def test_a_full_disk_during_mosnav_report_keeps_the_previous_report(
 
     monkeypatch.setattr(report, "open_file", full_disk)
     capsys.readouterr()
-    rc = report.main(
-        [
-            room_runs["scripted"],
-            room_runs["broken"],
-            "--out",
-            str(previous_report),
-            "--no-progress",
-            "--bootstrap",
-            "10",
-        ]
-    )
+    rc = report.main(report_argv(previous_report, room_runs["scripted"], room_runs["broken"]))
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("mosnav-report")]
     assert rc == 3 and len(lines) == 1 and "Traceback" not in err, err
@@ -276,15 +251,14 @@ def test_a_full_tmpfs_during_mosnav_report_keeps_the_previous_report(capsys, roo
         pytest.skip("needs root and mount -t tmpfs (the ENOSPC test above covers the logic)")
     try:
         out = disk / "report"
-        argv = ["--out", str(out), "--no-progress", "--bootstrap", "10"]
-        assert report.main([room_runs["scripted"], *argv]) == 0
+        assert report.main(report_argv(out, room_runs["scripted"])) == 0
         before = _tree(out)
         used = sum(len(v) for v in before.values())
         (disk / "filler").write_bytes(
             b"x" * (2 * 2**20 - used - 64 * 1024)
         )  # less than a report left
         capsys.readouterr()
-        rc = report.main([room_runs["scripted"], room_runs["broken"], *argv])
+        rc = report.main(report_argv(out, room_runs["scripted"], room_runs["broken"]))
         err = capsys.readouterr().err
         assert rc == 3 and "Traceback" not in err, err
         assert _tree(out) == before
@@ -322,13 +296,7 @@ def test_a_signal_during_mosnav_report_is_one_line_and_keeps_the_previous_report
             sys.executable,
             "-c",
             _SIGNALLED_REPORT,
-            room_runs["scripted"],
-            room_runs["broken"],
-            "--out",
-            str(previous_report),
-            "--no-progress",
-            "--bootstrap",
-            "10",
+            *report_argv(previous_report, room_runs["scripted"], room_runs["broken"]),
         ],
         capture_output=True,
         text=True,
@@ -349,9 +317,7 @@ def test_a_signal_during_mosnav_report_is_one_line_and_keeps_the_previous_report
 def test_mosnav_report_never_replaces_a_directory_that_is_not_a_report(capsys, room_runs, tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     capsys.readouterr()
-    rc = report.main(
-        [room_runs["scripted"], "--out", str(tmp_path), "--no-progress", "--bootstrap", "10"]
-    )
+    rc = report.main(report_argv(tmp_path, room_runs["scripted"]))
     lines = [
         line for line in capsys.readouterr().err.splitlines() if line.startswith("mosnav-report")
     ]

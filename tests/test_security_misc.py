@@ -14,7 +14,14 @@ from habitat_mosnav.evaluation.cli import main
 from habitat_mosnav.evaluation.maps import episode_file_stem
 
 from chat_server import ChatServer, Reply
-from conftest import ROOM_RUN_ARGS, api_agent_args, read_records, room_args, scripted_model
+from conftest import (
+    ALL_MODES,
+    ROOM_RUN_ARGS,
+    api_agent_args,
+    read_records,
+    room_args,
+    scripted_model,
+)
 from mosnav_fixtures import SCENE, quick_eval_args, write_room_variant
 
 LONG_ID = "q" + "x" * 299
@@ -32,8 +39,7 @@ def test_ids_that_sanitise_alike_get_distinct_maps(capsys, open_room, tmp_path):
     rc = main(
         quick_eval_args(
             *data,
-            "--target-modes",
-            "single,any,many,all",
+            *ALL_MODES,
             "--max-steps",
             "3",
             "--agent",
@@ -94,9 +100,7 @@ def test_a_1e308_start_position_is_exit_2_at_load(capsys, open_room, tmp_path):
 def test_a_dead_server_trips_the_circuit_breaker_and_the_run_resumes(capsys, open_room, tmp_path):
     out = str(tmp_path / "run")
     args = [
-        *room_args(
-            open_room, *ROOM_RUN_ARGS, "--target-modes", "single,any,many,all", "--max-steps", "3"
-        ),
+        *room_args(open_room, *ROOM_RUN_ARGS, *ALL_MODES, "--max-steps", "3"),
         "--output-dir",
         out,
         "--max-unavailable-episodes",

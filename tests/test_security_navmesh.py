@@ -126,6 +126,19 @@ def as_limit():
     return _baseline_vm() + (1 << 30)
 
 
+def demo_copy_args(root, out, *extra):
+    """``mosnav-eval`` flags that evaluate the :func:`demo_copy` at ``root`` into ``out``."""
+    return [
+        "--dataset-dir",
+        str(root / "dataset_semantic"),
+        "--scene-root",
+        str(root / "scenes"),
+        "--output-dir",
+        str(out),
+        *extra,
+    ]
+
+
 def run_bounded(args, as_limit, cwd):
     # the package under test (a worktree's), whatever the interpreter has installed
     src = os.path.dirname(os.path.dirname(habitat_mosnav.__file__))
@@ -226,17 +239,7 @@ def test_eval_on_a_broken_navmesh_is_one_line_and_exit_2_before_anything_is_writ
     root = demo_copy(tmp_path / "demo", case, scenes)
     out = tmp_path / "run"
     proc = run_bounded(
-        [
-            "-m",
-            "habitat_mosnav.eval",
-            "--dataset-dir",
-            str(root / "dataset_semantic"),
-            "--scene-root",
-            str(root / "scenes"),
-            "--output-dir",
-            str(out),
-            *EVAL_FLAGS,
-        ],
+        ["-m", "habitat_mosnav.eval", *demo_copy_args(root, out, *EVAL_FLAGS)],
         as_limit,
         tmp_path,
     )
@@ -254,17 +257,7 @@ def test_eval_on_a_broken_glb_of_the_second_scene_is_one_line_and_exit_2(tmp_pat
     open(glb, "wb").write(bytes(data))
     out = tmp_path / "run"
     proc = run_bounded(
-        [
-            "-m",
-            "habitat_mosnav.eval",
-            "--dataset-dir",
-            str(root / "dataset_semantic"),
-            "--scene-root",
-            str(root / "scenes"),
-            "--output-dir",
-            str(out),
-            *EVAL_FLAGS,
-        ],
+        ["-m", "habitat_mosnav.eval", *demo_copy_args(root, out, *EVAL_FLAGS)],
         as_limit,
         tmp_path,
     )
@@ -293,21 +286,7 @@ def test_bounds_2km_give_the_clean_files_space_oracle_and_a_bounded_map(tmp_path
         root = demo_copy(tmp_path / name, case)
         out = tmp_path / f"run_{name}"
         extra = ["--save-maps"] if case else []
-        assert (
-            main(
-                [
-                    "--dataset-dir",
-                    str(root / "dataset_semantic"),
-                    "--scene-root",
-                    str(root / "scenes"),
-                    "--output-dir",
-                    str(out),
-                    *flags,
-                    *extra,
-                ]
-            )
-            == 0
-        )
+        assert main(demo_copy_args(root, out, *flags, *extra)) == 0
         runs[name] = _records(out)
     assert runs["clean"].keys() == runs["far"].keys() and len(runs["clean"]) == 6
     for key, clean in runs["clean"].items():

@@ -11,9 +11,8 @@ import pytest
 from habitat_mosnav.evaluation import aggregate_cli
 from habitat_mosnav.evaluation.cli import main
 
+from conftest import ALL_MODES
 from mosnav_fixtures import quick_eval_args
-
-ALL_MODES = ("--target-modes", "single,any,many,all")
 
 
 def _eval(open_room, out, *extra):

@@ -120,6 +120,21 @@ BLOCKED = textwrap.dedent("""
 """)
 
 
+def _random_run(room, out):
+    """``mosnav-eval`` flags: the random agent, one 2-step episode of ``room``, into ``out``."""
+    return [
+        "--agent",
+        "random",
+        "--num-episodes",
+        "1",
+        "--max-steps",
+        "2",
+        "--output-dir",
+        str(out),
+        *room_args(room, *NO_IMAGES),
+    ]
+
+
 def _tree(path):
     if not os.path.exists(path):
         return None
@@ -139,17 +154,7 @@ def test_a_simulator_that_cannot_be_built_leaves_the_output_as_it_was(
         out.mkdir()
         (out / "notes.txt").write_text("mine")
     before = _tree(str(out))
-    argv = [
-        "--agent",
-        "random",
-        "--num-episodes",
-        "1",
-        "--max-steps",
-        "2",
-        "--output-dir",
-        str(out),
-        *room_args(open_room, *NO_IMAGES),
-    ]
+    argv = _random_run(open_room, out)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(
         [sys.executable, "-c", BLOCKED, "--simulator", "habitat-sim", *argv],
@@ -182,34 +187,7 @@ def test_a_scene_that_cannot_be_loaded_leaves_no_directory(tmp_path, open_room, 
     out = tmp_path / "run"
     from habitat_mosnav.evaluation.cli import main
 
-    rc = main(
-        [
-            "--agent",
-            "random",
-            "--num-episodes",
-            "1",
-            "--max-steps",
-            "2",
-            "--output-dir",
-            str(out),
-            *room_args((data, str(broken)), *NO_IMAGES),
-        ]
-    )
+    rc = main(_random_run((data, str(broken)), out))
     assert rc == 2, capsys.readouterr().err
     assert not out.exists()
-    assert (
-        main(
-            [
-                "--agent",
-                "random",
-                "--num-episodes",
-                "1",
-                "--max-steps",
-                "2",
-                "--output-dir",
-                str(out),
-                *room_args(open_room, *NO_IMAGES),
-            ]
-        )
-        == 0
-    )
+    assert main(_random_run(open_room, out)) == 0

@@ -14,7 +14,7 @@ import pytest
 
 from habitat_mosnav import __version__, versions
 
-from conftest import NO_IMAGES, room_args
+from conftest import NO_IMAGES, ONE_SHORT_EPISODE, room_args
 
 # py39: the version a wheel install reports
 pytestmark = pytest.mark.py39
@@ -66,10 +66,7 @@ def test_run_and_summary_record_the_software(tmp_path, open_room):
             room_args(
                 open_room,
                 *NO_IMAGES,
-                "--num-episodes",
-                "1",
-                "--max-steps",
-                "3",
+                *ONE_SHORT_EPISODE,
                 "--output-dir",
                 str(out),
             )

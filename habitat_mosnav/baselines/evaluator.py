@@ -254,19 +254,9 @@ class MosNavEvaluator(HabitatEvaluator):
     def __init__(self, output_dir: str = "", resume: bool = False, **_ignored) -> None:
         super().__init__()
 
-    def evaluate_agent(
-        self,
-        agent,
-        envs,
-        config,
-        checkpoint_index,
-        step_id,
-        writer,
-        device,
-        obs_transforms,
-        env_spec,
-        rank0_keys,
-    ):
+    def evaluate_agent(self, agent, envs, config, checkpoint_index, step_id, writer, *stock_args):
+        """``stock_args`` (device, obs_transforms, env_spec, rank0_keys) go to the stock loop
+        unchanged."""
         out_dir = results_dir(config, CURRENT_CHECKPOINT.get("path"), checkpoint_index)
         resume = bool(config.habitat_baselines.evaluator.get("resume", False))
         keys = _episode_keys(envs)
@@ -327,10 +317,7 @@ class MosNavEvaluator(HabitatEvaluator):
                     checkpoint_index,
                     step_id,
                     writer,
-                    device,
-                    obs_transforms,
-                    env_spec,
-                    rank0_keys,
+                    *stock_args,
                 )
             rank_writer.write_done(expected_count=len(keys))
         finally:

@@ -18,7 +18,8 @@ from habitat.tasks.nav.instance_image_nav_task import InstanceImageGoalSensor
 from habitat_baselines.common.baseline_registry import baseline_registry
 from habitat_baselines.common.obs_transformers import ObservationTransformer
 from habitat_baselines.config.default_structured_configs import ObsTransformConfig
-from hydra.core.config_store import ConfigStore
+
+from habitat_mosnav.baselines import store_obs_transform_config
 
 #: The lab sensor's uuid (``habitat.task.lab_sensors.mosnav_goal_image``).
 GOAL_IMAGE_UUID = "mosnav_goal_image"
@@ -35,11 +36,7 @@ class MosNavGoalImageInputConfig(ObsTransformConfig):
     policy_uuid: str = POLICY_GOAL_IMAGE_UUID
 
 
-ConfigStore.instance().store(
-    group="habitat_baselines/rl/policy/obs_transforms",
-    name="mosnav_goal_image",
-    node=MosNavGoalImageInputConfig,
-)
+store_obs_transform_config("mosnav_goal_image", MosNavGoalImageInputConfig)
 
 
 @baseline_registry.register_obs_transformer()

@@ -29,8 +29,8 @@ from gym import spaces
 from habitat_baselines.common.baseline_registry import baseline_registry
 from habitat_baselines.common.obs_transformers import ObservationTransformer
 from habitat_baselines.config.default_structured_configs import ObsTransformConfig
-from hydra.core.config_store import ConfigStore
 
+from habitat_mosnav.baselines import store_obs_transform_config
 from habitat_mosnav.sensors import decode_goal_text
 
 TEXT_UUID = "mosnav_goal_text"
@@ -94,11 +94,7 @@ class MosNavTextGoalEncoderConfig(ObsTransformConfig):
     embedding_uuid: str = EMBEDDING_UUID
 
 
-ConfigStore.instance().store(
-    group="habitat_baselines/rl/policy/obs_transforms",
-    name="mosnav_text_goal",
-    node=MosNavTextGoalEncoderConfig,
-)
+store_obs_transform_config("mosnav_text_goal", MosNavTextGoalEncoderConfig)
 
 
 @baseline_registry.register_obs_transformer()

@@ -894,43 +894,32 @@ class Evaluator:
         trace = trace_for_record(run.action_trace) if self.config.record_actions else None
         extras = self._agent_extras(key)
         replay = self._replay_block(env, run)
-        if run.error is not None:
-            return make_record(
-                episode_key=key,
-                episode_index=index,
-                rank=rank,
-                seed=seed,
-                episode=summary,
-                steps_taken=run.steps_taken,
-                initial_agent_state=run.initial_agent_state,
-                action_trace=trace,
-                positions=run.positions,
-                error=error_type_of(run.error),
-                error_message=error_message_of(run.error),
-                extras=extras,
-                benchmark=self._benchmark,
-                replay=replay,
-            )
-        return make_record(
+        common = dict(
             episode_key=key,
             episode_index=index,
             rank=rank,
             seed=seed,
             episode=summary,
-            status="ok",
             steps_taken=run.steps_taken,
-            terminated_by=run.terminated_by,
-            initial_metrics=run.initial_metrics,
-            metrics=run.metrics,
-            report_events=run.report_events,
-            subtask_metrics=run.subtask_metrics,
             initial_agent_state=run.initial_agent_state,
-            final_agent_state=run.final_agent_state,
             action_trace=trace,
             positions=run.positions,
             extras=extras,
             benchmark=self._benchmark,
             replay=replay,
+        )
+        if run.error is not None:  # an error record: no metrics, no final state
+            return make_record(
+                error=error_type_of(run.error), error_message=error_message_of(run.error), **common
+            )
+        return make_record(
+            terminated_by=run.terminated_by,
+            initial_metrics=run.initial_metrics,
+            metrics=run.metrics,
+            report_events=run.report_events,
+            subtask_metrics=run.subtask_metrics,
+            final_agent_state=run.final_agent_state,
+            **common,
         )
 
     def _replay_block(self, env, run: EpisodeRun) -> Optional[Dict[str, Any]]:

@@ -471,20 +471,6 @@ def _claim_dot(img: np.ndarray, center: Tuple[int, int], color) -> None:
     cv2.circle(img, center, 4, color, -1)
 
 
-def _outlined_text(
-    img: np.ndarray,
-    text: str,
-    org: Tuple[int, int],
-    scale: float = 0.45,
-    color=(0, 0, 0),
-    outline=(255, 255, 255),
-) -> None:
-    import cv2
-
-    cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, outline, 3, cv2.LINE_AA)
-    cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, color, 1, cv2.LINE_AA)
-
-
 def draw_claim_group(img: np.ndarray, group: Mapping[str, Any]) -> None:
     """One claim: a dot at its spot. Several at one spot: their dots spread on a ring
     around it (at most :data:`CLAIM_RING_MAX`) and their count beside the ring."""
@@ -502,7 +488,7 @@ def draw_claim_group(img: np.ndarray, group: Mapping[str, Any]) -> None:
             (col + int(round(ring * math.cos(a))), row + int(round(ring * math.sin(a)))),
             CLAIM_COLORS[kind],
         )
-    _outlined_text(img, f"x{len(kinds)}", (col + ring + 6, row - ring + 4))
+    _text(img, f"x{len(kinds)}", (col + ring + 6, row - ring + 4), 0.45, outline=(255, 255, 255))
 
 
 def _text(
@@ -512,10 +498,15 @@ def _text(
     scale: float = 0.4,
     color=(0, 0, 0),
     thickness: int = 1,
+    outline=None,
 ) -> None:
+    """``outline``: a colour drawn 2 px thicker underneath, legible on any background."""
     import cv2
 
-    cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, color, thickness, cv2.LINE_AA)
+    font, line = cv2.FONT_HERSHEY_SIMPLEX, cv2.LINE_AA
+    if outline is not None:
+        cv2.putText(img, text, org, font, scale, outline, thickness + 2, line)
+    cv2.putText(img, text, org, font, scale, color, thickness, line)
 
 
 def scale_bar_length(meters_per_pixel: float, max_px: int) -> float:
@@ -942,6 +933,11 @@ def add_map_source_arguments(p: argparse.ArgumentParser, when: str = "") -> None
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 
 
+def map_source_options(args: argparse.Namespace) -> Dict[str, Any]:
+    """The keywords of :func:`render_run_maps` that :func:`add_map_source_arguments` parsed."""
+    return {"config": args.config, "overrides": args.overrides, "progress": args.progress}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         allow_abbrev=False,
@@ -960,13 +956,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from habitat_mosnav.evaluation.durable import ResultFileError
 
     try:
-        written = render_run_maps(
-            args.run_dir,
-            args.out,
-            config=args.config,
-            overrides=args.overrides,
-            progress=args.progress,
-        )
+        written = render_run_maps(args.run_dir, args.out, **map_source_options(args))
     except (ResultFileError, ValueError, OSError) as exc:
         print(safe_line(f"maps: error: {' '.join(str(exc).split())}"), file=sys.stderr)
         return 2

@@ -751,214 +751,183 @@ def replay_run(
     written or removed through a link below ``run_dir`` or ``out_dir``
     (:func:`~habitat_mosnav.safety.output_root`)."""
     with output_root(run_dir, out_dir):
-        return _replay_run(
-            run_dir,
-            simulator=simulator,
-            out_dir=out_dir,
-            config=config,
-            extra_overrides=extra_overrides,
+        from habitat_mosnav.simulators import SIMULATORS
+
+        types = {name: choice.type for name, choice in SIMULATORS.items()}
+        try:
+            read = load_run(run_dir)
+        except ReplayInputError as exc:
+            _report_bad_input(run_dir, out_dir, simulator, exc)
+            raise
+        latest, manifest = read.latest, read.manifest or {}
+        checked_run_overrides(manifest.get("config_overrides"))  # before anything is removed
+        first_block = next(iter(latest.values()))[1][REPLAY_FIELD]
+        motion = first_block["motion"]
+        produced = {v: k for k, v in types.items()}.get(motion["simulator"])
+        if simulator is None:
+            if produced is None:
+                raise ReplayInputError(
+                    f"{next(iter(latest.values()))[0]}: field "
+                    f"'{REPLAY_FIELD}.motion.simulator' is {motion['simulator']!r}, not one of "
+                    f"{', '.join(types.values())}: pass --simulator"
+                )
+            simulator = produced
+        cross = types[simulator] != motion["simulator"]
+        given_out = out_dir is not None
+        out_dir = out_dir or default_out_dir(run_dir, simulator)
+        _check_out_dir(run_dir, out_dir)
+        try:  # a planted link on the way (RUN_DIR/replay -> elsewhere): refused, nothing touched
+            check_path(out_dir)
+        except OSError as exc:
+            raise write_failed(exc.filename or out_dir, exc, "write the replay to") from None
+        setting, reference, selection = None, None, None
+        if verify:
+            setting = run_setting(latest, manifest)
+            selection = _selection(manifest)
+
+        def make_config(extra: Sequence[str]):
+            if verify:
+                return verify_config(
+                    manifest, setting, simulator, config=config, extra_overrides=extra
+                )
+            return replay_config(
+                manifest, motion, simulator, config=config, extra_overrides=extra
+            ), None
+
+        hcfg, reference = make_config(list(extra_overrides))
+        _remove_stale(out_dir, rank, world_size, fresh=not given_out and not resume)
+        collector = None
+        if diagnose:
+            from habitat_mosnav.evaluation import replay_diagnosis as rd
+
+            extra = rd.semantic_overrides(hcfg)
+            if extra:
+                hcfg, reference = make_config(list(extra_overrides) + extra)
+            collector = rd.DiagnosisCollector(rd.semantic_uuid(hcfg) or "semantic")
+        actions = {
+            k: decode_actions(rec[REPLAY_FIELD]["actions"]) for k, (_, rec) in latest.items()
+        }
+        agent = ReplayAgent(actions)
+        from habitat_mosnav.evaluation.evaluator import EvaluationConfig
+
+        ReplayEvaluator, EvaluationSetupError = _replay_evaluator_class()
+        cfg = EvaluationConfig(
+            output_dir=out_dir,
+            split=manifest.get("split") or None,
+            seed=int(manifest.get("seed", 0) or 0),
+            max_steps=int(manifest["max_steps"]) if manifest.get("max_steps") else None,
+            action_protocol=first_block["protocol"],
             rank=rank,
             world_size=world_size,
+            rank_timeout=0,
             resume=resume,
             progress=progress,
             maps=maps,
             video=video,
-            diagnose=diagnose,
-            verify=verify,
-            stream=stream,
-        )
-
-
-def _replay_run(
-    run_dir: str,
-    *,
-    simulator: Optional[str],
-    out_dir: Optional[str],
-    config: Optional[str],
-    extra_overrides: Sequence[str],
-    rank: int,
-    world_size: int,
-    resume: bool,
-    progress: bool,
-    maps: bool,
-    video: Optional[str],
-    diagnose: bool,
-    verify: bool,
-    stream,
-) -> ReplayResult:
-    from habitat_mosnav.simulators import SIMULATORS
-
-    types = {name: choice.type for name, choice in SIMULATORS.items()}
-    try:
-        read = load_run(run_dir)
-    except ReplayInputError as exc:
-        _report_bad_input(run_dir, out_dir, simulator, exc)
-        raise
-    latest, manifest = read.latest, read.manifest or {}
-    checked_run_overrides(manifest.get("config_overrides"))  # before anything is removed
-    first_block = next(iter(latest.values()))[1][REPLAY_FIELD]
-    motion = first_block["motion"]
-    produced = {v: k for k, v in types.items()}.get(motion["simulator"])
-    if simulator is None:
-        if produced is None:
-            raise ReplayInputError(
-                f"{next(iter(latest.values()))[0]}: field "
-                f"'{REPLAY_FIELD}.motion.simulator' is {motion['simulator']!r}, not one of "
-                f"{', '.join(types.values())}: pass --simulator"
-            )
-        simulator = produced
-    cross = types[simulator] != motion["simulator"]
-    given_out = out_dir is not None
-    out_dir = out_dir or default_out_dir(run_dir, simulator)
-    _check_out_dir(run_dir, out_dir)
-    try:  # a planted link on the way (RUN_DIR/replay -> elsewhere): refused, nothing touched
-        check_path(out_dir)
-    except OSError as exc:
-        raise write_failed(exc.filename or out_dir, exc, "write the replay to") from None
-    setting, reference, selection = None, None, None
-    if verify:
-        setting = run_setting(latest, manifest)
-        selection = _selection(manifest)
-
-    def make_config(extra: Sequence[str]):
-        if verify:
-            return verify_config(manifest, setting, simulator, config=config, extra_overrides=extra)
-        return replay_config(
-            manifest, motion, simulator, config=config, extra_overrides=extra
-        ), None
-
-    hcfg, reference = make_config(list(extra_overrides))
-    _remove_stale(out_dir, rank, world_size, fresh=not given_out and not resume)
-    collector = None
-    if diagnose:
-        from habitat_mosnav.evaluation import replay_diagnosis as rd
-
-        extra = rd.semantic_overrides(hcfg)
-        if extra:
-            hcfg, reference = make_config(list(extra_overrides) + extra)
-        collector = rd.DiagnosisCollector(rd.semantic_uuid(hcfg) or "semantic")
-    actions = {k: decode_actions(rec[REPLAY_FIELD]["actions"]) for k, (_, rec) in latest.items()}
-    agent = ReplayAgent(actions)
-    from habitat_mosnav.evaluation.evaluator import EvaluationConfig
-
-    ReplayEvaluator, EvaluationSetupError = _replay_evaluator_class()
-    cfg = EvaluationConfig(
-        output_dir=out_dir,
-        split=manifest.get("split") or None,
-        seed=int(manifest.get("seed", 0) or 0),
-        max_steps=int(manifest["max_steps"]) if manifest.get("max_steps") else None,
-        action_protocol=first_block["protocol"],
-        rank=rank,
-        world_size=world_size,
-        rank_timeout=0,
-        resume=resume,
-        progress=progress,
-        maps=maps,
-        video=video,
-        record_actions=False,
-        max_unavailable_episodes=0,
-        # --verify under a setting: the replayed records carry the setting and the run's
-        # deviations from it, recomputed here (compared with the records' own)
-        benchmark=setting.name if setting is not None else None,
-        num_episodes=selection[3] if setting is not None else -1,
-        manifest={
-            "agent": "mosnav-replay",
-            "config": manifest.get("config"),
-            "config_overrides": manifest.get("config_overrides") or [],
-            "replay_of": os.path.abspath(run_dir),
-        },
-    )
-    evaluator = ReplayEvaluator(agent, hcfg, cfg, stream=stream)
-    evaluator.replay_keys = sorted(latest)
-    evaluator.diagnosis = collector
-    evaluator.run_selection = selection
-    try:
-        evaluator.run()
-    except EvaluationSetupError as exc:
-        raise ReplayInputError(str(exc)) from None
-    from habitat_mosnav.evaluation.selection import select_episodes
-
-    mine = {k for _, k in select_episodes(sorted(latest), 0, -1, rank, world_size)}
-    replayed = read_run(out_dir).latest
-    result = ReplayResult(
-        out_dir=out_dir, simulator=types[simulator], records_digest=records_digest(latest)
-    )
-    from habitat_mosnav.evaluation.replay_data import simulator_version
-
-    result.simulator_version = simulator_version(result.simulator)
-    run_differences: List[Difference] = []
-    if verify:
-        result.settings = dict(
+            record_actions=False,
+            max_unavailable_episodes=0,
+            # --verify under a setting: the replayed records carry the setting and the run's
+            # deviations from it, recomputed here (compared with the records' own)
             benchmark=setting.name if setting is not None else None,
-            simulator=result.simulator,
-            simulator_version=result.simulator_version,
-            **reference,
+            num_episodes=selection[3] if setting is not None else -1,
+            manifest={
+                "agent": "mosnav-replay",
+                "config": manifest.get("config"),
+                "config_overrides": manifest.get("config_overrides") or [],
+                "replay_of": os.path.abspath(run_dir),
+            },
         )
-        run_differences = _run_differences(
-            read, latest, reference, evaluator.expected_keys, setting
+        evaluator = ReplayEvaluator(agent, hcfg, cfg, stream=stream)
+        evaluator.replay_keys = sorted(latest)
+        evaluator.diagnosis = collector
+        evaluator.run_selection = selection
+        try:
+            evaluator.run()
+        except EvaluationSetupError as exc:
+            raise ReplayInputError(str(exc)) from None
+        from habitat_mosnav.evaluation.selection import select_episodes
+
+        mine = {k for _, k in select_episodes(sorted(latest), 0, -1, rank, world_size)}
+        replayed = read_run(out_dir).latest
+        result = ReplayResult(
+            out_dir=out_dir, simulator=types[simulator], records_digest=records_digest(latest)
         )
-    for key in sorted(mine):
-        recorded = latest[key][1]
-        if key not in replayed:
-            result.differences.append(Difference(key, "record", "present", "not replayed"))
-            continue
-        new = replayed[key][1]
-        diffs = compare_records(key, recorded, new, cross_simulator=cross, verify=verify)
-        result.episode_count += 1
-        if cross and diffs and any(_claim_fields(d) for d in diffs):
-            margins = agent.claim_margins.get(key, {})
-            near = [s for s, m in margins.items() if m <= NEAR_BOUNDARY]
-            if near:
-                result.flips.append(
-                    {
-                        "episode_key": key,
-                        "claim_steps": sorted(near),
-                        "margins_m": {str(s): margins[s] for s in sorted(near)},
-                        "fields": [d.field for d in diffs],
-                    }
-                )
+        from habitat_mosnav.evaluation.replay_data import simulator_version
+
+        result.simulator_version = simulator_version(result.simulator)
+        run_differences: List[Difference] = []
+        if verify:
+            result.settings = dict(
+                benchmark=setting.name if setting is not None else None,
+                simulator=result.simulator,
+                simulator_version=result.simulator_version,
+                **reference,
+            )
+            run_differences = _run_differences(
+                read, latest, reference, evaluator.expected_keys, setting
+            )
+        for key in sorted(mine):
+            recorded = latest[key][1]
+            if key not in replayed:
+                result.differences.append(Difference(key, "record", "present", "not replayed"))
                 continue
-        result.differences.extend(diffs)
-    if collector is not None:
-        _diagnose(
-            result,
-            run_dir,
-            {k: replayed[k][1] for k in mine if k in replayed},
-            collector,
-            hcfg,
-            rank,
-            world_size,
-        )
-    if world_size == 1:
-        result.differences.extend(run_differences)
-        result.report_path = os.path.join(out_dir, REPORT_FILE)
-        atomic_write_json(result.report_path, to_jsonable(result.report(), "replay report"))
-        result.whole = result
+            new = replayed[key][1]
+            diffs = compare_records(key, recorded, new, cross_simulator=cross, verify=verify)
+            result.episode_count += 1
+            if cross and diffs and any(_claim_fields(d) for d in diffs):
+                margins = agent.claim_margins.get(key, {})
+                near = [s for s, m in margins.items() if m <= NEAR_BOUNDARY]
+                if near:
+                    result.flips.append(
+                        {
+                            "episode_key": key,
+                            "claim_steps": sorted(near),
+                            "margins_m": {str(s): margins[s] for s in sorted(near)},
+                            "fields": [d.field for d in diffs],
+                        }
+                    )
+                    continue
+            result.differences.extend(diffs)
+        if collector is not None:
+            _diagnose(
+                result,
+                run_dir,
+                {k: replayed[k][1] for k in mine if k in replayed},
+                collector,
+                hcfg,
+                rank,
+                world_size,
+            )
+        if world_size == 1:
+            result.differences.extend(run_differences)
+            result.report_path = os.path.join(out_dir, REPORT_FILE)
+            atomic_write_json(result.report_path, to_jsonable(result.report(), "replay report"))
+            result.whole = result
+            return result
+        stamp = {
+            "records_digest": result.records_digest,
+            "simulator": result.simulator,
+            "simulator_version": result.simulator_version,
+            "world_size": world_size,
+        }
+        shares = {
+            r: [k for _, k in select_episodes(sorted(latest), 0, -1, r, world_size)]
+            for r in range(world_size)
+        }
+        result.report_path = rank_report_path(out_dir, rank)
+        part = dict(result.report(), rank=rank, episode_keys=shares[rank], **stamp)
+        atomic_write_json(result.report_path, to_jsonable(part, "replay report"))
+        # The last rank to report finds every part and writes the whole (as mosnav-eval's last
+        # rank writes summary.json); two finishing at once both write the same content.
+        whole, result.missing_ranks = merge_rank_reports(out_dir, shares, stamp)
+        if whole is not None:
+            whole.differences.extend(run_differences)
+            whole.settings = result.settings
+            whole.report_path = os.path.join(out_dir, REPORT_FILE)
+            report = dict(whole.report(), world_size=world_size)
+            atomic_write_json(whole.report_path, to_jsonable(report, "replay report"))
+            result.whole = whole
         return result
-    stamp = {
-        "records_digest": result.records_digest,
-        "simulator": result.simulator,
-        "simulator_version": result.simulator_version,
-        "world_size": world_size,
-    }
-    shares = {
-        r: [k for _, k in select_episodes(sorted(latest), 0, -1, r, world_size)]
-        for r in range(world_size)
-    }
-    result.report_path = rank_report_path(out_dir, rank)
-    part = dict(result.report(), rank=rank, episode_keys=shares[rank], **stamp)
-    atomic_write_json(result.report_path, to_jsonable(part, "replay report"))
-    # The last rank to report finds every part and writes the whole (as mosnav-eval's last
-    # rank writes summary.json); two finishing at once both write the same content.
-    whole, result.missing_ranks = merge_rank_reports(out_dir, shares, stamp)
-    if whole is not None:
-        whole.differences.extend(run_differences)
-        whole.settings = result.settings
-        whole.report_path = os.path.join(out_dir, REPORT_FILE)
-        report = dict(whole.report(), world_size=world_size)
-        atomic_write_json(whole.report_path, to_jsonable(report, "replay report"))
-        result.whole = whole
-    return result
 
 
 def _report_bad_input(run_dir: str, out_dir: Optional[str], simulator: Optional[str], exc) -> None:

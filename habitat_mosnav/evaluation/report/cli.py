@@ -40,6 +40,7 @@ from habitat_mosnav.evaluation.durable import ResultFileError, ResultWriteError
 from habitat_mosnav.evaluation.maps import (
     add_map_source_arguments,
     episode_file_stem,
+    map_source_options,
 )
 from habitat_mosnav.safety import (
     PlantedLinkError,
@@ -294,9 +295,7 @@ def _report(args) -> int:
             resamples=args.bootstrap,
             seed=args.seed,
             draw_maps=args.maps,
-            config=args.config,
-            overrides=args.overrides,
-            progress=args.progress,
+            **map_source_options(args),
         )
     except (PlantedLinkError, ResultWriteError) as exc:
         print(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import html
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Sequence
 
 
 from habitat_mosnav.metrics.measure_table import (
@@ -118,31 +118,25 @@ def goat_row(run: RunData) -> Dict[str, Any]:
     return row
 
 
-def write_goat_csv(path: str, runs: Sequence[RunData]) -> None:
+def _write_rows(path: str, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    """A CSV of ``columns``: the header, then each row's values in that order."""
     with open_file(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(GOAT_CSV_COLUMNS)
-        for run in goat_runs(runs):
-            row = goat_row(run)
-            w.writerow([_csv_value(row[c]) for c in GOAT_CSV_COLUMNS])
+        w.writerow(columns)
+        for row in rows:
+            w.writerow([_csv_value(row[c]) for c in columns])
+
+
+def write_goat_csv(path: str, runs: Sequence[RunData]) -> None:
+    _write_rows(path, GOAT_CSV_COLUMNS, map(goat_row, goat_runs(runs)))
 
 
 def write_goal_type_csv(path: str, runs: Sequence[RunData]) -> None:
-    with open_file(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(GOAL_TYPE_CSV_COLUMNS)
-        for run in runs:
-            for row in goal_type_rows(run):
-                w.writerow([_csv_value(row[c]) for c in GOAL_TYPE_CSV_COLUMNS])
+    _write_rows(path, GOAL_TYPE_CSV_COLUMNS, (row for run in runs for row in goal_type_rows(run)))
 
 
 def write_csv(path: str, runs: Sequence[RunData]) -> None:
-    with open_file(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(CSV_COLUMNS)
-        for run in runs:
-            row = board_row(run)
-            w.writerow([_csv_value(row[c]) for c in CSV_COLUMNS])
+    _write_rows(path, CSV_COLUMNS, map(board_row, runs))
 
 
 def format_number(value, digits: int = 3, fmt: str = RATIO) -> str:

@@ -40,7 +40,6 @@ from habitat_mosnav.evaluation.report.data import (
 from habitat_mosnav.evaluation.report.leaderboard import (
     format_number,
     goal_type_rows,
-    goat_row,
     goat_runs,
     official_text,
     verification_text,
@@ -173,6 +172,32 @@ def _row_class(run: RunData) -> str:
     return ' class="err"' if run.summary.get("error_episode_count") else ' class="warn"'
 
 
+def _run_row(run: RunData, colors: Mapping[str, str], cells: str) -> str:
+    """A table's row of ``run``: its name cell, then ``cells``; marked when it is incomplete."""
+    return f"<tr{_row_class(run)}>{_run_cell(run, colors)}{cells}</tr>"
+
+
+def _aggregate_cells(run: RunData, specs) -> str:
+    """The run's cells of the aggregates ``specs``, each in its format ("–" says why)."""
+    return "".join(
+        _cell(run.metrics.get(a.name), fmt=a.format, why=aggregate_reason(run, a.name))
+        for a in specs
+    )
+
+
+def _interval_cells(run: RunData, intervals: Mapping[str, Any], fields) -> List[str]:
+    """The run's cells of the aggregates ``fields``, each with its 95 % interval."""
+    m = run.metrics
+    return [
+        _cell(
+            m.get(c),
+            text=_esc(with_interval(m.get(c), intervals.get(c))),
+            why=aggregate_reason(run, c),
+        )
+        for c, _ in fields
+    ]
+
+
 def _board_head() -> List[Tuple[str, str, str]]:
     return [(aggregate_spec(c).label, c, "") for c, _ in BOARD_FIELDS]
 
@@ -186,7 +211,7 @@ def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     )
     rows = []
     for run in runs:
-        m, s = run.metrics, run.summary
+        s = run.summary
         off = run.official
         badge = (
             ""
@@ -195,15 +220,7 @@ def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
             if off
             else ' <span class="badge bad">not official</span>'
         )
-        cells = [_run_cell(run, colors)]
-        cells += [
-            _cell(
-                m.get(c),
-                text=_esc(with_interval(m.get(c), run.intervals.get(c))),
-                why=aggregate_reason(run, c),
-            )
-            for c, _ in BOARD_FIELDS
-        ]
+        cells = _interval_cells(run, run.intervals, BOARD_FIELDS)
         cells.append(
             _cell(
                 s.get("ok_episode_count"),
@@ -224,7 +241,7 @@ def _board_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
                 text=_esc(s.get("status")) + badge + _verified_badge(run),
             )
         )
-        rows.append(f"<tr{_row_class(run)}>" + "".join(cells) + "</tr>")
+        rows.append(_run_row(run, colors, "".join(cells)))
     return _table("leaderboard", head, rows)
 
 
@@ -233,15 +250,16 @@ def _goal_types_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
     head = [("run", "", "t"), ("goal type", "", "t"), ("episodes", "episodes", "")]
     head += _board_head()
     rows = [
-        f"<tr{_row_class(run)}>"
-        + _run_cell(run, colors)
-        + _cell(row["goal_type"], False, cls="t")
-        + _cell(row["num_episodes"], digits=0, fmt=INTEGER)
-        + "".join(
-            _cell(row[c], why=aggregate_reason(run, c, row, f"its {row['goal_type']} episodes"))
-            for c, _ in BOARD_FIELDS
+        _run_row(
+            run,
+            colors,
+            _cell(row["goal_type"], False, cls="t")
+            + _cell(row["num_episodes"], digits=0, fmt=INTEGER)
+            + "".join(
+                _cell(row[c], why=aggregate_reason(run, c, row, f"its {row['goal_type']} episodes"))
+                for c, _ in BOARD_FIELDS
+            ),
         )
-        + "</tr>"
         for run in runs
         for row in goal_type_rows(run)
     ]
@@ -256,19 +274,15 @@ def _goat_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str:
         return ""
     head = [("run", "", "t"), ("sequential episodes", "", "")]
     head += [(aggregate_spec(c).label, c, "") for c, _ in GOAT_FIELDS]
-    rows = []
-    for run in shown:
-        row = goat_row(run)
-        cells = [_run_cell(run, colors), _cell(run.sequential_count, digits=0, fmt=INTEGER)]
-        cells += [
-            _cell(
-                row[c],
-                text=_esc(with_interval(row[c], run.goat_intervals.get(c))),
-                why=aggregate_reason(run, c),
-            )
-            for c, _ in GOAT_FIELDS
-        ]
-        rows.append(f"<tr{_row_class(run)}>" + "".join(cells) + "</tr>")
+    rows = [
+        _run_row(
+            run,
+            colors,
+            _cell(run.sequential_count, digits=0, fmt=INTEGER)
+            + "".join(_interval_cells(run, run.goat_intervals, GOAT_FIELDS)),
+        )
+        for run in shown
+    ]
     return (
         "<h3>GOAT-Bench (sequential episodes, SPEC §11)</h3><p>GOAT-Bench's metrics under its "
         "names: the mean over each run's sequential episodes (a per-type success over the "
@@ -281,16 +295,7 @@ def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str
     """The second tables: diagnostics, by task type / mode, and the run details."""
     diagnostics = [aggregate_spec(k) for k in DIAGNOSTICS]
     head = [("run", "", "t")] + [(a.label, a.name, "") for a in diagnostics]
-    diag = [
-        f"<tr{_row_class(r)}>"
-        + _run_cell(r, colors)
-        + "".join(
-            _cell(r.metrics.get(a.name), fmt=a.format, why=aggregate_reason(r, a.name))
-            for a in diagnostics
-        )
-        + "</tr>"
-        for r in runs
-    ]
+    diag = [_run_row(r, colors, _aggregate_cells(r, diagnostics)) for r in runs]
     task = [a for a in SHOWN_AGGREGATES if a.table == "task"]
     head2 = (
         [("run", "", "t")]
@@ -298,15 +303,13 @@ def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str
         + [("many", "mos", ""), ("all", "moc", "")]
     )
     by_task = [
-        f"<tr{_row_class(r)}>"
-        + _run_cell(r, colors)
-        + "".join(
-            _cell(r.metrics.get(a.name), fmt=a.format, why=aggregate_reason(r, a.name))
-            for a in task
+        _run_row(
+            r,
+            colors,
+            _aggregate_cells(r, task)
+            + _cell(r.metrics.get("num_episodes_many"), digits=0, why=OLD_SUMMARY)
+            + _cell(r.metrics.get("num_episodes_all"), digits=0, why=OLD_SUMMARY),
         )
-        + _cell(r.metrics.get("num_episodes_many"), digits=0, why=OLD_SUMMARY)
-        + _cell(r.metrics.get("num_episodes_all"), digits=0, why=OLD_SUMMARY)
-        + "</tr>"
         for r in runs
     ]
     head3 = [
@@ -318,14 +321,15 @@ def _diagnostics_html(runs: Sequence[RunData], colors: Mapping[str, str]) -> str
         ("notes", "", "t"),
     ]
     details = [
-        f"<tr{_row_class(r)}>"
-        + _run_cell(r, colors)
-        + _cell(r.benchmark, False, cls="t", text=_esc(r.benchmark or NULL), why=NO_BENCHMARK)
-        + _cell(official_text(r), False, cls="t", why=NO_BENCHMARK)
-        + _cell(r.manifest_text("agent"), False, cls="t wrap")
-        + _cell(r.manifest_text("config"), False, cls="t wrap")
-        + _cell("; ".join(r.notes), False, cls="t wrap")
-        + "</tr>"
+        _run_row(
+            r,
+            colors,
+            _cell(r.benchmark, False, cls="t", text=_esc(r.benchmark or NULL), why=NO_BENCHMARK)
+            + _cell(official_text(r), False, cls="t", why=NO_BENCHMARK)
+            + _cell(r.manifest_text("agent"), False, cls="t wrap")
+            + _cell(r.manifest_text("config"), False, cls="t wrap")
+            + _cell("; ".join(r.notes), False, cls="t wrap"),
+        )
         for r in runs
     ]
     return (
