@@ -35,7 +35,8 @@ def _key_value(text: str) -> str:
     return text
 
 
-#: argparse's keywords of ``--set KEY=VALUE`` (Hydra syntax, repeatable) of both commands.
+#: argparse's keywords of ``--set KEY=VALUE`` (Hydra syntax, repeatable) of mosnav-eval,
+#: mosnav-replay and the maps (mosnav-report --maps).
 SET_FLAG = dict(dest="overrides", action="append", type=_key_value, default=[], metavar="KEY=VALUE")
 #: argparse's keywords of ``--save-video [mp4|gif]`` of both commands.
 SAVE_VIDEO_FLAG = {"nargs": "?", "const": "mp4", "choices": ("mp4", "gif")}

@@ -46,6 +46,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from habitat_mosnav.evaluation.command import SET_FLAG
 from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
 from habitat_mosnav.pose import wrap_angle, yaw_of
 from habitat_mosnav.safety import mask_secrets, safe_line
@@ -924,10 +925,7 @@ def add_map_source_arguments(p: argparse.ArgumentParser, when: str = "") -> None
     )
     p.add_argument(
         "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
+        **SET_FLAG,
         help=f"{when}habitat config override, repeatable (e.g. the run's dataset paths)",
     )
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
