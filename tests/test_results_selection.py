@@ -124,3 +124,9 @@ def test_launcher_rank_world():
         launcher_rank_world({"RANK": "x", "WORLD_SIZE": "2"})
     with pytest.raises(ValueError, match="not a valid rank"):
         launcher_rank_world({"RANK": "4", "WORLD_SIZE": "2"})
+    # given values (--rank/--world-size, EvaluationConfig) win one by one; both given: the
+    # launcher's variables are not read at all (a broken one does not matter)
+    launched = {"RANK": "2", "WORLD_SIZE": "4"}
+    assert launcher_rank_world(launched, rank=1) == (1, 4)
+    assert launcher_rank_world(launched, world_size=8) == (2, 8)
+    assert launcher_rank_world({"RANK": "x"}, rank=0, world_size=3) == (0, 3)

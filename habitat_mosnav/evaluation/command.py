@@ -48,13 +48,9 @@ def rank_world(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int
     from habitat_mosnav.evaluation.selection import launcher_rank_world
 
     try:
-        env_rank, env_world = launcher_rank_world()
+        return launcher_rank_world(None, rank, world_size)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return (
-        env_rank if rank is None else rank,
-        env_world if world_size is None else world_size,
-    )
 
 
 def run_command(prog: str, run: Callable[[dict], int]) -> int:

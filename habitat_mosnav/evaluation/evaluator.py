@@ -322,14 +322,10 @@ class Evaluator:
         _LOG.warning(safe_line(text))
 
     def _rank_world(self) -> Tuple[int, int]:
-        rank, world = self.config.rank, self.config.world_size
-        if rank is None or world is None:
-            try:
-                env_rank, env_world = launcher_rank_world()
-            except ValueError as exc:
-                raise EvaluationSetupError(str(exc)) from None
-            rank = env_rank if rank is None else rank
-            world = env_world if world is None else world
+        try:
+            rank, world = launcher_rank_world(None, self.config.rank, self.config.world_size)
+        except ValueError as exc:
+            raise EvaluationSetupError(str(exc)) from None
         if world < 1 or not 0 <= rank < world:
             raise EvaluationSetupError(
                 f"rank {rank} is outside 0..{world - 1} (world size {world})"

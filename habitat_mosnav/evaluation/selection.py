@@ -75,19 +75,26 @@ def _env_int(env, name: str) -> Optional[int]:
         raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
 
 
-def launcher_rank_world(environ=None) -> Tuple[int, int]:
-    """(rank, world_size) from torchrun (RANK/WORLD_SIZE), else SLURM
-    (SLURM_PROCID/SLURM_NTASKS), else (0, 1)."""
+def launcher_rank_world(environ=None, rank=None, world_size=None) -> Tuple[int, int]:
+    """(rank, world_size): ``rank``/``world_size`` where given (flags, EvaluationConfig),
+    else from torchrun (RANK/WORLD_SIZE), else SLURM (SLURM_PROCID/SLURM_NTASKS), else
+    (0, 1). A launcher's values that make no sense raise ValueError."""
+    launched = (0, 1)
     env = os.environ if environ is None else environ
     for rank_var, world_var in (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS")):
-        rank, world = _env_int(env, rank_var), _env_int(env, world_var)
-        if rank is None and world is None:
+        if rank is not None and world_size is not None:
+            break  # both given: the launcher's are not read
+        r, w = _env_int(env, rank_var), _env_int(env, world_var)
+        if r is None and w is None:
             continue
-        rank = 0 if rank is None else rank
-        world = 1 if world is None else world
-        if world < 1 or not 0 <= rank < world:
+        r, w = (0 if r is None else r), (1 if w is None else w)
+        if w < 1 or not 0 <= r < w:
             raise ValueError(
-                f"environment {rank_var}={rank} / {world_var}={world} is not a valid rank/world size"
+                f"environment {rank_var}={r} / {world_var}={w} is not a valid rank/world size"
             )
-        return rank, world
-    return 0, 1
+        launched = (r, w)
+        break
+    return (
+        launched[0] if rank is None else rank,
+        launched[1] if world_size is None else world_size,
+    )
