@@ -338,6 +338,14 @@ SIMULATORS: Dict[str, SimulatorChoice] = {
 }
 
 
+def simulators_help() -> str:
+    """The ``--simulator`` choices as help prose, from the table: "NAME (TYPE, DESCRIPTION)"."""
+    return " or ".join(
+        f"{c.name} ({c.type}{'' if c.description == c.name else ', ' + c.description})"
+        for c in SIMULATORS.values()
+    )
+
+
 def simulator_choice(name: str) -> SimulatorChoice:
     """The choice called ``name``; ValueError naming the choices otherwise."""
     try:

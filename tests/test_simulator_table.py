@@ -47,9 +47,13 @@ def fake_simulator(monkeypatch):
 
 
 def test_eval_and_replay_run_on_a_simulator_added_to_the_table(fake_simulator, open_room, tmp_path):
+    from habitat_mosnav.evaluation.cli import build_parser
     from habitat_mosnav.evaluation.cli import main as eval_main
     from habitat_mosnav.evaluation.replay_cli import main as replay_main
 
+    # the flag's choices and its help prose come from the table too
+    helped = " ".join(build_parser().format_help().split())
+    assert f"{FAKE} ({FAKE_TYPE}, a fake)" in helped and "mosnav (MosNavMeshSim-v0," in helped
     run, out = tmp_path / "run", tmp_path / "replayed"
     argv = ["--agent", "random", "--num-episodes", "1", "--max-steps", "4"]
     argv += ["--simulator", FAKE, "--output-dir", str(run), *room_args(open_room, *NO_IMAGES)]

@@ -48,7 +48,7 @@ from habitat_mosnav.evaluation.defaults import DEFAULT_CONFIG
 from habitat_mosnav.evaluation.run_request import PROG, RunRequest, flag_of
 from habitat_mosnav.flag_ranges import bound_numbers
 from habitat_mosnav.safety import safe_line
-from habitat_mosnav.simulators import SIMULATORS
+from habitat_mosnav.simulators import SIMULATORS, simulators_help
 from habitat_mosnav.versions import add_version_argument
 
 __all__ = [
@@ -139,9 +139,8 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     g.add_argument(
         "--simulator",
         choices=tuple(SIMULATORS),
-        help="run on habitat-sim (Sim-v0; GPU 0 when there is one, else Mesa on the CPU) "
-        "or on the CPU simulator MosNavMeshSim-v0 (default: the config's; the demo "
-        "configs use mosnav, the HM3D ones habitat-sim)",
+        help=f"run on {simulators_help()} (default: the config's; the demo configs use the "
+        "CPU simulator, the HM3D ones habitat-sim, on GPU 0 when there is one)",
     )
     g.add_argument("--split", help="dataset split, part of every episode key")
     g.add_argument(
