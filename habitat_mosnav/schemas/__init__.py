@@ -178,7 +178,8 @@ def first_error(
         choices=", ".join(map(str, want)) if isinstance(want, list) else "",
     )
     name, used = record(path)
-    start = max(field_depth - 1, used) if field_depth else end
+    # inside a record, the objects around the field join its name ("goal 7 aabb")
+    start = (max(field_depth - 1, used) if field_depth else used) if name else 0
     head = ": ".join(
         p for p in (where, " ".join(filter(None, (name, dotted(path[used:start]))))) if p
     )
