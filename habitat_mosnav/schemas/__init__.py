@@ -52,10 +52,26 @@ def load(name: str) -> dict:
         return json.load(f)
 
 
+def _inline(node: Any, defs: dict, inside: Tuple[str, ...] = ()) -> Any:
+    """``node`` with its local ``$ref`` replaced by the definitions (a recursive one, the
+    free-form JSON value, stays a reference): a third of the time of a check otherwise."""
+    if isinstance(node, list):
+        return [_inline(v, defs, inside) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref", "")
+    name = ref[len("#/$defs/") :]
+    if ref.startswith("#/$defs/") and name not in inside:
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        return dict(_inline(defs[name], defs, inside + (name,)), **_inline(rest, defs, inside))
+    return {k: v if k == "$defs" else _inline(v, defs, inside) for k, v in node.items()}
+
+
 @functools.lru_cache(maxsize=None)
 def _validator(name: str, definition: str):
     schema = load(name)
-    return _Validator(dict(schema, **{"$ref": f"#/$defs/{definition}"}) if definition else schema)
+    top = dict(schema, **{"$ref": f"#/$defs/{definition}"}) if definition else schema
+    return _Validator(_inline(top, schema.get("$defs", {})))
 
 
 def show(value: Any, limit: int = 60) -> str:
@@ -98,16 +114,10 @@ def _walk(root: dict, error) -> Tuple[dict, int, Optional[dict]]:
     return node, field_depth, field_node
 
 
-def _message(root: dict, node: Optional[dict], keyword: str) -> Optional[str]:
-    """The node's own ``errorMessage`` for ``keyword`` (or that of the schema it refers to)."""
-    while node is not None:
-        custom = node.get("errorMessage")
-        if isinstance(custom, dict):
-            custom = custom.get(keyword)
-        if custom is not None:
-            return custom
-        node = _resolve(root, node["$ref"]) if "$ref" in node else None
-    return None
+def _message(node: Optional[dict], keyword: str) -> Optional[str]:
+    """The node's own ``errorMessage`` for ``keyword``."""
+    custom = (node or {}).get("errorMessage")
+    return custom.get(keyword) if isinstance(custom, dict) else custom
 
 
 def _problem(error) -> str:
@@ -161,18 +171,20 @@ def first_error(
     root, kw, want = validator.schema, error.validator, error.validator_value
     node, field_depth, field_node = _walk(root, error)
     path = list(error.absolute_path)
-    if kw in ("required", "additionalProperties"):  # the field is a key of the instance
-        known = want if kw == "required" else node.get("properties", {})
-        names = want if kw == "required" else error.instance
-        path.append(next(k for k in names if (k in error.instance) != (k in known)))
+    if kw == "required":  # the field is a key the instance lacks, or should not have
+        path.append(next(k for k in want if k not in error.instance))
+    elif kw == "additionalProperties":
+        path.append(next(k for k in error.instance if k not in node.get("properties", {})))
+    if kw in ("required", "additionalProperties"):
         field_depth, field_node = len(path), None
-    template, end = _message(root, node, kw), len(path)
-    if template is None and _message(root, field_node, kw) is not None:
-        template, end = _message(root, field_node, kw), field_depth
-    value = _at(doc, path[:end])
+    # the failing node's own message, else its field's (about the field's whole value)
+    template, end = _message(node, kw), len(path)
+    if template is None and _message(field_node, kw) is not None:
+        template, end = _message(field_node, kw), field_depth
+    value, got = _at(doc, path[:end]), error.instance
     problem = (template or _problem(error)).format(
-        got=show(error.instance),
-        text=str(error.instance)[:60],
+        got=show(got),
+        text=got[:60] if isinstance(got, str) else show(got),
         value=show(value, 80),
         count=len(value) if isinstance(value, (list, dict, str)) else "",
         choices=", ".join(map(str, want)) if isinstance(want, list) else "",
@@ -183,5 +195,5 @@ def first_error(
     head = ": ".join(
         p for p in (where, " ".join(filter(None, (name, dotted(path[used:start]))))) if p
     )
-    field = dotted(path[start:end])
+    field = dotted(path[start:end])[:120]
     return f"{head}: field '{field}': {problem}" if field else f"{head}: {problem}"
