@@ -37,9 +37,9 @@ HFOV_RANGE = tuple(
 )
 #: A record's name (``goal 7``, or ``goal #3`` without a valid id) by its list in a file.
 _RECORDS = {
-    "goals": ("goal", "{}", "object_id"),
-    "queries": ("query", "'{}'", "query_id"),
-    "episodes": ("episode", "'{}'", "episode_id"),
+    "goals": ("goal {}", "object_id"),
+    "queries": ("query '{}'", "query_id"),
+    "episodes": ("episode '{}'", "episode_id"),
 }
 
 
@@ -100,10 +100,8 @@ def read_json(path: str) -> Any:
             raise DatasetFormatError(
                 f"{path}: not a dataset file: nested deeper than {MAX_NESTING} levels"
             )
-        children = (
-            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        )
-        todo += [(v, depth + 1) for v in children]
+        if isinstance(item, (dict, list)):
+            todo += [(v, depth + 1) for v in (item.values() if isinstance(item, dict) else item)]
     return doc
 
 
@@ -112,14 +110,11 @@ def _record(doc: Any, path: List[Any]) -> Tuple[str, int]:
     messages, and how many parts of the path name it."""
     if len(path) < 2 or path[0] not in _RECORDS:
         return "", 0
-    noun, shown, key = _RECORDS[path[0]]
-    rid = doc[path[0]][path[1]].get(key) if isinstance(doc[path[0]][path[1]], dict) else None
-    named = (
-        isinstance(rid, str) and rid.strip()
-        if key != "object_id"
-        else isinstance(rid, int) and not isinstance(rid, bool)
-    )
-    return (f"{noun} {shown.format(rid)}" if named else f"{noun} #{path[1]}"), 2
+    shown, key = _RECORDS[path[0]]
+    item = doc[path[0]][path[1]]
+    rid = item.get(key) if isinstance(item, dict) else None
+    named = type(rid) is int if key == "object_id" else isinstance(rid, str) and rid.strip()
+    return (shown.format(rid) if named else f"{shown.split()[0]} #{path[1]}"), 2
 
 
 def _checked(doc: Any, path: str, definition: str, record=lambda p: ("", 0)) -> Any:
@@ -149,13 +144,11 @@ def quaternion(q: List[Any], path: str, record: str, name: str) -> List[float]:
     """A rotation ``[x, y, z, w]`` (the schema checked 4 finite numbers) that is one: not of
     zero length."""
     if math.sqrt(sum(v * v for v in q)) < 1e-6:
-        _fail(
-            path,
-            record,
-            name,
+        why = (
             f"a zero-length quaternion {json.dumps(q)} is no "
-            "rotation (the identity is [0, 0, 0, 1])",
+            "rotation (the identity is [0, 0, 0, 1])"
         )
+        _fail(path, record, name, why)
     return floats(q)
 
 
@@ -238,12 +231,8 @@ def parse_image_goal(
         return None
     irec = f"{rec} image_goal"
     if ig["object_id"] not in matched:
-        _fail(
-            path,
-            irec,
-            "object_id",
-            f"{ig['object_id']} is not one of the query's matched_object_ids",
-        )
+        why = f"{ig['object_id']} is not one of the query's matched_object_ids"
+        _fail(path, irec, "object_id", why)
     share = {k: None if ig.get(k) is None else float(ig[k]) for k in _SHARES}
     return {
         "object_id": ig["object_id"],
@@ -293,13 +282,11 @@ def parse_episodes(
         eid, mode, targets = e["episode_id"], e["target_mode"], e["target_object_ids"]
         rec = f"episode '{eid}'"
         if KEY_SEP in eid:
-            _fail(
-                path,
-                rec,
-                "episode_id",
+            why = (
                 f"must not contain '{KEY_SEP}' (keys are <split>"
-                f"{KEY_SEP}<scene_id>{KEY_SEP}<episode_id>)",
+                f"{KEY_SEP}<scene_id>{KEY_SEP}<episode_id>)"
             )
+            _fail(path, rec, "episode_id", why)
         if eid in seen:
             _fail(path, rec, "episode_id", "duplicate episode id")
         seen.add(eid)
@@ -309,22 +296,14 @@ def parse_episodes(
                 _fail(path, rec, "target_object_ids", f"object {t} is not in goals.json")
         count = e.get("target_count")
         if mode == "many" and not 1 <= count <= len(targets):
-            _fail(
-                path,
-                rec,
-                "target_count",
-                f"{count} is out of range 1..{len(targets)} (number of targets)",
-            )
+            why = f"{count} is out of range 1..{len(targets)} (number of targets)"
+            _fail(path, rec, "target_count", why)
         subtasks = None
         if mode == SEQUENTIAL:
             subtasks = parse_subtasks(e, targets, queries, path, rec)
             if subtasks[0]["query_id"] != qid:
-                _fail(
-                    path,
-                    rec,
-                    "query_id",
-                    f"'{qid}' is not the first subtask's query '{subtasks[0]['query_id']}'",
-                )
+                why = f"'{qid}' is not the first subtask's query '{subtasks[0]['query_id']}'"
+                _fail(path, rec, "query_id", why)
         # The exact solver computes the optimal path at every reset (after len(targets)**2
         # geodesics): an episode it refuses is refused here. A sequential episode computes
         # no such path (SPEC §11: one subtask at a time).
@@ -334,12 +313,8 @@ def parse_episodes(
             else solver_refusal(len(targets), {"all": len(targets), "many": count}.get(mode, 1))
         )
         if refusal is not None:
-            _fail(
-                path,
-                rec,
-                "target_object_ids",
-                f"{len(targets)} targets in a '{mode}' episode: {refusal}",
-            )
+            why = f"{len(targets)} targets in a '{mode}' episode: {refusal}"
+            _fail(path, rec, "target_object_ids", why)
         episodes.append(
             {
                 "episode_id": eid,
@@ -371,46 +346,33 @@ def parse_subtasks(
     used = set()
     for k, st in enumerate(e["subtasks"]):
         srec = f"{rec} subtasks[{k}]"
-        qid, goal_type, ids = (
-            _query_id(st, queries, path, srec),
-            st["goal_type"],
-            st["target_object_ids"],
-        )
+        qid = _query_id(st, queries, path, srec)
+        goal_type, ids = st["goal_type"], st["target_object_ids"]
         if goal_type == "object" and pure_category(queries[qid]) is None:
-            _fail(
-                path,
-                srec,
-                "goal_type",
+            why = (
                 f"'object' needs a pure category query (one condition "
-                f"category == <name>), query '{qid}' is not one",
+                f"category == <name>), query '{qid}' is not one"
             )
+            _fail(path, srec, "goal_type", why)
         if goal_type == "image" and queries[qid]["image_goal"] is None:
-            _fail(
-                path,
-                srec,
-                "goal_type",
+            why = (
                 f"'image' needs a query with an image_goal, query "
-                f"'{qid}' has none (add it with mosnav-build image-goals)",
+                f"'{qid}' has none (add it with mosnav-build image-goals)"
             )
+            _fail(path, srec, "goal_type", why)
         for t in ids:
             if t not in targets:
-                _fail(
-                    path,
-                    srec,
-                    "target_object_ids",
-                    f"object {t} is not in the episode's target_object_ids",
-                )
+                why = f"object {t} is not in the episode's target_object_ids"
+                _fail(path, srec, "target_object_ids", why)
         used.update(ids)
         out.append({"query_id": qid, "goal_type": goal_type, "target_object_ids": list(ids)})
     unused = [t for t in targets if t not in used]
     if unused:
-        _fail(
-            path,
-            rec,
-            "target_object_ids",
+        why = (
             f"object {unused[0]} is no subtask's target (the "
-            "episode's targets are its subtasks' targets)",
+            "episode's targets are its subtasks' targets)"
         )
+        _fail(path, rec, "target_object_ids", why)
     return out
 
 
@@ -425,11 +387,7 @@ def load_scene_dir(
     for q in queries.values():
         for oid in q["matched_object_ids"]:
             if oid not in goals:
-                _fail(
-                    qpath,
-                    f"query '{q['query_id']}'",
-                    "matched_object_ids",
-                    f"object {oid} is not in goals.json",
-                )
+                why = f"object {oid} is not in goals.json"
+                _fail(qpath, f"query '{q['query_id']}'", "matched_object_ids", why)
     episodes = parse_episodes(os.path.join(scene_dir, "episodes.json"), scene_id, goals, queries)
     return goals, queries, episodes
