@@ -55,10 +55,9 @@ def _finite(x) -> Optional[float]:
     return x if math.isfinite(x) else None
 
 
-#: The largest magnitude of an integer or float a record holds: a 5000-digit integer
-#: from an agent cannot be written (nor read back), a 1e308 would overflow any mean.
+#: The largest integer a record holds: a 5000-digit integer from an agent cannot be
+#: written (nor read back). (Readers also refuse numbers a mean overflows: the schema.)
 MAX_RECORD_INT = 2**63
-MAX_RECORD_NUMBER = 1e15
 
 
 def checked_int(value, where: str = "value") -> int:

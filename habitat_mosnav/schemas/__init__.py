@@ -127,7 +127,8 @@ def _problem(error) -> str:
         if isinstance(got, float) and not math.isfinite(got):
             return f"expected a finite number, got {got}"
         names = [_TYPE_NAMES[t] for t in ([want] if isinstance(want, str) else want)]
-        return f"expected {' or '.join(n for n in names if n != 'null')}, got {{got}}"
+        names = [n for n in names if n != "null"] or ["null"]
+        return f"expected {' or '.join(names)}, got {{got}}"
     return {
         "required": "missing",
         "additionalProperties": "unknown field",
