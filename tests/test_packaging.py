@@ -110,6 +110,12 @@ def test_wheel_ships_the_hook_and_the_data_without_warnings(source, tmp_path):
         "habitat_mosnav/evaluation/report/static/report.js",
     } <= set(names)
     assert "benchmark_api.py" in names and "_habitat_mosnav_pth.py" in names
+    # the JSON Schemas every dataset, setting and record is checked against
+    assert {
+        f"habitat_mosnav/schemas/{n}"
+        for n in os.listdir(os.path.join(REPO, "habitat_mosnav", "schemas"))
+        if n.endswith(".schema.json")
+    } <= set(names) and "habitat_mosnav/schemas/dataset.schema.json" in names
     # the licence a lab adopting it needs: the SPDX expression and the file itself
     with zipfile.ZipFile(wheel) as z:
         meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))

@@ -74,7 +74,8 @@ def _load(path: Path) -> Any:
 
 def read_objectnav_goals(path: Path, scene_id: str) -> Dict[int, Dict[str, Any]]:
     """{object_id: {"category", "view_points": [{position, rotation, iou}]}} of ``scene_id``."""
-    from habitat_mosnav.datasets.schema import DatasetFormatError, field, quaternion, vector
+    from habitat_mosnav.datasets.schema import DatasetFormatError, quaternion
+    from habitat_mosnav.schemas import first_error
 
     doc = _load(Path(path))
     if not isinstance(doc, dict) or not isinstance(doc.get("goals_by_category"), dict):
@@ -93,34 +94,29 @@ def read_objectnav_goals(path: Path, scene_id: str) -> Dict[int, Dict[str, Any]]
             raise BuildError(f"{path}: goals_by_category[{key!r}]: expected a list of goals")
         for i, g in enumerate(goals):
             rec = f"goals_by_category[{key!r}][{i}]"
-            try:
-                oid = field(g, "object_id", int, fpath, rec)
+            oid = g.get("object_id") if isinstance(g, dict) else None
+            if isinstance(oid, int) and not isinstance(oid, bool):
                 rec = f"{rec} (object {oid})"
-                parsed = []
-                for j, vp in enumerate(field(g, "view_points", list, fpath, rec)):
-                    vrec = f"{rec} view_points[{j}]"
-                    state = field(vp, "agent_state", dict, fpath, vrec)
-                    pos = vector(state, "position", 3, fpath, f"{vrec}.agent_state")
-                    rot = quaternion(state, "rotation", fpath, f"{vrec}.agent_state")
-                    iou = vp.get("iou")  # its own message: ObjectNav files say NaN, as JSON does
-                    if (
-                        isinstance(iou, bool)
-                        or not isinstance(iou, (int, float))
-                        or not math.isfinite(iou)
-                    ):
-                        raise BuildError(
-                            f"{fpath}: {vrec}: field 'iou': expected a finite number, got {json.dumps(iou)}"
-                        )
-                    norm = math.sqrt(sum(x * x for x in rot))
-                    parsed.append(
-                        {
-                            "position": rounded(pos),
-                            "rotation": rounded([x / norm for x in rot], 6),
-                            "iou": round(float(iou), 4),
-                        }
+            problem = first_error(g, "dataset", fpath, "objectnav_goal", lambda p: (rec, 0))
+            if problem is not None:
+                raise BuildError(problem)
+            parsed = []
+            for j, vp in enumerate(g["view_points"]):
+                state = vp["agent_state"]
+                try:
+                    rot = quaternion(
+                        state["rotation"], fpath, f"{rec} view_points[{j}].agent_state", "rotation"
                     )
-            except DatasetFormatError as e:
-                raise BuildError(str(e)) from None
+                except DatasetFormatError as e:
+                    raise BuildError(str(e)) from None
+                norm = math.sqrt(sum(x * x for x in rot))
+                parsed.append(
+                    {
+                        "position": rounded(state["position"]),
+                        "rotation": rounded([x / norm for x in rot], 6),
+                        "iou": round(float(vp["iou"]), 4),
+                    }
+                )
             if oid in out:
                 out[oid]["view_points"].extend(parsed)
             else:

@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 from habitat_mosnav.evaluation.durable import ResultFileError
 from habitat_mosnav.keys import scene_name_from_path
 from habitat_mosnav.metrics import AGGREGATED_FIELDS
+from habitat_mosnav.schemas import first_error, load
 
 SCHEMA_VERSION = 1
 
@@ -28,16 +29,9 @@ EPISODE_FIELDS = (
 )
 #: The record block ``subtask_metrics`` of a ``sequential`` episode (SPEC §11): one list
 #: entry per subtask (``goal_types`` strings, the others numbers or null).
-SUBTASK_METRIC_FIELDS = (
-    "subtask_success",
-    "spl_by_subtask",
-    "goal_types",
-    "start_distance",
-    "path_length",
-    "stop_step",
-)
+SUBTASK_METRIC_FIELDS = tuple(load("record")["properties"]["subtask_metrics"]["properties"])
 TERMINATIONS = ("finish", "target_found", "max_steps", "error")
-STATUSES = ("ok", "error")
+STATUSES = tuple(load("record")["properties"]["status"]["enum"])  # ok, error
 # Absolute paths (POSIX or Windows) inside messages are replaced by this.
 _PATH_RE = re.compile(r"(?<![^\s'\"=(\[:,])(?:[A-Za-z]:\\|/)[^\s'\",)\]]+")
 
@@ -61,10 +55,9 @@ def _finite(x) -> Optional[float]:
     return x if math.isfinite(x) else None
 
 
-#: The largest magnitude of an integer or float a record holds: a 5000-digit integer
-#: from an agent cannot be written (nor read back), a 1e308 would overflow any mean.
+#: The largest integer a record holds: a 5000-digit integer from an agent cannot be
+#: written (nor read back). (Readers also refuse numbers a mean overflows: the schema.)
 MAX_RECORD_INT = 2**63
-MAX_RECORD_NUMBER = 1e15
 
 
 def checked_int(value, where: str = "value") -> int:
@@ -233,99 +226,23 @@ def make_record(
 # ----------------------------------------------------------------------------- files
 
 
-def _check_number(value, where: str, name: str) -> None:
-    if isinstance(value, bool) or value is None:
-        return
-    if isinstance(value, (int, float)) and abs(value) <= MAX_RECORD_NUMBER:
-        return
-    shown = "a huge integer" if isinstance(value, int) else json.dumps(value)[:40]
-    raise ResultFileError(
-        f"{where}: field {name!r} must be a number of magnitude <= "
-        f"{MAX_RECORD_NUMBER:g} or null, got {shown}"
-    )
-
-
 def check_record(obj, path: str, lineno: int) -> Dict[str, Any]:
-    """The shape every reader relies on (one line naming file:line and field otherwise):
-    ``episode``, ``metrics`` and ``initial_metrics`` objects, ``report_events`` a list of
-    objects, metric values numbers of sane magnitude (a 1e308 or 10**400 would overflow
-    a mean), ``steps_taken`` an integer."""
+    """The shape every reader relies on (``schemas/record.schema.json``; one line naming
+    file:line and field otherwise) and ``subtask_metrics``' lists of one length."""
     where = f"{path}:{lineno}"
-    if not isinstance(obj, dict):
-        raise ResultFileError(f"{where}: a record must be a JSON object")
-    if not isinstance(obj.get("episode_key"), str):
-        raise ResultFileError(f"{where}: field 'episode_key' is missing or not a string")
-    if obj.get("status") not in STATUSES:
-        raise ResultFileError(
-            f"{where}: field 'status' must be 'ok' or 'error', got {obj.get('status')!r}"
-        )
-    for name in ("episode", "metrics", "initial_metrics"):
-        if name in obj and obj[name] is not None and not isinstance(obj[name], dict):
+    problem = first_error(obj, "record", where)
+    if problem is not None:
+        raise ResultFileError(problem)
+    block = obj.get("subtask_metrics") or {}
+    lengths = {k: len(block[k]) for k in SUBTASK_METRIC_FIELDS if block.get(k) is not None}
+    for name, n in lengths.items():
+        first = SUBTASK_METRIC_FIELDS[0]
+        if n != lengths[first]:
             raise ResultFileError(
-                f"{where}: field {name!r} must be an object, got {type(obj[name]).__name__}"
+                f"{where}: field 'subtask_metrics.{name}' has {n} entries, "
+                f"'subtask_metrics.{first}' {lengths[first]} (one per subtask)"
             )
-    for name in ("metrics", "initial_metrics"):
-        for key, value in (obj.get(name) or {}).items():
-            if not isinstance(value, (str, list, dict)):
-                _check_number(value, where, f"{name}.{key}")
-    events = obj.get("report_events")
-    if events is not None and (
-        not isinstance(events, list) or not all(isinstance(ev, dict) for ev in events)
-    ):
-        raise ResultFileError(f"{where}: field 'report_events' must be a list of objects")
-    _check_subtask_metrics(obj.get("subtask_metrics"), where)
-    steps = obj.get("steps_taken")
-    if steps is not None and (
-        isinstance(steps, bool) or not isinstance(steps, int) or not 0 <= steps <= MAX_RECORD_INT
-    ):
-        raise ResultFileError(f"{where}: field 'steps_taken' must be a non-negative integer")
-    episode = obj.get("episode") or {}
-    for name in ("target_count",):
-        if name in episode and not isinstance(episode[name], (str, list, dict)):
-            _check_number(episode[name], where, f"episode.{name}")
     return obj
-
-
-def _check_subtask_metrics(block, where: str) -> None:
-    """``subtask_metrics``, when present: an object of :data:`SUBTASK_METRIC_FIELDS` lists
-    (``subtask_success`` required, the others where written), all of one length (the
-    subtasks), ``goal_types`` strings, the others numbers of sane magnitude or null."""
-    if block is None:
-        return
-    if not isinstance(block, dict):
-        raise ResultFileError(
-            f"{where}: field 'subtask_metrics' must be an object, got {type(block).__name__}"
-        )
-    length = None
-    for name in SUBTASK_METRIC_FIELDS:
-        values = block.get(name)
-        if values is None and name != SUBTASK_METRIC_FIELDS[0]:
-            continue
-        if not isinstance(values, list):
-            raise ResultFileError(
-                f"{where}: field 'subtask_metrics.{name}' is missing or not a list"
-            )
-        if length is None:
-            length = len(values)
-        elif len(values) != length:
-            raise ResultFileError(
-                f"{where}: field 'subtask_metrics.{name}' has {len(values)} entries, "
-                f"'subtask_metrics.{SUBTASK_METRIC_FIELDS[0]}' {length} (one per subtask)"
-            )
-        for i, v in enumerate(values):
-            if name == "goal_types":
-                if not isinstance(v, str):
-                    raise ResultFileError(
-                        f"{where}: field 'subtask_metrics.goal_types[{i}]' must be a string, "
-                        f"got {json.dumps(v)[:40]}"
-                    )
-            elif isinstance(v, bool) or not (v is None or isinstance(v, (int, float))):
-                raise ResultFileError(
-                    f"{where}: field 'subtask_metrics.{name}[{i}]' must be a number or null, "
-                    f"got {json.dumps(v)[:40]}"
-                )
-            else:
-                _check_number(v, where, f"subtask_metrics.{name}[{i}]")
 
 
 def check_metrics(metrics: Mapping[str, Any], where: str) -> None:

@@ -30,12 +30,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from habitat_mosnav.api import EPISODE_MODES, GOAL_TYPES
 from habitat_mosnav.datasets.fingerprint import (
     combine_digests,
     dataset_file_digests,
     fingerprint_differences,
 )
+from habitat_mosnav.schemas import first_error, load
 from habitat_mosnav.versions import add_version_argument
 
 __all__ = [
@@ -57,29 +57,13 @@ __all__ = [
 SETTINGS_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config", "benchmark_settings"
 )
-SETTING_KINDS = ("smoke", "mini", "official")
+SETTING_KINDS = tuple(load("setting")["properties"]["kind"]["enum"])  # smoke, mini, official
 #: Kinds whose complete, undeviating runs may be reported as the benchmark's numbers.
 REPORTABLE_KINDS = ("mini", "official")
 #: The documented rule that picks a ``mini`` subset (stable under re-ordering of files).
 MINI_RULE = (
     "per target mode, the ceil(fraction x count) episodes with the smallest "
     "sha256(episode key), at least one per mode"
-)
-_FIELDS = (
-    "name",
-    "version",
-    "kind",
-    "description",
-    "config",
-    "split",
-    "target_modes",
-    "goal_type",
-    "max_steps",
-    "success_distance",
-    "space_coverage_samples",
-    "space_coverage_radius",
-    "episodes",
-    "dataset",
 )
 
 
@@ -124,12 +108,7 @@ class BenchmarkSetting:
 
     def identity(self) -> Dict[str, Any]:
         """What every record, the manifest and the summary carry."""
-        return {
-            "name": self.name,
-            "version": self.version,
-            "kind": self.kind,
-            "dataset_fingerprint": self.dataset_fingerprint,
-        }
+        return {k: getattr(self, k) for k in ("name", "version", "kind", "dataset_fingerprint")}
 
     def habitat_overrides(self) -> List[str]:
         """Hydra overrides that make the habitat config of :attr:`config` this setting."""
@@ -289,99 +268,31 @@ def load_setting(name: str, root: Optional[str] = None) -> BenchmarkSetting:
         raw = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     except Exception as exc:
         raise SettingError(f"{path}: not a valid YAML file: {' '.join(str(exc).split())}") from None
-    if not isinstance(raw, dict):
-        raise SettingError(f"{path}: expected a mapping at the top level")
-
-    def need(key, kind, where=raw, label=None):
-        label = label or key
-        if key not in where:
-            raise SettingError(f"{path}: field '{label}' is missing")
-        value = where[key]
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-            raise SettingError(f"{path}: field '{label}' must be {kind.__name__}, got {value!r}")
-        return value
-
-    unknown = sorted(set(raw) - set(_FIELDS))
-    if unknown:
-        raise SettingError(f"{path}: unknown field '{unknown[0]}'")
-    kind = need("kind", str)
-    if kind not in SETTING_KINDS:
-        raise SettingError(
-            f"{path}: field 'kind' must be one of {', '.join(SETTING_KINDS)}, got {kind!r}"
-        )
-    modes = need("target_modes", list)
-    bad = [m for m in modes if m not in EPISODE_MODES]
-    if bad or not modes:
-        raise SettingError(
-            f"{path}: field 'target_modes' has unknown mode {bad[0] if bad else '(empty)'!r}"
-        )
-    goal_type = need("goal_type", str)
-    if goal_type not in GOAL_TYPES:
-        raise SettingError(f"{path}: field 'goal_type' must be one of {', '.join(GOAL_TYPES)}")
-    for key in ("max_steps", "version"):
-        if need(key, int) < 1:
-            raise SettingError(f"{path}: field '{key}' must be >= 1")
-    if need("success_distance", float) <= 0 or need("space_coverage_radius", float) <= 0:
-        raise SettingError(
-            f"{path}: fields 'success_distance' and 'space_coverage_radius' must be > 0"
-        )
-    if need("space_coverage_samples", int) < 0:
-        raise SettingError(f"{path}: field 'space_coverage_samples' must be >= 0")
-
-    episodes = need("episodes", dict)
-    selection = need("selection", str, episodes, "episodes.selection")
-    if selection not in ("all", "keys"):
-        raise SettingError(
-            f"{path}: field 'episodes.selection' must be 'all' or 'keys', got {selection!r}"
-        )
+    problem = first_error(raw, "setting", path)
+    if problem is not None:
+        raise SettingError(problem)
+    episodes, dataset = raw["episodes"], raw["dataset"]
     keys = episodes.get("keys")
-    if selection == "keys":
-        if keys is not None and (
-            not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)
-        ):
-            raise SettingError(f"{path}: field 'episodes.keys' must be a list of episode keys")
-        if keys is not None and len(set(keys)) != len(keys):
-            raise SettingError(f"{path}: field 'episodes.keys' repeats a key")
-    elif keys is not None:
-        raise SettingError(f"{path}: field 'episodes.keys' is only allowed with selection 'keys'")
-    fraction = episodes.get("mini_fraction")
-    if fraction is not None and not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
-        raise SettingError(f"{path}: field 'episodes.mini_fraction' must be in (0, 1]")
     count = episodes.get("count")
-    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
-        raise SettingError(f"{path}: field 'episodes.count' must be an integer >= 0")
-    if selection == "keys" and keys is not None and count is not None and count != len(keys):
+    if keys is not None and count is not None and count != len(keys):
         raise SettingError(
             f"{path}: field 'episodes.count' is {count} but 'episodes.keys' lists {len(keys)}"
         )
-
-    dataset = need("dataset", dict)
     files = dataset.get("files") or {}
-    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
-        raise SettingError(f"{path}: field 'dataset.files' must map files to sha256 digests")
-    fingerprint = dataset.get("fingerprint")
-    if files and fingerprint != combine_digests(files):
+    if files and dataset.get("fingerprint") != combine_digests(files):
         raise SettingError(f"{path}: field 'dataset.fingerprint' does not match 'dataset.files'")
+    fraction = episodes.get("mini_fraction")
     return BenchmarkSetting(
-        name=need("name", str),
-        version=raw["version"],
-        kind=kind,
-        description=need("description", str),
-        config=need("config", str),
-        split=need("split", str),
-        target_modes=list(modes),
-        goal_type=goal_type,
-        max_steps=raw["max_steps"],
+        **{k: raw[k] for k in ("name", "version", "kind", "description", "config", "split")},
+        **{k: raw[k] for k in ("goal_type", "max_steps", "space_coverage_samples")},
+        target_modes=list(raw["target_modes"]),
         success_distance=float(raw["success_distance"]),
-        space_coverage_samples=raw["space_coverage_samples"],
         space_coverage_radius=float(raw["space_coverage_radius"]),
-        episode_keys=list(keys) if selection == "keys" and keys is not None else None,
+        episode_keys=None if keys is None else list(keys),
         mini_fraction=None if fraction is None else float(fraction),
         episode_count=count,
         dataset_files=dict(files),
-        dataset_fingerprint=fingerprint,
+        dataset_fingerprint=dataset.get("fingerprint"),
         path=path,
     )
 
