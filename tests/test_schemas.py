@@ -130,6 +130,28 @@ def test_a_valid_dataset_reads(tmp_path):
     assert episode["start_position"] == [0.0, 0.0, 2.0] and episode["target_count"] == 1
 
 
+def test_a_document_that_met_the_schema_once_is_not_walked_again_but_a_changed_one_is(
+    tmp_path, monkeypatch
+):
+    from habitat_mosnav.datasets import schema
+
+    walked = []
+    first_error = schema.first_error
+    monkeypatch.setattr(
+        schema, "first_error", lambda doc, *a: walked.append(1) or first_error(doc, *a)
+    )
+    monkeypatch.setattr(schema, "_MET", set())
+    _load(tmp_path)
+    walks = len(walked)
+    assert walks >= 3  # goals, queries, episodes (and parts checked on their own)
+    _load(tmp_path)  # the same three documents again (another env, a replay)
+    assert len(walked) == walks
+    # one value changed in place: a new document, checked, and refused as the first time
+    with pytest.raises(DatasetFormatError, match="field 'target_count': expected an integer"):
+        _load(tmp_path, episode=dict(EPISODE, target_count="1"))
+    assert len(walked) > walks
+
+
 def test_a_wrong_setting_field_is_one_line_naming_file_and_field(tmp_path):
     with open(os.path.join(SETTINGS_DIR, "demo", "official.yaml")) as f:
         good = f.read()
