@@ -287,11 +287,13 @@ def test_a_fifo_or_a_gzip_bomb_is_one_line_in_bounded_time(
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
 
 
-def test_schema_limits_match_the_loaders():
-    assert goat_mod.MAX_COORDINATE == schema.MAX_COORDINATE
-    assert goat_mod.MAX_IMAGE_SIDE == schema.MAX_IMAGE_SIDE
-    assert goat_mod.MIN_IMAGE_SIDE == schema.MIN_IMAGE_SIDE
-    assert goat_mod.HFOV_RANGE == schema.HFOV_RANGE
+def test_the_import_checks_the_schemas_limits():
+    # one home: the import reads the dataset schema's limits, it keeps no copy of them
+    from habitat_mosnav import schemas
+
+    assert (goat_mod.MAX_COORDINATE, goat_mod.HFOV_RANGE) == (1e6, (5.0, 150.0))
+    assert goat_mod.MAX_IMAGE_SIDE is schemas.MAX_IMAGE_SIDE == 2048
+    assert goat_mod.MIN_IMAGE_SIDE is schemas.MIN_IMAGE_SIDE == 16
 
 
 # ----------------------------------------------------------------------------- loading

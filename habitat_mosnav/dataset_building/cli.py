@@ -23,7 +23,7 @@ from typing import List, Optional
 
 from habitat_mosnav.api import TARGET_MODES
 from habitat_mosnav.dataset_building.common import BuildError
-from habitat_mosnav.datasets.schema import MAX_IMAGE_SIDE, MIN_IMAGE_SIDE
+from habitat_mosnav.schemas import MAX_IMAGE_SIDE, MIN_IMAGE_SIDE
 from habitat_mosnav.metrics.legs import SUCCESS_DISTANCE
 from habitat_mosnav.flag_ranges import bound_numbers, one_line_errors
 from habitat_mosnav.safety import mask_log_handlers, safe_line

@@ -76,13 +76,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from habitat_mosnav.dataset_building.common import SCHEMA_VERSION, BuildError, rng_for
 from habitat_mosnav.metrics.open_path import solver_refusal
 from habitat_mosnav.safety import MAX_DATASET_BYTES, InputFileError, open_input, read_limited
+from habitat_mosnav.schemas import HFOV_RANGE, MAX_COORDINATE, MAX_IMAGE_SIDE, MIN_IMAGE_SIDE
 
-# datasets/schema.py's limits (a test keeps them equal): importing that package imports
-# habitat, which a refused input should not wait for.
-MAX_COORDINATE = 1e6
-MIN_IMAGE_SIDE = 16
-MAX_IMAGE_SIDE = 2048
-HFOV_RANGE = (5.0, 150.0)
 
 GOAT_TASK_TYPES = ("object", "description", "image")
 #: goat-bench drops description tasks with more words than this (its count: spaces + 1).

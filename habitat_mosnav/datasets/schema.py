@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from habitat_mosnav.api import SEQUENTIAL
 from habitat_mosnav.keys import KEY_SEP
 from habitat_mosnav.metrics.open_path import solver_refusal
-from habitat_mosnav.schemas import first_error, load
+from habitat_mosnav.schemas import first_error
 
 SCHEMA_VERSION = 1
 FILES = ("goals.json", "queries.json", "episodes.json")
@@ -27,15 +27,6 @@ MAX_INT_DIGITS = 20
 #: How deeply a dataset file may nest (free-form values: an episode's ``info``, a goal's
 #: ``attributes``, a query condition's ``value``; a dataset itself nests 6 levels).
 MAX_NESTING = 40
-_DEFS = load("dataset")["$defs"]
-#: The largest coordinate a dataset may give (metres), goal image sides (pixels) and
-#: fields of view (degrees) that render: the schema's limits.
-MAX_COORDINATE = _DEFS["vector3"]["items"]["maximum"]
-MIN_IMAGE_SIDE = _DEFS["image_side"]["minimum"]
-MAX_IMAGE_SIDE = _DEFS["image_side"]["maximum"]
-HFOV_RANGE = tuple(
-    float(_DEFS["image_goal"]["properties"]["hfov"][k]) for k in ("minimum", "maximum")
-)
 #: A record's name (``goal 7``, or ``goal #3`` without a valid id) by its list in a file.
 _RECORDS = {
     "goals": ("goal {}", "object_id"),

@@ -52,6 +52,18 @@ def load(name: str) -> dict:
         return json.load(f)
 
 
+_DATASET = load("dataset")["$defs"]
+#: The largest coordinate a dataset may give (metres), goal image sides (pixels) and fields
+#: of view (degrees) that render: the dataset schema's limits, for the readers that check
+#: them before a dataset exists (mosnav-build's flags, the GOAT-Bench import).
+MAX_COORDINATE = _DATASET["vector3"]["items"]["maximum"]
+MIN_IMAGE_SIDE = _DATASET["image_side"]["minimum"]
+MAX_IMAGE_SIDE = _DATASET["image_side"]["maximum"]
+HFOV_RANGE = tuple(
+    float(_DATASET["image_goal"]["properties"]["hfov"][k]) for k in ("minimum", "maximum")
+)
+
+
 def _inline(node: Any, defs: dict, inside: Tuple[str, ...] = ()) -> Any:
     """``node`` with its local ``$ref`` replaced by the definitions (a recursive one, the
     free-form JSON value, stays a reference): a third of the time of a check otherwise."""
