@@ -142,7 +142,7 @@ class Surface:
 
     def __init__(
         self,
-        tris: np.ndarray,
+        triangles: np.ndarray,
         agent: AgentShape,
         cell: float = 0.05,
         progress: bool = False,
@@ -157,6 +157,9 @@ class Surface:
         # walkable_only: the triangles are a navmesh (already the agent's walkable, eroded
         # area): every triangle is floor, no clearance test, no erosion
         self.walkable_only = walkable_only
+        tris = np.asarray(triangles, dtype=np.float32)
+        if tris.ndim != 3 or tris.shape[1:] != (3, 3) or len(tris) == 0:
+            raise ValueError("NavGrid needs triangles of shape (F, 3, 3)")
         lo = tris.reshape(-1, 3).min(0)
         hi = tris.reshape(-1, 3).max(0)
         pad = 3
