@@ -474,15 +474,10 @@ def run_episodes(cfg: BuildConfig) -> StageReport:
     params = {"seed": cfg.seed, "backend": cfg.backend, "episodes": cfg.episodes.params()}
 
     def work(sid: str, counts: Counter) -> None:
-        eps = _over_queries(
-            cfg,
-            "episodes",
-            sid,
-            scenes[sid],
-            lambda geo, goals, queries, bar: build_episodes(
-                geo, sid, goals, queries, cfg.episodes, cfg.seed, counts, bar
-            ),
-        )
+        def build(geo, goals, queries, bar):
+            return build_episodes(geo, sid, goals, queries, cfg.episodes, cfg.seed, counts, bar)
+
+        eps = _over_queries(cfg, "episodes", sid, scenes[sid], build)
         counts["episodes"] = len(eps)
         write_json(_episodes_path(cfg, sid), make_doc(sid, "episodes", eps))
 
@@ -509,15 +504,10 @@ def run_image_goals(cfg: BuildConfig) -> StageReport:
     }
 
     def work(sid: str, counts: Counter) -> None:
-        queries = _over_queries(
-            cfg,
-            "image-goals",
-            sid,
-            scenes[sid],
-            lambda geo, goals, queries, bar: add_image_goals(
-                geo, queries, goals, cfg.camera, counts, bar
-            ),
-        )
+        def add(geo, goals, queries, bar):
+            return add_image_goals(geo, queries, goals, cfg.camera, counts, bar)
+
+        queries = _over_queries(cfg, "image-goals", sid, scenes[sid], add)
         write_json(_queries_path(cfg, sid), make_doc(sid, "queries", queries))
         if counts.get("image_goal_fallback"):
             log.warning(

@@ -38,17 +38,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument(
         "--preview", action="store_true", help="also write <id>.topdown.png next to each scene"
     )
+    p.add_argument("--rooms", type=int, help="rooms per floor (default: 4-6 at random)")
     p.add_argument(
-        "--rooms",
-        type=int,
-        default=None,
-        help="rooms per floor (default: 4-6 at random)",
-    )
-    p.add_argument(
-        "--floors",
-        type=int,
-        default=1,
-        help="storeys, joined by a stair hall (default 1)",
+        "--floors", type=int, default=1, help="storeys, joined by a stair hall (default 1)"
     )
     p.add_argument(
         "--scan",
@@ -57,18 +49,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         "unless given",
     )
     p.add_argument(
-        "--scan-edge",
-        type=float,
-        default=None,
-        help="subdivide triangles to at most this edge (m; 0 = off)",
+        "--scan-edge", type=float, help="subdivide triangles to at most this edge (m; 0 = off)"
     )
     p.add_argument(
-        "--jitter",
-        type=float,
-        default=None,
-        help="move vertices by up to this much per axis (m) when subdividing",
+        "--jitter", type=float, help="move vertices by up to this per axis (m) when subdividing"
     )
-    p.add_argument("--clutter", type=int, default=None, help="small boxes strewn on the floors")
+    p.add_argument("--clutter", type=int, help="small boxes strewn on the floors")
     args = one_line_errors(bound_numbers(p), "mosnav-make-scenes").parse_args(argv)
     import os
 
