@@ -21,7 +21,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from habitat_mosnav.sims.habitat_sim_assets import import_habitat_sim
+from habitat_mosnav.sims.habitat_sim_assets import NavMeshAgent, import_habitat_sim
 
 
 @dataclass
@@ -67,9 +67,9 @@ def habitat_sim_pathfinder(navmesh: str):
 def cpu_pathfinder(
     scene: str,
     navmesh: str = "",
-    radius: float = 0.18,
-    height: float = 0.88,
-    max_climb: float = 0.2,
+    radius: float = NavMeshAgent.radius,
+    height: float = NavMeshAgent.height,
+    max_climb: float = NavMeshAgent.max_climb,
     seed: int = 0,
 ):
     """The CPU simulator's PathFinder as ``MosNavMeshSim-v0`` builds it for ``scene``
