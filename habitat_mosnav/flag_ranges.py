@@ -1,7 +1,7 @@
 """The range of every integer and float flag of the command-line tools (issue 39, item 5).
 
 One home for them: ``mosnav-eval``, ``mosnav-replay``, ``mosnav-report``,
-``mosnav-aggregate`` and ``mosnav-build`` call :func:`bound_numbers` on their parser, which
+``mosnav-aggregate``, ``mosnav-build`` and ``mosnav-make-scenes`` call :func:`bound_numbers` on their parser, which
 gives each numeric flag its range's parser and states the range in ``--help``. A number
 outside it (``--seed 10**30``, ``--max-steps 10**20``, ``--space-coverage-samples 10**12``,
 ``inf``, ``nan``) is refused in one line, exit 2, before any work starts: never an hour of
@@ -69,6 +69,14 @@ RANGES: Dict[str, Tuple[type, Number, Number, bool]] = {
     "--max-targets": (int, 1, 1000, False),
     "--object-ids": (int, 0, 2**31 - 1, False),
     "--image-size": (int, 16, 4096, False),
+    # mosnav-make-scenes: the batch, the apartments, the scan-like mesh (metres, boxes)
+    "--num-scenes": (int, 0, 100_000, False),
+    "--start-index": (int, 0, 10**7, False),
+    "--rooms": (int, 4, 120, False),
+    "--floors": (int, 1, 8, False),
+    "--scan-edge": (float, 0.0, 100.0, False),
+    "--jitter": (float, 0.0, 1.0, False),
+    "--clutter": (int, 0, 100_000, False),
 }
 
 

@@ -197,37 +197,25 @@ def _store() -> None:
         package="habitat.simulator",
         node=MosNavMeshSimConfig,
     )
-    actions = {
-        "target_found": TargetFoundActionConfig,
+    entities = {
+        "actions": {"target_found": TargetFoundActionConfig},
+        "lab_sensors": {
+            "mosnav_goal_text": GoalTextSensorConfig,
+            "mosnav_objectgoal": MosNavObjectGoalSensorConfig,
+            "mosnav_target_mode": TargetModeSensorConfig,
+            "mosnav_target_count": TargetCountSensorConfig,
+            "mosnav_goal_image": GoalImageSensorConfig,
+        },
+        "measurements": {**_MEASURE_CONFIGS, "mos_reward": MosRewardMeasurementConfig},
     }
-    for name, node in actions.items():
-        cs.store(
-            group="habitat/task/actions",
-            name=name,
-            package=f"habitat.task.actions.{name}",
-            node=node,
-        )
-    sensors = {
-        "mosnav_goal_text": GoalTextSensorConfig,
-        "mosnav_objectgoal": MosNavObjectGoalSensorConfig,
-        "mosnav_target_mode": TargetModeSensorConfig,
-        "mosnav_target_count": TargetCountSensorConfig,
-        "mosnav_goal_image": GoalImageSensorConfig,
-    }
-    for name, node in sensors.items():
-        cs.store(
-            group="habitat/task/lab_sensors",
-            name=name,
-            package=f"habitat.task.lab_sensors.{name}",
-            node=node,
-        )
-    for name, node in {**_MEASURE_CONFIGS, "mos_reward": MosRewardMeasurementConfig}.items():
-        cs.store(
-            group="habitat/task/measurements",
-            name=name,
-            package=f"habitat.task.measurements.{name}",
-            node=node,
-        )
+    for kind, nodes in entities.items():
+        for name, node in nodes.items():
+            cs.store(
+                group=f"habitat/task/{kind}",
+                name=name,
+                package=f"habitat.task.{kind}.{name}",
+                node=node,
+            )
 
 
 _store()

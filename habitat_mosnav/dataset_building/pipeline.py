@@ -454,12 +454,15 @@ def _input_scenes_of_output(cfg: BuildConfig, stage: str):
     return scenes, ids
 
 
-def _over_queries(cfg: BuildConfig, scene, desc: str, total: int, fn):
-    """``fn(geometry, progress bar)`` with the scene open in the simulator (semantics only)."""
+def _over_queries(cfg: BuildConfig, stage: str, sid: str, scene, fn):
+    """``fn(geometry, goals, queries, progress bar)`` with the scene's goals and queries read
+    and the scene open in the simulator (semantics only), the bar over the queries."""
+    goals = _load_goals(cfg, sid)
+    queries = _load_queries(cfg, sid, goals)
     geo = cfg.open_geometry(scene, rgb=False)
     try:
-        with cfg.bar(total, desc) as bar:
-            return fn(geo, bar)
+        with cfg.bar(len(queries), f"{stage} {sid}") as bar:
+            return fn(geo, goals, queries, bar)
     finally:
         geo.close()
 
@@ -471,17 +474,10 @@ def run_episodes(cfg: BuildConfig) -> StageReport:
     params = {"seed": cfg.seed, "backend": cfg.backend, "episodes": cfg.episodes.params()}
 
     def work(sid: str, counts: Counter) -> None:
-        goals = _load_goals(cfg, sid)
-        queries = _load_queries(cfg, sid, goals)
-        eps = _over_queries(
-            cfg,
-            scenes[sid],
-            f"episodes {sid}",
-            len(queries),
-            lambda geo, bar: build_episodes(
-                geo, sid, goals, queries, cfg.episodes, cfg.seed, counts, bar
-            ),
-        )
+        def build(geo, goals, queries, bar):
+            return build_episodes(geo, sid, goals, queries, cfg.episodes, cfg.seed, counts, bar)
+
+        eps = _over_queries(cfg, "episodes", sid, scenes[sid], build)
         counts["episodes"] = len(eps)
         write_json(_episodes_path(cfg, sid), make_doc(sid, "episodes", eps))
 
@@ -508,15 +504,10 @@ def run_image_goals(cfg: BuildConfig) -> StageReport:
     }
 
     def work(sid: str, counts: Counter) -> None:
-        goals = _load_goals(cfg, sid)
-        queries = _load_queries(cfg, sid, goals)
-        queries = _over_queries(
-            cfg,
-            scenes[sid],
-            f"image-goals {sid}",
-            len(queries),
-            lambda geo, bar: add_image_goals(geo, queries, goals, cfg.camera, counts, bar),
-        )
+        def add(geo, goals, queries, bar):
+            return add_image_goals(geo, queries, goals, cfg.camera, counts, bar)
+
+        queries = _over_queries(cfg, "image-goals", sid, scenes[sid], add)
         write_json(_queries_path(cfg, sid), make_doc(sid, "queries", queries))
         if counts.get("image_goal_fallback"):
             log.warning(

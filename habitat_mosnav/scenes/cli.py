@@ -9,51 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import List, Optional
+
+from habitat_mosnav.flag_ranges import bound_numbers, one_line_errors
 from habitat_mosnav.versions import add_version_argument
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit code 2 (argparse's convention)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        sys.exit(2)
-
-
-def _nonneg_int(name):
-    def parse(text):
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        if v < 0:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {v}")
-        return v
-
-    return parse
-
-
-def _positive_float(name):
-    def parse(text):
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
-        if not v >= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {text}")
-        return v
-
-    return parse
-
-
-def _int_in(name, lo, hi):
-    base = _nonneg_int(name)
-
-    def parse(text):
-        v = base(text)
-        if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"{name} must be in {lo}..{hi}, got {v}")
-        return v
-
-    return parse
 
 
 #: --scan's defaults: about 600k triangles for 20 rooms (HM3D scans: 300k-1M)
@@ -61,7 +19,7 @@ SCAN_EDGE, SCAN_JITTER, SCAN_CLUTTER = 0.22, 0.015, 200
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = _Parser(
+    p = argparse.ArgumentParser(
         prog="mosnav-make-scenes",
         allow_abbrev=False,
         description="Generate procedural multi-room apartments in HM3D's file layout "
@@ -69,33 +27,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     add_version_argument(p)
     p.add_argument("--out", required=True, help="output directory (created if missing)")
-    p.add_argument(
-        "--num-scenes",
-        type=_nonneg_int("--num-scenes"),
-        default=1,
-        help="number of scenes (default 1)",
-    )
-    p.add_argument("--seed", type=_nonneg_int("--seed"), default=0, help="batch seed (default 0)")
+    p.add_argument("--num-scenes", type=int, default=1, help="number of scenes (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="batch seed (default 0)")
     p.add_argument(
         "--start-index",
-        type=_nonneg_int("--start-index"),
+        type=int,
         default=0,
         help="index of the first scene (default 0); scene i depends only on (seed, i)",
     )
     p.add_argument(
         "--preview", action="store_true", help="also write <id>.topdown.png next to each scene"
     )
+    p.add_argument("--rooms", type=int, help="rooms per floor (default: 4-6 at random)")
     p.add_argument(
-        "--rooms",
-        type=_int_in("--rooms", 4, 120),
-        default=None,
-        help="rooms per floor (default: 4-6 at random)",
-    )
-    p.add_argument(
-        "--floors",
-        type=_int_in("--floors", 1, 8),
-        default=1,
-        help="storeys, joined by a stair hall (default 1)",
+        "--floors", type=int, default=1, help="storeys, joined by a stair hall (default 1)"
     )
     p.add_argument(
         "--scan",
@@ -104,24 +49,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         "unless given",
     )
     p.add_argument(
-        "--scan-edge",
-        type=_positive_float("--scan-edge"),
-        default=None,
-        help="subdivide triangles to at most this edge (m; 0 = off)",
+        "--scan-edge", type=float, help="subdivide triangles to at most this edge (m; 0 = off)"
     )
     p.add_argument(
-        "--jitter",
-        type=_positive_float("--jitter"),
-        default=None,
-        help="move vertices by up to this much per axis (m) when subdividing",
+        "--jitter", type=float, help="move vertices by up to this per axis (m) when subdividing"
     )
-    p.add_argument(
-        "--clutter",
-        type=_nonneg_int("--clutter"),
-        default=None,
-        help="small boxes strewn on the floors",
-    )
-    args = p.parse_args(argv)
+    p.add_argument("--clutter", type=int, help="small boxes strewn on the floors")
+    args = one_line_errors(bound_numbers(p), "mosnav-make-scenes").parse_args(argv)
     import os
 
     if os.path.exists(args.out) and not os.path.isdir(args.out):

@@ -369,25 +369,7 @@ class RoomFurnisher:
                 and not self._overlaps(lo, hi, ignore=(table,))
                 and self._navigable_ok((lo, hi))
             ):
-                p = Placed(
-                    item.category,
-                    self.room.region_id,
-                    item.parts,
-                    yaw,
-                    pos,
-                    lo,
-                    hi,
-                    item.color,
-                    item.material,
-                    item.feature,
-                    None,
-                    None,
-                    0.0,
-                    True,
-                    size_local=tuple(size),
-                )
-                self.placed.append(p)
-                out.append(p)
+                out.append(self._add(item, size, yaw, pos, lo, hi, None, None, 0.0, True))
         return out
 
     def beside(self, item, parent: Placed, which=(-1, 1)):

@@ -21,7 +21,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from habitat_mosnav.simulators import HABITAT_SIM_INSTALL
+from habitat_mosnav.sims.habitat_sim_assets import NavMeshAgent, import_habitat_sim
 
 
 @dataclass
@@ -58,15 +58,7 @@ HEADER = (
 
 def habitat_sim_pathfinder(navmesh: str):
     """habitat-sim's own PathFinder on ``navmesh`` (no renderer, no scene)."""
-    os.environ.setdefault("HABITAT_SIM_LOG", "quiet")
-    os.environ.setdefault("MAGNUM_LOG", "quiet")
-    try:
-        import habitat_sim
-    except ImportError:
-        raise RuntimeError(
-            f"habitat-sim is not installed; install it: {HABITAT_SIM_INSTALL}"
-        ) from None
-    pf = habitat_sim.PathFinder()
+    pf = import_habitat_sim("to compare the simulators").PathFinder()
     if not pf.load_nav_mesh(navmesh):
         raise RuntimeError(f"{navmesh}: habitat-sim cannot load this navmesh")
     return pf
@@ -75,9 +67,9 @@ def habitat_sim_pathfinder(navmesh: str):
 def cpu_pathfinder(
     scene: str,
     navmesh: str = "",
-    radius: float = 0.18,
-    height: float = 0.88,
-    max_climb: float = 0.2,
+    radius: float = NavMeshAgent.radius,
+    height: float = NavMeshAgent.height,
+    max_climb: float = NavMeshAgent.max_climb,
     seed: int = 0,
 ):
     """The CPU simulator's PathFinder as ``MosNavMeshSim-v0`` builds it for ``scene``

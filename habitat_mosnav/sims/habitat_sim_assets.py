@@ -87,16 +87,16 @@ def write_scene_dataset_config(root: str, scenes: List[str]) -> str:
     return path
 
 
-def _import_habitat_sim():
-    # habitat-sim and Magnum log every stage load to stderr; only their errors matter here
+def import_habitat_sim(needed_for: str = "to compute .navmesh files"):
+    """habitat-sim, told to be quiet (it and Magnum log every stage load to stderr; only
+    their errors matter here); missing: one line saying what needed it."""
     os.environ.setdefault("HABITAT_SIM_LOG", "quiet")
     os.environ.setdefault("MAGNUM_LOG", "quiet")
     try:
         import habitat_sim  # noqa: F401
     except ImportError:
         raise HabitatSimAssetsError(
-            f"habitat-sim is not installed (needed to compute .navmesh files); "
-            f"install it: {HABITAT_SIM_INSTALL}"
+            f"habitat-sim is not installed (needed {needed_for}); install it: {HABITAT_SIM_INSTALL}"
         ) from None
     return habitat_sim
 
@@ -134,7 +134,7 @@ def _without_ceilings(scene_glb: str, out_glb: str) -> int:
 
 def bake_navmesh(scene_glb: str, out_path: str, agent: Optional[NavMeshAgent] = None) -> dict:
     """Compute habitat-sim's navmesh of one Z-up scene (ceilings dropped) and save it."""
-    habitat_sim = _import_habitat_sim()
+    habitat_sim = import_habitat_sim()
     agent = agent or NavMeshAgent()
     with tempfile.TemporaryDirectory() as tmp:
         sid = os.path.basename(scene_glb)[: -len(".glb")]

@@ -18,9 +18,7 @@ built in :mod:`habitat_mosnav.sims.grid`, in this order:
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
-
-import numpy as np
+from operator import attrgetter
 
 from habitat_mosnav.sims.grid.cells import INF, AgentShape, Layer, Location
 from habitat_mosnav.sims.grid.clearance import Clearance
@@ -34,22 +32,11 @@ __all__ = ["INF", "AgentShape", "DistanceField", "Layer", "Location", "NavGrid",
 
 
 class NavGrid:
-    """Navigable area of one scene for one agent shape."""
+    """Navigable area of one scene for one agent shape, built from the arguments of
+    :class:`~.grid.surface.Surface` (triangles ``(F, 3, 3)``, agent, cell, ...)."""
 
-    def __init__(
-        self,
-        triangles: np.ndarray,
-        agent: AgentShape,
-        cell: float = 0.05,
-        progress: bool = False,
-        drop_roofs: bool = True,
-        desc: str = "",
-        walkable_only: bool = False,
-    ):
-        tris = np.asarray(triangles, dtype=np.float32)
-        if tris.ndim != 3 or tris.shape[1:] != (3, 3) or len(tris) == 0:
-            raise ValueError("NavGrid needs triangles of shape (F, 3, 3)")
-        self.surface = Surface(tris, agent, cell, progress, drop_roofs, desc, walkable_only)
+    def __init__(self, *args, **kwargs):
+        self.surface = Surface(*args, **kwargs)
         self.clearance = Clearance(self.surface)
         self.graph = CornerGraph(self.surface, self.clearance)
         self.motion = Motion(self.surface)
@@ -58,58 +45,23 @@ class NavGrid:
             self.surface, self.clearance, self.graph, self.motion, self.fast_marching
         )
 
-    # ------------------------------------------------------------ what was built
-    @property
-    def agent(self) -> AgentShape:
-        return self.surface.agent
-
-    @property
-    def cell(self) -> float:
-        return self.surface.cell
-
-    @property
-    def H(self) -> int:
-        return self.surface.H
-
-    @property
-    def W(self) -> int:
-        return self.surface.W
-
-    @property
-    def layers(self) -> List[Layer]:
-        return self.surface.layers
-
-    @property
-    def bounds(self) -> Tuple[np.ndarray, np.ndarray]:
-        return self.surface.bounds
+    # ------------------------------------------------------------ what was built (read-only)
+    agent = property(attrgetter("surface.agent"))
+    cell = property(attrgetter("surface.cell"))
+    H = property(attrgetter("surface.H"))
+    W = property(attrgetter("surface.W"))
+    layers = property(attrgetter("surface.layers"))
+    bounds = property(attrgetter("surface.bounds"))
+    total_cells = property(attrgetter("surface.total_cells"))
+    num_islands = property(attrgetter("surface.num_islands"))
+    island_area = property(attrgetter("surface.island_area"))
+    island_y = property(attrgetter("surface.island_y"))
+    largest_island = property(attrgetter("surface.largest_island"))
+    num_nodes = property(attrgetter("graph.num_nodes"))
 
     @property
     def is_loaded(self) -> bool:
         return self.surface.total_cells > 0
-
-    @property
-    def total_cells(self) -> int:
-        return self.surface.total_cells
-
-    @property
-    def num_islands(self) -> int:
-        return self.surface.num_islands
-
-    @property
-    def island_area(self) -> np.ndarray:
-        return self.surface.island_area
-
-    @property
-    def island_y(self) -> List[float]:
-        return self.surface.island_y
-
-    @property
-    def largest_island(self) -> int:
-        return self.surface.largest_island
-
-    @property
-    def num_nodes(self) -> int:
-        return self.graph.num_nodes
 
     @property
     def field_cache_size(self) -> int:
@@ -119,46 +71,21 @@ class NavGrid:
     def field_cache_size(self, n: int) -> None:
         self.geodesics.field_cache_size = int(n)
 
-    # ------------------------------------------------------------ points and steps
-    def snap(self, p: Sequence[float], max_y_delta: float = INF) -> Optional[Location]:
-        return self.motion.snap(p, max_y_delta)
-
-    def snap_cached(self, p) -> Optional[Location]:
-        return self.motion.snap_cached(p)
-
-    def snap_to_island(self, p: Sequence[float], island: int) -> Optional[Location]:
-        return self.motion.snap_to_island(p, island)
-
-    def is_navigable(self, p: Sequence[float], max_y_delta: float = 0.5) -> bool:
-        return self.motion.is_navigable(p, max_y_delta)
-
-    def island_of(self, p) -> int:
-        return self.motion.island_of(p)
-
-    def island_radius(self, p) -> float:
-        return self.motion.island_radius(p)
-
-    def random_point(self, rng: np.random.Generator, island: int = -1) -> np.ndarray:
-        return self.motion.random_point(rng, island)
-
-    def try_step(self, start, end, sliding: bool = True) -> np.ndarray:
-        return self.motion.try_step(start, end, sliding)
-
-    def distance_to_closest_obstacle(self, p, max_search_radius: float = 2.0) -> float:
-        return self.motion.distance_to_closest_obstacle(p, max_search_radius)
-
-    def topdown(self, meters_per_pixel: float, height: float, eps: float = 0.5) -> np.ndarray:
-        return self.surface.topdown(meters_per_pixel, height, eps)
+    # ------------------------------------------------------------ points and steps (the parts'
+    # own methods, so their signatures and defaults have one home)
+    snap = property(attrgetter("motion.snap"))
+    snap_cached = property(attrgetter("motion.snap_cached"))
+    snap_to_island = property(attrgetter("motion.snap_to_island"))
+    is_navigable = property(attrgetter("motion.is_navigable"))
+    island_of = property(attrgetter("motion.island_of"))
+    island_radius = property(attrgetter("motion.island_radius"))
+    random_point = property(attrgetter("motion.random_point"))
+    try_step = property(attrgetter("motion.try_step"))
+    distance_to_closest_obstacle = property(attrgetter("motion.distance_to_closest_obstacle"))
+    topdown = property(attrgetter("surface.topdown"))
 
     # ------------------------------------------------------------ geodesics
-    def distance_field(self, goals) -> DistanceField:
-        return self.geodesics.distance_field(goals)
-
-    def field_value(self, df: DistanceField, loc: Location) -> float:
-        return self.geodesics.field_value(df, loc)
-
-    def geodesic_distance(self, a, goals) -> float:
-        return self.geodesics.geodesic_distance(a, goals)
-
-    def find_path(self, a, goals) -> Tuple[List[np.ndarray], float]:
-        return self.geodesics.find_path(a, goals)
+    distance_field = property(attrgetter("geodesics.distance_field"))
+    field_value = property(attrgetter("geodesics.field_value"))
+    geodesic_distance = property(attrgetter("geodesics.geodesic_distance"))
+    find_path = property(attrgetter("geodesics.find_path"))

@@ -38,6 +38,20 @@ WALL_NY = 0.3
 WALL_RISE = 0.1
 
 
+def _chunks(per: np.ndarray, max_points: int):
+    """Consecutive runs of triangle indices (one triangle at least) whose point counts
+    ``per`` sum to at most ``max_points``: the samplers' chunks, bounding their memory."""
+    cum = np.cumsum(per)
+    start = 0
+    while start < len(per):
+        stop = max(
+            start + 1,
+            int(np.searchsorted(cum, (cum[start - 1] if start else 0) + max_points, "right")),
+        )
+        yield np.arange(start, min(stop, len(per)))
+        start = stop
+
+
 def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000):
     """Points covering every triangle with at most ``spacing`` gaps: a lattice along the
     two edges at the triangle's widest angle (each cut into pieces <= ``spacing``, so a
@@ -64,14 +78,7 @@ def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000
     m = np.maximum(1, np.ceil(opp[f, o] / spacing)).astype(np.int64)  # edge b-c
     # lattice rows i = 0..n1 hold j = 0..floor(n2 (n1 - i) / n1); then m + 1 points on b-c
     per = (n1 + 1) * (n2 + 2) // 2 + m + 2  # points per triangle, at most
-    cum = np.cumsum(per)
-    start = 0
-    while start < len(tris):
-        stop = max(
-            start + 1,
-            int(np.searchsorted(cum, (cum[start - 1] if start else 0) + max_points, "right")),
-        )
-        t = np.arange(start, min(stop, len(tris)))
+    for t in _chunks(per, max_points):
         ti = np.repeat(t, n1[t] + 1)  # one entry per lattice row
         i = run_offsets(n1[t] + 1)
         cnt = (n2[ti] * (n1[ti] - i)) // n1[ti] + 1
@@ -87,7 +94,6 @@ def sample_surface(tris: np.ndarray, spacing: float, max_points: int = 4_000_000
         w = (k / m[ei]).astype(np.float32)[:, None]
         edge = b[ei] + (c[ei] - b[ei]) * w
         yield np.concatenate([lat, edge]).astype(np.float32), np.concatenate([pi, ei]), len(t)
-        start = int(t[-1]) + 1
 
 
 def sample_walls(tris: np.ndarray, spacing: float, rise: float, max_points: int = 4_000_000):
@@ -105,14 +111,7 @@ def sample_walls(tris: np.ndarray, spacing: float, rise: float, max_points: int 
     nlev = np.ceil((y2 - y0) / rise).astype(np.int64) + 1
     reach = np.linalg.norm(v[:, 2] - v[:, 0], axis=1) + np.linalg.norm(v[:, 1] - v[:, 0], axis=1)
     est = nlev * (np.ceil(reach / spacing).astype(np.int64) + 1)  # points per triangle, at most
-    cum = np.cumsum(est)
-    start = 0
-    while start < len(tris):
-        stop = max(
-            start + 1,
-            int(np.searchsorted(cum, (cum[start - 1] if start else 0) + max_points, "right")),
-        )
-        idx = np.arange(start, min(stop, len(tris)))
+    for idx in _chunks(est, max_points):
         ti = np.repeat(idx, nlev[idx])
         k = run_offsets(nlev[idx])
         t = np.where(nlev[ti] > 1, k / np.maximum(nlev[ti] - 1, 1), 0.0)
@@ -133,7 +132,6 @@ def sample_walls(tris: np.ndarray, spacing: float, rise: float, max_points: int 
         u = run_offsets(m) / np.maximum(m[li] - 1, 1)
         pts = (P[li] + (Q[li] - P[li]) * u[:, None]).astype(np.float32)
         yield pts, ti[li], len(idx)
-        start = int(idx[-1]) + 1
 
 
 class Surface:
@@ -142,7 +140,7 @@ class Surface:
 
     def __init__(
         self,
-        tris: np.ndarray,
+        triangles: np.ndarray,
         agent: AgentShape,
         cell: float = 0.05,
         progress: bool = False,
@@ -157,6 +155,9 @@ class Surface:
         # walkable_only: the triangles are a navmesh (already the agent's walkable, eroded
         # area): every triangle is floor, no clearance test, no erosion
         self.walkable_only = walkable_only
+        tris = np.asarray(triangles, dtype=np.float32)
+        if tris.ndim != 3 or tris.shape[1:] != (3, 3) or len(tris) == 0:
+            raise ValueError("NavGrid needs triangles of shape (F, 3, 3)")
         lo = tris.reshape(-1, 3).min(0)
         hi = tris.reshape(-1, 3).max(0)
         pad = 3
