@@ -6,7 +6,7 @@ gives each numeric flag its range's parser and states the range in ``--help``. A
 outside it (``--seed 10**30``, ``--max-steps 10**20``, ``--space-coverage-samples 10**12``,
 ``inf``, ``nan``) is refused in one line, exit 2, before any work starts: never an hour of
 episodes and then a ``run.json`` that cannot be read back, nor a MemoryError per episode.
-Standard library only.
+The image sizes are the dataset schema's (what renders).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import math
 import sys
 import types
 from typing import Callable, Dict, Tuple, Union
+
+from habitat_mosnav.schemas import MAX_IMAGE_SIDE, MIN_IMAGE_SIDE
 
 __all__ = ["RANGES", "bound_numbers", "number_parser", "one_line_errors", "range_text"]
 
@@ -53,7 +55,7 @@ RANGES: Dict[str, Tuple[type, Number, Number, bool]] = {
     "--max-size": (float, 0.0, 1000.0, True),
     "--view-radius": (float, 0.0, 100.0, True),
     "--view-spacing": (float, 0.01, 10.0, False),
-    "--min-pixels": (int, 0, 10**7, False),
+    "--min-pixels": (int, 1, MAX_IMAGE_SIDE * MAX_IMAGE_SIDE, False),
     "--max-view-points": (int, 1, 100_000, False),
     "--views": (int, 1, 64, False),
     "--rpm": (float, 0.0, 1e6, True),
@@ -68,7 +70,7 @@ RANGES: Dict[str, Tuple[type, Number, Number, bool]] = {
     "--max-distance": (float, 0.0, 10_000.0, True),
     "--max-targets": (int, 1, 1000, False),
     "--object-ids": (int, 0, 2**31 - 1, False),
-    "--image-size": (int, 16, 4096, False),
+    "--image-size": (int, MIN_IMAGE_SIDE, MAX_IMAGE_SIDE, False),
     # mosnav-make-scenes: the batch, the apartments, the scan-like mesh (metres, boxes)
     "--num-scenes": (int, 0, 100_000, False),
     "--start-index": (int, 0, 10**7, False),
