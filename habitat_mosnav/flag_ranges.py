@@ -116,14 +116,6 @@ def number_parser(flag: str) -> Callable[[str], Number]:
     return parse
 
 
-def _numeric(action: argparse.Action) -> bool:
-    kind = action.type
-    if kind in (int, float):
-        return True
-    name = getattr(kind, "__qualname__", "") or ""
-    return any(n in name for n in ("_int_at_least", "_float_positive", "ranged_"))
-
-
 def bound_numbers(parser: argparse.ArgumentParser, strict: bool = True) -> argparse.ArgumentParser:
     """Give every numeric flag of ``parser`` (and of its sub-commands) the parser of its
     range and state the range in its help. ``strict``: a numeric flag with no range is a
@@ -133,7 +125,7 @@ def bound_numbers(parser: argparse.ArgumentParser, strict: bool = True) -> argpa
             for sub in dict.fromkeys(action.choices.values()):
                 bound_numbers(sub, strict)
             continue
-        if not action.option_strings or not _numeric(action):
+        if not action.option_strings or action.type not in (int, float):
             continue  # a flag with its own checker (a choice, a path, a custom range) keeps it
         flag = next((s for s in action.option_strings if s in RANGES), None)
         if flag is None:
