@@ -38,6 +38,12 @@ SEQUENTIAL = "sequential"
 EPISODE_MODES = TARGET_MODES + (SEQUENTIAL,)
 #: ``--action-protocol``: how an agent's action id maps to a task action (SPEC §2).
 ACTION_PROTOCOLS = ("goat", "legacy", "compat")
+#: The benchmark's agent: habitat's ObjectNav HM3D body (m) and camera field of view
+#: (degrees), as the configs ``benchmark/nav/mosnav/base/{demo,hm3d}.yaml`` give them to
+#: habitat; the defaults of the navmesh, the dataset builder's camera and the frontier map.
+AGENT_HEIGHT = 0.88
+AGENT_RADIUS = 0.18
+CAMERA_HFOV = 79
 
 
 class Action(enum.IntEnum):

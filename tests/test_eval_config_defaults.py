@@ -6,6 +6,8 @@ import json
 import os
 import textwrap
 
+import pytest
+
 from habitat_mosnav.evaluation.cli import build_overrides, build_parser, main
 from habitat_mosnav.evaluation.compose import CONFIG_KEYS, compose_config
 from habitat_mosnav.evaluation.run_request import RunRequest, flag_of
@@ -203,3 +205,19 @@ def test_the_success_measure_keeps_the_value_once_habitat_copies_its_config():
     )
     _resolve_measure_interpolations(cfg.habitat.task)  # what the task does before habitat copies
     assert OmegaConf.create(cfg.habitat.task.measurements.success).success_distance == 0.4
+
+
+@pytest.mark.parametrize("base", ["demo", "hm3d"])
+def test_the_configs_agent_is_the_one_the_code_assumes(base):
+    """The navmesh writer, the dataset builder's camera and the frontier map default to
+    api's AGENT_HEIGHT / AGENT_RADIUS / CAMERA_HFOV: the configs give habitat the same."""
+    from omegaconf import OmegaConf
+
+    from habitat_mosnav.api import AGENT_HEIGHT, AGENT_RADIUS, CAMERA_HFOV
+    from habitat_mosnav.config.default import MOSNAV_CONFIG_DIR
+
+    path = os.path.join(MOSNAV_CONFIG_DIR, "benchmark", "nav", "mosnav", "base", f"{base}.yaml")
+    agent = OmegaConf.load(path).habitat.simulator.agents.main_agent
+    assert (agent.height, agent.radius) == (AGENT_HEIGHT, AGENT_RADIUS) == (0.88, 0.18)
+    for sensor in agent.sim_sensors.values():
+        assert sensor.hfov == CAMERA_HFOV == 79 and sensor.position[1] == AGENT_HEIGHT

@@ -53,7 +53,14 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from habitat_mosnav.api import MULTI_MODES, Action, Observation
+from habitat_mosnav.api import (
+    AGENT_HEIGHT,
+    AGENT_RADIUS,
+    CAMERA_HFOV,
+    MULTI_MODES,
+    Action,
+    Observation,
+)
 from habitat_mosnav.pose import wrap_angle
 
 __all__ = [
@@ -82,16 +89,16 @@ class CameraModel:
     (``benchmark/nav/mosnav/base/demo.yaml``)."""
 
     #: Horizontal field of view of the depth camera (degrees).
-    hfov_deg: float = 79.0
+    hfov_deg: float = float(CAMERA_HFOV)
     #: Camera height above the agent's feet (m): the depth sensor's position[1].
-    sensor_height: float = 0.88
+    sensor_height: float = AGENT_HEIGHT
     #: Depth range of the (unnormalised) depth image (m).
     min_depth: float = 0.5
     max_depth: float = 5.0
     #: The agent's body: cells closer than the radius to an obstacle are not free (m).
-    agent_radius: float = 0.18
+    agent_radius: float = AGENT_RADIUS
     #: Points above this height do not block the agent (m).
-    agent_height: float = 0.88
+    agent_height: float = AGENT_HEIGHT
     #: One turn action (degrees) and one move_forward (m), for planning actions.
     turn_angle_deg: float = 30.0
     forward_step: float = 0.25

@@ -15,6 +15,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from habitat_mosnav.api import AGENT_HEIGHT, AGENT_RADIUS, CAMERA_HFOV
 from habitat_mosnav.dataset_building.common import BuildError, SceneFiles
 from habitat_mosnav.simulators import SimulatorUnavailable, simulator_choice
 
@@ -27,12 +28,12 @@ class CameraSpec:
     width: int = 160
     height: int = 160
     #: Horizontal field of view (degrees).
-    hfov: int = 79
+    hfov: int = CAMERA_HFOV
     #: Camera height above the agent's feet (m).
-    sensor_height: float = 0.88
+    sensor_height: float = AGENT_HEIGHT
     #: The agent's body (m): view points must be navigable for it.
-    agent_height: float = 0.88
-    agent_radius: float = 0.18
+    agent_height: float = AGENT_HEIGHT
+    agent_radius: float = AGENT_RADIUS
     #: Also render RGB (the attribute stage's crops); the view-point search needs only semantics.
     rgb: bool = True
 

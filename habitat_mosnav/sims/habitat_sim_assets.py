@@ -24,6 +24,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from habitat_mosnav.api import AGENT_HEIGHT, AGENT_RADIUS
 from habitat_mosnav.simulators import HABITAT_SIM_INSTALL
 
 #: name of the scene dataset config written at the scenes root
@@ -47,8 +48,8 @@ class NavMeshAgent:
     """The agent the navmesh is eroded for (the benchmark's: habitat's ObjectNav HM3D agent)."""
 
     #: body radius and height (m)
-    radius: float = 0.18
-    height: float = 0.88
+    radius: float = AGENT_RADIUS
+    height: float = AGENT_HEIGHT
     #: highest step the agent climbs (m); habitat-sim's NavMeshSettings default
     max_climb: float = 0.2
 

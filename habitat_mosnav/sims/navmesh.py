@@ -17,6 +17,8 @@ from typing import List, Tuple
 
 import numpy as np
 
+from habitat_mosnav.api import AGENT_HEIGHT, AGENT_RADIUS
+
 _SET_MAGIC = (ord("M") << 24) | (ord("S") << 16) | (ord("E") << 8) | ord("T")
 _TILE_MAGIC = (ord("D") << 24) | (ord("N") << 16) | (ord("A") << 8) | ord("V")
 _TILE_VERSION = 7
@@ -575,8 +577,8 @@ def write_navmesh(path: str, polygons: List[np.ndarray]) -> None:
         0,
         0,
         len(idx),
-        0.88,
-        0.18,
+        AGENT_HEIGHT,
+        AGENT_RADIUS,
         0.2,
         *bmin.tolist(),
         *bmax.tolist(),
