@@ -50,16 +50,6 @@ def register() -> None:
     mark_non_scalar_measures()
 
 
-def store_obs_transform_config(name: str, node) -> None:
-    """Stores an observation transformer's config where habitat-baselines' configs pick
-    them (``habitat_baselines.rl.policy.<agent>.obs_transforms.<name>``)."""
-    from hydra.core.config_store import ConfigStore
-
-    ConfigStore.instance().store(
-        group="habitat_baselines/rl/policy/obs_transforms", name=name, node=node
-    )
-
-
 def __getattr__(name):
     lazy = {
         "MosNavEvaluator": "evaluator",

@@ -30,7 +30,7 @@ from habitat_baselines.common.baseline_registry import baseline_registry
 from habitat_baselines.common.obs_transformers import ObservationTransformer
 from habitat_baselines.config.default_structured_configs import ObsTransformConfig
 
-from habitat_mosnav.baselines import store_obs_transform_config
+from habitat_mosnav.config.default_structured_configs import store_obs_transform_config
 from habitat_mosnav.sensors import decode_goal_text
 
 TEXT_UUID = "mosnav_goal_text"

@@ -219,3 +219,11 @@ def _store() -> None:
 
 
 _store()
+
+
+def store_obs_transform_config(name: str, node) -> None:
+    """Stores an observation transformer's config where habitat-baselines' configs pick
+    them (``habitat_baselines.rl.policy.<agent>.obs_transforms.<name>``)."""
+    ConfigStore.instance().store(
+        group="habitat_baselines/rl/policy/obs_transforms", name=name, node=node
+    )

@@ -18,7 +18,6 @@ import math
 import os
 from typing import Any, Callable, List, Optional, Tuple
 
-from jsonschema import Draft202012Validator, validators
 
 SCHEMA_DIR = os.path.dirname(os.path.abspath(__file__))
 _TYPE_NAMES = {
@@ -30,19 +29,6 @@ _TYPE_NAMES = {
     "boolean": "a boolean",
     "null": "null",
 }
-_Validator = validators.extend(
-    Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {
-            "integer": lambda _, v: isinstance(v, int) and not isinstance(v, bool),
-            "number": lambda _, v: (
-                isinstance(v, (int, float))
-                and not isinstance(v, bool)
-                and (isinstance(v, int) or math.isfinite(v))
-            ),
-        }
-    ),
-)
 
 
 @functools.lru_cache(maxsize=None)
@@ -81,9 +67,24 @@ def _inline(node: Any, defs: dict, inside: Tuple[str, ...] = ()) -> Any:
 
 @functools.lru_cache(maxsize=None)
 def _validator(name: str, definition: str):
+    # jsonschema is imported at the first check: the limits above (flag ranges, the GOAT
+    # import) need only the schema's JSON
+    from jsonschema import Draft202012Validator, validators
+
+    finite = Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {
+            "integer": lambda _, v: isinstance(v, int) and not isinstance(v, bool),
+            "number": lambda _, v: (
+                isinstance(v, (int, float))
+                and not isinstance(v, bool)
+                and (isinstance(v, int) or math.isfinite(v))
+            ),
+        }
+    )
     schema = load(name)
     top = dict(schema, **{"$ref": f"#/$defs/{definition}"}) if definition else schema
-    return _Validator(_inline(top, schema.get("$defs", {})))
+    checker = validators.extend(Draft202012Validator, type_checker=finite)
+    return checker(_inline(top, schema.get("$defs", {})))
 
 
 def show(value: Any, limit: int = 60) -> str:
